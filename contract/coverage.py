@@ -1,0 +1,82 @@
+"""Zero-JIT coverage: after warmup, in-range launches must never grow a kernel's cache.
+
+The caller supplies the launches (a family knows how to draw realistic ones from its
+limits); each runs through the kernel's own runtime path, compile-only. A launch whose
+variant was not warmed grows the variant count, and is reported with the key it needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from .kernel import JitKernel
+
+
+@dataclasses.dataclass
+class KernelCoverage:
+    name: str
+    variants_before: int
+    variants_after: int = 0
+    launches: int = 0
+    missed_keys: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def grew(self) -> bool:
+        return self.variants_after > self.variants_before
+
+
+@dataclasses.dataclass
+class CoverageReport:
+    kernels: list[KernelCoverage]
+
+    @property
+    def launches(self) -> int:
+        return sum(k.launches for k in self.kernels)
+
+    @property
+    def cache_growth(self) -> int:
+        return sum(k.variants_after - k.variants_before for k in self.kernels)
+
+    @property
+    def ok(self) -> bool:
+        return self.cache_growth == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "launches": self.launches,
+            "cache_growth": self.cache_growth,
+            "launchers": [
+                {"name": k.name, "variants": k.variants_after, "launches": k.launches, "grew": k.grew,
+                 "missed_keys": k.missed_keys}
+                for k in self.kernels
+            ],
+        }
+
+    def table(self) -> Table:
+        verdict = "[green]zero JIT[/]" if self.ok else f"[red]{self.cache_growth} compiles after warmup[/]"
+        table = Table(title=f"verify: {self.launches} launches, {verdict}")
+        for column in ("launcher", "launches", "variants", "grew"):
+            table.add_column(column, justify="left" if column == "launcher" else "right")
+        for k in self.kernels:
+            table.add_row(k.name, str(k.launches), str(k.variants_after), "[red]yes[/]" if k.grew else "no")
+        return table
+
+
+def verify_zero_jit(kernels: Sequence[JitKernel], launches: Iterable[tuple[JitKernel, dict[str, Any]]]) -> CoverageReport:
+    """Run `launches` through each kernel's runtime path and report any cache growth."""
+    coverage = {id(k): KernelCoverage(k.name, k.variant_count()) for k in kernels}
+    for kernel, inputs in launches:
+        entry = coverage[id(kernel)]
+        before = kernel.variant_count()
+        key = kernel.launch(**inputs)
+        entry.launches += 1
+        if kernel.variant_count() > before and key is not None:
+            entry.missed_keys.append({"inputs": inputs, "key": key.as_dict()})
+    for kernel in kernels:
+        coverage[id(kernel)].variants_after = kernel.variant_count()
+    return CoverageReport(list(coverage.values()))

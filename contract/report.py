@@ -1,0 +1,91 @@
+"""The warmup report: per-key outcomes and timing, as JSON and as a table."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+from .keys import CompileKey
+
+if TYPE_CHECKING:
+    from .plan import WarmupPlan
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyResult:
+    kernel: str
+    family: str
+    key: CompileKey
+    outcome: str  # "compiled" | "cached" | "failed"
+    seconds: float
+    cause: str | None = None
+    detail: str | None = None
+
+
+@dataclasses.dataclass
+class WarmupReport:
+    plan: WarmupPlan
+    results: list[KeyResult]
+    wall_s: float
+    variants: dict[str, int]
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for r in self.results if r.outcome == outcome)
+
+    @property
+    def failures(self) -> list[KeyResult]:
+        return [r for r in self.results if r.outcome == "failed"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def _per_kernel(self) -> list[dict[str, Any]]:
+        rows = []
+        for planned in self.plan.kernels:
+            mine = [r for r in self.results if r.kernel == planned.kernel.name]
+            outcomes = Counter(r.outcome for r in mine)
+            rows.append({
+                "kernel": planned.kernel.name,
+                "family": planned.kernel.family,
+                "keys": len(planned.keys),
+                "empty": planned.empty,
+                "compiled": outcomes["compiled"],
+                "cached": outcomes["cached"],
+                "failed": outcomes["failed"],
+                "seconds": round(sum(r.seconds for r in mine), 4),
+                "variants": self.variants.get(planned.kernel.name, 0),
+            })
+        # The same kernel registered with several params appears once per registration
+        # in the plan; report it once.
+        unique = {row["kernel"]: row for row in rows}
+        return list(unique.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compiled": self.count("compiled"),
+            "cached": self.count("cached"),
+            "failed": self.count("failed"),
+            "wall_s": round(self.wall_s, 4),
+            "total_keys": len(self.results),
+            "kernels": self._per_kernel(),
+            "failures": [
+                {"kernel": r.kernel, "key": r.key.as_dict(), "cause": r.cause} for r in self.failures
+            ],
+            "empty_kernels": [p.kernel.name for p in self.plan.empty_kernels],
+            "missed_registrations": [dataclasses.asdict(m) for m in self.plan.missed],
+        }
+
+    def table(self) -> Table:
+        table = Table(title=f"warmup: {len(self.results)} keys in {self.wall_s:.2f} s")
+        for column in ("kernel", "family", "keys", "compiled", "cached", "failed", "seconds", "variants"):
+            table.add_column(column, justify="left" if column in ("kernel", "family") else "right")
+        for row in self._per_kernel():
+            name = row["kernel"] + (" [red](registered, 0 keys)[/]" if row["empty"] else "")
+            failed = f"[red]{row['failed']}[/]" if row["failed"] else "0"
+            table.add_row(name, row["family"], str(row["keys"]), str(row["compiled"]), str(row["cached"]),
+                          failed, f"{row['seconds']:.2f}", str(row["variants"]))
+        return table

@@ -1,0 +1,162 @@
+"""Registry capture, de-dup, missed and empty registrations; executor isolation and report."""
+
+import json
+import warnings
+
+import pytest
+from toy_kernel import MAX_DEGREE, PolyKernel, PolyKey
+
+from contract import (
+    MissedRegistrationWarning,
+    ServingLimits,
+    WarmupRegistry,
+    execute,
+    missed_registrations,
+    verify_zero_jit,
+)
+
+LIMITS = ServingLimits(max_num_seqs=8, max_num_batched_tokens=512, max_model_len=4096)
+
+
+def build_model(kernel, max_terms=16):
+    """Stands for model construction: the layer that selects the kernel registers it."""
+    kernel.register_warmup(max_terms=max_terms, dtypes=("bf16", "fp32"))
+
+
+def test_capture_window_collects_and_plans_registrations():
+    kernel = PolyKernel()
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        build_model(kernel)
+    plan = registry.plan()
+    # max_terms=16: term counts 1,2,4,8,16 bucket to degrees 1,2,4,8,16, x 2 dtypes.
+    assert plan.total_keys == 10
+    summary = plan.to_dict()
+    assert summary["kernels"] == [{"kernel": "toy_poly", "family": "toy", "backend": "python", "keys": 10,
+                                   "empty": False}]
+    assert summary["missed_registrations"] == []
+    json.dumps(plan.to_dict(include_keys=True))  # serializable, keys included
+
+
+def test_decorator_form_and_identity_or_equality_dedup():
+    kernel = PolyKernel()
+    registry = WarmupRegistry(LIMITS)
+
+    @registry.captures
+    def construct():
+        for _ in range(3):  # three layers share one kernel singleton
+            build_model(kernel)
+        build_model(kernel, max_terms=32)  # different params: a second registration
+
+    construct()
+    assert len(registry.registrations) == 2
+    assert registry.duplicates == 2
+    plan = registry.plan()
+    # Keys shared by both registrations are compiled once: degrees 1..32 x 2 dtypes.
+    assert plan.total_keys == 12
+
+
+def test_missed_registration_is_warned_and_listed():
+    kernel = PolyKernel()
+    with pytest.warns(MissedRegistrationWarning, match="outside any capture window"):
+        assert kernel.register_warmup(max_terms=4) is False
+    missed = missed_registrations()
+    assert [(m.kernel, m.family) for m in missed] == [("toy_poly", "toy")]
+    assert __file__ in missed[0].site
+    registry = WarmupRegistry(LIMITS)
+    assert registry.plan().to_dict()["missed_registrations"][0]["kernel"] == "toy_poly"
+
+
+def test_registered_but_empty_kernel_is_flagged():
+    kernel = PolyKernel()
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        kernel.register_warmup(max_terms=0)
+    # A space that cannot be built is an error at plan time, not an empty kernel.
+    with pytest.raises(ValueError, match="stop 0 is below start 1"):
+        registry.plan()
+
+    class NothingKernel(PolyKernel):
+        name = "toy_nothing"
+
+        def dispatch(self, *, num_terms, dtype):
+            return None  # this configuration launches nothing compiled
+
+    empty = NothingKernel()
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        empty.register_warmup(max_terms=8)
+    plan = registry.plan()
+    assert plan.to_dict()["kernels"][0]["empty"] is True
+    assert plan.to_dict()["empty_kernels"] == ["toy_nothing"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_failing_key_never_hides_the_others(jobs):
+    kernel = PolyKernel()
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        kernel.register_warmup(max_terms=4 * MAX_DEGREE, dtypes=("bf16", "fp32"))
+    report = execute(registry.plan(), jobs=jobs, show_progress=False)
+    summary = report.to_dict()
+    # Degrees 1,2,4,...,256 (9 buckets) x 2 dtypes; 128 and 256 exceed MAX_DEGREE=64.
+    assert (summary["compiled"], summary["failed"], summary["cached"]) == (14, 4, 0)
+    assert not report.ok
+    causes = {(f["kernel"], f["key"]["degree"], f["key"]["dtype"]): f["cause"] for f in summary["failures"]}
+    assert set(causes) == {("toy_poly", d, t) for d in (128, 256) for t in ("bf16", "fp32")}
+    assert causes[("toy_poly", 256, "fp32")] == "ValueError: degree 256 exceeds MAX_DEGREE=64"
+    assert kernel.variant_count() == 14
+    # The compiled variants are real: degree 4 evaluates 1 + 2x + 3x^2 + 4x^3 + 5x^4 (Horner, highest first).
+    assert kernel.evaluate(PolyKey(4, "bf16"), 2.0, [5, 4, 3, 2, 1]) == 1 + 2 * 2 + 3 * 4 + 4 * 8 + 5 * 16
+
+
+def test_disk_cache_makes_second_warmup_cached(tmp_path):
+    def warm():
+        kernel = PolyKernel(cache_dir=tmp_path)
+        registry = WarmupRegistry(LIMITS)
+        with registry.capture():
+            build_model(kernel)
+        return execute(registry.plan(), show_progress=False).to_dict()
+
+    first, second = warm(), warm()
+    assert (first["compiled"], first["cached"]) == (10, 0)
+    assert (second["compiled"], second["cached"]) == (0, 10)
+    assert second["kernels"][0]["variants"] == 10
+
+
+def test_report_table_names_every_kernel():
+    from rich.console import Console
+
+    kernel = PolyKernel()
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        build_model(kernel)
+    report = execute(registry.plan(), show_progress=False)
+    console = Console(record=True, width=120)
+    console.print(report.table())
+    text = console.export_text()
+    assert "toy_poly" in text and "10" in text
+
+
+def test_verification_sees_growth_only_for_unwarmed_launches():
+    kernel = PolyKernel()
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        build_model(kernel, max_terms=16)
+    execute(registry.plan(), show_progress=False)
+    inside = [(kernel, {"num_terms": n, "dtype": t}) for n in range(0, 17) for t in ("bf16", "fp32", "fp16")]
+    report = verify_zero_jit([kernel], inside)
+    assert report.ok and report.launches == 51
+    outside = [(kernel, {"num_terms": 17, "dtype": "bf16"})]  # buckets to degree 32: never warmed
+    report = verify_zero_jit([kernel], outside)
+    assert report.cache_growth == 1
+    assert report.to_dict()["launchers"][0]["missed_keys"][0]["key"] == {"degree": 32, "dtype": "bf16"}
+
+
+def test_no_warning_inside_capture():
+    kernel = PolyKernel()
+    registry = WarmupRegistry(LIMITS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with registry.capture():
+            build_model(kernel)
