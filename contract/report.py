@@ -81,11 +81,12 @@ class WarmupReport:
 
     def table(self) -> Table:
         table = Table(title=f"warmup: {len(self.results)} keys in {self.wall_s:.2f} s")
-        for column in ("kernel", "family", "keys", "compiled", "cached", "failed", "seconds", "variants"):
-            table.add_column(column, justify="left" if column in ("kernel", "family") else "right")
+        table.add_column("kernel", no_wrap=True)
+        for column in ("keys", "compiled", "cached", "failed", "seconds", "variants"):
+            table.add_column(column, justify="right")
         for row in self._per_kernel():
             name = row["kernel"] + (" [red](registered, 0 keys)[/]" if row["empty"] else "")
             failed = f"[red]{row['failed']}[/]" if row["failed"] else "0"
-            table.add_row(name, row["family"], str(row["keys"]), str(row["compiled"]), str(row["cached"]),
+            table.add_row(name, str(row["keys"]), str(row["compiled"]), str(row["cached"]),
                           failed, f"{row['seconds']:.2f}", str(row["variants"]))
         return table

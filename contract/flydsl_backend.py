@@ -1,0 +1,154 @@
+"""FlyDSL (ROCm) as a compile-only backend on a machine with no GPU.
+
+FlyDSL compiles a variant when a `@flyc.jit` function is called; with COMPILE_ONLY=1 the
+call compiles, persists the artifact to its disk cache and returns without launching.
+This module sets that environment up (target arch, disk cache, an AMDGPU-capable
+`ld.lld` under $ROCM_PATH/llvm/bin), counts real compiles by hooking FlyDSL's compiler
+entry point, and checks that a compiled code object really contains machine code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import threading
+from pathlib import Path
+from typing import Any
+
+from .kernel import Outcome
+
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "zerojit" / "flydsl"
+TOOLKIT_DIR = Path.home() / ".cache" / "zerojit" / "rocm-toolkit"
+# A gfx950 kernel that does any work is far longer than its `s_endpgm`; FlyDSL's tanh
+# lowering, for one, silently yields a kernel of nothing but that (4 bytes).
+MIN_TEXT_BYTES = 16
+
+_counts = threading.local()
+_hook_lock = threading.Lock()
+_hooked = False
+
+
+class EmptyKernelError(RuntimeError):
+    """FlyDSL reported success but the code object holds no real machine code."""
+
+
+def _zig_lld_wrapper(root: Path) -> None:
+    """Put `ld.lld` (the LLD inside the ziglang wheel) where FlyDSL's link step looks."""
+    import ziglang
+
+    zig = Path(ziglang.__file__).with_name("zig")
+    wrapper = root / "llvm" / "bin" / "ld.lld"
+    text = f'#!/bin/sh\nexec "{zig}" ld.lld "$@"\n'
+    if wrapper.is_file() and wrapper.read_text() == text:
+        return
+    wrapper.parent.mkdir(parents=True, exist_ok=True)
+    tmp = wrapper.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.chmod(0o755)
+    tmp.replace(wrapper)
+
+
+def configure(arch: str = "gfx950", cache_dir: Path | None = None, enable_cache: bool = True) -> Path:
+    """Point FlyDSL at `arch`, compile-only, with its disk cache under `cache_dir`.
+
+    Returns the cache directory. An existing $ROCM_PATH that already holds ld.lld is
+    respected; otherwise a toolkit root with the ziglang LLD is laid out and used.
+    """
+    cache = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR
+    cache.mkdir(parents=True, exist_ok=True)
+    os.environ["COMPILE_ONLY"] = "1"
+    os.environ["FLYDSL_GPU_ARCH"] = arch
+    os.environ["FLYDSL_RUNTIME_CACHE_DIR"] = str(cache)
+    os.environ["FLYDSL_RUNTIME_ENABLE_CACHE"] = "1" if enable_cache else "0"
+    rocm = os.environ.get("ROCM_PATH")
+    if not (rocm and (Path(rocm) / "llvm" / "bin" / "ld.lld").exists()):
+        _zig_lld_wrapper(TOOLKIT_DIR)
+        os.environ["ROCM_PATH"] = str(TOOLKIT_DIR)
+    _install_compile_counter()
+    return cache
+
+
+def _install_compile_counter() -> None:
+    """Wrap FlyDSL's MLIR compile entry once, counting real compiles per thread and in total."""
+    global _hooked
+    with _hook_lock:
+        if _hooked:
+            return
+        from flydsl.compiler.jit_function import MlirCompiler
+
+        original = MlirCompiler.compile.__func__
+
+        def counted(cls: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(cls, *args, **kwargs)
+            _counts.value = getattr(_counts, "value", 0) + 1
+            return result
+
+        MlirCompiler.compile = classmethod(counted)
+        _hooked = True
+
+
+def compiles_in_this_thread() -> int:
+    return getattr(_counts, "value", 0)
+
+
+def call_compile_only(jit_fn: Any, *args: Any, **kwargs: Any) -> Outcome:
+    """Call a FlyDSL jit function compile-only; say whether FlyDSL compiled or found it cached.
+
+    A freshly compiled variant must carry real machine code (see MIN_TEXT_BYTES).
+    """
+    if os.environ.get("COMPILE_ONLY") != "1":
+        raise RuntimeError("FlyDSL backend not configured: call contract.flydsl_backend.configure() first")
+    before = compiles_in_this_thread()
+    jit_fn(*args, **kwargs)
+    if compiles_in_this_thread() == before:
+        return Outcome.CACHED
+    _, artifact = jit_fn._last_compiled
+    size = text_bytes(artifact)
+    if size < MIN_TEXT_BYTES:
+        raise EmptyKernelError(f"{jit_fn.func.__name__}: compiled code object has {size} bytes of .text")
+    return Outcome.COMPILED
+
+
+def variant_count(jit_fn: Any) -> int:
+    """Variants this process holds for one jit function (compiled or loaded from disk)."""
+    return len(jit_fn._mem_cache)
+
+
+_BIN = re.compile(r'bin = "((?:[^"\\]|\\.)*)"')
+_ESCAPE = re.compile(rb"\\(\\|[0-9A-Fa-f]{2})")
+
+
+def code_object(artifact: Any) -> bytes:
+    """The HSA code object (ELF) embedded in a compiled FlyDSL artifact's MLIR."""
+    match = _BIN.search(artifact._ir_text)
+    if match is None:
+        raise EmptyKernelError("compiled artifact carries no gpu.binary")
+    # MLIR prints a backslash as \\ and every other non-printable byte (and the quote) as \XX.
+    return _ESCAPE.sub(_unescape, match.group(1).encode("latin-1"))
+
+
+def _unescape(match: re.Match[bytes]) -> bytes:
+    text = match.group(1)
+    return b"\\" if text == b"\\" else bytes([int(text, 16)])
+
+
+def text_bytes(artifact: Any) -> int:
+    """Size of the `.text` section (machine code) of the artifact's ELF64 code object."""
+    elf = code_object(artifact)
+    if elf[:4] != b"\x7fELF":
+        raise EmptyKernelError("gpu.binary is not an ELF code object")
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+
+    def section(index: int) -> tuple[int, int, int]:
+        name, _type, _flags, _addr, offset, size = struct.unpack_from("<IIQQQQ", elf, shoff + index * shentsize)
+        return name, offset, size
+
+    _, names_offset, _ = section(shstrndx)
+    for index in range(shnum):
+        name, _, size = section(index)
+        end = elf.index(b"\0", names_offset + name)
+        if elf[names_offset + name:end] == b".text":
+            return size
+    return 0

@@ -1,0 +1,64 @@
+"""Kernel families and their presets: what the CLI can plan, warm and verify.
+
+A preset is a named serving configuration (limits plus model dims). A family knows how
+to construct the model's layers for a preset (the registry's capture window wraps that),
+how to point its compiler backend at a cache, and how to draw in-range launches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from contract import JitKernel, ServingLimits
+
+Launches = list[tuple[JitKernel, dict[str, Any]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    name: str
+    family: str
+    description: str
+    limits: ServingLimits
+    num_layers: int = 1
+    model: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    name: str
+    title: str
+    backend: str
+    presets: tuple[Preset, ...]
+    # Build the model's layers for a preset; returns every kernel the model may launch.
+    construct: Callable[[Preset], Sequence[JitKernel]]
+    # Point the backend at its target and disk cache (None: the default cache).
+    configure_backend: Callable[[Preset, Path | None], None]
+    # In-range launches for zero-JIT verification: (preset, kernels, per-kernel count, seed).
+    sample_launches: Callable[[Preset, Sequence[JitKernel], int, int], Launches]
+
+
+def families() -> dict[str, Family]:
+    from .rocm_nvfp4 import FAMILY as rocm
+
+    return {family.name: family for family in (rocm,)}
+
+
+def presets() -> dict[str, Preset]:
+    return {preset.name: preset for family in families().values() for preset in family.presets}
+
+
+class UnknownPresetError(KeyError):
+    def __str__(self) -> str:
+        return f"unknown preset {self.args[0]!r}; known: {', '.join(sorted(presets()))}"
+
+
+def get_preset(name: str) -> tuple[Family, Preset]:
+    known = presets()
+    if name not in known:
+        raise UnknownPresetError(name)
+    preset = known[name]
+    return families()[preset.family], preset
