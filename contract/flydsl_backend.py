@@ -22,7 +22,7 @@ DEFAULT_CACHE_DIR = Path.home() / ".cache" / "zerojit" / "flydsl"
 TOOLKIT_DIR = Path.home() / ".cache" / "zerojit" / "rocm-toolkit"
 # A gfx950 kernel that does any work is far longer than its `s_endpgm`; FlyDSL's tanh
 # lowering, for one, silently yields a kernel of nothing but that (4 bytes).
-MIN_TEXT_BYTES = 16
+MIN_KERNEL_BYTES = 16
 
 _counts = threading.local()
 _hook_lock = threading.Lock()
@@ -95,19 +95,18 @@ def compiles_in_this_thread() -> int:
 def call_compile_only(jit_fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     """Call a FlyDSL jit function compile-only; say whether FlyDSL compiled or found it cached.
 
-    A freshly compiled variant must carry real machine code (see MIN_TEXT_BYTES).
+    The variant must carry real machine code in every kernel (see MIN_KERNEL_BYTES).
     """
     if os.environ.get("COMPILE_ONLY") != "1":
         raise RuntimeError("FlyDSL backend not configured: call contract.flydsl_backend.configure() first")
     before = compiles_in_this_thread()
     jit_fn(*args, **kwargs)
-    if compiles_in_this_thread() == before:
-        return Outcome.CACHED
-    _, artifact = jit_fn._last_compiled
-    size = text_bytes(artifact)
-    if size < MIN_TEXT_BYTES:
-        raise EmptyKernelError(f"{jit_fn.func.__name__}: compiled code object has {size} bytes of .text")
-    return Outcome.COMPILED
+    outcome = Outcome.CACHED if compiles_in_this_thread() == before else Outcome.COMPILED
+    # Checked on cache hits too: an empty artifact persisted once must not pass later.
+    sizes = kernel_code_bytes(jit_fn._last_compiled[1])
+    if not sizes or min(sizes.values()) < MIN_KERNEL_BYTES:
+        raise EmptyKernelError(f"{jit_fn.func.__name__}: compiled kernels are empty (machine-code bytes: {sizes})")
+    return outcome
 
 
 def variant_count(jit_fn: Any) -> int:
@@ -115,6 +114,9 @@ def variant_count(jit_fn: Any) -> int:
     return len(jit_fn._mem_cache)
 
 
+_SHT_SYMTAB = 2
+_STT_FUNC = 2
+_SYMBOL = struct.Struct("<IBBHQQ")
 _BIN = re.compile(r'bin = "((?:[^"\\]|\\.)*)"')
 _ESCAPE = re.compile(rb"\\(\\|[0-9A-Fa-f]{2})")
 
@@ -133,22 +135,21 @@ def _unescape(match: re.Match[bytes]) -> bytes:
     return b"\\" if text == b"\\" else bytes([int(text, 16)])
 
 
-def text_bytes(artifact: Any) -> int:
-    """Size of the `.text` section (machine code) of the artifact's ELF64 code object."""
+def kernel_code_bytes(artifact: Any) -> dict[str, int]:
+    """Machine-code size of each kernel function (ELF64 STT_FUNC symbol) in the code object."""
     elf = code_object(artifact)
     if elf[:4] != b"\x7fELF":
         raise EmptyKernelError("gpu.binary is not an ELF code object")
     shoff, = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
-
-    def section(index: int) -> tuple[int, int, int]:
-        name, _type, _flags, _addr, offset, size = struct.unpack_from("<IIQQQQ", elf, shoff + index * shentsize)
-        return name, offset, size
-
-    _, names_offset, _ = section(shstrndx)
-    for index in range(shnum):
-        name, _, size = section(index)
-        end = elf.index(b"\0", names_offset + name)
-        if elf[names_offset + name:end] == b".text":
-            return size
-    return 0
+    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQII", elf, shoff + i * shentsize) for i in range(shnum)]
+    sizes: dict[str, int] = {}
+    for _name, kind, _flags, _addr, offset, size, link, _info in sections:
+        if kind != _SHT_SYMTAB:
+            continue
+        strings = sections[link][4]
+        for entry in range(offset, offset + size, _SYMBOL.size):
+            name, info, _other, _shndx, _value, symbol_size = _SYMBOL.unpack_from(elf, entry)
+            if info & 0xF == _STT_FUNC:
+                sizes[elf[strings + name:elf.index(b"\0", strings + name)].decode()] = symbol_size
+    return sizes
