@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -42,7 +41,6 @@ def execute(
     jobs: int = 1,
     console: Console | None = None,
     show_progress: bool = True,
-    on_result: Callable[[KeyResult], None] | None = None,
 ) -> WarmupReport:
     """Compile the plan's keys and return the report (failures included, never raised)."""
     work = list(plan.work())
@@ -56,13 +54,12 @@ def execute(
     def record(result: KeyResult) -> None:
         results.append(result)
         progress.update(task, advance=1, description=f"{result.kernel} {result.outcome}")
-        if on_result:
-            on_result(result)
 
     with progress:
         task = progress.add_task("", total=len(work))
-        threaded = [(k, key) for k, key in work if jobs > 1 and k.parallelism is Parallelism.THREADS]
-        serial = [(k, key) for k, key in work if not (jobs > 1 and k.parallelism is Parallelism.THREADS)]
+        on_threads = jobs > 1
+        threaded = [(k, key) for k, key in work if on_threads and k.parallelism is Parallelism.THREADS]
+        serial = [(k, key) for k, key in work if not (on_threads and k.parallelism is Parallelism.THREADS)]
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(compile_one, k, key) for k, key in threaded]
             for k, key in serial:

@@ -49,7 +49,7 @@ def _zig_lld_wrapper(root: Path) -> None:
     tmp.replace(wrapper)
 
 
-def configure(arch: str = "gfx950", cache_dir: Path | None = None, enable_cache: bool = True) -> Path:
+def configure(arch: str = "gfx950", cache_dir: Path | None = None) -> Path:
     """Point FlyDSL at `arch`, compile-only, with its disk cache under `cache_dir`.
 
     Returns the cache directory. An existing $ROCM_PATH that already holds ld.lld is
@@ -60,7 +60,7 @@ def configure(arch: str = "gfx950", cache_dir: Path | None = None, enable_cache:
     os.environ["COMPILE_ONLY"] = "1"
     os.environ["FLYDSL_GPU_ARCH"] = arch
     os.environ["FLYDSL_RUNTIME_CACHE_DIR"] = str(cache)
-    os.environ["FLYDSL_RUNTIME_ENABLE_CACHE"] = "1" if enable_cache else "0"
+    os.environ["FLYDSL_RUNTIME_ENABLE_CACHE"] = "1"
     rocm = os.environ.get("ROCM_PATH")
     if not (rocm and (Path(rocm) / "llvm" / "bin" / "ld.lld").exists()):
         _zig_lld_wrapper(TOOLKIT_DIR)

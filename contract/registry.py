@@ -66,7 +66,7 @@ def register_warmup(kernel: JitKernel, *, stacklevel: int = 2, **params: Any) ->
         f"{kernel.name}.register_warmup() at {site} ran outside any capture window; "
         "its variants will compile inside requests",
         MissedRegistrationWarning,
-        stacklevel=stacklevel + 1,
+        stacklevel=stacklevel,
     )
     return False
 

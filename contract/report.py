@@ -73,7 +73,8 @@ class WarmupReport:
             "total_keys": len(self.results),
             "kernels": self._per_kernel(),
             "failures": [
-                {"kernel": r.kernel, "key": r.key.as_dict(), "cause": r.cause} for r in self.failures
+                {"kernel": r.kernel, "key": r.key.as_dict(), "cause": r.cause, "traceback": r.detail}
+                for r in self.failures
             ],
             "empty_kernels": [p.kernel.name for p in self.plan.empty_kernels],
             "missed_registrations": [dataclasses.asdict(m) for m in self.plan.missed],

@@ -58,8 +58,9 @@ def test_decorator_form_and_identity_or_equality_dedup():
 
 def test_missed_registration_is_warned_and_listed():
     kernel = PolyKernel()
-    with pytest.warns(MissedRegistrationWarning, match="outside any capture window"):
+    with pytest.warns(MissedRegistrationWarning, match="outside any capture window") as record:
         assert kernel.register_warmup(max_terms=4) is False
+    assert record[0].filename == __file__  # the warning points at the registering line
     missed = missed_registrations()
     assert [(m.kernel, m.family) for m in missed] == [("toy_poly", "toy")]
     assert __file__ in missed[0].site
