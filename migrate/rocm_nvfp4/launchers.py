@@ -9,6 +9,7 @@ the buffered-score bound), the number is a named field of `Thresholds`.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Any, ClassVar
 
@@ -107,10 +108,10 @@ class FlyDSLLauncher(JitKernel):
     # Probe buffer size for compile-only calls; layouts are dynamic, so it never matters.
     PROBE_ELEMENTS: ClassVar[int] = 256
 
+    jit_names: ClassVar[tuple[str, ...]]
+
     def __init__(self, dims: ModelDims = ModelDims(), thresholds: Thresholds = THRESHOLDS):
         self.dims, self.thresholds = dims, thresholds
-
-    jit_names: ClassVar[tuple[str, ...]]
 
     def jit_functions(self) -> tuple[Any, ...]:
         # Imported on first compile: planning and key checks need no FlyDSL.
@@ -118,21 +119,32 @@ class FlyDSLLauncher(JitKernel):
 
         return tuple(getattr(kernels, name) for name in self.jit_names)
 
+    @abc.abstractmethod
     def _jit_call(self, key: CompileKey) -> tuple[str, dict[str, Any]]:
         """The name of the jit function that compiles `key`, and its Constexpr arguments."""
-        raise NotImplementedError
 
-    def compile(self, key: CompileKey) -> Outcome:
+    def _call(self, key: CompileKey, elements: int) -> Outcome:
         import torch
 
         from . import kernels
 
         name, constexprs = self._jit_call(key)
-        fn = getattr(kernels, name)
-        buffer = torch.zeros(self.PROBE_ELEMENTS, dtype=torch.float32)
-        out = torch.empty_like(buffer)
+        buffer = torch.zeros(elements, dtype=torch.float32)
         return flydsl_backend.call_compile_only(
-            fn, kernels.dynamic(buffer), kernels.dynamic(out), self.PROBE_ELEMENTS, **constexprs)
+            getattr(kernels, name), kernels.dynamic(buffer), kernels.dynamic(torch.empty_like(buffer)), elements,
+            **constexprs)
+
+    def compile(self, key: CompileKey) -> Outcome:
+        return self._call(key, self.PROBE_ELEMENTS)
+
+    def launch(self, **inputs: Any) -> CompileKey:
+        """The runtime path, compile-only, with buffers sized by the launch as a real step's are.
+
+        Layouts are dynamic, so a different size must never compile; only a new key may.
+        """
+        key = self.dispatch(**inputs)
+        self._call(key, max(1, min(sum(int(v) for v in inputs.values()), 1 << 16)))
+        return key
 
     def variant_count(self) -> int:
         return sum(flydsl_backend.variant_count(fn) for fn in self.jit_functions())
