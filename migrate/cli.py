@@ -13,11 +13,15 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.syntax import Syntax
 from rich.table import Table
 
+from codemods.runner import MigrationError, MigrationResult, migrate, write
+from codemods.spec import SpecError, load_specs
 from contract import WarmupRegistry, execute, verify_zero_jit
 
 from .families import Family, Preset, UnknownPresetError, families, get_preset
+from .specs import builtin_specs
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False)
 out = Console()
@@ -128,6 +132,59 @@ def verify(preset: str = PresetOption,
     raise typer.Exit(0 if coverage.ok and report.ok else 1)
 
 
+def _print_diff(result: MigrationResult, console: Console) -> None:
+    for change in result.changes:
+        text = change.diff(result.repo)
+        if console.is_terminal:
+            console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+        else:
+            console.out(text, end="", highlight=False)
+
+
+@app.command("migrate")
+def migrate_command(
+    family_names: list[str] = typer.Argument(None, metavar="FAMILY...", help="Spec families to apply "
+                                             "(built-in: fa4-mla-prefill, inkling-rel-attention, rocm-nvfp4)."),
+    repo: Path = typer.Option(..., "--repo", help="Checkout root: the folder holding the engine package (vllm/)."),
+    write_changes: bool = typer.Option(False, "--write", help="Apply the changes (default: print a diff)."),
+    check: bool = typer.Option(False, "--check", help="Exit 1 when changes are pending, 0 when none."),
+    spec_file: Optional[Path] = typer.Option(None, "--spec", help="TOML file of [[migration]] specs to use too."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Processes for the libcst transforms."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write a JSON report of the run here."),
+) -> None:
+    """Migrate legacy warmup modules in a repo onto the contract (dry run: a unified diff)."""
+    if write_changes and check:
+        err.print("[red]error:[/] --write and --check exclude each other")
+        raise typer.Exit(2)
+    try:
+        specs = builtin_specs()
+        if spec_file is not None:
+            specs.update({spec.family: spec for spec in load_specs(spec_file)})
+        names = family_names or (sorted(s.family for s in load_specs(spec_file)) if spec_file else [])
+        if not names:
+            raise SpecError(f"name at least one family; known: {', '.join(sorted(specs))}")
+        unknown = [name for name in names if name not in specs]
+        if unknown:
+            raise SpecError(f"unknown family {unknown[0]!r}; known: {', '.join(sorted(specs))}")
+        result = migrate(repo, [specs[name] for name in names], jobs=jobs)
+    except (SpecError, MigrationError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if report is not None:
+        report.write_text(json.dumps(result.report(), indent=2) + "\n")
+    summary = result.report()
+    if write_changes:
+        write(result)
+        err.print(f"wrote {len(summary['changed'])} changed, {len(summary['deleted'])} deleted files "
+                  f"in {result.seconds:.2f} s")
+    elif check:
+        err.print(f"{len(result.changes)} files would change")
+        raise typer.Exit(1 if result.changes else 0)
+    else:
+        _print_diff(result, out)
+        err.print(f"{len(result.changes)} files would change (dry run; --write applies)")
+
+
 @app.command()
 def demo(preset: str = typer.Option(DEFAULT_DEMO_PRESET, "--preset", "-p", help="Serving configuration."),
          cache_dir: Optional[Path] = CacheOption) -> None:
@@ -141,4 +198,9 @@ def demo(preset: str = typer.Option(DEFAULT_DEMO_PRESET, "--preset", "-p", help=
     out.print(report.table())
     coverage = verify_zero_jit(kernels, family.sample_launches(chosen, kernels, 40, 0))
     out.print(coverage.table())
+    out.rule("[bold]migration of the bundled legacy engine tree[/] (dry run)")
+    from .rocm_nvfp4 import EXAMPLE_TREE
+
+    migration = migrate(EXAMPLE_TREE, [builtin_specs()["rocm-nvfp4"]])
+    _print_diff(migration, out)
     raise typer.Exit(0 if coverage.ok and report.ok else 1)

@@ -1,0 +1,43 @@
+"""Real engine source trees from PyPI wheels, downloaded once and cached outside any repo.
+
+`vllm_tree("0.29.0")` is a folder holding that release's `vllm/` package (its `.py`
+files only), the same shape as an engine checkout root. Wheels and trees live under
+$ZEROJIT_CACHE (default ~/.cache/zerojit); extraction goes to a temporary folder that is
+renamed into place, so an interrupted run never leaves half a tree.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+CACHE = Path(os.environ.get("ZEROJIT_CACHE", Path.home() / ".cache" / "zerojit"))
+
+
+def vllm_tree(version: str) -> Path:
+    tree = CACHE / "trees" / f"vllm-{version}"
+    if (tree / "vllm" / "__init__.py").is_file():
+        return tree
+    wheels = CACHE / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    wheel = next(wheels.glob(f"vllm-{version}-*.whl"), None)
+    if wheel is None:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                        f"vllm=={version}", "-d", str(wheels)], check=True)
+        wheel = next(wheels.glob(f"vllm-{version}-*.whl"))
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".vllm-{version}-", dir=tree.parent))
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            if member.startswith("vllm/") and member.endswith(".py"):
+                archive.extract(member, staging)
+    try:
+        staging.rename(tree)
+    except OSError:  # another process finished first
+        shutil.rmtree(staging, ignore_errors=True)
+    return tree

@@ -1,0 +1,24 @@
+"""How vLLM moved FA4 MLA prefill warmup onto the contract (0.29.0 -> 0.30.0), as a spec.
+
+The backend constructor registers when JIT warmup is on and it selected FA version 4,
+right after it decides the version; the legacy step `_warm_fa4_mla_prefill` leaves the
+shared `fa4_cutedsl_warmup` module.
+"""
+
+from codemods.spec import MigrationSpec
+
+SPEC = MigrationSpec(
+    family="fa4-mla-prefill",
+    legacy_module="vllm.model_executor.warmup.fa4_cutedsl_warmup",
+    legacy_function="fa4_cutedsl_warmup",
+    legacy_step="_warm_fa4_mla_prefill",
+    orchestrator_module="vllm.model_executor.warmup.kernel_warmup",
+    singleton_module="vllm.v1.attention.backends.mla.prefill.flash_attn",
+    singleton="FA4_MLA_PREFILL_KERNEL",
+    private_singleton="_FA4_MLA_PREFILL_KERNEL",
+    construction_module="vllm.v1.attention.backends.mla.prefill.flash_attn",
+    construction_class="FlashAttnPrefillBackend",
+    registration="_FA4_MLA_PREFILL_KERNEL.register_warmup()",
+    gate="(\n    vllm_config.kernel_config.enable_jit_warmup\n    and self.vllm_flash_attn_version == 4\n)",
+    insert_after="if self.vllm_flash_attn_version is not None:",
+)

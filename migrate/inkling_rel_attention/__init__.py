@@ -1,0 +1,1 @@
+"""Inkling FA4 relative attention (CuTe DSL): migration spec (the contract implementation is issue #4)."""

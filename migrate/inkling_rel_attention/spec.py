@@ -1,0 +1,22 @@
+"""How vLLM moved Inkling FA4 relative-attention warmup onto the contract (0.29.0 -> 0.30.0), as a spec.
+
+The attention layer registers at the end of its constructor when JIT warmup is on; the
+legacy step `_warm_inkling_fa4_rel_attention` leaves the shared `fa4_cutedsl_warmup` module.
+"""
+
+from codemods.spec import MigrationSpec
+
+SPEC = MigrationSpec(
+    family="inkling-rel-attention",
+    legacy_module="vllm.model_executor.warmup.fa4_cutedsl_warmup",
+    legacy_function="fa4_cutedsl_warmup",
+    legacy_step="_warm_inkling_fa4_rel_attention",
+    orchestrator_module="vllm.model_executor.warmup.kernel_warmup",
+    singleton_module="vllm.models.inkling.nvidia.ops.fa4_rel_attention",
+    singleton="INKLING_FA4_REL_ATTENTION_KERNEL",
+    private_singleton="_INKLING_FA4_REL_ATTENTION_KERNEL",
+    construction_module="vllm.models.inkling.nvidia.attention",
+    construction_class="InklingAttention",
+    registration="_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()",
+    gate="vllm_config.kernel_config.enable_jit_warmup",
+)
