@@ -25,7 +25,7 @@ from .specs import builtin_specs
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False)
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # messages carry paths: never wrap them
 
 DEFAULT_DEMO_PRESET = "minimax-m3-nvfp4-mi355x-tp4"
 PresetOption = typer.Option(..., "--preset", "-p", help="Serving configuration; see `zerojit families`.")
