@@ -14,7 +14,7 @@ from codemods.engine_trees import vllm_tree
 from codemods.runner import MigrationError, migrate, write
 from codemods.spec import SpecError, load_specs
 from migrate.cli import app
-from migrate.rocm_nvfp4 import EXAMPLE_TREE
+from migrate.rocm_nvfp4.example import EXAMPLE_TREE, ORCHESTRATOR, add_legacy_layout
 from migrate.specs import builtin_specs
 
 runner = CliRunner()
@@ -103,26 +103,10 @@ def test_second_run_changes_nothing_and_check_exit_codes(migrated_029):
 
 
 def legacy_033(tmp_path) -> tuple[Path, str]:
-    """vLLM 0.33.0 with the ROCm legacy layout added: module, launchers, model, and the orchestrator wiring."""
     repo = tmp_path / "vllm-0.33.0-rocm"
     shutil.copytree(vllm_tree("0.33.0"), repo)
-    for rel in ("vllm/model_executor/warmup/rocm_nvfp4_kv_warmup.py", "vllm/v1/attention/ops/rocm_nvfp4_kv.py",
-                "vllm/model_executor/models/minimax_m3.py"):
-        shutil.copy(EXAMPLE_TREE / rel, repo / rel)
-    orchestrator = repo / "vllm/model_executor/warmup/kernel_warmup.py"
-    original = orchestrator.read_text()
-    wired = original.replace(
-        "from vllm.model_executor.warmup.watermark_sample_warmup import (",
-        "from vllm.model_executor.warmup.rocm_nvfp4_kv_warmup import rocm_nvfp4_kv_warmup\n"
-        "from vllm.model_executor.warmup.watermark_sample_warmup import (", 1,
-    ).replace(
-        "    minimax_m3_msa_warmup(worker)\n",
-        "    minimax_m3_msa_warmup(worker)\n\n"
-        '    if "vllm.model_executor.models.minimax_m3" in sys.modules:\n'
-        "        rocm_nvfp4_kv_warmup(worker.vllm_config)\n", 1,
-    )
-    assert wired != original and wired.count("rocm_nvfp4_kv_warmup") == 3
-    orchestrator.write_text(wired)
+    original = add_legacy_layout(repo)
+    assert (repo / ORCHESTRATOR).read_text().count("rocm_nvfp4_kv_warmup") == 3
     return repo, original
 
 
@@ -134,7 +118,7 @@ def test_rocm_migration_on_vllm_033(tmp_path):
     assert report["deleted"] == ["vllm/model_executor/warmup/rocm_nvfp4_kv_warmup.py"]
     assert not (repo / report["deleted"][0]).exists()
     # The call and its gate are gone: the orchestrator is 0.33.0's own file again, byte for byte.
-    assert (repo / "vllm/model_executor/warmup/kernel_warmup.py").read_text() == original_orchestrator
+    assert (repo / ORCHESTRATOR).read_text() == original_orchestrator
     model = (repo / "vllm/model_executor/models/minimax_m3.py").read_text()
     init = next(node for node in ast.walk(ast.parse(model)) if isinstance(node, ast.FunctionDef)
                 and node.name == "__init__")
@@ -219,3 +203,11 @@ def test_toml_spec_file_round_trip_and_errors(tmp_path):
     with pytest.raises(SpecError, match=r"#1: unknown keys \['singletn'\], missing keys \['singleton'\]"):
         load_specs(path)
     assert runner.invoke(app, ["migrate", "nope", "--repo", str(repo)]).exit_code == 2
+
+
+def test_readme_spec_example_is_a_valid_spec(tmp_path):
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    (path := tmp_path / "example.toml").write_text(example)
+    (spec,) = load_specs(path)
+    assert spec.family == "my-fused-moe" and spec.private_singleton == "_FUSED_MOE_KERNEL"

@@ -5,7 +5,8 @@ kernels.py    the FlyDSL kernels behind them (stand-ins with the real specializa
 model.py      the migrated form: the attention layer registers the launchers
 legacy.py     the pre-migration standalone warmup sweep (reference)
 steps.py      random in-range serving steps for zero-JIT verification
-spec.py       the migration spec the codemods apply; example_tree/ is a legacy layout to apply it to
+spec.py       the migration spec the codemods apply; example_tree/ is a legacy layout to apply it to,
+example.py    which adds that layout to a real vLLM tree
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from pathlib import Path
 from contract import ServingLimits, flydsl_backend
 
 from ..families import Family, Preset
+from .example import EXAMPLE_TREE
 from .launchers import FAMILY as NAME
 from .launchers import ModelDims
 from .model import build_model
 from .steps import sample_launches
-
-EXAMPLE_TREE = Path(__file__).with_name("example_tree")
 
 PRESETS = (
     Preset(
