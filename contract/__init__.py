@@ -14,10 +14,10 @@ from .registry import (
     register_warmup,
 )
 from .report import WarmupReport
-from .space import Choice, KeySpace, Product, Range, Where, Zip, expand
+from .space import Choice, Empty, KeySpace, Product, Range, Where, Zip, expand
 
 __all__ = [
-    "Choice", "CompileKey", "CoverageReport", "JitKernel", "KeySpace", "LimitsError", "MissedRegistrationWarning",
+    "Choice", "CompileKey", "Empty", "CoverageReport", "JitKernel", "KeySpace", "LimitsError", "MissedRegistrationWarning",
     "Outcome", "Parallelism", "Product", "Range", "ServingLimits", "Where", "WarmupPlan", "WarmupRegistry",
     "WarmupReport", "Zip", "clear_missed_registrations", "execute", "expand", "missed_registrations",
     "register_warmup", "verify_zero_jit",

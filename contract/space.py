@@ -64,6 +64,20 @@ class Choice(KeySpace):
         return ({self.name: v} for v in self.values)
 
 
+class Empty(KeySpace):
+    """No points: what a kernel declares for a configuration it never runs in."""
+
+    def __init__(self, axes: tuple[str, ...] = ()):
+        self._axes = axes
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return self._axes
+
+    def points(self) -> Iterator[Point]:
+        return iter(())
+
+
 class Range(KeySpace):
     """One integer axis from `start` to `stop` inclusive, advanced by `step`.
 

@@ -42,9 +42,11 @@ class Family:
 
 
 def families() -> dict[str, Family]:
+    from .fa4_mla_prefill import FAMILY as fa4
+    from .inkling_rel_attention import FAMILY as inkling
     from .rocm_nvfp4 import FAMILY as rocm
 
-    return {family.name: family for family in (rocm,)}
+    return {family.name: family for family in (rocm, fa4, inkling)}
 
 
 def presets() -> dict[str, Preset]:

@@ -1,0 +1,133 @@
+"""CuTe DSL / FlashAttention-4 as a compile-only backend on a machine with no GPU.
+
+FA4 compiles a variant the first time its Python API sees a new specialization. Called
+under `FakeTensorMode` with fake `device="cuda"` tensors, it selects and compiles the
+kernel for the arch named by FLASH_ATTENTION_ARCH / CUTE_DSL_ARCH and never launches.
+On sm_100a FA4 also asks the driver for the SM count (cutlass.utils.HardwareInfo); here
+that answer comes from FLASH_ATTENTION_NUM_SMS. Real compiles are counted by wrapping
+`cutlass.cute.compile`, so a call can say whether it compiled or hit FA4's caches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .kernel import Outcome
+
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "zerojit" / "cutedsl"
+TARGETS = {"sm90": ("sm_90a", 132), "sm100": ("sm_100a", 148)}  # H100/H200, B200
+
+_counts = threading.local()
+_lock = threading.Lock()
+_configured: tuple[str, str] | None = None
+
+
+class BackendConfigError(RuntimeError):
+    """The CuTe DSL backend cannot be (re)configured as asked in this process."""
+
+
+class _TargetHardware:
+    """Stands in for cutlass.utils.HardwareInfo: answers from the target SKU, not a driver."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self.num_sms = int(os.environ["FLASH_ATTENTION_NUM_SMS"])
+
+    def get_device_multiprocessor_count(self) -> int:
+        return self.num_sms
+
+    def get_max_active_clusters(self, cluster_size: int = 1) -> int:
+        return self.num_sms // cluster_size
+
+
+def configure(arch: str, cache_dir: Path | None = None) -> Path:
+    """Target `arch` ("sm90" or "sm100") with FA4's disk cache under `cache_dir`.
+
+    FA4 reads its cache settings when imported, so one process serves one target and
+    one cache directory; asking for another afterwards is an error, not a silent no-op.
+    """
+    global _configured
+    if arch not in TARGETS:
+        raise BackendConfigError(f"CuTe DSL backend targets {', '.join(TARGETS)}; not {arch!r}")
+    target, num_sms = TARGETS[arch]
+    cache = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR
+    with _lock:
+        if _configured is not None:
+            if _configured != (target, str(cache)):
+                raise BackendConfigError(f"this process already targets {_configured[0]} with cache {_configured[1]}")
+            return cache
+        if "flash_attn.cute" in sys.modules:
+            raise BackendConfigError("flash_attn.cute was imported before the backend was configured")
+        cache.mkdir(parents=True, exist_ok=True)
+        os.environ.update({
+            "FLASH_ATTENTION_ARCH": target,
+            "CUTE_DSL_ARCH": target,
+            "FLASH_ATTENTION_NUM_SMS": str(num_sms),
+            "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
+            "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(cache),
+        })
+        import cutlass.cute
+        import cutlass.utils
+        import flash_attn.cute.tile_scheduler as tile_scheduler
+
+        cutlass.utils.HardwareInfo = _TargetHardware
+        tile_scheduler.HardwareInfo = _TargetHardware
+        original = cutlass.cute.compile
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            _counts.value = getattr(_counts, "value", 0) + 1
+            return result
+
+        cutlass.cute.compile = counted
+        _configured = (target, str(cache))
+    return cache
+
+
+def configured_arch() -> str | None:
+    return None if _configured is None else _configured[0]
+
+
+@contextlib.contextmanager
+def fake_cuda() -> Iterator[None]:
+    """Tensors made inside are fake `cuda` tensors: shapes and dtypes only, no device."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        yield
+
+
+def _fa4_cache() -> dict:
+    from flash_attn.cute.interface import _flash_attn_fwd
+
+    return _flash_attn_fwd.compile_cache.cache
+
+
+_variants_by_owner: dict[str, set] = {}
+
+
+def compiled_during(owner: str, fn: Any, *args: Any, **kwargs: Any) -> Outcome:
+    """Run `fn` (an FA4 call under fake_cuda) for kernel `owner`; say whether it compiled.
+
+    The FA4 forward variants the call adds (compiled, or loaded from the disk cache) are
+    booked to `owner`, so kernels sharing FA4 each count only their own variants.
+    """
+    if _configured is None:
+        raise BackendConfigError("CuTe DSL backend not configured: call contract.cutedsl_backend.configure() first")
+    before_count = getattr(_counts, "value", 0)
+    before_keys = set(_fa4_cache())
+    fn(*args, **kwargs)
+    _variants_by_owner.setdefault(owner, set()).update(set(_fa4_cache()) - before_keys)
+    return Outcome.CACHED if getattr(_counts, "value", 0) == before_count else Outcome.COMPILED
+
+
+def variant_count(owner: str) -> int:
+    """FA4 forward variants this process holds for kernel `owner`."""
+    if _configured is None:
+        return 0
+    return len(_variants_by_owner.get(owner, set()) & set(_fa4_cache()))
