@@ -11,10 +11,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # Re-run pip only when the project's dependencies change. torch is pinned to the CPU
-# build these machines carry; FlyDSL's AMDGPU linker comes from the ziglang wheel.
+# build these machines carry; FlyDSL's AMDGPU linker comes from the ziglang wheel;
+# CuTe DSL and FlashAttention-4 compile for NVIDIA targets without a GPU.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[rocm,test]'
+	$(PY) -m pip install --quiet -e '.[rocm,cuda,test]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from .keys import jsonable
+
 if TYPE_CHECKING:
     from .kernel import JitKernel
 
@@ -76,7 +78,7 @@ def verify_zero_jit(kernels: Sequence[JitKernel], launches: Iterable[tuple[JitKe
         key = kernel.launch(**inputs)
         entry.launches += 1
         if kernel.variant_count() > before and key is not None:
-            entry.missed_keys.append({"inputs": inputs, "key": key.as_dict()})
+            entry.missed_keys.append({"inputs": jsonable(inputs), "key": key.as_dict()})
     for kernel in kernels:
         coverage[id(kernel)].variants_after = kernel.variant_count()
     return CoverageReport(list(coverage.values()))

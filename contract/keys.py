@@ -26,6 +26,17 @@ def _check_value(owner: str, name: str, value: Any) -> None:
         )
 
 
+def jsonable(value: Any) -> Any:
+    """Plain JSON data for reports: dataclasses become dicts, tuples lists, the rest as is or str()."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value if isinstance(value, _SCALARS) else str(value)
+
+
 def _as_tuples(value: Any) -> Any:
     """JSON has no tuples: lists read back from canonical JSON become tuples again."""
     if isinstance(value, list):

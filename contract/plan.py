@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .keys import CompileKey
+from .keys import CompileKey, jsonable
 from .limits import ServingLimits
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class PlannedKernel:
             "empty": self.empty,
         }
         if include_keys:
-            entry["params"] = self.params
+            entry["params"] = jsonable(self.params)
             entry["compile_keys"] = [key.as_dict() for key in self.keys]
         return entry
 

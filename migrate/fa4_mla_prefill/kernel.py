@@ -1,9 +1,13 @@
 """FA4 MLA prefill on the contract: FlashAttention-4's varlen forward as MLA prefill runs it.
 
 The serving key is what the backend passes FA4 (shapes, dtype, sequence bounds, scale,
-mask, splits, ...); FA4 itself maps it to its compiled kernel. Warmup probes six
-(query, key) length pairs chosen to reach every tile / split configuration FA4 selects
-for a batch of one (the case that splits most eagerly), times causal x LSE.
+mask, splits, ...); FA4 itself maps it to its compiled kernel. Warmup probes (query,
+key) length pairs chosen to reach every tile / split configuration FA4 selects for a
+batch of one (the case that splits most eagerly), times causal x LSE: vLLM's six, plus
+two with queries longer than two Q tiles. On the sm100 family one Q tile pair
+(q_stage 2) still fits 256 query rows in one M block, and FA4 compiles a different
+(non-persistent) kernel once a query spans several M blocks; `zerojit verify` found
+those launches compiling after a warmup of the six alone.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ Q_TILE = 128
 K_TILE = 128
 LONG_K = 32 * K_TILE        # 4096: from here FA4 may split the KV loop
 VERY_LONG_K = 64 * K_TILE   # 8192: splits again where V is narrower than QK (not on sm90)
+MULTI_BLOCK_Q = 2 * Q_TILE + 1  # 257: more query rows than one M block holds, even with q_stage 2
 PROBES = ((1, K_TILE), (Q_TILE + 1, 4 * K_TILE), (1, LONG_K), (Q_TILE + 1, LONG_K), (1, VERY_LONG_K),
-          (Q_TILE + 1, VERY_LONG_K))
+          (Q_TILE + 1, VERY_LONG_K), (MULTI_BLOCK_Q, 4 * K_TILE), (MULTI_BLOCK_Q, VERY_LONG_K))
 SUPPORTED_ARCH_FAMILIES = ("sm90", "sm100", "sm120")
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
@@ -91,9 +96,10 @@ def runtime_num_splits(arch: str, batch_invariant: bool) -> int:
     """The split setting the backend passes FA4: 0 lets FA4 choose, 1 forbids splitting.
 
     Batch invariance forbids splitting. FA4 4.0.0b36 has no split-KV forward on sm90
-    (it asserts when its heuristic picks more than one split), so sm90 runs unsplit too.
+    (it asserts when its heuristic picks more than one split) nor on sm120 (it forces
+    one split), so those run unsplit too.
     """
-    return 1 if batch_invariant or arch_family(arch) == "sm90" else 0
+    return 1 if batch_invariant or arch_family(arch) in ("sm90", "sm120") else 0
 
 
 def keeps_probe(max_seqlen_k: int, num_splits: int, arch: str, dims: MLADims) -> bool:
@@ -141,8 +147,6 @@ class FA4MLAPrefill(JitKernel):
         num_splits = runtime_num_splits(limits.arch, batch_invariant)
         if fa_version != 4 or family not in SUPPORTED_ARCH_FAMILIES or num_heads <= 0:
             return Empty()
-        if family == "sm120" and not batch_invariant:
-            return Empty()  # sm120 FA4 forward is warmed only for batch-invariant (unsplit) serving
         rows = [{"max_seqlen_q": q, "max_seqlen_k": k} for q, k in PROBES
                 if keeps_probe(k, num_splits, limits.arch, dims)]
         fixed = Zip([{"batch_size": COMPILE_BATCH, "dtype": limits.dtype, "num_heads": num_heads, "dims": dims,
