@@ -64,6 +64,9 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
             return cache
         if "flash_attn.cute" in sys.modules:
             raise BackendConfigError("flash_attn.cute was imported before the backend was configured")
+        if "flydsl" in sys.modules:
+            raise BackendConfigError("CuTe DSL cannot load in a process that already loaded FlyDSL (their MLIR "
+                                     "runtimes collide and the process aborts); compile each backend in its own process")
         cache.mkdir(parents=True, exist_ok=True)
         os.environ.update({
             "FLASH_ATTENTION_ARCH": target,

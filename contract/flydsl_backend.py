@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import struct
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,9 @@ def configure(arch: str = "gfx950", cache_dir: Path | None = None) -> Path:
     Returns the cache directory. An existing $ROCM_PATH that already holds ld.lld is
     respected; otherwise a toolkit root with the ziglang LLD is laid out and used.
     """
+    if "cutlass" in sys.modules:
+        raise RuntimeError("FlyDSL cannot load in a process that already loaded CuTe DSL (their MLIR "
+                           "runtimes collide and the process aborts); compile each backend in its own process")
     cache = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR
     cache.mkdir(parents=True, exist_ok=True)
     os.environ["COMPILE_ONLY"] = "1"

@@ -1,0 +1,69 @@
+"""Compile-only FA4 checks run in a child process (see test_fa4_compile.py).
+
+CuTe DSL and FlyDSL cannot share a process, and the pytest process runs FlyDSL tests, so
+each check runs here and prints its observations as JSON for the test to assert on.
+Usage: python fa4_compile_probe.py CHECK CACHE_DIR
+"""
+
+import json
+import sys
+
+from contract import cutedsl_backend
+
+
+def fa4_cache_size():
+    from flash_attn.cute.interface import _flash_attn_fwd
+
+    return len(_flash_attn_fwd.compile_cache.cache)
+
+
+def mla(facts):
+    from migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims
+
+    kernel = FA4MLAPrefill()
+    key = kernel.dispatch(batch_size=1, dtype="bf16", num_heads=16, dims=MLADims(128, 64, 128), max_seqlen_q=1,
+                          max_seqlen_k=128, requires_v_padding=False, causal=True, fa_version=4, num_splits=1)
+    facts["before"] = fa4_cache_size()
+    facts["first"] = kernel.compile(key).value
+    facts["after_first"], facts["variants"] = fa4_cache_size(), kernel.variant_count()
+    facts["second"] = kernel.compile(key).value
+    facts["after_second"] = fa4_cache_size()
+
+
+def inkling(facts):
+    from migrate.fa4_mla_prefill.kernel import FA4MLAPrefill
+    from migrate.inkling_rel_attention.kernel import InklingRelAttention
+
+    kernel = InklingRelAttention("sm90")
+    inputs = dict(is_local=True, num_heads=8, num_kv_heads=1, head_dim=128, rel_extent=512, dtype="bf16",
+                  kv_dtype="bf16", block_size=128, window_size=(511, 0), max_kv_len=512)
+    key = kernel.dispatch(**inputs, query_len=3, num_reqs=2)
+    facts["key"] = key.as_dict()
+    facts["before"] = fa4_cache_size()
+    facts["first"] = kernel.compile(key).value
+    facts["after_first"], facts["variants"] = fa4_cache_size(), kernel.variant_count()
+    facts["mla_variants"] = FA4MLAPrefill().variant_count()
+    for reqs in (1, 5, 30):  # other request counts in the same bucket reuse the variant
+        kernel.launch(**inputs, query_len=4, num_reqs=reqs)
+    facts["after_launches"] = fa4_cache_size()
+
+
+def reconfigure(facts):
+    try:
+        cutedsl_backend.configure("sm100", sys.argv[2] + "-other")
+    except cutedsl_backend.BackendConfigError as exc:
+        facts["refused"] = str(exc)
+    try:
+        from contract import flydsl_backend
+
+        flydsl_backend.configure()
+    except RuntimeError as exc:
+        facts["flydsl_refused"] = str(exc)
+
+
+if __name__ == "__main__":
+    check, cache_dir = sys.argv[1], sys.argv[2]
+    cutedsl_backend.configure("sm90", cache_dir)
+    observed: dict = {}
+    {"mla": mla, "inkling": inkling, "reconfigure": reconfigure}[check](observed)
+    print(json.dumps(observed))
