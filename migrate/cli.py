@@ -19,8 +19,9 @@ from rich.table import Table
 from codemods.runner import MigrationError, MigrationResult, migrate, write
 from codemods.spec import SpecError, load_specs
 from contract import WarmupRegistry, execute, verify_zero_jit
+from contract.equivalence import EquivalenceReport, compare, sample_configs
 
-from .families import Family, Preset, UnknownPresetError, families, get_preset
+from .families import Family, Preset, UnknownFamilyError, UnknownPresetError, families, get_family, get_preset
 from .specs import builtin_specs
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False)
@@ -183,6 +184,41 @@ def migrate_command(
     else:
         _print_diff(result, out)
         err.print(f"{len(result.changes)} files would change (dry run; --write applies)")
+
+
+keys_app = typer.Typer(help="Compare compile keys: migrated kernels against their legacy warmup logic.",
+                       no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 0, seed: int = 0) -> EquivalenceReport:
+    """Compare one family's migrated keys with its legacy keys over a grid and/or hypothesis samples."""
+    adapter = get_family(family_name).equivalence()
+    if grid is not None and grid not in adapter.grids:
+        raise UnknownFamilyError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
+    configs = (adapter.grids[grid]() if grid else []) + (sample_configs(adapter, samples, seed) if samples else [])
+    return compare(adapter, configs)
+
+
+@keys_app.command("diff")
+def keys_diff(
+    family: str = typer.Option(..., "--family", "-f", help="Kernel family; see `zerojit families`."),
+    grid: str = typer.Option("full", "--grid", help="Named grid of serving configs ('full', 'smoke'; 'none' skips it)."),
+    samples: int = typer.Option(0, "--samples", min=0, help="Extra configs drawn by hypothesis."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the hypothesis draw."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Legacy vs migrated keys per serving config; exit 1 on any difference not explained on purpose."""
+    try:
+        report = key_equivalence(family, None if grid == "none" else grid, samples, seed)
+    except UnknownFamilyError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        out.print(report.table())
+    raise typer.Exit(0 if report.ok else 1)
 
 
 @app.command()

@@ -39,6 +39,8 @@ class Family:
     configure_backend: Callable[[Preset, Path | None], None]
     # In-range launches for zero-JIT verification: (preset, kernels, per-kernel count, seed).
     sample_launches: Callable[[Preset, Sequence[JitKernel], int, int], Launches]
+    # The key-equivalence adapter (legacy vs migrated keys over serving-config grids).
+    equivalence: Callable[[], Any]
 
 
 def families() -> dict[str, Family]:
@@ -56,6 +58,18 @@ def presets() -> dict[str, Preset]:
 class UnknownPresetError(KeyError):
     def __str__(self) -> str:
         return f"unknown preset {self.args[0]!r}; known: {', '.join(sorted(presets()))}"
+
+
+class UnknownFamilyError(KeyError):
+    def __str__(self) -> str:
+        return f"unknown family {self.args[0]!r}; known: {', '.join(sorted(families()))}"
+
+
+def get_family(name: str) -> Family:
+    known = families()
+    if name not in known:
+        raise UnknownFamilyError(name)
+    return known[name]
 
 
 def get_preset(name: str) -> tuple[Family, Preset]:

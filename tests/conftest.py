@@ -9,3 +9,5 @@ def fresh_missed_ledger():
     clear_missed_registrations()
     yield
     clear_missed_registrations()
+
+pytest_plugins = ["pytester"]

@@ -78,6 +78,12 @@ def _sample(preset: Preset, kernels, per_kernel: int, seed: int):
             for inputs in prefill_launches(preset.limits, preset.model["mla"], per_kernel, seed)]
 
 
+def _equivalence():
+    from .equivalence import FA4MLAEquivalence
+
+    return FA4MLAEquivalence()
+
+
 FAMILY = Family(
     name=NAME,
     title="FA4 MLA prefill (CuTe DSL, FlashAttention-4 varlen forward)",
@@ -86,4 +92,5 @@ FAMILY = Family(
     construct=_construct,
     configure_backend=_configure,
     sample_launches=_sample,
+    equivalence=_equivalence,
 )

@@ -63,6 +63,12 @@ def _sample(preset: Preset, kernels, per_kernel: int, seed: int):
             for inputs in step_launches(preset.limits, preset.model["inkling"], per_kernel, seed)]
 
 
+def _equivalence():
+    from .equivalence import InklingEquivalence
+
+    return InklingEquivalence()
+
+
 FAMILY = Family(
     name=NAME,
     title="Inkling FA4 relative attention (CuTe DSL score_mod over paged KV)",
@@ -71,4 +77,5 @@ FAMILY = Family(
     construct=_construct,
     configure_backend=_configure,
     sample_launches=_sample,
+    equivalence=_equivalence,
 )

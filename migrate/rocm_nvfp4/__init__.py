@@ -64,6 +64,12 @@ def _sample(preset: Preset, kernels, per_kernel: int, seed: int):
     return sample_launches(tuple(kernels), preset.limits, per_kernel, seed)
 
 
+def _equivalence():
+    from .equivalence import ROCmEquivalence
+
+    return ROCmEquivalence()
+
+
 FAMILY = Family(
     name=NAME,
     title="ROCm NVFP4-KV launchers (MiniMax M3 sparse attention, FlyDSL gfx950)",
@@ -72,4 +78,5 @@ FAMILY = Family(
     construct=_construct,
     configure_backend=_configure,
     sample_launches=_sample,
+    equivalence=_equivalence,
 )
