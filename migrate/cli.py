@@ -235,7 +235,7 @@ def demo(preset: str = typer.Option(DEFAULT_DEMO_PRESET, "--preset", "-p", help=
     coverage = verify_zero_jit(kernels, family.sample_launches(chosen, kernels, 40, 0))
     out.print(coverage.table())
     out.rule("[bold]migration of the bundled legacy engine tree[/] (dry run)")
-    from .rocm_nvfp4 import EXAMPLE_TREE
+    from .rocm_nvfp4.example import EXAMPLE_TREE
 
     migration = migrate(EXAMPLE_TREE, [builtin_specs()["rocm-nvfp4"]])
     _print_diff(migration, out)

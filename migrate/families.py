@@ -43,6 +43,13 @@ class Family:
     equivalence: Callable[[], Any]
 
 
+def configure_cutedsl(preset: Preset, cache_dir: Path | None) -> None:
+    """Backend set-up shared by the CuTe DSL families: target the preset's arch."""
+    from contract import cutedsl_backend
+
+    cutedsl_backend.configure(preset.limits.arch, cache_dir)
+
+
 def families() -> dict[str, Family]:
     from .fa4_mla_prefill import FAMILY as fa4
     from .inkling_rel_attention import FAMILY as inkling

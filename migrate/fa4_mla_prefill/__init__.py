@@ -9,11 +9,10 @@ spec.py    the migration spec (vLLM 0.29.0 -> 0.30.0)
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
-from contract import ServingLimits, cutedsl_backend
+from contract import ServingLimits
 
-from ..families import Family, Preset
+from ..families import Family, Preset, configure_cutedsl
 from .kernel import FAMILY as NAME
 from .kernel import MLADims, runtime_num_splits
 from .legacy import UpstreamFA4MLAPrefill
@@ -43,10 +42,6 @@ def _construct(preset: Preset):
     return (kernel,) if backend.fa_version == 4 else ()
 
 
-def _configure(preset: Preset, cache_dir: Path | None) -> None:
-    cutedsl_backend.configure(preset.limits.arch, cache_dir)
-
-
 def prefill_launches(limits: ServingLimits, model: MLAModel, count: int, seed: int):
     """In-range prefill launches: new-token (causal, K = Q) and context-chunk (non-causal, LSE) calls."""
     rng = random.Random(seed)
@@ -59,9 +54,12 @@ def prefill_launches(limits: ServingLimits, model: MLAModel, count: int, seed: i
                 "fa_version": 4, "return_lse": lse, "num_splits": splits}
 
     prompt = min(tokens, longest)
-    edges = [launch(1, 1, 1, True, False), launch(1, prompt, prompt, True, True),
-             launch(tokens // prompt, prompt, longest, False, True), launch(min(limits.max_num_seqs, tokens), 1,
-                                                                             longest, False, True)]
+    edges = [
+        launch(1, 1, 1, True, False),                                    # one-token prompt
+        launch(1, prompt, prompt, True, True),                           # the longest prompt a step holds
+        launch(tokens // prompt, prompt, longest, False, True),          # context chunks at full context
+        launch(min(limits.max_num_seqs, tokens), 1, longest, False, True),  # many one-token chunks
+    ]
     out = edges[:count]
     while len(out) < count:
         batch = rng.randint(1, min(limits.max_num_seqs, tokens))
@@ -90,7 +88,7 @@ FAMILY = Family(
     backend="cutedsl",
     presets=PRESETS,
     construct=_construct,
-    configure_backend=_configure,
+    configure_backend=configure_cutedsl,
     sample_launches=_sample,
     equivalence=_equivalence,
 )

@@ -10,11 +10,10 @@ spec.py       the migration spec (vLLM 0.29.0 -> 0.30.0)
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
-from contract import ServingLimits, cutedsl_backend
+from contract import ServingLimits
 
-from ..families import Family, Preset
+from ..families import Family, Preset, configure_cutedsl
 from .kernel import FAMILY as NAME
 from .kernel import InklingModel, InklingRelAttention
 from .model import InklingAttention
@@ -36,10 +35,6 @@ def _construct(preset: Preset):
     layers = [InklingAttention(preset.limits, preset.model["inkling"], is_local=i % 2 == 1)
               for i in range(preset.num_layers)]
     return (layers[0].kernel,)
-
-
-def _configure(preset: Preset, cache_dir: Path | None) -> None:
-    cutedsl_backend.configure(preset.limits.arch, cache_dir)
 
 
 def step_launches(limits: ServingLimits, model: InklingModel, count: int, seed: int):
@@ -75,7 +70,7 @@ FAMILY = Family(
     backend="cutedsl",
     presets=PRESETS,
     construct=_construct,
-    configure_backend=_configure,
+    configure_backend=configure_cutedsl,
     sample_launches=_sample,
     equivalence=_equivalence,
 )

@@ -16,7 +16,6 @@ from pathlib import Path
 from contract import ServingLimits, flydsl_backend
 
 from ..families import Family, Preset
-from .example import EXAMPLE_TREE
 from .launchers import FAMILY as NAME
 from .launchers import ModelDims
 from .model import build_model
