@@ -1,8 +1,10 @@
-"""`zerojit`: plan, warm up and verify JIT kernels for a serving configuration.
+"""`zerojit`: zero JIT compilation at serving time, planned, warmed, proven and migrated.
 
-Each command takes a --preset (a named serving configuration; `zerojit families` lists
-them). Machine-readable output with --json goes to stdout; progress and tables go to
-stderr / the terminal, so `--json` output can be piped.
+plan / warmup / verify / demo take a --preset (a named serving configuration; `zerojit
+families` lists them); `migrate` rewrites an engine repo's legacy warmups onto the
+contract; `keys diff` checks that migrated kernels warm what the legacy warmup did.
+Machine-readable output with --json goes to stdout; progress and errors go to stderr,
+so `--json` output can be piped.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from rich.table import Table
 from codemods.runner import MigrationError, MigrationResult, migrate, write
 from codemods.spec import SpecError, load_specs
 from contract import WarmupRegistry, execute, verify_zero_jit
-from contract.equivalence import EquivalenceReport, compare, sample_configs
 
-from .families import Family, Preset, UnknownFamilyError, UnknownPresetError, families, get_family, get_preset
+from .families import (Family, Preset, UnknownFamilyError, UnknownGridError, UnknownPresetError, families, get_preset,
+                       key_equivalence)
 from .specs import builtin_specs
 
-app = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False)
+app = typer.Typer(help="Zero JIT compilation at serving time: plan, warm up, verify and migrate kernel warmups. "
+                       "plan/warmup/verify/demo take a --preset (see `zerojit families`); --json output goes to "
+                       "stdout, progress and errors to stderr.", no_args_is_help=True, add_completion=False)
 out = Console()
 err = Console(stderr=True, soft_wrap=True)  # messages carry paths: never wrap them
 
@@ -191,15 +195,6 @@ keys_app = typer.Typer(help="Compare compile keys: migrated kernels against thei
 app.add_typer(keys_app, name="keys")
 
 
-def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 0, seed: int = 0) -> EquivalenceReport:
-    """Compare one family's migrated keys with its legacy keys over a grid and/or hypothesis samples."""
-    adapter = get_family(family_name).equivalence()
-    if grid is not None and grid not in adapter.grids:
-        raise UnknownFamilyError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
-    configs = (adapter.grids[grid]() if grid else []) + (sample_configs(adapter, samples, seed) if samples else [])
-    return compare(adapter, configs)
-
-
 @keys_app.command("diff")
 def keys_diff(
     family: str = typer.Option(..., "--family", "-f", help="Kernel family; see `zerojit families`."),
@@ -211,7 +206,7 @@ def keys_diff(
     """Legacy vs migrated keys per serving config; exit 1 on any difference not explained on purpose."""
     try:
         report = key_equivalence(family, None if grid == "none" else grid, samples, seed)
-    except UnknownFamilyError as exc:
+    except (UnknownFamilyError, UnknownGridError) as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
     if as_json:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from contract import JitKernel, ServingLimits
+from contract.equivalence import EquivalenceReport, compare, sample_configs
 
 Launches = list[tuple[JitKernel, dict[str, Any]]]
 
@@ -72,6 +73,10 @@ class UnknownFamilyError(KeyError):
         return f"unknown family {self.args[0]!r}; known: {', '.join(sorted(families()))}"
 
 
+class UnknownGridError(LookupError):
+    """A family's equivalence adapter has no grid of that name."""
+
+
 def get_family(name: str) -> Family:
     known = families()
     if name not in known:
@@ -85,3 +90,12 @@ def get_preset(name: str) -> tuple[Family, Preset]:
         raise UnknownPresetError(name)
     preset = known[name]
     return families()[preset.family], preset
+
+
+def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 0, seed: int = 0) -> EquivalenceReport:
+    """Compare one family's migrated keys with its legacy keys over a grid and/or hypothesis samples."""
+    adapter = get_family(family_name).equivalence()
+    if grid is not None and grid not in adapter.grids:
+        raise UnknownGridError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
+    configs = (adapter.grids[grid]() if grid else []) + (sample_configs(adapter, samples, seed) if samples else [])
+    return compare(adapter, configs)

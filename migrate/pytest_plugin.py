@@ -27,7 +27,7 @@ from contract.equivalence import EquivalenceReport, compare, sample_configs
 
 def _check(family: Any, grid: str | None = "full", samples: int = 0, seed: int = 0) -> EquivalenceReport:
     if isinstance(family, str):
-        from .cli import key_equivalence
+        from .families import key_equivalence
 
         report = key_equivalence(family, grid, samples, seed)
     else:

@@ -6,7 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from contract import Range
-from migrate.cli import app, key_equivalence as run_equivalence
+from migrate.cli import app
+from migrate.families import key_equivalence as run_equivalence
 from migrate.fa4_mla_prefill.model import FA4_MLA_PREFILL
 from migrate.rocm_nvfp4.launchers import SparseDecode
 
