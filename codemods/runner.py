@@ -22,7 +22,8 @@ from pathlib import Path
 import libcst as cst
 
 from .spec import MigrationSpec, SpecError
-from .transforms import AnchorError, InsertRegistration, Operation, RemoveLegacyCalls, RenameSingleton, apply
+from .transforms import (AnchorError, InsertRegistration, Operation, RemoveLegacyCalls, RenameSingleton,
+                         absolute_module, apply)
 
 SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules", "build", "dist"}
 
@@ -106,10 +107,7 @@ def discover(repo: Path) -> dict[str, _Module]:
 
 
 def _resolve(node: ast.ImportFrom, package: str) -> str:
-    base = package.split(".") if node.level and package else []
-    if node.level > 1:
-        base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, *([node.module] if node.module else [])])
+    return absolute_module(node.level, node.module or "", package)
 
 
 def _defines(module: _Module, name: str) -> bool:

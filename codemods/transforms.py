@@ -21,16 +21,17 @@ def code_of(node: cst.CSTNode) -> str:
     return _EMPTY_MODULE.code_for_node(node)
 
 
+def absolute_module(level: int, name: str, package: str) -> str:
+    """The absolute module of `from <dots><name> import ...` written in `package` (`level` dots)."""
+    base = package.split(".") if level and package else []
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, *([name] if name else [])])
+
+
 def resolve_import(node: cst.ImportFrom, package: str) -> str:
-    """The absolute module an `from X import ...` names, resolving dots against `package`."""
-    level = len(node.relative)
-    base = package.split(".") if package else []
-    if level:
-        base = base[: len(base) - (level - 1)] if level > 1 else base
-    else:
-        base = []
     name = get_full_name_for_node(node.module) if node.module is not None else ""
-    return ".".join(part for part in (*base, *(name.split(".") if name else ())) if part)
+    return absolute_module(len(node.relative), name, package)
 
 
 def _without_aliases(node, drop: set[str]):
