@@ -8,12 +8,14 @@ variant was not warmed grows the variant count, and is reported with the key it 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from .keys import jsonable
+from .monitor import JitAfterWarmupWarning, JitMonitor, PostWarmupCompile
 
 if TYPE_CHECKING:
     from .kernel import JitKernel
@@ -35,6 +37,7 @@ class KernelCoverage:
 @dataclasses.dataclass
 class CoverageReport:
     kernels: list[KernelCoverage]
+    compiles: list[PostWarmupCompile] = dataclasses.field(default_factory=list)  # what the JIT monitors saw
 
     @property
     def launches(self) -> int:
@@ -57,6 +60,7 @@ class CoverageReport:
                  "missed_keys": k.missed_keys}
                 for k in self.kernels
             ],
+            "post_warmup_compiles": [dataclasses.asdict(event) for event in self.compiles],
         }
 
     def table(self) -> Table:
@@ -70,15 +74,22 @@ class CoverageReport:
 
 
 def verify_zero_jit(kernels: Sequence[JitKernel], launches: Iterable[tuple[JitKernel, dict[str, Any]]]) -> CoverageReport:
-    """Run `launches` through each kernel's runtime path and report any cache growth."""
+    """Run `launches` through each kernel's runtime path and report any cache growth.
+
+    A JIT monitor is armed meanwhile, so compiles are also caught where they happen
+    (backend, kernel, specialization), not only counted afterwards.
+    """
     coverage = {id(k): KernelCoverage(k.name, k.variant_count()) for k in kernels}
-    for kernel, inputs in launches:
-        entry = coverage[id(kernel)]
-        before = kernel.variant_count()
-        key = kernel.launch(**inputs)
-        entry.launches += 1
-        if kernel.variant_count() > before and key is not None:
-            entry.missed_keys.append({"inputs": jsonable(inputs), "key": key.as_dict()})
+    monitor = JitMonitor("warn")
+    with monitor.armed(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitAfterWarmupWarning)
+        for kernel, inputs in launches:
+            entry = coverage[id(kernel)]
+            before = kernel.variant_count()
+            key = kernel.launch(**inputs)
+            entry.launches += 1
+            if kernel.variant_count() > before and key is not None:
+                entry.missed_keys.append({"inputs": jsonable(inputs), "key": key.as_dict()})
     for kernel in kernels:
         coverage[id(kernel)].variants_after = kernel.variant_count()
-    return CoverageReport(list(coverage.values()))
+    return CoverageReport(list(coverage.values()), monitor.events)

@@ -75,26 +75,43 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
             "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
             "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(cache),
         })
-        import cutlass.cute
         import cutlass.utils
         import flash_attn.cute.tile_scheduler as tile_scheduler
 
         cutlass.utils.HardwareInfo = _TargetHardware
         tile_scheduler.HardwareInfo = _TargetHardware
-        original = cutlass.cute.compile
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            _counts.value = getattr(_counts, "value", 0) + 1
-            return result
-
-        cutlass.cute.compile = counted
+        _install_compile_hook()
         _configured = (target, str(cache))
     return cache
 
 
-def configured_arch() -> str | None:
-    return None if _configured is None else _configured[0]
+_hooked = False
+
+
+def install_compile_hook() -> None:
+    """Wrap `cutlass.cute.compile` once: count real compiles per thread, report them to monitors."""
+    with _lock:
+        _install_compile_hook()
+
+
+def _install_compile_hook() -> None:
+    global _hooked
+    if _hooked:
+        return
+    import cutlass.cute
+
+    from .monitor import describe, report_compile
+
+    original = cutlass.cute.compile
+
+    def counted(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+        report_compile("cutedsl", getattr(kernel, "__name__", type(kernel).__name__), describe(kernel))
+        result = original(kernel, *args, **kwargs)
+        _counts.value = getattr(_counts, "value", 0) + 1
+        return result
+
+    cutlass.cute.compile = counted
+    _hooked = True
 
 
 @contextlib.contextmanager

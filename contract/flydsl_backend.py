@@ -9,6 +9,7 @@ entry point, and checks that a compiled code object really contains machine code
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import struct
@@ -69,22 +70,26 @@ def configure(arch: str = "gfx950", cache_dir: Path | None = None) -> Path:
     if not (rocm and (Path(rocm) / "llvm" / "bin" / "ld.lld").exists()):
         _zig_lld_wrapper(TOOLKIT_DIR)
         os.environ["ROCM_PATH"] = str(TOOLKIT_DIR)
-    _install_compile_counter()
+    install_compile_hook()
     return cache
 
 
-def _install_compile_counter() -> None:
-    """Wrap FlyDSL's MLIR compile entry once, counting real compiles per thread and in total."""
+def install_compile_hook() -> None:
+    """Wrap FlyDSL's MLIR compile entry once: count real compiles per thread, report them to monitors."""
     global _hooked
     with _hook_lock:
         if _hooked:
             return
         from flydsl.compiler.jit_function import MlirCompiler
 
+        from .monitor import report_compile
+
         original = MlirCompiler.compile.__func__
 
-        def counted(cls: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(cls, *args, **kwargs)
+        def counted(cls: Any, asm: str, *args: Any, **kwargs: Any) -> Any:
+            digest = hashlib.sha256(asm.encode()).hexdigest()[:16]
+            report_compile("flydsl", kwargs.get("func_name", "?"), f"module {digest}")
+            result = original(cls, asm, *args, **kwargs)
             _counts.value = getattr(_counts, "value", 0) + 1
             return result
 

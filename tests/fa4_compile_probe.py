@@ -48,6 +48,24 @@ def inkling(facts):
     facts["after_launches"] = fa4_cache_size()
 
 
+def monitor(facts):
+    from contract.monitor import JitAfterWarmupError, JitMonitor
+    from migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims
+
+    kernel = FA4MLAPrefill()
+    common = dict(batch_size=1, dtype="bf16", num_heads=16, dims=MLADims(128, 64, 128), max_seqlen_k=128,
+                  requires_v_padding=False, fa_version=4, num_splits=1)
+    warmed = kernel.dispatch(**common, max_seqlen_q=1, causal=True)
+    kernel.compile(warmed)
+    with JitMonitor("error").armed() as armed:
+        kernel.compile(warmed)  # warmed: nothing to report
+        facts["events_after_warmed_call"] = len(armed.events)
+        try:
+            kernel.compile(kernel.dispatch(**common, max_seqlen_q=1, causal=False))
+        except JitAfterWarmupError as exc:
+            facts["error"] = str(exc)
+
+
 def reconfigure(facts):
     try:
         cutedsl_backend.configure("sm100", sys.argv[2] + "-other")
@@ -65,5 +83,5 @@ if __name__ == "__main__":
     check, cache_dir = sys.argv[1], sys.argv[2]
     cutedsl_backend.configure("sm90", cache_dir)
     observed: dict = {}
-    {"mla": mla, "inkling": inkling, "reconfigure": reconfigure}[check](observed)
+    {"mla": mla, "inkling": inkling, "reconfigure": reconfigure, "monitor": monitor}[check](observed)
     print(json.dumps(observed))

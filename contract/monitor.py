@@ -1,0 +1,116 @@
+"""JIT monitors: after warmup, any compile in Triton, CuTe DSL or FlyDSL is reported.
+
+Hooks sit on each DSL's compile entry point, never on a launch, so a server that compiles
+nothing pays nothing: FlyDSL's MLIR compile, `cutlass.cute.compile`, and Triton's
+`jit_cache_hook` (called by JIT'd kernels before they compile) plus `triton.compile`.
+A monitor is off until armed (after warmup); armed in "warn" mode it records the compile
+and warns, in "error" mode it raises before the compile runs, naming backend, kernel and
+specialization.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+MODES = ("warn", "error")
+_armed: list[JitMonitor] = []
+_lock = threading.Lock()
+
+
+class JitAfterWarmupError(RuntimeError):
+    """A kernel compiled after warmup while an error-mode monitor was armed."""
+
+
+class JitAfterWarmupWarning(RuntimeWarning):
+    """A kernel compiled after warmup while a warn-mode monitor was armed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PostWarmupCompile:
+    backend: str
+    kernel: str
+    specialization: str
+
+    def __str__(self) -> str:
+        return f"{self.backend} compiled {self.kernel} after warmup [{self.specialization}]"
+
+
+class JitMonitor:
+    """Collects post-warmup compiles while armed."""
+
+    def __init__(self, mode: str = "warn"):
+        if mode not in MODES:
+            raise ValueError(f"monitor mode {mode!r}: must be one of {', '.join(MODES)}")
+        self.mode = mode
+        self.events: list[PostWarmupCompile] = []
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[JitMonitor]:
+        with _lock:
+            _armed.append(self)
+        try:
+            yield self
+        finally:
+            with _lock:
+                _armed.remove(self)
+
+    def _observe(self, event: PostWarmupCompile) -> None:
+        self.events.append(event)
+        if self.mode == "error":
+            raise JitAfterWarmupError(str(event))
+        warnings.warn(str(event), JitAfterWarmupWarning, stacklevel=4)
+
+
+def report_compile(backend: str, kernel: str, specialization: str) -> None:
+    """Called by the compile hooks; a no-op unless a monitor is armed."""
+    if not _armed:
+        return
+    event = PostWarmupCompile(backend, kernel, specialization)
+    with _lock:
+        monitors = list(_armed)
+    for monitor in monitors:
+        monitor._observe(event)
+
+
+def describe(obj: Any, limit: int = 12) -> str:
+    """A short specialization string: an object's scalar attributes (what its compile depends on)."""
+    attributes = getattr(obj, "__dict__", {})
+    fields = {k: v for k, v in attributes.items() if isinstance(v, (bool, int, float, str)) and not k.startswith("_")}
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(fields.items())[:limit]) or type(obj).__name__
+
+
+_triton_hooked = False
+
+
+def install_triton_hook() -> None:
+    """Report Triton compiles: JIT'd kernels via knobs.runtime.jit_cache_hook, direct calls to triton.compile."""
+    global _triton_hooked
+    with _lock:
+        if _triton_hooked:
+            return
+        import triton
+        import triton.compiler
+        import triton.compiler.compiler as compiler_module
+
+        def before_jit_compile(*, fn: Any = None, repr: str = "", **_: Any) -> bool:  # noqa: A002 - Triton's name
+            report_compile("triton", getattr(fn, "name", "?"), repr)
+            return False  # a true value would make Triton skip the compile: the monitor only watches
+
+        triton.knobs.runtime.jit_cache_hook = before_jit_compile
+        original = compiler_module.compile
+
+        def compile_and_report(src: Any, *args: Any, **kwargs: Any) -> Any:
+            names = getattr(getattr(src, "fn", None), "arg_names", [])
+            constants = {names[k[0]] if len(k) == 1 and k[0] < len(names) else k: v
+                         for k, v in getattr(src, "constants", {}).items()}
+            report_compile("triton", getattr(src, "name", type(src).__name__),
+                           f"signature={getattr(src, 'signature', None)!r}, constexprs={constants!r}")
+            return original(src, *args, **kwargs)
+
+        compiler_module.compile = triton.compiler.compile = triton.compile = compile_and_report
+        _triton_hooked = True
