@@ -49,15 +49,23 @@ class JitMonitor:
         self.mode = mode
         self.events: list[PostWarmupCompile] = []
 
+    def arm(self) -> None:
+        with _lock:
+            if self not in _armed:
+                _armed.append(self)
+
+    def disarm(self) -> None:
+        with _lock:
+            if self in _armed:
+                _armed.remove(self)
+
     @contextlib.contextmanager
     def armed(self) -> Iterator[JitMonitor]:
-        with _lock:
-            _armed.append(self)
+        self.arm()
         try:
             yield self
         finally:
-            with _lock:
-                _armed.remove(self)
+            self.disarm()
 
     def _observe(self, event: PostWarmupCompile) -> None:
         self.events.append(event)

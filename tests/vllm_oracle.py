@@ -70,28 +70,64 @@ class _Logger:
         return lambda *args, **kwargs: None
 
 
-class Oracle:
-    """The vLLM 0.29.0 modules above, with the stubs installed while they run."""
+def stub_module(name: str, **attrs: Any) -> types.ModuleType:
+    stub = types.ModuleType(name)
+    stub.__dict__.update(attrs)
+    stub.__path__ = []  # importable as a package too
+    return stub
+
+
+class VllmSources:
+    """Some of a vLLM release's real modules, loaded from its wheel sources beside named stubs.
+
+    The stubs and modules are in sys.modules only inside `installed()` (vLLM imports some
+    names lazily, at call time), so nothing leaks into other tests.
+    """
+
+    def __init__(self, version: str, real_modules: tuple[str, ...], stubs: dict[str, dict[str, Any]]):
+        self.root = vllm_tree(version)
+        self.stubs = {name: stub_module(name, **attrs) for name, attrs in stubs.items()}
+        self.modules: dict[str, types.ModuleType] = {}
+        with self.installed():
+            for name in real_modules:
+                self.modules[name] = self._load(name)
+
+    @contextlib.contextmanager
+    def installed(self):
+        def ours(name: str) -> bool:
+            return name == "vllm" or name.startswith("vllm.") or name in self.stubs
+
+        saved = {name: module for name, module in sys.modules.items() if ours(name)}
+        sys.modules.update(self.stubs)
+        sys.modules.update(self.modules)
+        try:
+            yield
+        finally:
+            for name in [n for n in sys.modules if ours(n)]:
+                del sys.modules[name]
+            sys.modules.update(saved)
+
+    def _load(self, name: str) -> types.ModuleType:
+        path = self.root / Path(*name.split(".")).with_suffix(".py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+
+class Oracle(VllmSources):
+    """The vLLM 0.29.0 key-logic modules above, with their stubs."""
 
     def __init__(self, version: str = "0.29.0"):
-        self.root = vllm_tree(version)
         self.platform = _Platform()
         self.envs = types.SimpleNamespace(VLLM_BATCH_INVARIANT=False)
         self.state: dict[str, Any] = {"config": None, "mla_dims": None, "tp": 1}
-        self.modules: dict[str, types.ModuleType] = {}
-        with self._installed():
-            for name in REAL_MODULES:
-                self.modules[name] = self._load(name)
+        super().__init__(version, REAL_MODULES, self._stub_attrs())
 
-    def _stubs(self) -> dict[str, types.ModuleType]:
-        def module(name: str, **attrs: Any) -> types.ModuleType:
-            stub = types.ModuleType(name)
-            stub.__dict__.update(attrs)
-            stub.__path__ = []  # importable as a package too
-            return stub
-
+    def _stub_attrs(self) -> dict[str, dict[str, Any]]:
         state = self.state
-        return {name: module(name, **attrs) for name, attrs in {
+        return {
             "vllm": {}, "vllm.envs": vars(self.envs), "vllm.logger": {"init_logger": lambda name: _Logger()},
             "vllm.platforms": {"current_platform": self.platform},
             "vllm.utils": {}, "vllm.utils.torch_utils": {
@@ -113,27 +149,7 @@ class Oracle:
             "vllm.v1.attention.backends.mla": {}, "vllm.v1.attention.backends.mla.prefill": {},
             "vllm.models": {}, "vllm.models.inkling": {}, "vllm.models.inkling.nvidia": {},
             "vllm.models.inkling.nvidia.ops": {},
-        }.items()}
-
-    @contextlib.contextmanager
-    def _installed(self):
-        saved = {name: module for name, module in sys.modules.items() if name == "vllm" or name.startswith("vllm.")}
-        sys.modules.update(self._stubs())
-        sys.modules.update(self.modules)
-        try:
-            yield
-        finally:
-            for name in [n for n in sys.modules if n == "vllm" or n.startswith("vllm.")]:
-                del sys.modules[name]
-            sys.modules.update(saved)
-
-    def _load(self, name: str) -> types.ModuleType:
-        path = self.root / Path(*name.split(".")).with_suffix(".py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
+        }
 
     def fa4_mla_keys(self, *, capability: tuple[int, int], qk_nope: int, qk_rope: int, v_head_dim: int,
                      heads_per_rank: int, dtype: torch.dtype, forced_fa_version: int | None,
@@ -148,7 +164,7 @@ class Oracle:
         self.envs.VLLM_BATCH_INVARIANT = batch_invariant
         self.state.update(config=config, mla_dims=types.SimpleNamespace(
             qk_nope_head_dim=qk_nope, qk_rope_head_dim=qk_rope, v_head_dim=v_head_dim))
-        with self._installed():
+        with self.installed():
             flash_attn.envs.VLLM_BATCH_INVARIANT = batch_invariant
             return flash_attn.FA4_MLA_PREFILL_KERNEL.get_warmup_keys(config)
 
@@ -163,5 +179,5 @@ class Oracle:
         self.platform.capability = Capability(*capability)
         ops._use_sheared_bias.cache_clear()
         self.state.update(config=config, tp=tp)
-        with self._installed():
+        with self.installed():
             return ops.INKLING_FA4_REL_ATTENTION_KERNEL.get_warmup_keys(config)

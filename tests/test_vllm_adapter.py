@@ -1,0 +1,108 @@
+"""zerojit kernels inside vLLM 0.33.0's own JIT warmup registry (its jit_warmup.py, from the wheel).
+
+Stubbed for vLLM's registry module: `tqdm.tqdm` (progress bar), `vllm.distributed.is_global_first_rank`
+and `jit_warmup_triton_helper` (the Triton parallel path these kernels do not take).
+"""
+
+import importlib.metadata
+import types
+
+import pytest
+
+from contract import flydsl_backend
+from contract.monitor import JitAfterWarmupError
+from contract.vllm_adapter import VllmKernel, arm_after_warmup, limits_from_vllm_config, register_plugin
+from migrate.rocm_nvfp4.launchers import SparseDecode
+from migrate.rocm_nvfp4.model import nvfp4_kv_launchers
+from vllm_oracle import VllmSources
+
+REGISTRY = "vllm.model_executor.warmup.jit_warmup"
+
+
+class _Progress:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def set_postfix_str(self, *args, **kwargs):
+        pass
+
+    def update(self, *args, **kwargs):
+        pass
+
+
+@pytest.fixture(scope="module")
+def vllm033():
+    return VllmSources("0.33.0", (REGISTRY,), {
+        "tqdm": {"tqdm": _Progress},
+        "vllm": {}, "vllm.model_executor": {}, "vllm.model_executor.warmup": {},
+        "vllm.distributed": {"is_global_first_rank": lambda: True},
+        "vllm.model_executor.warmup.jit_warmup_triton_helper": {
+            "VllmTritonJitKernel": type("VllmTritonJitKernel", (), {}), "compile_triton_warmup": None},
+    })
+
+
+def vllm_config(enable_jit_warmup=True):
+    return types.SimpleNamespace(
+        scheduler_config=types.SimpleNamespace(max_num_seqs=16, max_num_batched_tokens=16384),
+        model_config=types.SimpleNamespace(max_model_len=8704),
+        parallel_config=types.SimpleNamespace(tensor_parallel_size=4),
+        kernel_config=types.SimpleNamespace(enable_jit_warmup=enable_jit_warmup),
+        speculative_config=types.SimpleNamespace(num_speculative_tokens=3))
+
+
+def test_limits_from_a_vllm_config():
+    limits = limits_from_vllm_config(vllm_config(), arch="gfx950", kv_cache_dtype="nvfp4")
+    assert (limits.max_num_seqs, limits.max_num_batched_tokens, limits.max_model_len) == (16, 16384, 8704)
+    assert (limits.spec_query_lens, limits.tp_size, limits.arch) == ((4,), 4, "gfx950")
+
+
+def test_vllm_registry_compiles_zerojit_kernels_then_the_monitor_is_armed(vllm033, tmp_path):
+    flydsl_backend.configure("gfx950", tmp_path)
+    limits = limits_from_vllm_config(vllm_config(), arch="gfx950", kv_cache_dtype="nvfp4")
+    launchers = nvfp4_kv_launchers()
+    for launcher in launchers:
+        launcher.forget_variants()
+    with vllm033.installed():
+        registry_class = vllm033.modules[REGISTRY].JitWarmupRegistry
+        registry = registry_class(vllm_config())
+        with registry.activate():
+            for _layer in range(4):  # every layer registers; vLLM keeps one per kernel
+                for launcher in launchers:
+                    VllmKernel(launcher, limits).register_warmup()
+        assert len(registry) == 6
+        monitor = arm_after_warmup(registry_class, "error")
+        try:
+            registry.warmup()
+            expected = sum(len(launcher.warmup_keys(limits)) for launcher in launchers)
+            assert sum(launcher.variant_count() for launcher in launchers) == expected
+            decode = next(launcher for launcher in launchers if isinstance(launcher, SparseDecode))
+            decode.launch(num_reqs=16, query_len=4)  # warmed (64 rows: 4 splits): silent
+            with pytest.raises(JitAfterWarmupError, match="sparse_decode"):
+                decode.launch(num_reqs=100, query_len=1)  # beyond max_num_seqs: never warmed
+        finally:
+            monitor.disarm()
+
+
+def test_plugin_entry_point_and_modes(vllm033, monkeypatch):
+    plugins = importlib.metadata.entry_points(group="vllm.general_plugins")
+    assert "contract.vllm_adapter:register_plugin" in {p.value for p in plugins}
+    with vllm033.installed():
+        monkeypatch.setenv("ZEROJIT_MONITOR", "off")
+        assert register_plugin() is None
+        monkeypatch.setenv("ZEROJIT_MONITOR", "loud")
+        with pytest.raises(ValueError, match="must be one of warn, error or off"):
+            register_plugin()
+        monkeypatch.setenv("ZEROJIT_MONITOR", "warn")
+        registry_class = vllm033.modules[REGISTRY].JitWarmupRegistry
+        original = registry_class.warmup
+        monitor = register_plugin()
+        try:
+            assert monitor.mode == "warn" and registry_class.warmup is not original
+        finally:
+            registry_class.warmup = original
