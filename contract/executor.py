@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -41,9 +42,13 @@ def execute(
     jobs: int = 1,
     console: Console | None = None,
     show_progress: bool = True,
+    work: Sequence[tuple[JitKernel, CompileKey]] | None = None,
 ) -> WarmupReport:
-    """Compile the plan's keys and return the report (failures included, never raised)."""
-    work = list(plan.work())
+    """Compile the plan's keys (or just `work`, a part of them) and return the report.
+
+    Failures are in the report, never raised.
+    """
+    work = list(plan.work()) if work is None else list(work)
     results: list[KeyResult] = []
     started = time.perf_counter()
     progress = Progress(

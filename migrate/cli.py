@@ -105,9 +105,29 @@ def plan(preset: str = PresetOption, as_json: bool = JsonOption,
 @app.command()
 def warmup(preset: str = PresetOption,
            jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Compile threads where the backend allows."),
+           ranks: int = typer.Option(1, "--ranks", min=1, help="Cooperative warmup: N local rank processes "
+                                     "(torch.distributed, gloo) split the keys and share one disk cache."),
            cache_dir: Optional[Path] = CacheOption, as_json: bool = JsonOption) -> None:
     """Compile every planned key for real (compile-only); exit 1 if any key fails."""
     family, chosen = _resolve(preset)
+    if ranks > 1:
+        from .ranks import cooperative_warmup
+
+        summaries = cooperative_warmup(chosen.name, ranks, cache_dir or Path.home() / ".cache" / "zerojit" /
+                                       family.backend)
+        failed = sum(r["failed"] for r in summaries)
+        if as_json:
+            print(json.dumps({"ranks": summaries, "compiled": sum(r["compiled"] for r in summaries),
+                              "failed": failed}, indent=2))
+        else:
+            table = Table(title=f"cooperative warmup: {ranks} ranks")
+            for column in ("rank", "compiled", "loaded from disk", "failed", "variants", "wall s"):
+                table.add_column(column, justify="right")
+            for r in summaries:
+                table.add_row(str(r["rank"]), str(r["compiled"]), str(r["cached"]), str(r["failed"]),
+                              str(r["variants"]), f"{r['wall_s']:.2f}")
+            out.print(table)
+        raise typer.Exit(0 if not failed else 1)
     _, _, report = _warmup(family, chosen, jobs, cache_dir, err)
     if as_json:
         print(json.dumps(report.to_dict(), indent=2))

@@ -1,0 +1,47 @@
+"""Local cooperative warmup of a preset: N rank processes on one machine sharing one disk cache.
+
+What `zerojit warmup --ranks N` runs (and the tests and bench): each rank initializes
+torch.distributed (gloo, file rendezvous), configures its backend on the shared cache,
+builds the preset's plan, and takes part in `contract.cooperative.cooperative_execute`.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from .families import get_preset
+
+
+def rank_main(rank: int, world_size: int, preset_name: str, cache_dir: str, workdir: str) -> None:
+    """One rank (a spawned process): writes its report summary to workdir/rank<r>.json."""
+    import torch.distributed as dist
+
+    from contract import WarmupRegistry
+    from contract.cooperative import cooperative_execute
+
+    dist.init_process_group("gloo", init_method=f"file://{workdir}/rendezvous", rank=rank, world_size=world_size)
+    try:
+        family, preset = get_preset(preset_name)
+        family.configure_backend(preset, Path(cache_dir))
+        registry = WarmupRegistry(preset.limits)
+        with registry.capture():
+            family.construct(preset)
+        report = cooperative_execute(registry.plan())
+        summary = report.to_dict()
+        summary["rank"] = rank
+        summary["variants"] = sum(summary_kernel["variants"] for summary_kernel in summary["kernels"])
+        Path(workdir, f"rank{rank}.json").write_text(json.dumps(summary))
+    finally:
+        dist.destroy_process_group()
+
+
+def cooperative_warmup(preset_name: str, world_size: int, cache_dir: Path) -> list[dict]:
+    """Spawn `world_size` local ranks for a cooperative warmup; return each rank's summary."""
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory(prefix="zerojit-ranks-") as workdir:
+        mp.start_processes(rank_main, args=(world_size, preset_name, str(cache_dir), workdir), nprocs=world_size,
+                           start_method="spawn", join=True)
+        return [json.loads(Path(workdir, f"rank{r}.json").read_text()) for r in range(world_size)]
