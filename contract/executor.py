@@ -1,17 +1,25 @@
 """Execute a warmup plan: compile every key, time each one, isolate failures.
 
 One key that fails to compile never stops the others; its kernel, key and cause are
-kept for the report. Kernels whose backend compiles safely on threads run on a pool of
-`jobs` threads; the others compile one at a time.
+kept for the report. How keys run depends on the kernel's backend:
+  SERIAL     one at a time in this process;
+  THREADS    on a pool of `jobs` threads;
+  PROCESSES  (slow compiles, e.g. CuTe DSL) `jobs` worker processes compile into the
+             backend's shared disk cache, then this process loads each variant from disk.
+             Workers start with `process_setup` (the backend's configure function).
+Keys run longest first when a timing history from an earlier warmup knows their cost;
+a key the history saw compiled into this cache is loaded here instead of sent to a worker.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
 import traceback
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -25,16 +33,34 @@ if TYPE_CHECKING:
 
     from .kernel import JitKernel
 
+Work = tuple["JitKernel", CompileKey]
+
+
+def _worker_name() -> str:
+    import threading
+
+    return f"pid {os.getpid()} / {threading.current_thread().name}"
+
 
 def compile_one(kernel: JitKernel, key: CompileKey) -> KeyResult:
-    start = time.perf_counter()
+    begin, start = time.time(), time.perf_counter()
     try:
         outcome = kernel.compile(key)
     except Exception as exc:  # noqa: BLE001 - every failure is reported, none may hide the rest
         cause = f"{type(exc).__name__}: {exc}".strip()
         return KeyResult(kernel.name, kernel.family, key, "failed", time.perf_counter() - start, cause,
-                         traceback.format_exc(limit=-3))
-    return KeyResult(kernel.name, kernel.family, key, outcome.value, time.perf_counter() - start)
+                         traceback.format_exc(limit=-3), begin, _worker_name())
+    return KeyResult(kernel.name, kernel.family, key, outcome.value, time.perf_counter() - start,
+                     started=begin, worker=_worker_name())
+
+
+def _compile_in_worker(job: Work) -> KeyResult:
+    return compile_one(*job)
+
+
+def longest_first(work: Sequence[Work], history: dict[str, float]) -> list[Work]:
+    """Order keys by their recorded compile time, longest first (unknown keys keep their order, first)."""
+    return sorted(work, key=lambda item: -history.get(item[1].digest(), float("inf")))
 
 
 def execute(
@@ -42,13 +68,16 @@ def execute(
     jobs: int = 1,
     console: Console | None = None,
     show_progress: bool = True,
-    work: Sequence[tuple[JitKernel, CompileKey]] | None = None,
+    work: Sequence[Work] | None = None,
+    history: dict[str, float] | None = None,
+    process_setup: tuple[Callable[..., Any], tuple] | None = None,
 ) -> WarmupReport:
     """Compile the plan's keys (or just `work`, a part of them) and return the report.
 
+    `history` maps key digests to seconds a compile took before (see `timing_history`).
     Failures are in the report, never raised.
     """
-    work = list(plan.work()) if work is None else list(work)
+    work = longest_first(list(plan.work()) if work is None else list(work), history or {})
     results: list[KeyResult] = []
     started = time.perf_counter()
     progress = Progress(
@@ -56,20 +85,50 @@ def execute(
         TextColumn("{task.description}"), console=console, disable=not show_progress, transient=False,
     )
 
+    known = history or {}
+
+    def mode(kernel: JitKernel, key: CompileKey) -> Parallelism:
+        if jobs == 1 or (kernel.parallelism is Parallelism.PROCESSES and (process_setup is None
+                                                                          or key.digest() in known)):
+            return Parallelism.SERIAL  # a key compiled into this cache before only needs loading
+        return kernel.parallelism
+
     def record(result: KeyResult) -> None:
         results.append(result)
         progress.update(task, advance=1, description=f"{result.kernel} {result.outcome}")
 
     with progress:
         task = progress.add_task("", total=len(work))
-        on_threads = jobs > 1
-        threaded = [(k, key) for k, key in work if on_threads and k.parallelism is Parallelism.THREADS]
-        serial = [(k, key) for k, key in work if not (on_threads and k.parallelism is Parallelism.THREADS)]
+        in_processes = [w for w in work if mode(*w) is Parallelism.PROCESSES]
+        if in_processes:
+            setup, args = process_setup
+            context = multiprocessing.get_context("spawn")  # never fork a process holding a DSL runtime
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=setup,
+                                     initargs=args) as pool:
+                compiled = list(pool.map(_compile_in_worker, in_processes))
+            for (kernel, key), remote in zip(in_processes, compiled):
+                # Load the worker's variant here (a disk-cache hit); report the worker's outcome.
+                local = compile_one(kernel, key) if remote.outcome != "failed" else remote
+                if local.outcome == "failed":
+                    remote = local
+                record(remote)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = [pool.submit(compile_one, k, key) for k, key in threaded]
-            for k, key in serial:
-                record(compile_one(k, key))
+            futures = [pool.submit(compile_one, k, key) for k, key in work if mode(k, key) is Parallelism.THREADS]
+            for k, key in work:
+                if mode(k, key) is Parallelism.SERIAL:
+                    record(compile_one(k, key))
             for future in futures:
                 record(future.result())
     variants = {p.kernel.name: p.kernel.variant_count() for p in plan.kernels}
     return WarmupReport(plan=plan, results=results, wall_s=time.perf_counter() - started, variants=variants)
+
+
+def timing_history(report: WarmupReport, previous: dict[str, float] | None = None) -> dict[str, float]:
+    """Seconds each key's real compile took, for ordering the next warmup (cached keys keep old times)."""
+    history = dict(previous or {})
+    history.update({r.key.digest(): round(r.seconds, 4) for r in report.results if r.outcome == "compiled"})
+    return history
+
+
+def default_jobs() -> int:
+    return os.cpu_count() or 1

@@ -32,10 +32,15 @@ class Outcome(str, enum.Enum):
 
 
 class Parallelism(str, enum.Enum):
-    """How a backend's compiles may overlap within one process."""
+    """How a backend's compiles may overlap: not at all, on threads, or in worker processes.
+
+    Threads help only where the compiler releases the GIL; processes pay a start-up
+    (importing torch and the DSL) that only long compiles repay.
+    """
 
     SERIAL = "serial"
     THREADS = "threads"
+    PROCESSES = "processes"
 
 
 class JitKernel(ABC):

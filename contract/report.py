@@ -23,6 +23,8 @@ class KeyResult:
     seconds: float
     cause: str | None = None
     detail: str | None = None
+    started: float = 0.0  # wall-clock start (time.time()), for timelines
+    worker: str = ""      # process / thread that ran it
 
 
 @dataclasses.dataclass

@@ -21,6 +21,8 @@ from rich.table import Table
 from codemods.runner import MigrationError, MigrationResult, migrate, write
 from codemods.spec import SpecError, load_specs
 from contract import WarmupRegistry, execute, verify_zero_jit
+from contract.executor import default_jobs, timing_history
+from contract.timeline import plot_timeline
 
 from .families import (Family, Preset, UnknownFamilyError, UnknownGridError, UnknownPresetError, families, get_preset,
                        key_equivalence)
@@ -65,10 +67,23 @@ def _print_plan(plan, console: Console) -> None:
         console.print(f"[yellow]missed registration:[/] {missed.kernel} at {missed.site}")
 
 
-def _warmup(family: Family, preset: Preset, jobs: int, cache_dir: Optional[Path], console: Console):
+HISTORY_FILE = "zerojit-timings.json"
+
+
+def _warmup(family: Family, preset: Preset, jobs: int, cache_dir: Optional[Path], console: Console,
+            timeline: Optional[Path] = None):
+    """Configure the backend, compile the plan (long keys first, from the cache's timing history)."""
     plan, kernels = _plan(family, preset)
-    family.configure_backend(preset, cache_dir)
-    report = execute(plan, jobs=jobs, console=console)
+    cache = family.configure_backend(preset, cache_dir)
+    history_path = cache / HISTORY_FILE
+    history = json.loads(history_path.read_text()) if history_path.is_file() else {}
+    report = execute(plan, jobs=jobs, console=console, history=history,
+                     process_setup=(family.configure_backend, (preset, cache)))
+    tmp = history_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(timing_history(report, history), sort_keys=True))
+    tmp.replace(history_path)
+    if timeline is not None:
+        plot_timeline(report, timeline)
     return plan, kernels, report
 
 
@@ -104,7 +119,9 @@ def plan(preset: str = PresetOption, as_json: bool = JsonOption,
 
 @app.command()
 def warmup(preset: str = PresetOption,
-           jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Compile threads where the backend allows."),
+           jobs: int = typer.Option(default_jobs(), "--jobs", "-j", min=1,
+                                    help="Parallel compiles (threads or worker processes, as the backend allows)."),
+           timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write a PNG timeline of the warmup."),
            ranks: int = typer.Option(1, "--ranks", min=1, help="Cooperative warmup: N local rank processes "
                                      "(torch.distributed, gloo) split the keys and share one disk cache."),
            cache_dir: Optional[Path] = CacheOption, as_json: bool = JsonOption) -> None:
@@ -128,7 +145,7 @@ def warmup(preset: str = PresetOption,
                               str(r["variants"]), f"{r['wall_s']:.2f}")
             out.print(table)
         raise typer.Exit(0 if not failed else 1)
-    _, _, report = _warmup(family, chosen, jobs, cache_dir, err)
+    _, _, report = _warmup(family, chosen, jobs, cache_dir, err, timeline)
     if as_json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

@@ -36,19 +36,19 @@ class Family:
     presets: tuple[Preset, ...]
     # Build the model's layers for a preset; returns every kernel the model may launch.
     construct: Callable[[Preset], Sequence[JitKernel]]
-    # Point the backend at its target and disk cache (None: the default cache).
-    configure_backend: Callable[[Preset, Path | None], None]
+    # Point the backend at its target and disk cache (None: the default cache); returns the cache.
+    configure_backend: Callable[[Preset, Path | None], Path]
     # In-range launches for zero-JIT verification: (preset, kernels, per-kernel count, seed).
     sample_launches: Callable[[Preset, Sequence[JitKernel], int, int], Launches]
     # The key-equivalence adapter (legacy vs migrated keys over serving-config grids).
     equivalence: Callable[[], Any]
 
 
-def configure_cutedsl(preset: Preset, cache_dir: Path | None) -> None:
+def configure_cutedsl(preset: Preset, cache_dir: Path | None) -> Path:
     """Backend set-up shared by the CuTe DSL families: target the preset's arch."""
     from contract import cutedsl_backend
 
-    cutedsl_backend.configure(preset.limits.arch, cache_dir)
+    return cutedsl_backend.configure(preset.limits.arch, cache_dir)
 
 
 def families() -> dict[str, Family]:

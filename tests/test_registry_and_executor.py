@@ -161,3 +161,46 @@ def test_no_warning_inside_capture():
         warnings.simplefilter("error")
         with registry.capture():
             build_model(kernel)
+
+
+def test_longest_first_uses_the_timing_history():
+    from contract.executor import longest_first, timing_history
+
+    kernel = PolyKernel()
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        build_model(kernel)
+    report = execute(registry.plan(), show_progress=False)
+    history = timing_history(report)
+    assert set(history) == {key.digest() for _, key in registry.plan().work()}
+    slow_first = {key.digest(): float(key.degree) for _, key in registry.plan().work()}
+    ordered = longest_first(list(registry.plan().work()), slow_first)
+    assert [key.degree for _, key in ordered][:2] == [16, 16]
+    assert [key.degree for _, key in ordered][-2:] == [1, 1]
+
+
+def test_process_workers_compile_into_the_disk_cache_then_this_process_loads(tmp_path):
+    """PROCESSES kernels: spawned workers compile (outcome compiled), this process loads from disk."""
+    import os
+
+    from toy_kernel import ProcessPolyKernel, configure_worker
+
+    kernel = ProcessPolyKernel(cache_dir=tmp_path)
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        build_model(kernel)
+    report = execute(registry.plan(), jobs=2, show_progress=False, process_setup=(configure_worker, ()))
+    assert report.count("compiled") == 10 and kernel.variant_count() == 10
+    assert all(not r.worker.startswith(f"pid {os.getpid()} ") for r in report.results)
+    assert len(list(tmp_path.glob("*.marshal"))) == 10  # the workers wrote them
+
+
+def test_timeline_png(tmp_path):
+    from contract.timeline import plot_timeline
+
+    kernel = PolyKernel()
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        build_model(kernel)
+    path = plot_timeline(execute(registry.plan(), jobs=2, show_progress=False), tmp_path / "timeline.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

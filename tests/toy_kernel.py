@@ -73,3 +73,13 @@ class PolyKernel(JitKernel):
 
     def variant_count(self) -> int:
         return len(self.variants)
+
+
+class ProcessPolyKernel(PolyKernel):
+    """The toy kernel declared for worker processes (they compile into its disk cache)."""
+
+    parallelism = Parallelism.PROCESSES
+
+
+def configure_worker() -> None:
+    """Worker-process set-up for the toy backend (it needs none; the executor requires one)."""

@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from contract import Choice, CompileKey, Empty, JitKernel, KeySpace, Outcome, ServingLimits, Zip, cutedsl_backend
+from contract import (Choice, CompileKey, Empty, JitKernel, KeySpace, Outcome, Parallelism, ServingLimits, Zip,
+                      cutedsl_backend)
 
 FAMILY = "fa4-mla-prefill"
 COMPILE_BATCH = 1
@@ -114,6 +115,7 @@ class FA4MLAPrefill(JitKernel):
     name: ClassVar[str] = "fa4_mla_prefill"
     family: ClassVar[str] = FAMILY
     backend: ClassVar[str] = "cutedsl"
+    parallelism: ClassVar[Parallelism] = Parallelism.PROCESSES  # seconds per compile repay a worker's start-up
 
     def dispatch(self, *, batch_size: int, dtype: str, num_heads: int, dims: MLADims, max_seqlen_q: int,
                  max_seqlen_k: int, requires_v_padding: bool, causal: bool, fa_version: int,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from contract import CompileKey, JitKernel, KeySpace, Outcome, Range, ServingLimits, Zip, cutedsl_backend
+from contract import CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip, cutedsl_backend
 
 from ..fa4_mla_prefill.kernel import TORCH_DTYPES, arch_family
 
@@ -101,6 +101,7 @@ class InklingRelAttention(JitKernel):
     name: ClassVar[str] = "inkling_fa4_rel_attention"
     family: ClassVar[str] = FAMILY
     backend: ClassVar[str] = "cutedsl"
+    parallelism: ClassVar[Parallelism] = Parallelism.PROCESSES  # seconds per compile repay a worker's start-up
 
     def __init__(self, arch: str):
         self.arch = arch

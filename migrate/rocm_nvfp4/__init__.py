@@ -55,8 +55,8 @@ def _construct(preset: Preset):
     return layers[0].launchers if layers else ()
 
 
-def _configure(preset: Preset, cache_dir: Path | None) -> None:
-    flydsl_backend.configure(arch=preset.limits.arch, cache_dir=cache_dir)
+def _configure(preset: Preset, cache_dir: Path | None) -> Path:
+    return flydsl_backend.configure(arch=preset.limits.arch, cache_dir=cache_dir)
 
 
 def _sample(preset: Preset, kernels, per_kernel: int, seed: int):
