@@ -8,7 +8,8 @@ Real vLLM code: `model_executor/warmup/jit_warmup.py` (the AST-traced dispatch e
 Stubbed, and only these (names the modules import or call while expanding keys):
   vllm.envs.VLLM_BATCH_INVARIANT; vllm.logger.init_logger (a silent logger);
   vllm.platforms.current_platform (CUDA, with the device capability under test);
-  vllm.utils.torch_utils (is_quantized_kv_cache, kv_cache_dtype_str_to_dtype);
+  vllm.utils.torch_utils (is_quantized_kv_cache, kv_cache_dtype_str_to_dtype), and for 0.33.0
+  vllm.v1.kv_cache_interface.is_quantized_kv_cache;
   vllm._custom_ops and vllm.vllm_flash_attn (names only; every FA version "supported");
   vllm.config.get_current_vllm_config_or_none (the config under test);
   quant_utils.kFp8StaticTensorSym (a placeholder); mla_attention.get_mla_dims (the dims under test);
@@ -63,6 +64,11 @@ class _Platform:
 
     def is_rocm(self) -> bool:
         return False
+
+
+def _singleton(module: types.ModuleType, name: str) -> Any:
+    """The kernel singleton, public before the 0.30.0 migration and private after it."""
+    return getattr(module, name, None) or getattr(module, f"_{name}")
 
 
 class _Logger:
@@ -134,6 +140,8 @@ class Oracle(VllmSources):
                 "is_quantized_kv_cache": lambda dtype: dtype not in ("auto", "bfloat16", "float16"),
                 "kv_cache_dtype_str_to_dtype": lambda dtype, model_config: model_config.dtype},
             "vllm._custom_ops": {"reshape_and_cache_flash": None},
+            "vllm.v1.kv_cache_interface": {  # where 0.33.0 keeps it
+                "is_quantized_kv_cache": lambda dtype: dtype not in ("auto", "bfloat16", "float16")},
             "vllm.vllm_flash_attn": {"compile_flash_attn_varlen_func_from_specs": None,
                                      "flash_attn_varlen_func": None, "get_scheduler_metadata": None},
             "vllm.vllm_flash_attn.flash_attn_interface": {"is_fa_version_supported": lambda v: v in (2, 3, 4),
@@ -166,7 +174,7 @@ class Oracle(VllmSources):
             qk_nope_head_dim=qk_nope, qk_rope_head_dim=qk_rope, v_head_dim=v_head_dim))
         with self.installed():
             flash_attn.envs.VLLM_BATCH_INVARIANT = batch_invariant
-            return flash_attn.FA4_MLA_PREFILL_KERNEL.get_warmup_keys(config)
+            return _singleton(flash_attn, "FA4_MLA_PREFILL_KERNEL").get_warmup_keys(config)
 
     def inkling_keys(self, *, capability: tuple[int, int], tp: int, hf_config: Any, dtype: torch.dtype,
                      block_size: int, max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int) -> list:
@@ -180,4 +188,4 @@ class Oracle(VllmSources):
         ops._use_sheared_bias.cache_clear()
         self.state.update(config=config, tp=tp)
         with self.installed():
-            return ops.INKLING_FA4_REL_ATTENTION_KERNEL.get_warmup_keys(config)
+            return _singleton(ops, "INKLING_FA4_REL_ATTENTION_KERNEL").get_warmup_keys(config)
