@@ -107,10 +107,11 @@ def execute(
                                      initargs=args) as pool:
                 compiled = list(pool.map(_compile_in_worker, in_processes))
             for (kernel, key), remote in zip(in_processes, compiled):
-                # Load the worker's variant here (a disk-cache hit); report the worker's outcome.
-                local = compile_one(kernel, key) if remote.outcome != "failed" else remote
-                if local.outcome == "failed":
-                    remote = local
+                if remote.outcome != "failed":
+                    # Load the worker's variant into this process (a disk-cache hit); report the
+                    # worker's outcome unless the load itself fails.
+                    local = compile_one(kernel, key)
+                    remote = local if local.outcome == "failed" else remote
                 record(remote)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(compile_one, k, key) for k, key in work if mode(k, key) is Parallelism.THREADS]
