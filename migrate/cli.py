@@ -130,8 +130,7 @@ def warmup(preset: str = PresetOption,
     if ranks > 1:
         from .ranks import cooperative_warmup
 
-        summaries = cooperative_warmup(chosen.name, ranks, cache_dir or Path.home() / ".cache" / "zerojit" /
-                                       family.backend)
+        summaries = cooperative_warmup(chosen.name, ranks, cache_dir)
         failed = sum(r["failed"] for r in summaries)
         if as_json:
             print(json.dumps({"ranks": summaries, "compiled": sum(r["compiled"] for r in summaries),

@@ -14,7 +14,7 @@ from pathlib import Path
 from .families import get_preset
 
 
-def rank_main(rank: int, world_size: int, preset_name: str, cache_dir: str, workdir: str) -> None:
+def rank_main(rank: int, world_size: int, preset_name: str, cache_dir: Path | None, workdir: str) -> None:
     """One rank (a spawned process): writes its report summary to workdir/rank<r>.json."""
     import torch.distributed as dist
 
@@ -24,7 +24,7 @@ def rank_main(rank: int, world_size: int, preset_name: str, cache_dir: str, work
     dist.init_process_group("gloo", init_method=f"file://{workdir}/rendezvous", rank=rank, world_size=world_size)
     try:
         family, preset = get_preset(preset_name)
-        family.configure_backend(preset, Path(cache_dir))
+        family.configure_backend(preset, cache_dir)  # None: the backend's default cache
         registry = WarmupRegistry(preset.limits)
         with registry.capture():
             family.construct(preset)
@@ -37,11 +37,11 @@ def rank_main(rank: int, world_size: int, preset_name: str, cache_dir: str, work
         dist.destroy_process_group()
 
 
-def cooperative_warmup(preset_name: str, world_size: int, cache_dir: Path) -> list[dict]:
+def cooperative_warmup(preset_name: str, world_size: int, cache_dir: Path | None) -> list[dict]:
     """Spawn `world_size` local ranks for a cooperative warmup; return each rank's summary."""
     import torch.multiprocessing as mp
 
     with tempfile.TemporaryDirectory(prefix="zerojit-ranks-") as workdir:
-        mp.start_processes(rank_main, args=(world_size, preset_name, str(cache_dir), workdir), nprocs=world_size,
+        mp.start_processes(rank_main, args=(world_size, preset_name, cache_dir, workdir), nprocs=world_size,
                            start_method="spawn", join=True)
         return [json.loads(Path(workdir, f"rank{r}.json").read_text()) for r in range(world_size)]
