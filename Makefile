@@ -5,17 +5,17 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.zerojit-installed
 
-.PHONY: install demo test clean
+.PHONY: install demo test mutants clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# Re-run pip only when the project's dependencies change. torch is pinned to the CPU
-# build these machines carry; FlyDSL's AMDGPU linker comes from the ziglang wheel;
-# CuTe DSL and FlashAttention-4 compile for NVIDIA targets without a GPU.
-$(STAMP): pyproject.toml | $(PY)
+# Re-run pip only when the project's dependencies or the pinned versions change. The
+# package's requirements are ranges; constraints.txt holds the exact versions tested here
+# (torch 2.13.0's CPU build, CuTe DSL 4.8.1, FlyDSL 0.5.0 with the ziglang LLD, ...).
+$(STAMP): pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[rocm,cuda,test]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[rocm,cuda,plots,equivalence,test]'
 	touch $(STAMP)
 
 install: $(STAMP)
