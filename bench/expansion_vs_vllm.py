@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from vllm_oracle import Oracle  # noqa: E402
 
-from contract import ServingLimits  # noqa: E402
-from migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims  # noqa: E402
-from migrate.inkling_rel_attention.kernel import InklingModel, InklingRelAttention  # noqa: E402
+from zerojit.contract import ServingLimits  # noqa: E402
+from zerojit.migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims  # noqa: E402
+from zerojit.migrate.inkling_rel_attention.kernel import InklingModel, InklingRelAttention  # noqa: E402
 
 
 def timed(fn, repeats: int) -> tuple[float, int]:

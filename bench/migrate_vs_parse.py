@@ -19,10 +19,10 @@ from pathlib import Path
 
 import libcst as cst
 
-from codemods.engine_trees import vllm_tree
-from codemods.runner import migrate
-from migrate.rocm_nvfp4.example import add_legacy_layout
-from migrate.specs import builtin_specs
+from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.codemods.runner import migrate
+from zerojit.migrate.rocm_nvfp4.example import add_legacy_layout
+from zerojit.migrate.families import migration_specs
 
 
 def parse(path: Path) -> int:
@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--version", default="0.33.0", help="vLLM release for the rocm-nvfp4 run")
     parser.add_argument("-j", "--jobs", type=int, default=2)
     args = parser.parse_args()
-    specs = builtin_specs()
+    specs = migration_specs()
     with tempfile.TemporaryDirectory() as scratch:
         rocm_repo = Path(scratch) / "repo"
         shutil.copytree(vllm_tree(args.version), rocm_repo)

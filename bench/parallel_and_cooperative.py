@@ -20,7 +20,7 @@ import time
 
 def warmup(preset: str, cache_dir: str, *flags: str) -> tuple[float, dict]:
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "migrate", "warmup", "--preset", preset, "--json", "--cache-dir",
+    result = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", preset, "--json", "--cache-dir",
                              cache_dir, *flags], capture_output=True, text=True, check=True)
     return time.perf_counter() - start, json.loads(result.stdout)
 
@@ -41,7 +41,7 @@ def independent_vs_cooperative(preset: str, ranks: int) -> None:
     caches = [tempfile.TemporaryDirectory() for _ in range(ranks)]
     try:
         start = time.perf_counter()
-        runs = [subprocess.Popen([sys.executable, "-m", "migrate", "warmup", "--preset", preset, "--json",
+        runs = [subprocess.Popen([sys.executable, "-m", "zerojit", "warmup", "--preset", preset, "--json",
                                   "--jobs", "1", "--cache-dir", cache.name], stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, text=True)
                 for cache in caches]

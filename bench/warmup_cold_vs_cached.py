@@ -24,7 +24,7 @@ import time
 
 def warmup(preset: str, cache_dir: str) -> tuple[float, dict]:
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "migrate", "warmup", "--preset", preset, "--json",
+    result = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", preset, "--json",
                              "--cache-dir", cache_dir], capture_output=True, text=True, check=True)
     return time.perf_counter() - start, json.loads(result.stdout)
 

@@ -19,10 +19,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .cache import default_cache_dir, record_artifact
 from .kernel import Outcome
 
-DEFAULT_CACHE_DIR = Path.home() / ".cache" / "zerojit" / "cutedsl"
 TARGETS = {"sm90": ("sm_90a", 132), "sm100": ("sm_100a", 148)}  # H100/H200, B200
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # serving dtype names -> torch attribute names
+
+
+def arch_family(arch: str) -> str:
+    """sm100/sm103/sm110 are one FA4 family, sm120/sm121 another."""
+    return {"sm103": "sm100", "sm110": "sm100", "sm121": "sm120"}.get(arch, arch)
 
 _counts = threading.local()
 _lock = threading.Lock()
@@ -56,7 +62,7 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
     if arch not in TARGETS:
         raise BackendConfigError(f"CuTe DSL backend targets {', '.join(TARGETS)}; not {arch!r}")
     target, num_sms = TARGETS[arch]
-    cache = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR
+    cache = Path(cache_dir) if cache_dir else default_cache_dir("cutedsl")
     with _lock:
         if _configured is not None:
             if _configured != (target, str(cache)):
@@ -129,6 +135,16 @@ def _fa4_cache() -> dict:
     return _flash_attn_fwd.compile_cache.cache
 
 
+def _record_disk_artifacts(fa4_keys: set) -> None:
+    """Report the disk-cache objects behind FA4 variants a call compiled or loaded (FA4's own naming)."""
+    from flash_attn.cute.interface import _flash_attn_fwd
+
+    persistent = _flash_attn_fwd.compile_cache
+    if hasattr(persistent, "cache_path"):
+        for key in fa4_keys:
+            record_artifact(persistent.cache_path / f"{persistent._key_to_hash(key)}.o")
+
+
 _variants_by_owner: dict[str, set] = {}
 
 
@@ -139,7 +155,7 @@ def compiled_during(owner: str, fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     booked to `owner`, so kernels sharing FA4 each count only their own variants.
     """
     if _configured is None:
-        raise BackendConfigError("CuTe DSL backend not configured: call contract.cutedsl_backend.configure() first")
+        raise BackendConfigError("CuTe DSL backend not configured: call zerojit.contract.cutedsl_backend.configure() first")
     before_count = getattr(_counts, "value", 0)
     before_keys = set(_fa4_cache())
     with warnings.catch_warnings():
@@ -147,7 +163,9 @@ def compiled_during(owner: str, fn: Any, *args: Any, **kwargs: Any) -> Outcome:
         warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
         warnings.filterwarnings("ignore", message=".*cannot be converted to a JitArgument")
         fn(*args, **kwargs)
-    _variants_by_owner.setdefault(owner, set()).update(set(_fa4_cache()) - before_keys)
+    added = set(_fa4_cache()) - before_keys
+    _variants_by_owner.setdefault(owner, set()).update(added)
+    _record_disk_artifacts(added)
     return Outcome.CACHED if getattr(_counts, "value", 0) == before_count else Outcome.COMPILED
 
 

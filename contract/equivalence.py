@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
-
-from rich.table import Table
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .keys import CompileKey, jsonable
 from .limits import ServingLimits
 from .registry import WarmupRegistry
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def canonical(keys: Iterable[CompileKey]) -> set[str]:
@@ -81,14 +82,17 @@ class EquivalenceReport:
                 "details": [d.to_dict() for d in self.diffs]}
 
     def table(self, limit: int = 20) -> Table:
+        from rich.markup import escape
+        from rich.table import Table
+
         verdict = "[green]equivalent[/]" if self.ok else f"[red]{len(self.mismatches)} mismatching[/]"
         table = Table(title=f"keys diff {self.family}: {self.configs} configs, {verdict}", show_lines=True)
         for column in ("config", "keys (legacy/migrated)", "only legacy", "only migrated", "verdict"):
             table.add_column(column, overflow="fold")
         for diff in (self.mismatches + [d for d in self.diffs if d.intended])[:limit]:
-            table.add_row(_brief(diff.config), f"{diff.legacy}/{diff.migrated}", _first(diff.only_legacy),
-                          _first(diff.only_migrated),
-                          f"intended: {diff.intended}" if diff.intended else "[red]MISMATCH[/]")
+            table.add_row(escape(_brief(diff.config)), f"{diff.legacy}/{diff.migrated}", escape(_first(diff.only_legacy)),
+                          escape(_first(diff.only_migrated)),
+                          f"intended: {escape(diff.intended)}" if diff.intended else "[red]MISMATCH[/]")
         if len(self.diffs) > limit:
             table.caption = f"{len(self.diffs) - limit} more differing configs in --json"
         return table

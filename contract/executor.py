@@ -13,6 +13,7 @@ a key the history saw compiled into this cache is loaded here instead of sent to
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import time
@@ -21,8 +22,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+from .cache import recording_artifacts
 from .kernel import Parallelism
 from .keys import CompileKey
 from .plan import WarmupPlan
@@ -42,16 +42,34 @@ def _worker_name() -> str:
     return f"pid {os.getpid()} / {threading.current_thread().name}"
 
 
+class _NoProgress(contextlib.nullcontext):
+    """Stands in for rich's progress bar when none is shown, so an engine never imports rich."""
+
+    def add_task(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _progress_bar(console: Console | None) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("[bold]warmup[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("{task.description}", markup=False), console=console, transient=False)
+
+
 def compile_one(kernel: JitKernel, key: CompileKey) -> KeyResult:
     begin, start = time.time(), time.perf_counter()
     try:
-        outcome = kernel.compile(key)
+        with recording_artifacts() as artifacts:
+            outcome = kernel.compile(key)
     except Exception as exc:  # noqa: BLE001 - every failure is reported, none may hide the rest
         cause = f"{type(exc).__name__}: {exc}".strip()
         return KeyResult(kernel.name, kernel.family, key, "failed", time.perf_counter() - start, cause,
                          traceback.format_exc(limit=-3), begin, _worker_name())
     return KeyResult(kernel.name, kernel.family, key, outcome.value, time.perf_counter() - start,
-                     started=begin, worker=_worker_name())
+                     started=begin, worker=_worker_name(), artifacts=tuple(artifacts))
 
 
 def _compile_in_worker(job: Work) -> KeyResult:
@@ -74,16 +92,13 @@ def execute(
 ) -> WarmupReport:
     """Compile the plan's keys (or just `work`, a part of them) and return the report.
 
-    `history` maps key digests to seconds a compile took before (see `timing_history`).
+    `history` maps key digests to seconds a compile took before (contract.cache keeps it per cache directory).
     Failures are in the report, never raised.
     """
     work = longest_first(list(plan.work()) if work is None else list(work), history or {})
     results: list[KeyResult] = []
     started = time.perf_counter()
-    progress = Progress(
-        TextColumn("[bold]warmup[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.description}"), console=console, disable=not show_progress, transient=False,
-    )
+    progress = _progress_bar(console) if show_progress else _NoProgress()
 
     known = history or {}
 
@@ -122,13 +137,6 @@ def execute(
                 record(future.result())
     variants = {p.kernel.name: p.kernel.variant_count() for p in plan.kernels}
     return WarmupReport(plan=plan, results=results, wall_s=time.perf_counter() - started, variants=variants)
-
-
-def timing_history(report: WarmupReport, previous: dict[str, float] | None = None) -> dict[str, float]:
-    """Seconds each key's real compile took, for ordering the next warmup (cached keys keep old times)."""
-    history = dict(previous or {})
-    history.update({r.key.digest(): round(r.seconds, 4) for r in report.results if r.outcome == "compiled"})
-    return history
 
 
 def default_jobs() -> int:

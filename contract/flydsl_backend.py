@@ -18,10 +18,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .cache import CacheDirError, can_write, default_cache_dir, record_artifact
 from .kernel import Outcome
 
-DEFAULT_CACHE_DIR = Path.home() / ".cache" / "zerojit" / "flydsl"
-TOOLKIT_DIR = Path.home() / ".cache" / "zerojit" / "rocm-toolkit"
+TOOLKIT_DIR = default_cache_dir("rocm-toolkit")
 # A gfx950 kernel that does any work is far longer than its `s_endpgm`; FlyDSL's tanh
 # lowering, for one, silently yields a kernel of nothing but that (4 bytes).
 MIN_KERNEL_BYTES = 16
@@ -60,8 +60,11 @@ def configure(arch: str = "gfx950", cache_dir: Path | None = None) -> Path:
     if "cutlass" in sys.modules:
         raise RuntimeError("FlyDSL cannot load in a process that already loaded CuTe DSL (their MLIR "
                            "runtimes collide and the process aborts); compile each backend in its own process")
-    cache = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR
+    cache = Path(cache_dir) if cache_dir else default_cache_dir("flydsl")
     cache.mkdir(parents=True, exist_ok=True)
+    if not can_write(cache):
+        raise CacheDirError(f"cache dir {cache} is read-only, and FlyDSL takes a write lock on an artifact to load "
+                            "it (flydsl 0.5): give it a writable copy of the cache")
     os.environ["COMPILE_ONLY"] = "1"
     os.environ["FLYDSL_GPU_ARCH"] = arch
     os.environ["FLYDSL_RUNTIME_CACHE_DIR"] = str(cache)
@@ -107,15 +110,24 @@ def call_compile_only(jit_fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     The variant must carry real machine code in every kernel (see MIN_KERNEL_BYTES).
     """
     if os.environ.get("COMPILE_ONLY") != "1":
-        raise RuntimeError("FlyDSL backend not configured: call contract.flydsl_backend.configure() first")
+        raise RuntimeError("FlyDSL backend not configured: call zerojit.contract.flydsl_backend.configure() first")
     before = compiles_in_this_thread()
     jit_fn(*args, **kwargs)
     outcome = Outcome.CACHED if compiles_in_this_thread() == before else Outcome.COMPILED
+    _record_disk_artifact(jit_fn)
     # Checked on cache hits too: an empty artifact persisted once must not pass later.
     sizes = kernel_code_bytes(jit_fn._last_compiled[1])
     if not sizes or min(sizes.values()) < MIN_KERNEL_BYTES:
         raise EmptyKernelError(f"{jit_fn.func.__name__}: compiled kernels are empty (machine-code bytes: {sizes})")
     return outcome
+
+
+def _record_disk_artifact(jit_fn: Any) -> None:
+    """Report the disk-cache file behind the variant this call compiled or loaded (FlyDSL's own naming)."""
+    from flydsl.compiler.jit_function import _disk_cache_key
+
+    if jit_fn.cache_manager is not None:
+        record_artifact(jit_fn.cache_manager.cache_dir / f"{_disk_cache_key(jit_fn._last_compiled[0])}.pkl")
 
 
 def variant_count(jit_fn: Any) -> int:

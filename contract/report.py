@@ -6,11 +6,11 @@ import dataclasses
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-
 from .keys import CompileKey
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from .plan import WarmupPlan
 
 
@@ -25,6 +25,7 @@ class KeyResult:
     detail: str | None = None
     started: float = 0.0  # wall-clock start (time.time()), for timelines
     worker: str = ""      # process / thread that ran it
+    artifacts: tuple[str, ...] = ()  # backend cache files this key's compile wrote or its load read
 
 
 @dataclasses.dataclass
@@ -83,12 +84,15 @@ class WarmupReport:
         }
 
     def table(self) -> Table:
+        from rich.markup import escape
+        from rich.table import Table
+
         table = Table(title=f"warmup: {len(self.results)} keys in {self.wall_s:.2f} s")
         table.add_column("kernel", no_wrap=True)
         for column in ("keys", "compiled", "cached", "failed", "seconds", "variants"):
             table.add_column(column, justify="right")
         for row in self._per_kernel():
-            name = row["kernel"] + (" [red](registered, 0 keys)[/]" if row["empty"] else "")
+            name = escape(row["kernel"]) + (" [red](registered, 0 keys)[/]" if row["empty"] else "")
             failed = f"[red]{row['failed']}[/]" if row["failed"] else "0"
             table.add_row(name, str(row["keys"]), str(row["compiled"]), str(row["cached"]),
                           failed, f"{row['seconds']:.2f}", str(row["variants"]))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -102,10 +103,23 @@ def arm_after_warmup(registry_class: Any, mode: str) -> JitMonitor:
 
 
 def register_plugin() -> JitMonitor | None:
-    """vLLM general plugin: hook the installed DSL compilers and arm a monitor after JIT warmup."""
+    """vLLM general plugin: hook the installed DSL compilers and arm a monitor after JIT warmup.
+
+    It runs inside vLLM's start-up, so it never raises: a bad ZEROJIT_MONITOR or a vLLM
+    without the JIT warmup registry leaves the monitor off with a warning.
+    """
     mode = os.environ.get("ZEROJIT_MONITOR", "warn")
     if mode == "off":
         return None
-    from vllm.model_executor.warmup.jit_warmup import JitWarmupRegistry
+    if mode not in MODES:
+        warnings.warn(f"zerojit: ZEROJIT_MONITOR={mode!r} is not one of {', '.join(MODES)} or off; the JIT monitor "
+                      "stays off", RuntimeWarning, stacklevel=2)
+        return None
+    try:
+        from vllm.model_executor.warmup.jit_warmup import JitWarmupRegistry
 
-    return arm_after_warmup(JitWarmupRegistry, mode)
+        return arm_after_warmup(JitWarmupRegistry, mode)
+    except Exception as exc:  # noqa: BLE001 - a plugin must never stop vLLM from starting
+        warnings.warn(f"zerojit: the JIT monitor stays off ({type(exc).__name__}: {exc})", RuntimeWarning,
+                      stacklevel=2)
+        return None

@@ -1,19 +1,39 @@
-"""Kernel families and their presets: what the CLI can plan, warm and verify.
+"""Kernel families, the plug-in unit of zerojit, and the one place that plans, warms and verifies a preset.
 
-A preset is a named serving configuration (limits plus model dims). A family knows how
-to construct the model's layers for a preset (the registry's capture window wraps that),
-how to point its compiler backend at a cache, and how to draw in-range launches.
+A family is found through the entry-point group `zerojit.families` (the built-in three
+register the same way as an engine's own): each entry names a `Family` object, which
+carries its presets (named serving configurations), how to build the model's layers for
+a preset (the registry's capture window wraps that), how to point its compiler backend at
+a cache, how to draw in-range launches, its key-equivalence adapter and its migration
+specs. The CLI, cooperative ranks, the pytest plugin and the benches all go through
+`plan_preset`, `warm_preset` and `verify_preset` here.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.util
+import warnings
 from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from contract import JitKernel, ServingLimits
-from contract.equivalence import EquivalenceReport, compare, sample_configs
+from zerojit.codemods.spec import MigrationSpec
+from zerojit.contract import CoverageReport, JitKernel, ServingLimits, WarmupPlan, WarmupRegistry, execute
+from zerojit.contract import verify_zero_jit
+from zerojit.contract.cache import (ArtifactProblem, CacheDir, CacheDirError, check_artifacts, check_output_file,
+                                    default_cache_dir, open_cache_dir, read_history, record_results)
+from zerojit.contract.equivalence import EquivalenceReport, compare, sample_configs
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from zerojit.contract import WarmupReport
+
+ENTRY_POINT_GROUP = "zerojit.families"
+MAX_LAUNCHES = 100_000  # per kernel, for verification: far beyond any useful sample, far below memory trouble
 
 Launches = list[tuple[JitKernel, dict[str, Any]]]
 
@@ -36,66 +56,140 @@ class Family:
     presets: tuple[Preset, ...]
     # Build the model's layers for a preset; returns every kernel the model may launch.
     construct: Callable[[Preset], Sequence[JitKernel]]
-    # Point the backend at its target and disk cache (None: the default cache); returns the cache.
-    configure_backend: Callable[[Preset, Path | None], Path]
+    # Point the backend at the preset's target and at a (vetted) disk cache directory.
+    configure_backend: Callable[[Preset, Path], Any]
     # In-range launches for zero-JIT verification: (preset, kernels, per-kernel count, seed).
     sample_launches: Callable[[Preset, Sequence[JitKernel], int, int], Launches]
-    # The key-equivalence adapter (legacy vs migrated keys over serving-config grids).
-    equivalence: Callable[[], Any]
+    # The key-equivalence adapter (legacy vs migrated keys over serving-config grids), if any.
+    equivalence: Callable[[], Any] | None = None
+    # The migration specs `zerojit migrate FAMILY` applies.
+    specs: tuple[MigrationSpec, ...] = ()
 
 
-def configure_cutedsl(preset: Preset, cache_dir: Path | None) -> Path:
-    """Backend set-up shared by the CuTe DSL families: target the preset's arch."""
-    from contract import cutedsl_backend
+class FamilyError(LookupError):
+    """An unknown family, preset or grid (one line, naming the known ones)."""
 
-    return cutedsl_backend.configure(preset.limits.arch, cache_dir)
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
+class FamilyPluginWarning(UserWarning):
+    """A `zerojit.families` entry point could not be used; the others still are."""
+
+
+@functools.cache
 def families() -> dict[str, Family]:
-    from .fa4_mla_prefill import FAMILY as fa4
-    from .inkling_rel_attention import FAMILY as inkling
-    from .rocm_nvfp4 import FAMILY as rocm
+    """Every family the installed distributions declare, by name (a broken plug-in is skipped with a warning)."""
+    found: dict[str, Family] = {}
+    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            family = entry.load()
+        except Exception as exc:  # noqa: BLE001 - someone else's plug-in must not take the CLI down
+            warnings.warn(f"family plug-in {entry.name!r} ({entry.value}) failed to load: {type(exc).__name__}: "
+                          f"{exc}", FamilyPluginWarning, stacklevel=2)
+            continue
+        if not isinstance(family, Family):
+            warnings.warn(f"family plug-in {entry.name!r} ({entry.value}) is a {type(family).__name__}, not a "
+                          "zerojit.migrate.families.Family", FamilyPluginWarning, stacklevel=2)
+        elif family.name in found:
+            warnings.warn(f"family {family.name!r} is declared twice; {entry.value} is ignored", FamilyPluginWarning,
+                          stacklevel=2)
+        else:
+            found[family.name] = family
+    return found
 
-    return {family.name: family for family in (rocm, fa4, inkling)}
 
-
-def presets() -> dict[str, Preset]:
-    return {preset.name: preset for family in families().values() for preset in family.presets}
-
-
-class UnknownPresetError(KeyError):
-    def __str__(self) -> str:
-        return f"unknown preset {self.args[0]!r}; known: {', '.join(sorted(presets()))}"
-
-
-class UnknownFamilyError(KeyError):
-    def __str__(self) -> str:
-        return f"unknown family {self.args[0]!r}; known: {', '.join(sorted(families()))}"
-
-
-class UnknownGridError(LookupError):
-    """A family's equivalence adapter has no grid of that name."""
+def presets() -> dict[str, tuple[Family, Preset]]:
+    return {preset.name: (family, preset) for family in families().values() for preset in family.presets}
 
 
 def get_family(name: str) -> Family:
     known = families()
     if name not in known:
-        raise UnknownFamilyError(name)
+        raise FamilyError(f"unknown family {name!r}; known: {', '.join(sorted(known))}")
     return known[name]
 
 
 def get_preset(name: str) -> tuple[Family, Preset]:
     known = presets()
     if name not in known:
-        raise UnknownPresetError(name)
-    preset = known[name]
-    return families()[preset.family], preset
+        raise FamilyError(f"unknown preset {name!r}; known: {', '.join(sorted(known))}")
+    return known[name]
+
+
+def migration_specs() -> dict[str, MigrationSpec]:
+    """The built-in specs of every installed family, by spec family name."""
+    return {spec.family: spec for family in families().values() for spec in family.specs}
+
+
+def plan_preset(family: Family, preset: Preset) -> tuple[WarmupPlan, Sequence[JitKernel]]:
+    """Build the preset's model inside a capture window; return the plan and the model's kernels."""
+    registry = WarmupRegistry(preset.limits)
+    with registry.capture():
+        kernels = family.construct(preset)
+    return registry.plan(), kernels
+
+
+@dataclasses.dataclass
+class WarmupRun:
+    plan: WarmupPlan
+    kernels: Sequence[JitKernel]
+    report: WarmupReport
+    cache: CacheDir
+    artifact_problems: list[ArtifactProblem]
+
+
+def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Path | None = None,
+                console: Console | None = None, show_progress: bool = True, timeline: Path | None = None,
+                cooperative: bool = False) -> WarmupRun:
+    """Compile every planned key of a preset (compile-only) into a vetted cache directory.
+
+    Everything that could fail at the end (cache dir, timeline file, a read-only cache that
+    would need writing) is checked before the first compile and raises CacheDirError.
+    Cached artifacts that no longer match the key they were stored for are removed and
+    recompiled (listed in `artifact_problems`). `cooperative`: this process is one rank of a
+    torch.distributed group that splits the plan (contract.cooperative).
+    """
+    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend))
+    if timeline is not None:
+        check_output_file(timeline, "--timeline")
+        if importlib.util.find_spec("matplotlib") is None:
+            raise CacheDirError("--timeline needs matplotlib: pip install 'zerojit[plots]'")
+    plan, kernels = plan_preset(family, preset)
+    family.configure_backend(preset, cache.path)
+    problems, _ = check_artifacts(cache, plan)
+    if cooperative:
+        from zerojit.contract.cooperative import cooperative_execute
+
+        report = cooperative_execute(plan)
+    else:
+        report = execute(plan, jobs=jobs, console=console, show_progress=show_progress, history=read_history(cache),
+                         process_setup=(family.configure_backend, (preset, cache.path)))
+    record_results(cache, report)
+    if timeline is not None:
+        from zerojit.contract.timeline import plot_timeline
+
+        plot_timeline(report, timeline)
+    return WarmupRun(plan, kernels, report, cache, problems)
+
+
+def verify_preset(family: Family, preset: Preset, *, launches: int, seed: int, cache_dir: Path | None = None,
+                  console: Console | None = None) -> tuple[WarmupRun, CoverageReport]:
+    """Warm the preset, then prove that `launches` random in-range launches per kernel compile nothing."""
+    if not 1 <= launches <= MAX_LAUNCHES:
+        raise FamilyError(f"--launches must be between 1 and {MAX_LAUNCHES}, not {launches}")
+    run = warm_preset(family, preset, cache_dir=cache_dir, console=console)
+    coverage = verify_zero_jit(run.kernels, family.sample_launches(preset, run.kernels, launches, seed))
+    return run, coverage
 
 
 def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 0, seed: int = 0) -> EquivalenceReport:
     """Compare one family's migrated keys with its legacy keys over a grid and/or hypothesis samples."""
-    adapter = get_family(family_name).equivalence()
+    family = get_family(family_name)
+    if family.equivalence is None:
+        raise FamilyError(f"family {family_name!r} has no key-equivalence adapter")
+    adapter = family.equivalence()
     if grid is not None and grid not in adapter.grids:
-        raise UnknownGridError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
+        raise FamilyError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
     configs = (adapter.grids[grid]() if grid else []) + (sample_configs(adapter, samples, seed) if samples else [])
     return compare(adapter, configs)

@@ -12,7 +12,7 @@ warmup did, in a few lines:
 
 Each fails with the table of configurations whose keys differ without an explanation.
 A family is a built-in name or any object with the adapter interface of
-contract.equivalence.EquivalenceAdapter (your own kernels).
+zerojit.contract.equivalence.EquivalenceAdapter (your own kernels).
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rich.console import Console
 
-from contract.equivalence import EquivalenceReport, compare, sample_configs
+from zerojit.contract.equivalence import EquivalenceReport, compare, sample_configs
 
 
 def _check(family: Any, grid: str | None = "full", samples: int = 0, seed: int = 0) -> EquivalenceReport:
@@ -34,6 +33,8 @@ def _check(family: Any, grid: str | None = "full", samples: int = 0, seed: int =
         configs = (family.grids[grid]() if grid else []) + (sample_configs(family, samples, seed) if samples else [])
         report = compare(family, configs)
     if not report.ok:
+        from rich.console import Console
+
         console = Console(record=True, width=160)
         console.print(report.table())
         pytest.fail(f"key equivalence failed for {report.family}:\n{console.export_text()}", pytrace=False)

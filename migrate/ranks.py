@@ -2,7 +2,7 @@
 
 What `zerojit warmup --ranks N` runs (and the tests and bench): each rank initializes
 torch.distributed (gloo, file rendezvous), configures its backend on the shared cache,
-builds the preset's plan, and takes part in `contract.cooperative.cooperative_execute`.
+and warms the preset through `warm_preset`, which takes part in `zerojit.contract.cooperative.cooperative_execute`.
 """
 
 from __future__ import annotations
@@ -11,25 +11,20 @@ import json
 import tempfile
 from pathlib import Path
 
-from .families import get_preset
+from zerojit.contract.cache import open_cache_dir
+
+from .families import get_preset, warm_preset
 
 
 def rank_main(rank: int, world_size: int, preset_name: str, cache_dir: Path | None, workdir: str) -> None:
     """One rank (a spawned process): writes its report summary to workdir/rank<r>.json."""
     import torch.distributed as dist
 
-    from contract import WarmupRegistry
-    from contract.cooperative import cooperative_execute
-
     dist.init_process_group("gloo", init_method=f"file://{workdir}/rendezvous", rank=rank, world_size=world_size)
     try:
         family, preset = get_preset(preset_name)
-        family.configure_backend(preset, cache_dir)  # None: the backend's default cache
-        registry = WarmupRegistry(preset.limits)
-        with registry.capture():
-            family.construct(preset)
-        report = cooperative_execute(registry.plan())
-        summary = report.to_dict()
+        run = warm_preset(family, preset, cache_dir=cache_dir, show_progress=False, cooperative=True)
+        summary = run.report.to_dict()
         summary["rank"] = rank
         summary["variants"] = sum(summary_kernel["variants"] for summary_kernel in summary["kernels"])
         Path(workdir, f"rank{rank}.json").write_text(json.dumps(summary))
@@ -41,6 +36,8 @@ def cooperative_warmup(preset_name: str, world_size: int, cache_dir: Path | None
     """Spawn `world_size` local ranks for a cooperative warmup; return each rank's summary."""
     import torch.multiprocessing as mp
 
+    if cache_dir is not None:
+        open_cache_dir(cache_dir)  # refuse a bad cache dir here, in one line, not in every rank
     with tempfile.TemporaryDirectory(prefix="zerojit-ranks-") as workdir:
         mp.start_processes(rank_main, args=(world_size, preset_name, cache_dir, workdir), nprocs=world_size,
                            start_method="spawn", join=True)

@@ -1,6 +1,16 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from contract import clear_missed_registrations
+# The toy kernel family's source, importable by the tests (and by the worker processes they
+# spawn); `zerojit families` only sees it once it is installed (tests/test_packaging.py).
+TOY_FAMILY_SOURCE = Path(__file__).with_name("toy_family")
+sys.path.insert(0, str(TOY_FAMILY_SOURCE))
+
+from zerojit.contract import clear_missed_registrations
 
 
 @pytest.fixture(autouse=True)
@@ -11,3 +21,22 @@ def fresh_missed_ledger():
     clear_missed_registrations()
 
 pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(scope="session")
+def toy_family_site(tmp_path_factory):
+    """The toy family installed with pip into a folder of its own (its dist-info carries the entry point)."""
+    site = tmp_path_factory.mktemp("toy-site")
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                              "--no-index", "--target", str(site), str(TOY_FAMILY_SOURCE)],
+                             capture_output=True, text=True, cwd=site)
+    assert install.returncode == 0, install.stderr[-2000:]
+    return site
+
+
+def zerojit(*args: str, site: Path | None = None, cwd: Path | str = "/") -> subprocess.CompletedProcess:
+    """The real CLI in a fresh process, from outside the repo; `site`: an extra install folder (plug-ins)."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    return subprocess.run([sys.executable, "-m", "zerojit", *args], capture_output=True, text=True, cwd=cwd, env=env)

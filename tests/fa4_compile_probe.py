@@ -8,7 +8,7 @@ Usage: python fa4_compile_probe.py CHECK CACHE_DIR
 import json
 import sys
 
-from contract import cutedsl_backend
+from zerojit.contract import cutedsl_backend
 
 
 def fa4_cache_size():
@@ -18,7 +18,7 @@ def fa4_cache_size():
 
 
 def mla(facts):
-    from migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims
+    from zerojit.migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims
 
     kernel = FA4MLAPrefill()
     key = kernel.dispatch(batch_size=1, dtype="bf16", num_heads=16, dims=MLADims(128, 64, 128), max_seqlen_q=1,
@@ -31,8 +31,8 @@ def mla(facts):
 
 
 def inkling(facts):
-    from migrate.fa4_mla_prefill.kernel import FA4MLAPrefill
-    from migrate.inkling_rel_attention.kernel import InklingRelAttention
+    from zerojit.migrate.fa4_mla_prefill.kernel import FA4MLAPrefill
+    from zerojit.migrate.inkling_rel_attention.kernel import InklingRelAttention
 
     kernel = InklingRelAttention("sm90")
     inputs = dict(is_local=True, num_heads=8, num_kv_heads=1, head_dim=128, rel_extent=512, dtype="bf16",
@@ -49,8 +49,8 @@ def inkling(facts):
 
 
 def monitor(facts):
-    from contract.monitor import JitAfterWarmupError, JitMonitor
-    from migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims
+    from zerojit.contract.monitor import JitAfterWarmupError, JitMonitor
+    from zerojit.migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims
 
     kernel = FA4MLAPrefill()
     common = dict(batch_size=1, dtype="bf16", num_heads=16, dims=MLADims(128, 64, 128), max_seqlen_k=128,
@@ -72,7 +72,7 @@ def reconfigure(facts):
     except cutedsl_backend.BackendConfigError as exc:
         facts["refused"] = str(exc)
     try:
-        from contract import flydsl_backend
+        from zerojit.contract import flydsl_backend
 
         flydsl_backend.configure()
     except RuntimeError as exc:

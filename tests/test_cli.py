@@ -4,7 +4,7 @@ import json
 
 from typer.testing import CliRunner
 
-from migrate.cli import app
+from zerojit.migrate.cli import app
 
 runner = CliRunner()
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codemods.engine_trees import vllm_tree
-from codemods.runner import MigrationError, migrate, write
-from codemods.spec import SpecError, load_specs
-from migrate.cli import app
-from migrate.rocm_nvfp4.example import EXAMPLE_TREE, ORCHESTRATOR, add_legacy_layout
-from migrate.specs import builtin_specs
+from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.codemods.runner import MigrationError, migrate, write
+from zerojit.codemods.spec import SpecError, load_specs
+from zerojit.migrate.cli import app
+from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE, ORCHESTRATOR, add_legacy_layout
+from zerojit.migrate.families import migration_specs
 
 runner = CliRunner()
-SPECS = builtin_specs()
+SPECS = migration_specs()
 FA4_NAMES = ("FA4_MLA_PREFILL_KERNEL", "INKLING_FA4_REL_ATTENTION_KERNEL", "fa4_cutedsl_warmup", "register_warmup")
 
 

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameSingleton, apply
+from zerojit.codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameSingleton, apply
 
 
 def src(text):

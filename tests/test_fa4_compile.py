@@ -39,7 +39,7 @@ def test_reconfiguring_or_mixing_backends_is_refused(tmp_path):
 
 
 def warmup(preset, cache_dir):
-    result = subprocess.run([sys.executable, "-m", "migrate", "warmup", "--preset", preset, "--json",
+    result = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", preset, "--json",
                              "--cache-dir", str(cache_dir)], capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)
@@ -53,7 +53,7 @@ def test_preset_warmup_then_disk_cache(tmp_path, preset, keys):
     warm = warmup(preset, tmp_path)
     assert (warm["compiled"], warm["cached"]) == (0, keys)
     assert warm["kernels"][0]["variants"] == cold["kernels"][0]["variants"]
-    verify = subprocess.run([sys.executable, "-m", "migrate", "verify", "--preset", preset, "--launches", "20",
+    verify = subprocess.run([sys.executable, "-m", "zerojit", "verify", "--preset", preset, "--launches", "20",
                              "--json", "--cache-dir", str(tmp_path)], capture_output=True, text=True, timeout=1800)
     assert verify.returncode == 0, verify.stdout[-2000:]
     assert json.loads(verify.stdout)["cache_growth"] == 0

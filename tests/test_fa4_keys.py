@@ -8,13 +8,13 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from contract import ServingLimits, WarmupRegistry
-from migrate.cli import app
-from migrate.fa4_mla_prefill.kernel import SUPPORTED_DIMS, MLADims, select_fa_version
-from migrate.fa4_mla_prefill.legacy import legacy_keys
-from migrate.fa4_mla_prefill.model import FlashAttnPrefillBackend, MLAModel
-from migrate.inkling_rel_attention.kernel import InklingModel
-from migrate.inkling_rel_attention.model import InklingAttention
+from zerojit.contract import ServingLimits, WarmupRegistry
+from zerojit.migrate.cli import app
+from zerojit.migrate.fa4_mla_prefill.kernel import SUPPORTED_DIMS, MLADims, select_fa_version
+from zerojit.migrate.fa4_mla_prefill.legacy import legacy_keys
+from zerojit.migrate.fa4_mla_prefill.model import FlashAttnPrefillBackend, MLAModel
+from zerojit.migrate.inkling_rel_attention.kernel import InklingModel
+from zerojit.migrate.inkling_rel_attention.model import InklingAttention
 
 LIMITS = ServingLimits(max_num_seqs=128, max_num_batched_tokens=16384, max_model_len=32768, tp_size=8)
 # DESIGN §4's six probes, plus the two multi-M-block probes this project adds (Sq = 257).

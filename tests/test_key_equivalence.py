@@ -5,11 +5,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from contract import Range
-from migrate.cli import app
-from migrate.families import key_equivalence as run_equivalence
-from migrate.fa4_mla_prefill.model import FA4_MLA_PREFILL
-from migrate.rocm_nvfp4.launchers import SparseDecode
+from zerojit.contract import Range
+from zerojit.migrate.cli import app
+from zerojit.migrate.families import key_equivalence as run_equivalence
+from zerojit.migrate.fa4_mla_prefill.model import FA4_MLA_PREFILL
+from zerojit.migrate.rocm_nvfp4.kernel import SparseDecode
 
 runner = CliRunner()
 FAMILIES = ("fa4-mla-prefill", "inkling-rel-attention", "rocm-nvfp4")

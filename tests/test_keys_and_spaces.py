@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from contract import Choice, CompileKey, Product, Range, Zip, expand
+from zerojit.contract import Choice, CompileKey, Product, Range, Zip, expand
 
 
 @dataclasses.dataclass(frozen=True)

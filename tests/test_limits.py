@@ -2,7 +2,7 @@
 
 import pytest
 
-from contract import LimitsError, ServingLimits
+from zerojit.contract import LimitsError, ServingLimits
 
 GOOD = dict(max_num_seqs=16, max_num_batched_tokens=8192, max_model_len=32768)
 

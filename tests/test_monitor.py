@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from contract import flydsl_backend
-from contract.monitor import JitAfterWarmupError, JitAfterWarmupWarning, JitMonitor
-from migrate.rocm_nvfp4.launchers import SparseDecode
+from zerojit.contract import flydsl_backend
+from zerojit.contract.monitor import JitAfterWarmupError, JitAfterWarmupWarning, JitMonitor
+from zerojit.migrate.rocm_nvfp4.kernel import SparseDecode
 from test_fa4_compile import probe
 
 

@@ -4,9 +4,9 @@ import json
 import warnings
 
 import pytest
-from toy_kernel import MAX_DEGREE, PolyKernel, PolyKey
+from zerojit_toy_family.kernel import MAX_DEGREE, PolyKernel, PolyKey
 
-from contract import (
+from zerojit.contract import (
     MissedRegistrationWarning,
     ServingLimits,
     WarmupRegistry,
@@ -163,15 +163,17 @@ def test_no_warning_inside_capture():
             build_model(kernel)
 
 
-def test_longest_first_uses_the_timing_history():
-    from contract.executor import longest_first, timing_history
+def test_longest_first_uses_the_timing_history(tmp_path):
+    from zerojit.contract.cache import open_cache_dir, read_history, record_results
+    from zerojit.contract.executor import longest_first
 
     kernel = PolyKernel()
     registry = WarmupRegistry(LIMITS)
     with registry.capture():
         build_model(kernel)
-    report = execute(registry.plan(), show_progress=False)
-    history = timing_history(report)
+    cache = open_cache_dir(tmp_path / "cache")
+    record_results(cache, execute(registry.plan(), show_progress=False))
+    history = read_history(cache)
     assert set(history) == {key.digest() for _, key in registry.plan().work()}
     slow_first = {key.digest(): float(key.degree) for _, key in registry.plan().work()}
     ordered = longest_first(list(registry.plan().work()), slow_first)
@@ -183,7 +185,7 @@ def test_process_workers_compile_into_the_disk_cache_then_this_process_loads(tmp
     """PROCESSES kernels: spawned workers compile (outcome compiled), this process loads from disk."""
     import os
 
-    from toy_kernel import ProcessPolyKernel, configure_worker
+    from zerojit_toy_family.kernel import ProcessPolyKernel, configure_worker
 
     kernel = ProcessPolyKernel(cache_dir=tmp_path)
     registry = WarmupRegistry(LIMITS)
@@ -196,7 +198,7 @@ def test_process_workers_compile_into_the_disk_cache_then_this_process_loads(tmp
 
 
 def test_timeline_png(tmp_path):
-    from contract.timeline import plot_timeline
+    from zerojit.contract.timeline import plot_timeline
 
     kernel = PolyKernel()
     registry = WarmupRegistry(LIMITS)

@@ -8,12 +8,12 @@ import sys
 import pytest
 import torch
 
-from contract import Range, WarmupRegistry, execute, flydsl_backend, verify_zero_jit
-from migrate.families import get_preset
-from migrate.rocm_nvfp4 import legacy
-from migrate.rocm_nvfp4.launchers import THRESHOLDS, IndexPrefill
-from migrate.rocm_nvfp4.model import LAUNCHER_TYPES, nvfp4_kv_launchers
-from migrate.rocm_nvfp4.steps import sample_launches
+from zerojit.contract import Range, WarmupRegistry, execute, flydsl_backend, verify_zero_jit
+from zerojit.migrate.families import get_preset
+from zerojit.migrate.rocm_nvfp4 import legacy
+from zerojit.migrate.rocm_nvfp4.kernel import THRESHOLDS, IndexPrefill
+from zerojit.migrate.rocm_nvfp4.model import LAUNCHER_TYPES, nvfp4_kv_launchers
+from zerojit.migrate.rocm_nvfp4.launches import step_launches
 
 PRESET = "minimax-m3-nvfp4-mi355x-tp4"
 FAMILY, PUBLISHED = get_preset(PRESET)
@@ -63,7 +63,7 @@ def test_empty_kernel_trap_is_refused(cache_dir):
     import flydsl.compiler as flyc
     import flydsl.expr as fx
 
-    from migrate.rocm_nvfp4.kernels import BLOCK, dynamic
+    from zerojit.migrate.rocm_nvfp4.flydsl_kernels import BLOCK, dynamic
 
     @flyc.kernel
     def tanh_kernel(X: fx.Tensor, OUT: fx.Tensor):
@@ -89,7 +89,7 @@ def test_empty_kernel_trap_is_refused(cache_dir):
 def test_verify_zero_growth_after_warmup(cache_dir):
     fresh_process_state()
     assert warm().ok
-    launches = sample_launches(LAUNCHERS, MI355X, per_launcher=40, seed=1)
+    launches = step_launches(LAUNCHERS, MI355X, per_launcher=40, seed=1)
     two_8k = [inputs for launcher, inputs in launches if launcher.name == IndexPrefill.name
               and inputs["num_prefill_tokens"] == 16384]
     assert two_8k, "the concurrency-16 step of two 8K prompts is among the launches"
@@ -102,7 +102,7 @@ def test_legacy_warmup_compiles_then_leaves_large_index_prefill_to_a_request(cac
     fresh_process_state()
     monkeypatch.setitem(sys.modules, legacy.MODEL_MODULE, sys)  # this process "serves MiniMax M3"
     assert legacy.rocm_nvfp4_kv_warmup(MI355X, LAUNCHERS) > 0
-    report = verify_zero_jit(LAUNCHERS, sample_launches(LAUNCHERS, MI355X, per_launcher=40, seed=1))
+    report = verify_zero_jit(LAUNCHERS, step_launches(LAUNCHERS, MI355X, per_launcher=40, seed=1))
     grew = {k.name for k in report.kernels if k.grew}
     assert grew == {IndexPrefill.name}
     assert report.cache_growth == 1
@@ -121,7 +121,7 @@ def test_verification_kills_every_mutant(cache_dir, monkeypatch, launcher_name, 
             "num_prefill_tokens", 1, min(lim.max_num_batched_tokens, THRESHOLDS.index_prefill_shared_max_tokens)))
     fresh_process_state()
     assert warm().ok
-    report = verify_zero_jit(LAUNCHERS, sample_launches(LAUNCHERS, MI355X, per_launcher=40, seed=0))
+    report = verify_zero_jit(LAUNCHERS, step_launches(LAUNCHERS, MI355X, per_launcher=40, seed=0))
     assert not report.ok, f"mutant survived: {launcher_name} / {mutation}"
     assert {k.name for k in report.kernels if k.grew} == {launcher_name}
     # The monitor sees real compiles only; a variant an earlier test left in the disk cache
@@ -131,7 +131,7 @@ def test_verification_kills_every_mutant(cache_dir, monkeypatch, launcher_name, 
 
 
 def run_cli(*args, cache_dir):
-    return subprocess.run([sys.executable, "-m", "migrate", *args, "--cache-dir", str(cache_dir)],
+    return subprocess.run([sys.executable, "-m", "zerojit", *args, "--cache-dir", str(cache_dir)],
                           capture_output=True, text=True, timeout=600)
 
 

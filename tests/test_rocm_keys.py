@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from codemods.spec import MigrationSpec, SpecError
-from contract import WarmupRegistry
-from migrate.families import get_preset
-from migrate.rocm_nvfp4 import legacy
-from migrate.rocm_nvfp4.launchers import (
+from zerojit.codemods.spec import MigrationSpec, SpecError
+from zerojit.contract import WarmupRegistry
+from zerojit.migrate.families import get_preset
+from zerojit.migrate.rocm_nvfp4 import legacy
+from zerojit.migrate.rocm_nvfp4.kernel import (
     FusedNormRopeKVInsert, IndexDecode, IndexPrefill, SparseDecode, SparsePrefill, TopK)
-from migrate.rocm_nvfp4.model import build_model, nvfp4_kv_launchers
-from migrate.rocm_nvfp4.spec import SPEC
+from zerojit.migrate.rocm_nvfp4.model import build_model, nvfp4_kv_launchers
+from zerojit.migrate.rocm_nvfp4.spec import SPEC
 
 MI355X = get_preset("minimax-m3-nvfp4-mi355x-tp4")[1].limits
 

@@ -15,11 +15,11 @@ import types
 import pytest
 import torch
 
-from contract import ServingLimits, WarmupRegistry
-from migrate.fa4_mla_prefill.kernel import MULTI_BLOCK_Q, MLADims
-from migrate.fa4_mla_prefill.model import FlashAttnPrefillBackend, MLAModel
-from migrate.inkling_rel_attention.kernel import InklingModel
-from migrate.inkling_rel_attention.model import InklingAttention
+from zerojit.contract import ServingLimits, WarmupRegistry
+from zerojit.migrate.fa4_mla_prefill.kernel import MULTI_BLOCK_Q, MLADims
+from zerojit.migrate.fa4_mla_prefill.model import FlashAttnPrefillBackend, MLAModel
+from zerojit.migrate.inkling_rel_attention.kernel import InklingModel
+from zerojit.migrate.inkling_rel_attention.model import InklingAttention
 from vllm_oracle import Oracle
 
 TORCH_TO_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}

@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 
-from contract.monitor import JitAfterWarmupError, JitMonitor, install_triton_hook
+from zerojit.contract.monitor import JitAfterWarmupError, JitMonitor, install_triton_hook
 
 
 @triton.jit

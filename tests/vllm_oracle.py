@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from codemods.engine_trees import vllm_tree
+from zerojit.codemods.engine_trees import vllm_tree
 
 Capability = namedtuple("Capability", "major minor")
 REAL_MODULES = (

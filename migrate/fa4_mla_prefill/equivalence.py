@@ -7,10 +7,11 @@ import itertools
 
 from hypothesis import strategies as st
 
-from contract import ServingLimits
-from contract.equivalence import canonical, keys_via_registry
+from zerojit.contract import ServingLimits
+from zerojit.contract.cutedsl_backend import arch_family
+from zerojit.contract.equivalence import canonical, keys_via_registry
 
-from .kernel import SUPPORTED_DIMS, MLADims, arch_family, select_fa_version
+from .kernel import SUPPORTED_DIMS, MLADims, select_fa_version
 from .legacy import legacy_keys
 from .model import FlashAttnPrefillBackend, MLAModel, selects_flash_attn_prefill
 

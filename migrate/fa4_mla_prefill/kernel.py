@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from contract import (Choice, CompileKey, Empty, JitKernel, KeySpace, Outcome, Parallelism, ServingLimits, Zip,
-                      cutedsl_backend)
+from zerojit.contract import (Choice, CompileKey, Empty, JitKernel, KeySpace, Outcome, Parallelism, ServingLimits, Zip,
+                              cutedsl_backend)
+from zerojit.contract.cutedsl_backend import arch_family
 
 FAMILY = "fa4-mla-prefill"
 COMPILE_BATCH = 1
@@ -28,7 +29,6 @@ MULTI_BLOCK_Q = 2 * Q_TILE + 1  # 257: more query rows than one M block holds, e
 PROBES = ((1, K_TILE), (Q_TILE + 1, 4 * K_TILE), (1, LONG_K), (Q_TILE + 1, LONG_K), (1, VERY_LONG_K),
           (Q_TILE + 1, VERY_LONG_K), (MULTI_BLOCK_Q, 4 * K_TILE), (MULTI_BLOCK_Q, VERY_LONG_K))
 SUPPORTED_ARCH_FAMILIES = ("sm90", "sm100", "sm120")
-TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,11 +44,6 @@ class MLADims:
 
 # The MLA layouts the FA prefill backend accepts (DeepSeek-V2/V3, V3.2-style, small).
 SUPPORTED_DIMS = (MLADims(128, 64, 128), MLADims(192, 64, 256), MLADims(64, 64, 128))
-
-
-def arch_family(arch: str) -> str:
-    """sm100/sm103/sm110 are one FA4 family, sm120/sm121 another."""
-    return {"sm103": "sm100", "sm110": "sm100", "sm121": "sm120"}.get(arch, arch)
 
 
 def select_fa_version(arch: str, qk_head_dim: int, v_head_dim: int | None, forced: int | None = None,
@@ -163,7 +158,7 @@ class FA4MLAPrefill(JitKernel):
         import torch
         from flash_attn.cute.interface import flash_attn_varlen_func
 
-        dtype = getattr(torch, TORCH_DTYPES[key.q_dtype])
+        dtype = getattr(torch, cutedsl_backend.TORCH_DTYPES[key.q_dtype])
         with cutedsl_backend.fake_cuda():
             def tensor(shape, stride=None):
                 if stride is None:

@@ -10,7 +10,7 @@ check so `zerojit plan` can show the registered-but-empty kernel it produces.
 
 from __future__ import annotations
 
-from contract import Empty, KeySpace, ServingLimits
+from zerojit.contract import Empty, KeySpace, ServingLimits
 
 from .kernel import FA4MLAPrefill, MLADims, select_fa_version
 from .model import MLAModel, selects_flash_attn_prefill

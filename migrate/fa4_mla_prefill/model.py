@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from contract import ServingLimits
+from zerojit.contract import ServingLimits
 
 from .kernel import SUPPORTED_DIMS, FA4MLAPrefill, MLADims, runtime_num_splits, select_fa_version
 

@@ -5,7 +5,7 @@ right after it decides the version; the legacy step `_warm_fa4_mla_prefill` leav
 shared `fa4_cutedsl_warmup` module.
 """
 
-from codemods.spec import MigrationSpec
+from zerojit.codemods.spec import MigrationSpec
 
 SPEC = MigrationSpec(
     family="fa4-mla-prefill",

@@ -7,8 +7,8 @@ import itertools
 
 from hypothesis import strategies as st
 
-from contract import ServingLimits
-from contract.equivalence import canonical, keys_via_registry
+from zerojit.contract import ServingLimits
+from zerojit.contract.equivalence import canonical, keys_via_registry
 
 from .kernel import InklingModel
 from .legacy import legacy_keys

@@ -13,9 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from contract import CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip, cutedsl_backend
+from zerojit.contract import CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip, cutedsl_backend
 
-from ..fa4_mla_prefill.kernel import TORCH_DTYPES, arch_family
 
 FAMILY = "inkling-rel-attention"
 LARGE_NUM_REQS = 1024      # above this many requests FA4 takes its large-batch scheduling path
@@ -47,7 +46,7 @@ def num_splits(*, arch: str, is_local: bool, num_reqs: int, max_seqlen_q: int, n
     for several single-tile requests, 64 for multi-tile queries), capped by a per-shape
     maximum and by one split per 128 KV tokens.
     """
-    if arch_family(arch) == "sm90" or is_local:
+    if cutedsl_backend.arch_family(arch) == "sm90" or is_local:
         return 1
     q_tiles = -(-(max_seqlen_q * (num_heads // num_kv_heads)) // 256)
     ctas = num_reqs * num_kv_heads * q_tiles
@@ -160,8 +159,8 @@ class InklingRelAttention(JitKernel):
         from .score_mod import relative_bias_score_mod
 
         reqs = num_reqs or self._probe_num_reqs(key)
-        dtype = getattr(torch, TORCH_DTYPES[key.dtype])
-        kv_dtype = getattr(torch, TORCH_DTYPES[key.kv_dtype])
+        dtype = getattr(torch, cutedsl_backend.TORCH_DTYPES[key.dtype])
+        kv_dtype = getattr(torch, cutedsl_backend.TORCH_DTYPES[key.kv_dtype])
         total_q = key.max_seqlen_q + reqs - 1
         with cutedsl_backend.fake_cuda():
             def ints(*shape):

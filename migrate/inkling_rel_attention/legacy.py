@@ -6,7 +6,7 @@ engine's JIT-warmup switch said inside the step; the keys it expanded are the ke
 
 from __future__ import annotations
 
-from contract import ServingLimits
+from zerojit.contract import ServingLimits
 
 from .kernel import InklingModel
 from .model import inkling_kernel

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from contract import ServingLimits
+from zerojit.contract import ServingLimits
 
 from .kernel import InklingModel, InklingRelAttention
 

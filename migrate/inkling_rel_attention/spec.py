@@ -4,7 +4,7 @@ The attention layer registers at the end of its constructor when JIT warmup is o
 legacy step `_warm_inkling_fa4_rel_attention` leaves the shared `fa4_cutedsl_warmup` module.
 """
 
-from codemods.spec import MigrationSpec
+from zerojit.codemods.spec import MigrationSpec
 
 SPEC = MigrationSpec(
     family="inkling-rel-attention",

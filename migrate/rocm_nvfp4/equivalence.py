@@ -8,8 +8,8 @@ import json
 
 from hypothesis import strategies as st
 
-from contract import ServingLimits
-from contract.equivalence import canonical, keys_via_registry
+from zerojit.contract import ServingLimits
+from zerojit.contract.equivalence import canonical, keys_via_registry
 
 from .legacy import legacy_keys
 from .model import build_model, nvfp4_kv_launchers, uses_nvfp4_kv_launchers

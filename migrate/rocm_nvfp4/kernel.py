@@ -13,8 +13,8 @@ import abc
 import dataclasses
 from typing import Any, ClassVar
 
-from contract import Choice, CompileKey, JitKernel, KeySpace, Outcome, Range, ServingLimits
-from contract import flydsl_backend
+from zerojit.contract import Choice, CompileKey, JitKernel, KeySpace, Outcome, Range, ServingLimits
+from zerojit.contract import flydsl_backend
 
 FAMILY = "rocm-nvfp4"
 
@@ -115,7 +115,7 @@ class FlyDSLLauncher(JitKernel):
 
     def jit_functions(self) -> tuple[Any, ...]:
         # Imported on first compile: planning and key checks need no FlyDSL.
-        from . import kernels
+        from . import flydsl_kernels as kernels
 
         return tuple(getattr(kernels, name) for name in self.jit_names)
 
@@ -126,7 +126,7 @@ class FlyDSLLauncher(JitKernel):
     def _call(self, key: CompileKey, elements: int) -> Outcome:
         import torch
 
-        from . import kernels
+        from . import flydsl_kernels as kernels
 
         name, constexprs = self._jit_call(key)
         buffer = torch.zeros(elements, dtype=torch.float32)

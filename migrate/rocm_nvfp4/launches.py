@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Sequence
 from typing import Any
 
-from contract import JitKernel, ServingLimits
+from zerojit.contract import JitKernel, ServingLimits
 
-from .launchers import FusedNormRopeKVInsert, IndexDecode, IndexPrefill, SparseDecode, SparsePrefill, TopK
+from .kernel import FusedNormRopeKVInsert, IndexDecode, IndexPrefill, SparseDecode, SparsePrefill, TopK
 
 PUBLISHED_PROMPT_TOKENS = 8192  # the published MI355X workload: 8K-token prompts
 
@@ -82,8 +83,8 @@ def launches_of(step: Step, launchers: dict[type, JitKernel]) -> list[tuple[JitK
     return out
 
 
-def sample_launches(launchers: tuple[JitKernel, ...], limits: ServingLimits, per_launcher: int,
-                    seed: int) -> list[tuple[JitKernel, dict[str, Any]]]:
+def step_launches(launchers: tuple[JitKernel, ...], limits: ServingLimits, per_launcher: int,
+                  seed: int) -> list[tuple[JitKernel, dict[str, Any]]]:
     """At least `per_launcher` launches of every launcher: the edge steps first, then random steps."""
     by_type = {type(launcher): launcher for launcher in launchers}
     rng = random.Random(seed)
@@ -96,3 +97,9 @@ def sample_launches(launchers: tuple[JitKernel, ...], limits: ServingLimits, per
             launches.append((launcher, inputs))
             counts[launcher.name] += 1
     return launches
+
+
+def sample_launches(preset: Any, kernels: Sequence[JitKernel], per_kernel: int,
+                    seed: int) -> list[tuple[JitKernel, dict[str, Any]]]:
+    """The family's verification hook: launches of every launcher from in-range steps of the preset's server."""
+    return step_launches(tuple(kernels), preset.limits, per_kernel, seed)

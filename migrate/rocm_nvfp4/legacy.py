@@ -12,9 +12,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from contract import JitKernel, Range, ServingLimits
+from zerojit.contract import JitKernel, Range, ServingLimits
 
-from .launchers import FusedNormRopeKVInsert, IndexDecode, IndexPrefill, SparseDecode, SparsePrefill, TopK
+from .kernel import FusedNormRopeKVInsert, IndexDecode, IndexPrefill, SparseDecode, SparsePrefill, TopK
 
 MODEL_MODULE = "vllm.model_executor.models.minimax_m3"
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 
-from contract import JitKernel, ServingLimits
+from zerojit.contract import JitKernel, ServingLimits
 
-from .launchers import (
+from .kernel import (
     THRESHOLDS,
     FusedNormRopeKVInsert,
     IndexDecode,

@@ -1,6 +1,6 @@
 """The migration spec for the ROCm NVFP4-KV launchers (applied by `zerojit migrate rocm-nvfp4`)."""
 
-from codemods.spec import MigrationSpec
+from zerojit.codemods.spec import MigrationSpec
 
 SPEC = MigrationSpec(
     family="rocm-nvfp4",

@@ -14,9 +14,16 @@ import marshal
 from pathlib import Path
 from typing import Any
 
-from contract import Choice, CompileKey, JitKernel, Outcome, Parallelism, Range, ServingLimits
+from zerojit.contract import Choice, CompileKey, JitKernel, Outcome, Parallelism, Range, ServingLimits
+from zerojit.contract.cache import record_artifact
 
 MAX_DEGREE = 64
+_backend: dict[str, Path | None] = {"cache_dir": None}  # the toy backend's configuration (its disk cache)
+
+
+def configure(cache_dir: Path | None) -> None:
+    """Point every toy kernel without a cache of its own at `cache_dir` (the family's backend set-up)."""
+    _backend["cache_dir"] = cache_dir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,13 +63,16 @@ class PolyKernel(JitKernel):
     def compile(self, key: PolyKey) -> Outcome:
         if key in self.variants:
             return Outcome.CACHED
-        path = self.cache_dir / f"{key.digest()}.marshal" if self.cache_dir else None
+        cache_dir = self.cache_dir or _backend["cache_dir"]
+        path = Path(cache_dir) / f"{key.digest()}.marshal" if cache_dir else None
         if path is not None and path.exists():
+            record_artifact(path)
             self.variants[key] = marshal.loads(path.read_bytes())
             return Outcome.CACHED
         code = compile(self._source(key), f"<poly {key}>", "exec")
         if path is not None:
             path.write_bytes(marshal.dumps(code))
+            record_artifact(path)
         self.variants[key] = code
         return Outcome.COMPILED
 

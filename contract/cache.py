@@ -1,0 +1,253 @@
+"""A warmup cache directory: trust, writability, the timing history and the artifact manifest.
+
+The backends' disk caches hold pickles and shared objects that the warmup *loads*, so a
+cache directory must be one only its owner can write. Beside the backend's own files it
+holds two files of zerojit's, both rewritten atomically under one lock so that
+concurrent warmups on one cache merge instead of overwriting each other:
+
+  zerojit-timings.json   {key digest: seconds its last real compile took}, to run long keys first;
+  zerojit-manifest.json  the artifact manifest, format "zerojit-cache/1":
+      {"format": "zerojit-cache/1",
+       "keys": {key digest: {"kernel": name, "key": canonical key JSON,
+                             "artifacts": {path relative to the cache dir: sha256 of the file}}}}
+
+A key's artifacts are the backend files its compile wrote or its load read (backends report
+them through `record_artifact`). Before a warmup loads anything, each planned key's
+artifacts are checked against the manifest: a swapped, altered or foreign file is removed so
+that its key recompiles, and the warmup reports it. A read-only cache (a baked cache mounted
+read-only) is fine as long as the manifest covers every planned key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import json
+import os
+import stat
+import tempfile
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .plan import WarmupPlan
+    from .report import WarmupReport
+
+HISTORY_FILE = "zerojit-timings.json"
+MANIFEST_FILE = "zerojit-manifest.json"
+LOCK_FILE = "zerojit.lock"
+MANIFEST_FORMAT = "zerojit-cache/1"
+
+
+def default_cache_dir(backend: str) -> Path:
+    """Where a backend's cache lives unless told otherwise: $ZEROJIT_CACHE/<backend>, else ~/.cache/zerojit/<backend>."""
+    return Path(os.environ.get("ZEROJIT_CACHE", Path.home() / ".cache" / "zerojit")) / backend
+
+
+class CacheDirError(ValueError):
+    """The cache directory cannot be used as asked (one line: what and why)."""
+
+
+class CacheWarning(UserWarning):
+    """Something in the cache was ignored or repaired; the warmup goes on."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheDir:
+    path: Path
+    writable: bool
+
+
+def open_cache_dir(path: Path) -> CacheDir:
+    """Create (if needed) and vet a cache directory: a folder, trusted, writable or not."""
+    path = Path(path).expanduser()
+    for parent in (path, *path.parents):
+        if parent.exists() and not parent.is_dir():
+            what = "is a file" if parent == path else f"is under {parent}, which is a file"
+            raise CacheDirError(f"cache dir {path} {what}, not a folder")
+    if not path.exists():
+        try:
+            path.mkdir(parents=True, mode=0o700)
+        except OSError as exc:
+            raise CacheDirError(f"cannot create cache dir {path}: {exc.strerror or exc}") from None
+    info = path.stat()
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheDirError(f"cache dir {path} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}); "
+                            "it holds compiled code the warmup loads: use a folder only you can write "
+                            f"(chmod go-w {path})")
+    if info.st_uid not in (os.getuid(), 0):
+        raise CacheDirError(f"cache dir {path} belongs to another user (uid {info.st_uid}); it holds compiled code "
+                            "the warmup loads: use a folder you or root own")
+    return CacheDir(path, can_write(path))
+
+
+def can_write(folder: Path) -> bool:
+    """Try it: permission bits say nothing for root, and a read-only mount or an immutable folder says no."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=".zerojit-probe-", dir=folder)
+    except OSError:
+        return False
+    os.close(handle)
+    os.unlink(name)
+    return True
+
+
+def check_output_file(path: Path, what: str) -> Path:
+    """Refuse, before any work, an output file that could not be written at the end."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise CacheDirError(f"{what} {path} is a folder, not a file")
+    if not path.parent.is_dir():
+        raise CacheDirError(f"{what} {path}: folder {path.parent} does not exist")
+    if (path.exists() and not os.access(path, os.W_OK)) or not can_write(path.parent):
+        raise CacheDirError(f"{what} {path} is not writable")
+    return path
+
+
+@contextlib.contextmanager
+def locked(cache: CacheDir) -> Iterator[None]:
+    """Hold the cache's lock (other warmups on this cache wait) while its zerojit files change."""
+    with open(cache.path / LOCK_FILE, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read_json(path: Path, what: str, valid: Any, warn: bool) -> dict:
+    """A zerojit file of the cache, or {} when it is missing, corrupt or of the wrong shape (then a warning if `warn`)."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        if not valid(data):
+            raise ValueError("unexpected content")
+    except (OSError, ValueError) as exc:
+        if warn:
+            warnings.warn(f"ignoring {what} {path} ({type(exc).__name__}: {exc}); it is rebuilt", CacheWarning,
+                          stacklevel=3)
+        return {}
+    return data
+
+
+def _write_json(path: Path, data: dict) -> None:
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(handle, "w") as out:
+        json.dump(data, out, sort_keys=True)
+    os.replace(name, path)
+
+
+def _valid_history(data: Any) -> bool:
+    return isinstance(data, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                          for v in data.values())
+
+
+def _valid_manifest(data: Any) -> bool:
+    return (isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT and isinstance(data.get("keys"), dict)
+            and all(isinstance(entry, dict) and isinstance(entry.get("artifacts"), dict)
+                    for entry in data["keys"].values()))
+
+
+def read_history(cache: CacheDir, warn: bool = True) -> dict[str, float]:
+    return _read_json(cache.path / HISTORY_FILE, "timing history", _valid_history, warn)
+
+
+def read_manifest(cache: CacheDir, warn: bool = True) -> dict[str, Any]:
+    return _read_json(cache.path / MANIFEST_FILE, "artifact manifest", _valid_manifest, warn).get("keys", {})
+
+
+def file_digest(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class ArtifactProblem:
+    kernel: str
+    key_digest: str
+    artifact: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.kernel}: cached artifact {self.artifact} {self.why}; recompiled"
+
+
+def check_artifacts(cache: CacheDir, plan: WarmupPlan) -> tuple[list[ArtifactProblem], int]:
+    """Check every planned key's artifacts against the manifest; remove the bad ones so their keys recompile.
+
+    Returns the problems found and how many planned keys the manifest does not cover (they
+    will compile). Raises CacheDirError when the cache is read-only and something must change.
+    """
+    manifest = read_manifest(cache)
+    problems: list[ArtifactProblem] = []
+    uncovered = 0
+    for kernel, key in plan.work():
+        entry = manifest.get(key.digest())
+        if entry is None:
+            uncovered += 1
+            continue
+        for relative, digest in entry["artifacts"].items():
+            path = cache.path / relative
+            if not path.is_file():
+                problems.append(ArtifactProblem(kernel.name, key.digest(), relative, "is missing"))
+            elif file_digest(path) != digest:
+                problems.append(ArtifactProblem(kernel.name, key.digest(), relative,
+                                                "does not match the key it was stored for"))
+    if (problems or uncovered) and not cache.writable:
+        first = f"{problems[0]}" if problems else f"{uncovered} planned keys are not in its manifest"
+        raise CacheDirError(f"cache dir {cache.path} is read-only and would need writing: {first.removesuffix('; recompiled')}")
+    for problem in problems:
+        (cache.path / problem.artifact).unlink(missing_ok=True)
+    return problems, uncovered
+
+
+def record_results(cache: CacheDir, report: WarmupReport) -> None:
+    """Merge this warmup's compile times and artifacts into the cache's history and manifest, under the lock."""
+    if not cache.writable:
+        return
+    root = cache.path.resolve()
+    with locked(cache):  # re-read under the lock: another warmup may have written since; it warned already
+        history = read_history(cache, warn=False)
+        history.update({r.key.digest(): round(r.seconds, 4) for r in report.results if r.outcome == "compiled"})
+        _write_json(cache.path / HISTORY_FILE, history)
+        keys = read_manifest(cache, warn=False)
+        for result in report.results:
+            if result.outcome == "failed":
+                continue
+            artifacts = {str(path.relative_to(root)): file_digest(path) for path in map(_resolved, result.artifacts)
+                         if path.is_relative_to(root) and path.is_file()}
+            previous = keys.get(result.key.digest(), {}).get("artifacts", {})
+            if artifacts or not previous:
+                keys[result.key.digest()] = {"kernel": result.kernel, "key": json.loads(result.key.to_json()),
+                                             "artifacts": artifacts or previous}
+        _write_json(cache.path / MANIFEST_FILE, {"format": MANIFEST_FORMAT, "keys": keys})
+
+
+def _resolved(path: str) -> Path:
+    return Path(path).resolve()
+
+
+_recording = threading.local()
+
+
+def record_artifact(path: str | os.PathLike) -> None:
+    """Backends call this for each cache file a compile wrote or a load read (this thread's current key)."""
+    paths = getattr(_recording, "paths", None)
+    if paths is not None:
+        paths.append(os.fspath(path))
+
+
+@contextlib.contextmanager
+def recording_artifacts() -> Iterator[list[str]]:
+    """Collect the artifact paths the backend reports while this block compiles one key."""
+    _recording.paths = paths = []
+    try:
+        yield paths
+    finally:
+        _recording.paths = None

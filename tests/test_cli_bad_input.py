@@ -1,0 +1,207 @@
+"""Bad input to the runtime commands: one `error:` line and exit 2, before anything compiles; caches vetted.
+
+Each case runs the real CLI in a fresh process (tracebacks and rich markup would show
+there). Warmups use the toy family (installed as a plug-in) unless a real backend matters.
+"""
+
+import json
+import multiprocessing
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import zerojit
+
+from zerojit.contract.cache import HISTORY_FILE, MANIFEST_FILE, CacheDir, file_digest, read_history, read_manifest
+
+TOY = "toy-poly-small"
+TOY_KEYS = 10
+
+
+def assert_one_error_line(done: subprocess.CompletedProcess, *fragments: str) -> str:
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in done.stderr, done.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+def warm_toy(site: Path, cache: Path, *flags: str) -> subprocess.CompletedProcess:
+    return zerojit("warmup", "-p", TOY, "--cache-dir", str(cache), "--json", *flags, site=site)
+
+
+def test_cache_dir_that_is_a_file_or_under_one(toy_family_site, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert_one_error_line(warm_toy(toy_family_site, afile), f"cache dir {afile} is a file, not a folder")
+    assert_one_error_line(warm_toy(toy_family_site, afile / "sub"), f"is under {afile}, which is a file")
+
+
+def test_cache_dir_that_other_users_can_write_is_refused(toy_family_site, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    assert_one_error_line(warm_toy(toy_family_site, shared), "writable by other users", "chmod go-w")
+    assert list(shared.iterdir()) == []  # refused before anything compiled
+
+
+@pytest.fixture
+def make_read_only():
+    """Make folders and files unwritable even for root (the immutable flag), as a read-only mount would."""
+    frozen: list[Path] = []
+
+    def freeze(*paths: Path) -> None:
+        for path in paths:
+            if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+                pytest.skip("chattr +i is not available here")
+            frozen.append(path)
+
+    yield freeze
+    for path in reversed(frozen):
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_read_only_cache_serves_a_warmup_that_compiles_nothing(toy_family_site, tmp_path, make_read_only):
+    cache = tmp_path / "baked"
+    assert warm_toy(toy_family_site, cache).returncode == 0
+    before = {path.name: path.read_bytes() for path in cache.iterdir()}
+    make_read_only(*cache.iterdir(), cache)
+    again = warm_toy(toy_family_site, cache)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["cached"] == TOY_KEYS and json.loads(again.stdout)["compiled"] == 0
+    assert {path.name: path.read_bytes() for path in cache.iterdir()} == before
+
+
+def test_read_only_cache_that_would_need_writing_is_refused_before_compiling(toy_family_site, tmp_path,
+                                                                             make_read_only):
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o700)
+    make_read_only(empty)
+    assert_one_error_line(warm_toy(toy_family_site, empty), "is read-only and would need writing",
+                          f"{TOY_KEYS} planned keys are not in its manifest")
+    partial = tmp_path / "partial"
+    assert warm_toy(toy_family_site, partial).returncode == 0
+    victim = sorted(partial.glob("*.marshal"))[0]
+    victim.unlink()
+    make_read_only(*partial.iterdir(), partial)
+    assert_one_error_line(warm_toy(toy_family_site, partial), f"cached artifact {victim.name} is missing")
+
+
+def test_timeline_that_cannot_be_written_is_refused_before_compiling(toy_family_site, tmp_path):
+    cache = tmp_path / "cache"
+    missing = tmp_path / "no" / "such" / "t.png"
+    assert_one_error_line(warm_toy(toy_family_site, cache, "--timeline", str(missing)), "does not exist")
+    assert_one_error_line(warm_toy(toy_family_site, cache, "--timeline", str(tmp_path)), "is a folder, not a file")
+    assert not list(cache.glob("*.marshal"))
+
+
+@pytest.mark.parametrize("content", ["", "{", "[]", '{"a": "slow"}', '{"a": true}'])
+def test_unreadable_timing_history_is_ignored_with_a_warning_and_rebuilt(toy_family_site, tmp_path, content):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    (cache / HISTORY_FILE).write_text(content)
+    done = warm_toy(toy_family_site, cache)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert [line for line in lines if line.startswith("warning:")] == [line for line in lines if "timing" in line]
+    assert len([line for line in lines if "ignoring timing history" in line]) == 1 and "Traceback" not in done.stderr
+    history = json.loads((cache / HISTORY_FILE).read_text())
+    assert len(history) == TOY_KEYS and all(isinstance(seconds, float) for seconds in history.values())
+
+
+def test_user_text_is_never_read_as_markup():
+    done = zerojit("plan", "-p", "[red]x[/red] [bold")
+    assert_one_error_line(done, "unknown preset '[red]x[/red] [bold'")
+
+
+@pytest.mark.parametrize("count", ["99999999999999999999", "0", "-3"])
+def test_launch_count_is_bounded(count):
+    assert_one_error_line(zerojit("verify", "-p", "minimax-m3-nvfp4-mi355x-tp4", "--launches", count),
+                          "--launches must be between 1 and 100000")
+
+
+def test_keys_diff_writes_nothing_into_the_current_directory(tmp_path):
+    done = zerojit("keys", "diff", "--family", "rocm-nvfp4", "--grid", "none", "--samples", "3", "--json",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["configs"] == 3
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_swapped_toy_artifacts_are_recompiled_and_reported(toy_family_site, tmp_path):
+    cache = tmp_path / "cache"
+    assert warm_toy(toy_family_site, cache).returncode == 0
+    first, second = sorted(cache.glob("*.marshal"))[:2]
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a)
+    again = warm_toy(toy_family_site, cache)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["compiled"] == 2 and report["cached"] == TOY_KEYS - 2
+    assert sorted(p.split(": cached artifact ")[1].split(" ")[0] for p in report["recompiled_artifacts"]) == sorted(
+        [first.name, second.name])
+    # The recompiled files are the right ones again: their digests match the manifest.
+    manifest = read_manifest(CacheDir(cache, True))
+    assert {name for entry in manifest.values() for name, digest in entry["artifacts"].items()
+            if digest == file_digest(cache / name)} == {p.name for p in cache.glob("*.marshal")}
+
+
+def test_swapped_flydsl_artifacts_are_recompiled_and_reported(tmp_path, make_read_only):
+    """The real backend: two gfx950 code objects of one launcher exchanged on disk; then the cache made read-only."""
+    cache = tmp_path / "cache"
+    preset = "minimax-m3-nvfp4-mi355x-tp4"
+    assert zerojit("warmup", "-p", preset, "--cache-dir", str(cache), "--json").returncode == 0
+    folder = max((p for p in cache.iterdir() if p.is_dir() and len(list(p.glob("*.pkl"))) >= 2),
+                 key=lambda p: len(list(p.glob("*.pkl"))))
+    first, second = sorted(folder.glob("*.pkl"))[:2]
+    swapped = tmp_path / "swap"
+    shutil.move(first, swapped)
+    shutil.move(second, first)
+    shutil.move(swapped, second)
+    again = zerojit("warmup", "-p", preset, "--cache-dir", str(cache), "--json")
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert len(report["recompiled_artifacts"]) == 2 and report["compiled"] == 2
+    verify = zerojit("verify", "-p", preset, "--cache-dir", str(cache), "--launches", "10", "--json")
+    assert verify.returncode == 0 and json.loads(verify.stdout)["cache_growth"] == 0
+    make_read_only(cache)  # FlyDSL 0.5 opens an artifact's lock file for writing even to load it
+    assert_one_error_line(zerojit("warmup", "-p", preset, "--cache-dir", str(cache)), "FlyDSL takes a write lock")
+
+
+def _record_many(cache_dir: str, worker: int, rounds: int) -> None:
+    """One warmup's worth of record_results calls, each for a key of its own."""
+    import dataclasses
+
+    from zerojit.contract.cache import record_results
+    from zerojit.contract.keys import CompileKey
+    from zerojit.contract.report import KeyResult
+
+    @dataclasses.dataclass(frozen=True)
+    class Key(CompileKey):
+        worker: int
+        index: int
+
+    class Report:
+        def __init__(self, results):
+            self.results = results
+
+    for index in range(rounds):
+        result = KeyResult("k", "f", Key(worker, index), "compiled", 0.5 + index)
+        record_results(CacheDir(Path(cache_dir), True), Report([result]))
+
+
+def test_concurrent_warmups_merge_their_history_and_manifest(tmp_path):
+    """Two warmups recording into one cache at once: nothing either recorded is lost."""
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_record_many, args=(str(tmp_path), worker, 25)) for worker in range(2)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(60)
+        assert process.exitcode == 0
+    cache = CacheDir(tmp_path, True)
+    assert len(read_history(cache)) == 50 and len(read_manifest(cache)) == 50
+    assert (tmp_path / MANIFEST_FILE).is_file()
