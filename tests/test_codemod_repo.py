@@ -207,7 +207,7 @@ def test_toml_spec_file_round_trip_and_errors(tmp_path):
 
 def test_readme_spec_example_is_a_valid_spec(tmp_path):
     readme = (Path(__file__).parents[1] / "README.md").read_text()
-    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    example = next(block.split("```", 1)[0] for block in readme.split("```toml\n")[1:] if "[[migration]]" in block)
     (path := tmp_path / "example.toml").write_text(example)
     (spec,) = load_specs(path)
     assert spec.family == "my-fused-moe" and spec.private_singleton == "_FUSED_MOE_KERNEL"
