@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.zerojit-installed
 
-.PHONY: install demo test mutants clean
+.PHONY: install demo test clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
