@@ -14,16 +14,19 @@ import ast
 import dataclasses
 import difflib
 import os
+import re
 import time
 from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import libcst as cst
 
+from . import gate
+from .gate import Renamed, absolute_module
 from .spec import MigrationSpec, SpecError
-from .transforms import (AnchorError, InsertRegistration, Operation, RemoveLegacyCalls, RenameSingleton,
-                         absolute_module, apply)
+from .transforms import AnchorError, FileEdit, InsertRegistration, Operation, RemoveLegacyCalls, RenameKernel, apply
 
 SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules", "build", "dist"}
 
@@ -55,6 +58,7 @@ class MigrationResult:
     files_scanned: int
     files_parsed: int  # with `ast`, for planning; only the files that passed the text prefilter
     seconds: float
+    warnings: list[str] = dataclasses.field(default_factory=list)  # path:line: what a human should check
 
     def report(self) -> dict:
         rel = lambda c: c.path.relative_to(self.repo).as_posix()  # noqa: E731
@@ -68,6 +72,7 @@ class MigrationResult:
             "files_scanned": self.files_scanned,
             "files_parsed": self.files_parsed,
             "seconds": round(self.seconds, 3),
+            "warnings": self.warnings,
         }
 
 
@@ -106,17 +111,29 @@ def discover(repo: Path) -> dict[str, _Module]:
     return modules
 
 
-def _resolve(node: ast.ImportFrom, package: str) -> str:
-    return absolute_module(node.level, node.module or "", package)
+def _module_defs(module: _Module) -> set[str]:
+    """Names a module binds at its top level by assignment or definition (not imports)."""
+    names: set[str] = set()
+    for node in module.tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
 
 
-def _defines(module: _Module, name: str) -> bool:
-    return any(isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
-        isinstance(t, ast.Name) and t.id == name for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
-        for node in module.tree.body)
+def _imports_of(module: _Module, name: str) -> Iterable[str]:
+    """Modules `module` imports `name` from (any depth, any form of relative import)."""
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
+            yield absolute_module(node, module.package)
 
 
 class _Planner:
+    """Turns specs into per-file operations, checking every anchor the specs name."""
+
     def __init__(self, repo: Path, specs: list[MigrationSpec]):
         self.repo, self.specs = repo, specs
         self.modules = discover(repo)
@@ -124,9 +141,12 @@ class _Planner:
         self.candidates = {name: m for name, m in self.modules.items() if any(w in m.text for w in words)}
         self.ops: dict[str, list[Operation]] = {}
         self.deleted: set[str] = set()
+        self.deleted_functions: set[str] = set()
+        self.renamed: list[Renamed] = []
+        self.modules_by_path = {m.path: m for m in self.modules.values()}
 
-    def module(self, spec: MigrationSpec, field: str) -> _Module:
-        name = getattr(spec, field)
+    def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> _Module:
+        name = name or getattr(spec, field)
         if name not in self.modules:
             raise SpecError(f"{spec.family}: {field} {name!r} not found under {self.repo}")
         return self.modules[name]
@@ -137,88 +157,120 @@ class _Planner:
     def plan(self) -> None:
         for spec in self.specs:
             self._plan_rename(spec)
+        for spec in self.specs:
             self._plan_registration(spec)
-        for legacy, specs in _group(self.specs, "legacy_module").items():
+        for legacy, specs in _group([s for s in self.specs if s.legacy_module], "legacy_module").items():
             self._plan_legacy(legacy, specs)
+        for spec in self.specs:
+            if spec.orchestrator_step:
+                self._plan_orchestrator_step(spec)
+
+    def migrated(self, spec: MigrationSpec) -> bool:
+        """The spec's end state is positively present: every registration inserted, the kernel under its new name."""
+        home = self.modules.get(spec.singleton_module)
+        if home is None or spec.kernel_name not in _module_defs(home):
+            return False
+        if spec.private_singleton and spec.singleton in _module_defs(home):
+            return False
+        # The registration as inserted: the kernel may be named through the module's own alias.
+        registration = re.compile(re.escape("".join(spec.registration.split())).replace(
+            re.escape(spec.kernel_name), r"[A-Za-z_][A-Za-z0-9_]*"))
+        return all(module in self.modules and registration.search("".join(self.modules[module].text.split()))
+                   for module, _ in spec.constructions())
 
     def _plan_rename(self, spec: MigrationSpec) -> None:
         home = self.module(spec, "singleton_module")
-        if not (_defines(home, spec.singleton) or _defines(home, spec.private_singleton)):
-            raise SpecError(f"{spec.family}: singleton {spec.singleton!r} is not defined in {home.name}")
-        # Exporters: the defining module, and packages that re-export it (TYPE_CHECKING
-        # imports, lazy-export tables). Everyone else only imports it.
-        exporters = {home.name} | {m.name for m in self.candidates.values()
-                                   if m.path.name == "__init__.py" and spec.singleton in m.text}
+        defined = _module_defs(home)
+        if spec.singleton not in defined and spec.kernel_name not in defined:
+            raise SpecError(f"{spec.family}: singleton {spec.singleton!r} is not defined in {home.name} "
+                            "(an assignment, a def or a class at module level)")
+        if not spec.private_singleton:
+            return
+        # Exporters: the defining module, every module that binds the name by importing it
+        # from an exporter (to a fixpoint), and packages whose lazy-export table names it.
+        exporters = {home.name}
+        while True:
+            more = {m.name for m in self.candidates.values() if m.name not in exporters and spec.singleton in m.text
+                    and (set(_imports_of(m, spec.singleton)) & exporters
+                         or (m.path.name == "__init__.py" and f'"{spec.singleton}"' in m.text.replace("'", '"')))}
+            if not more:
+                break
+            exporters |= more
+        op = RenameKernel(spec.singleton, spec.private_singleton, frozenset(exporters))
         for module in self.candidates.values():
-            if spec.singleton not in module.text:
-                continue
-            imported_bare, aliases = False, set()
-            for node in ast.walk(module.tree):
-                if isinstance(node, ast.ImportFrom):
-                    source = _resolve(node, module.package)
-                    for alias in node.names:
-                        if source in exporters and alias.name == spec.singleton and alias.asname is None:
-                            imported_bare = True
-                        if f"{source}.{alias.name}" in exporters:
-                            aliases.add(alias.asname or alias.name)
-                elif isinstance(node, ast.Import):
-                    for alias in node.names:
-                        if alias.name in exporters:
-                            aliases.add(alias.asname or alias.name)
-            is_exporter = module.name in exporters
-            self.add(module.name, RenameSingleton(
-                spec.singleton, spec.private_singleton, frozenset(exporters), module.package,
-                bare=is_exporter or imported_bare, strings=is_exporter, module_aliases=frozenset(aliases)))
+            if spec.singleton in module.text:
+                self.add(module.name, op)
+        self.renamed.append(Renamed(spec.singleton, spec.private_singleton, frozenset(exporters)))
 
     def _plan_registration(self, spec: MigrationSpec) -> None:
-        home = self.module(spec, "construction_module")
-        classes = [n for n in ast.walk(home.tree) if isinstance(n, ast.ClassDef) and n.name == spec.construction_class]
-        if not classes:
-            raise SpecError(f"{spec.family}: construction_class {spec.construction_class!r} not found in {home.name}")
-        imports = spec.gate_imports
-        if home.name != spec.singleton_module and not self._imports_bare(home, spec):
-            # The registration names the private singleton: the constructor's module must bind it.
-            imports += (f"from {spec.singleton_module} import {spec.private_singleton}",)
-        self.add(home.name, InsertRegistration(spec.construction_class, spec.gate, spec.registration,
-                                               spec.insert_after, imports))
+        for module_name, cls in spec.constructions():
+            home = self.module(spec, "construction_module", module_name)
+            if not any(isinstance(n, ast.ClassDef) and n.name == cls for n in ast.walk(home.tree)):
+                raise SpecError(f"{spec.family}: construction_class {cls!r} not found in {home.name}")
+            lazy = spec.import_style == "lazy" or (spec.import_style == "auto" and self._imports_lazily(home, spec))
+            self.add(home.name, InsertRegistration(
+                cls, spec.gate, spec.registration, spec.insert_after, spec.singleton_module, spec.kernel_name, lazy,
+                spec.gate_imports, frozenset(spec.binding_names())))
 
     @staticmethod
-    def _imports_bare(module: _Module, spec: MigrationSpec) -> bool:
-        """Whether `module` binds the singleton under its own name (renamed along with it)."""
-        return any(isinstance(node, ast.ImportFrom) and any(
-            alias.name in (spec.singleton, spec.private_singleton) and alias.asname is None for alias in node.names)
-            for node in ast.walk(module.tree))
+    def _imports_lazily(module: _Module, spec: MigrationSpec) -> bool:
+        """The module imports from the kernel's module only inside functions (never at the top level)."""
+        top = {id(n) for n in module.tree.body}
+        from_kernel = [n for n in ast.walk(module.tree) if isinstance(n, ast.ImportFrom)
+                       and absolute_module(n, module.package) == spec.singleton_module]
+        return bool(from_kernel) and not any(id(n) in top for n in from_kernel) and module.name != spec.singleton_module
 
     def _plan_legacy(self, legacy_name: str, specs: list[MigrationSpec]) -> None:
-        """Remove the steps these specs migrate; delete the module (and its call) once its entry is empty."""
+        """Remove the steps these specs migrate; delete the module (and its calls) once its entry is empty."""
         spec = specs[0]
         orchestrator = self.module(spec, "orchestrator_module")
         if legacy_name not in self.modules:
-            if spec.legacy_function in orchestrator.text and legacy_name.rsplit(".", 1)[-1] in orchestrator.text:
-                raise SpecError(f"{spec.family}: legacy_module {legacy_name!r} is imported by {orchestrator.name} "
-                                "but not found under the repo")
-            return  # already migrated
+            for s in specs:
+                if not self.migrated(s):
+                    raise SpecError(f"{s.family}: legacy_module {legacy_name!r} not found under {self.repo}, and "
+                                    "the migrated state (registration inserted, kernel renamed) is not there either")
+            return
         legacy = self.modules[legacy_name]
         entry = next((n for n in legacy.tree.body if isinstance(n, ast.FunctionDef) and n.name == spec.legacy_function),
                      None)
         if entry is None:
             raise SpecError(f"{spec.family}: legacy_function {spec.legacy_function!r} not found in {legacy_name}")
-        steps = {s.legacy_step for s in specs if s.legacy_step}
-        if len(steps) < len(specs):  # a spec whose entry is the step: the whole module goes
-            body_left = []
-        else:
-            for step in steps:
-                if not any(isinstance(n, ast.FunctionDef) and n.name == step for n in legacy.tree.body):
-                    raise SpecError(f"{spec.family}: legacy_step {step!r} not found in {legacy_name}")
-            body_left = [s for s in entry.body if not (
-                isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name)
-                and s.value.func.id in steps) and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-        if body_left:
-            self.add(legacy_name, RemoveLegacyCalls(frozenset(steps), "", legacy.package, remove_defs=True))
+        defined = _module_defs(legacy)
+        steps = set()
+        for s in specs:
+            if s.legacy_step and s.legacy_step in defined:
+                steps.add(s.legacy_step)
+            elif s.legacy_step and not self.migrated(s):
+                raise SpecError(f"{s.family}: legacy_step {s.legacy_step!r} not found in {legacy_name}")
+        whole = any(not s.legacy_step for s in specs)
+        left = [] if whole else [s for s in entry.body if not _calls_one_of(s, steps) and not _is_docstring(s)]
+        if left:
+            self.add(legacy_name, RemoveLegacyCalls(frozenset(f"{legacy_name}.{step}" for step in steps)))
+            self.deleted_functions |= {f"{legacy_name}.{step}" for step in steps}
             return
         self.deleted.add(legacy_name)
-        self.add(orchestrator.name, RemoveLegacyCalls(frozenset({spec.legacy_function}), legacy_name,
-                                                      orchestrator.package))
+        self.add(orchestrator.name, RemoveLegacyCalls(frozenset({f"{legacy_name}.{spec.legacy_function}"})))
+
+    def _plan_orchestrator_step(self, spec: MigrationSpec) -> None:
+        orchestrator = self.module(spec, "orchestrator_module")
+        step = spec.orchestrator_step
+        if step not in _module_defs(orchestrator):
+            if self.migrated(spec):
+                return
+            raise SpecError(f"{spec.family}: orchestrator_step {step!r} not found in {orchestrator.name}")
+        self.add(orchestrator.name, RemoveLegacyCalls(frozenset({f"{orchestrator.name}.{step}"})))
+        if step.startswith("_"):
+            self.deleted_functions.add(f"{orchestrator.name}.{step}")
+
+
+def _calls_one_of(statement: ast.stmt, names: set[str]) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
+        and isinstance(statement.value.func, ast.Name) and statement.value.func.id in names
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
+        and isinstance(statement.value.value, str)
 
 
 def _group(specs: list[MigrationSpec], field: str) -> dict[str, list[MigrationSpec]]:
@@ -228,51 +280,44 @@ def _group(specs: list[MigrationSpec], field: str) -> dict[str, list[MigrationSp
     return groups
 
 
-def _transform(job: tuple[str, str, list[Operation]]) -> tuple[str, str | None, Counter, str | None]:
-    """Worker: one file's operations. Returns (path, new source, counts, error)."""
-    path, source, ops = job
+def _transform(job: tuple[str, str, list[Operation], str]) -> tuple[str, FileEdit | None, str | None]:
+    """Worker: one file's operations. Returns (path, the edit, error)."""
+    path, source, ops, repo = job
     try:
-        new, counts = apply(source, ops)
+        return path, apply(source, ops, path=Path(path), repo=Path(repo)), None
     except cst.ParserSyntaxError as exc:
-        return path, None, Counter(), f"{path}:{exc.raw_line}: does not parse: {exc.message}"
+        return path, None, f"{path}:{exc.raw_line}: does not parse: {exc.message}"
     except AnchorError as exc:
-        return path, None, Counter(), f"{path}: {exc}"
-    return path, new, counts, None
-
-
-def _check_output(path: Path, source: str) -> None:
-    try:
-        cst.parse_module(source)
-        compile(source, str(path), "exec", dont_inherit=True)
-    except (cst.ParserSyntaxError, SyntaxError) as exc:
-        raise MigrationError(f"{path}: the migrated file would not compile ({exc}); nothing was written") from None
+        return path, None, f"{path}: {exc}"
 
 
 def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1) -> MigrationResult:
-    """Plan and check every edit; write nothing (see `write`)."""
+    """Plan, apply and gate every edit; write nothing (see `write`). Refusals raise MigrationError."""
     started = time.perf_counter()
     repo = Path(repo).resolve()
     if not repo.is_dir():
         raise MigrationError(f"--repo {repo} is not a directory")
     planner = _Planner(repo, specs)
     planner.plan()
-    jobs_list = [(str(planner.modules[name].path), planner.modules[name].text, ops)
+    jobs_list = [(str(planner.modules[name].path), planner.modules[name].text, ops, str(repo))
                  for name, ops in sorted(planner.ops.items()) if name not in planner.deleted]
     if jobs > 1 and len(jobs_list) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = list(pool.map(_transform, jobs_list))
     else:
         results = [_transform(job) for job in jobs_list]
-    errors = [error for _, _, _, error in results if error]
+    errors = [error for _, _, error in results if error]
+    rel = lambda path: Path(path).relative_to(repo).as_posix()  # noqa: E731
+    errors += [f"{rel(path)}:{r.line}: {r.why}" for path, edit, _ in results if edit for r in edit.refusals]
     if errors:
-        raise MigrationError("; ".join(errors) + "; nothing was written")
-    changes, counts = [], Counter()
-    for path, new, file_counts, _ in results:
-        counts.update(file_counts)
-        old = Path(path).read_text(encoding="utf-8")
-        if new != old:
-            _check_output(Path(path), new)
-            changes.append(FileChange(Path(path), old, new))
+        raise MigrationError("refused; nothing was written:\n" + "\n".join(errors))
+    changes, counts, warnings = [], Counter(), []
+    for path, edit, _ in results:
+        counts.update(edit.counts)
+        warnings += [f"{rel(path)}:{w.line}: {w.why}" for w in edit.warnings]
+        old = planner.modules_by_path[Path(path)].text
+        if edit.source != old:
+            changes.append(FileChange(Path(path), old, edit.source))
     for name in sorted(planner.deleted):
         module = planner.modules[name]
         changes.append(FileChange(module.path, module.text, None))
@@ -280,9 +325,23 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1) -> MigrationR
     for change in changes:
         if not change.path.resolve().is_relative_to(repo):
             raise MigrationError(f"{change.path} lies outside the repo {repo}; nothing was written")
+    _gate(repo, planner, changes, warnings)
     parsed = sum(m._tree is not None for m in planner.modules.values())
     return MigrationResult(repo, [s.family for s in specs], changes, counts, len(planner.modules), parsed,
-                           time.perf_counter() - started)
+                           time.perf_counter() - started, warnings)
+
+
+def _gate(repo: Path, planner: _Planner, changes: list[FileChange], warnings: list[str]) -> None:
+    after = {c.path: c.after for c in changes}
+    tree = {name: (m.path, m.package, after.get(m.path, m.text)) for name, m in planner.modules.items()
+            if name not in planner.deleted}
+    facts = gate.Facts(frozenset(planner.deleted), frozenset(planner.deleted_functions), tuple(planner.renamed))
+    violations, notes = gate.check(repo, tree, {c.path: (c.before, c.after) for c in changes if c.after is not None
+                                                and c.before is not None}, facts)
+    if violations:
+        raise MigrationError("refused by the safety gate; nothing was written:\n"
+                             + "\n".join(f.render(repo) for f in violations))
+    warnings += [f.render(repo) for f in notes]
 
 
 def write(result: MigrationResult) -> None:

@@ -1,9 +1,9 @@
 """Migration specs: what moving one legacy warmup onto the contract changes in a repo.
 
-A spec names anchors (modules, functions, a class, a singleton) and the code to insert;
-the codemods apply it. Specs are checked when made, so a typo fails with the field named.
-They are Python dataclasses (the built-in ones live beside each family in `migrate/`) or
-TOML files with one `[[migration]]` table per spec (see README).
+A spec names anchors (modules, functions, classes, the kernel) and the code to insert;
+the codemods apply it. Specs are checked when made, every field's type included, so a typo
+fails with the field named. They are Python dataclasses (the built-in ones live beside each
+family in `migrate/`) or TOML files with one `[[migration]]` table per spec (see README).
 """
 
 from __future__ import annotations
@@ -12,92 +12,181 @@ import ast
 import dataclasses
 import tomllib
 from pathlib import Path
-from typing import Any
 
 
 class SpecError(ValueError):
     """A migration spec is malformed or names something the repo does not have."""
 
 
-def _dotted(field: str, value: Any) -> None:
-    if not isinstance(value, str) or not value or not all(part.isidentifier() for part in value.split(".")):
+IMPORT_STYLES = ("auto", "module", "lazy")
+
+
+def _dotted(field: str, value: str) -> None:
+    if not value or not all(part.isidentifier() for part in value.split(".")):
         raise SpecError(f"spec field {field}={value!r}: must be a dotted Python name")
 
 
-def _identifier(field: str, value: Any) -> None:
-    if not isinstance(value, str) or not value.isidentifier():
+def _identifier(field: str, value: str) -> None:
+    if not value.isidentifier():
         raise SpecError(f"spec field {field}={value!r}: must be a Python identifier")
+
+
+def _free_names(source: str, mode: str) -> set[str]:
+    """Names a snippet reads that it does not bind itself (the first name of each attribute chain)."""
+    tree = ast.parse(source, mode=mode)
+    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - stored
 
 
 @dataclasses.dataclass(frozen=True)
 class MigrationSpec:
     """One legacy warmup and its contract replacement.
 
-    legacy_module / legacy_function: the standalone warmup module and the entry function
-        the orchestrator calls. The module is deleted once its entry has nothing left to do.
-    legacy_step: a helper inside the legacy module that warms just this kernel, when the
-        module warms several (removed with its call); empty when the entry is the step.
-    orchestrator_module: the module that imports and calls the legacy entry.
-    singleton_module / singleton / private_singleton: the kernel singleton, renamed to its
-        private name everywhere it is referenced.
-    construction_module / construction_class: the class whose `__init__` selects the
-        kernel; `registration` is inserted there under `gate`, after the first statement
-        whose first line contains `insert_after` (at the end when empty).
-    gate_imports: `from module import name` lines the gate or registration needs.
+    What goes:
+      legacy_module / legacy_function: the standalone warmup module and the entry the
+          orchestrator calls; the module is deleted once its entry has nothing left to do.
+      legacy_step: a helper inside the legacy module that warms just this kernel, when the
+          module warms several (removed with its call).
+      orchestrator_step: instead of a legacy module, a step function inside the orchestrator
+          itself (its calls and, when private and unused after, its def go; never the orchestrator).
+      orchestrator_module: the module that calls the legacy entry (or holds the step).
+    The kernel:
+      singleton_module / singleton: where the kernel is defined, and its name (an object,
+          or a function such as a `@triton.jit` kernel).
+      private_singleton: the private name it takes everywhere it is referenced; empty when
+          the name stays (the kernel is already private, or a function keeps its name).
+    What comes:
+      construction_module / construction_class: the class(es) whose `__init__` selects the
+          kernel (a list for several; `module:Class` for a class in another module);
+          `registration` is inserted there under `gate`, after the first statement (at any
+          depth) whose first line contains `insert_after` (at the end when empty).
+      gate_imports: `from module import name` lines the gate or registration needs.
+      import_style: how the constructor's module gets the kernel's name: "module" (a top-level
+          import), "lazy" (inside the inserted block), "auto" (lazy when that module already
+          imports from the kernel's module only inside functions).
     """
 
     family: str
-    legacy_module: str
-    legacy_function: str
     orchestrator_module: str
     singleton_module: str
     singleton: str
-    private_singleton: str
     construction_module: str
-    construction_class: str
+    construction_class: str | tuple[str, ...]
     registration: str
     gate: str
+    legacy_module: str = ""
+    legacy_function: str = ""
     legacy_step: str = ""
+    orchestrator_step: str = ""
+    private_singleton: str = ""
     insert_after: str = ""
     gate_imports: tuple[str, ...] = ()
+    import_style: str = "auto"
 
     def __post_init__(self) -> None:
-        for field in ("legacy_module", "orchestrator_module", "singleton_module", "construction_module"):
+        self._check_types()
+        if isinstance(self.construction_class, str):
+            object.__setattr__(self, "construction_class", (self.construction_class,))
+        object.__setattr__(self, "gate_imports", tuple(self.gate_imports))
+        for field in ("orchestrator_module", "singleton_module", "construction_module"):
             _dotted(field, getattr(self, field))
-        for field in ("legacy_function", "singleton", "private_singleton", "construction_class"):
-            _identifier(field, getattr(self, field))
-        if self.legacy_step:
-            _identifier("legacy_step", self.legacy_step)
-        if self.singleton == self.private_singleton:
-            raise SpecError(f"spec field private_singleton={self.private_singleton!r}: must differ from singleton")
+        _identifier("singleton", self.singleton)
+        if self.legacy_module:
+            _dotted("legacy_module", self.legacy_module)
+        for field in ("legacy_function", "legacy_step", "orchestrator_step", "private_singleton"):
+            if getattr(self, field):
+                _identifier(field, getattr(self, field))
+        if bool(self.orchestrator_step) == bool(self.legacy_module or self.legacy_function):
+            raise SpecError("spec fields legacy_module/legacy_function and orchestrator_step: name either a legacy "
+                            "module and its entry function, or a step inside the orchestrator, not both or neither")
+        if self.legacy_module and not self.legacy_function:
+            raise SpecError("spec field legacy_function: required with legacy_module")
+        if self.legacy_function and not self.legacy_module:
+            raise SpecError("spec field legacy_module: required with legacy_function")
+        if self.legacy_step and not self.legacy_module:
+            raise SpecError("spec field legacy_step: a helper of the legacy module, so legacy_module is required")
+        if self.legacy_module == self.orchestrator_module:
+            raise SpecError(f"spec field legacy_module={self.legacy_module!r} is the orchestrator itself; a step "
+                            "inside the orchestrator is named with orchestrator_step")
+        if self.private_singleton == self.singleton:
+            object.__setattr__(self, "private_singleton", "")
+        if not self.construction_class:
+            raise SpecError("spec field construction_class: name at least one class")
+        for target in self.construction_class:
+            module, _, cls = target.rpartition(":")
+            if module:
+                _dotted("construction_class", module)
+            _identifier("construction_class", cls)
+        if self.import_style not in IMPORT_STYLES:
+            raise SpecError(f"spec field import_style={self.import_style!r}: one of {', '.join(IMPORT_STYLES)}")
         for field, mode in (("registration", "exec"), ("gate", "eval")):
             try:
                 ast.parse(getattr(self, field), mode=mode)
             except SyntaxError as exc:
-                raise SpecError(f"spec field {field}={getattr(self, field)!r}: not valid Python ({exc.msg})") from exc
-        if self.private_singleton not in self.registration:
-            raise SpecError(f"spec field registration={self.registration!r}: must call {self.private_singleton}")
-        if not isinstance(self.gate_imports, tuple):
-            object.__setattr__(self, "gate_imports", tuple(self.gate_imports))
+                raise SpecError(f"spec field {field}={getattr(self, field)!r}: not valid Python ({exc.msg})") from None
+        if self.kernel_name not in _free_names(self.registration, "exec"):
+            raise SpecError(f"spec field registration={self.registration!r}: must use {self.kernel_name}")
         for line in self.gate_imports:
-            tree = ast.parse(line) if isinstance(line, str) else None
-            if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.ImportFrom):
+            try:
+                tree = ast.parse(line)
+            except SyntaxError:
+                tree = None
+            if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.ImportFrom) \
+                    or tree.body[0].level or any(a.name == "*" for a in tree.body[0].names):
                 raise SpecError(f"spec field gate_imports: {line!r} is not one 'from module import name' line")
+
+    def _check_types(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name == "construction_class":
+                ok = isinstance(value, str) or (isinstance(value, (list, tuple)) and value
+                                                and all(isinstance(v, str) for v in value))
+                expected = "a string or a list of strings"
+            elif field.name == "gate_imports":
+                ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+                expected = "a list of strings"
+            else:
+                ok, expected = isinstance(value, str), "a string"
+            if not ok:
+                raise SpecError(f"spec field {field.name}={value!r}: must be {expected}")
+        if isinstance(self.construction_class, list):
+            object.__setattr__(self, "construction_class", tuple(self.construction_class))
+
+    @property
+    def kernel_name(self) -> str:
+        """The kernel's name once migrated (what the registration calls)."""
+        return self.private_singleton or self.singleton
+
+    def constructions(self) -> list[tuple[str, str]]:
+        """(module, class) of every construction site."""
+        out = []
+        for target in self.construction_class:
+            module, _, cls = target.rpartition(":")
+            out.append((module or self.construction_module, cls))
+        return out
+
+    def binding_names(self) -> set[str]:
+        """Names the inserted gate and registration read (each must be bound where it goes)."""
+        return _free_names(self.gate, "eval") | _free_names(self.registration, "exec")
 
     def identifiers(self) -> tuple[str, ...]:
         """Words a file must contain to be touched by this spec (the cheap prefilter)."""
-        return (self.singleton, self.private_singleton, self.legacy_function, self.construction_class,
-                self.legacy_module.rsplit(".", 1)[-1])
+        words = [self.singleton, self.kernel_name, *(cls for _, cls in self.constructions())]
+        if self.legacy_module:
+            words += [self.legacy_function, self.legacy_module.rsplit(".", 1)[-1]]
+        else:
+            words.append(self.orchestrator_step)
+        return tuple(dict.fromkeys(words))
 
 
 def load_specs(path: Path) -> list[MigrationSpec]:
     """Specs from a TOML file: one `[[migration]]` table each; errors name the table and key."""
     try:
         data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read spec file ({exc})") from exc
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read spec file ({exc})") from None
     tables = data.get("migration")
-    if not isinstance(tables, list) or not tables:
+    if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         raise SpecError(f"{path}: expected one or more [[migration]] tables")
     names = {f.name for f in dataclasses.fields(MigrationSpec)}
     required = {f.name for f in dataclasses.fields(MigrationSpec) if f.default is dataclasses.MISSING}
@@ -111,3 +200,4 @@ def load_specs(path: Path) -> list[MigrationSpec]:
         except SpecError as exc:
             raise SpecError(f"{path}: [[migration]] #{index + 1}: {exc}") from None
     return specs
+

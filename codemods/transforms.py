@@ -1,18 +1,30 @@
-"""libcst transforms, each small and driven by plain parameters (no family knowledge).
+"""The migration's edits, each a libcst codemod command driven by plain parameters (no family knowledge).
 
-Every transform rewrites only the nodes it is about; libcst keeps all other bytes
-(comments, blank lines, quotes, parentheses) as they were. They use plain visitor
-methods, not matcher decorators: matcher dispatch on every node is what makes the stock
-codemod runner slow on a large repo.
+Names are resolved semantically: `FullyQualifiedNameProvider` says what a name or attribute
+refers to whatever the import form (module aliases, aliased names, relative imports, imports
+inside functions), `ScopeProvider` says what is bound where. So a local, a parameter, a
+keyword argument or an attribute of another object that merely shares a name is never
+touched. An edit that cannot be made safely is refused (`Refusal`, with the line and why),
+never guessed. Imports go through libcst's `AddImportsVisitor` / `RemoveImportsVisitor`.
+
+Operations are frozen dataclasses (they travel to worker processes); `command(context)`
+makes the codemod, and `apply` runs a file's operations in order, then deletes private
+helpers the change left without a caller.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
 
 import libcst as cst
-from libcst.helpers import get_full_name_for_node
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.helpers import get_absolute_module_from_package_for_import, get_full_name_for_node
+from libcst.metadata import (FullRepoManager, FullyQualifiedNameProvider, ParentNodeProvider, PositionProvider,
+                             ScopeProvider)
 
 _EMPTY_MODULE = cst.Module(body=[])
 
@@ -21,67 +33,84 @@ def code_of(node: cst.CSTNode) -> str:
     return _EMPTY_MODULE.code_for_node(node)
 
 
-def absolute_module(level: int, name: str, package: str) -> str:
-    """The absolute module of `from <dots><name> import ...` written in `package` (`level` dots)."""
-    base = package.split(".") if level and package else []
-    if level > 1:
-        base = base[: len(base) - (level - 1)]
-    return ".".join([*base, *([name] if name else [])])
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """An edit the migration will not make: where, and why."""
+
+    line: int
+    why: str
 
 
-def resolve_import(node: cst.ImportFrom, package: str) -> str:
-    name = get_full_name_for_node(node.module) if node.module is not None else ""
-    return absolute_module(len(node.relative), name, package)
+class AnchorError(LookupError):
+    """A spec's anchor is not in the file it should be in."""
 
 
-def _without_aliases(node, drop: set[str]):
-    """An import statement minus the names in `drop`; removed entirely when nothing is left."""
-    if isinstance(node.names, cst.ImportStar):
-        return node
-    kept = [alias for alias in node.names if get_full_name_for_node(alias.name) not in drop]
-    if len(kept) == len(node.names):
-        return node
-    if not kept:
-        return cst.RemoveFromParent()
-    if getattr(node, "lpar", None) is None or isinstance(node.lpar, cst.MaybeSentinel):
-        # Unparenthesized: a trailing comma after the last name would not parse.
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    elif not isinstance(node.names[-1].comma, cst.MaybeSentinel) and isinstance(kept[-1].comma, cst.MaybeSentinel):
-        kept[-1] = kept[-1].with_changes(comma=node.names[-1].comma)
-    return node.with_changes(names=kept)
+class _Command(VisitorBasedCodemodCommand):
+    """Shared plumbing: fully qualified names, positions, refusals and an edit count."""
+
+    METADATA_DEPENDENCIES = (FullyQualifiedNameProvider, PositionProvider, ScopeProvider, ParentNodeProvider)
+
+    def __init__(self, context: CodemodContext):
+        super().__init__(context)
+        self.count = 0
+        self.refusals: list[Refusal] = []
+        self.warnings: list[Refusal] = []
+
+    def fqns(self, node: cst.CSTNode) -> set[str]:
+        return {q.name for q in self.get_metadata(FullyQualifiedNameProvider, node, set())}
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(PositionProvider, node).start.line
+
+    def refuse(self, node: cst.CSTNode, why: str) -> None:
+        self.refusals.append(Refusal(self.line(node), why))
+
+    def import_source(self, node: cst.ImportFrom) -> str:
+        return get_absolute_module_from_package_for_import(self.context.full_package_name, node) or ""
+
+    def _instantiate_and_run(self, transform, tree: cst.Module) -> cst.Module:
+        return super()._instantiate_and_run(_TidyRemoveImports if transform is RemoveImportsVisitor else transform, tree)
+
+
+# ---------------------------------------------------------------- rename
 
 
 @dataclasses.dataclass(frozen=True)
-class RenameSingleton:
-    """Rename a module-level singleton where this file refers to it.
+class RenameKernel:
+    """Rename the kernel `old` -> `new` wherever this file refers to it.
 
-    exporters: modules that define or re-export the name (imports from them are renamed).
-    bare: rename plain `old` names here (the file defines it or imports it unaliased).
-    strings: rename string literals equal to `old` (lazy-export tables, `__all__`).
-    module_aliases: local dotted names bound to exporter modules (`mod.old` is renamed).
+    exporters: modules that define or re-export it (`exporter.old` are its fully qualified
+    names). In an exporter, string literals equal to `old` are renamed too (lazy-export
+    tables, `__all__`); anywhere, dotted strings `exporter.old` and the name argument of
+    `getattr` / `hasattr` on an exporter module.
     """
 
     old: str
     new: str
     exporters: frozenset[str]
-    package: str
-    bare: bool
-    strings: bool
-    module_aliases: frozenset[str] = frozenset()
+
+    def command(self, context: CodemodContext) -> _Command:
+        return _Rename(context, self)
 
 
-class _Rename(cst.CSTTransformer):
-    def __init__(self, op: RenameSingleton):
-        super().__init__()
+class _Rename(_Command):
+    def __init__(self, context: CodemodContext, op: RenameKernel):
+        super().__init__(context)
         self.op = op
-        self.dotted = {f"{module}.{op.old}" for module in op.exporters}
-        self.count = 0
+        self.targets = {f"{module}.{op.old}" for module in op.exporters}
+        self.in_exporter = context.full_module_name in op.exporters
+        self.star_from_exporter = False
+
+    def _renames(self, node: cst.CSTNode) -> bool:
+        return bool(self.fqns(node) & self.targets)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False  # imported names are renamed below, only when they come from an exporter
+        if isinstance(node.names, cst.ImportStar) and self.import_source(node) in self.op.exporters:
+            self.star_from_exporter = True
+        return False  # the names of an import are handled in leave_ImportFrom
 
     def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
-        if isinstance(updated.names, cst.ImportStar) or resolve_import(updated, self.op.package) not in self.op.exporters:
+        if isinstance(updated.names, cst.ImportStar) or self.import_source(original) not in self.op.exporters:
             return updated
         names = []
         for alias in updated.names:
@@ -92,188 +121,454 @@ class _Rename(cst.CSTTransformer):
         return updated.with_changes(names=names)
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
-        if self.op.bare and updated.value == self.op.old:
+        if original.value != self.op.old:
+            return updated
+        if self._renames(original):
             self.count += 1
             return updated.with_changes(value=self.op.new)
+        if self.star_from_exporter and not self.get_metadata(FullyQualifiedNameProvider, original, set()):
+            self.refuse(original, f"uses {self.op.old} from a star import of its module; after the rename it is "
+                                  f"private and a star import does not bind it: import {self.op.new} by name")
         return updated
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
-        if updated.attr.value == self.op.old and get_full_name_for_node(original.value) in self.op.module_aliases:
+        if original.attr.value == self.op.old and self._renames(original):
             self.count += 1
             return updated.with_changes(attr=cst.Name(self.op.new))
         return updated
 
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """getattr / hasattr on an exporter module name the kernel by string."""
+        if not (self.fqns(original.func) & {"builtins.getattr", "builtins.hasattr", "builtins.setattr"}) \
+                or len(original.args) < 2 or not (self.fqns(original.args[0].value) & self.op.exporters):
+            return updated
+        name = original.args[1].value
+        if not isinstance(name, cst.SimpleString):
+            module = min(self.fqns(original.args[0].value) & self.op.exporters)
+            self.warnings.append(Refusal(self.line(original), f"a computed attribute name of {module} may name "
+                                                              f"{self.op.old}; check it by hand"))
+            return updated
+        if name.evaluated_value != self.op.old:
+            return updated
+        args = list(updated.args)
+        args[1] = args[1].with_changes(value=_restring(name, self.op.new))
+        self.count += 1
+        return updated.with_changes(args=args)
+
     def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
-        value = updated.evaluated_value
-        if (self.op.strings and value == self.op.old) or value in self.dotted:
-            prefix_len = len(updated.prefix) + len(updated.quote)
-            body = updated.value[prefix_len:-len(updated.quote)]
+        value = original.evaluated_value
+        if self.in_exporter and value == self.op.old:
             self.count += 1
-            new_body = body.replace(self.op.old, self.op.new) if value == self.op.old else \
-                body[: -len(self.op.old)] + self.op.new
-            return updated.with_changes(value=updated.value[:prefix_len] + new_body + updated.quote)
+            return _restring(updated, self.op.new)
+        if value in self.targets:
+            self.count += 1
+            return _restring(updated, value[: -len(self.op.old)] + self.op.new)
         return updated
 
 
-class _StatementRemover(cst.CSTTransformer):
-    """Removes whole statements while keeping the file's vertical spacing.
+def _restring(node: cst.SimpleString, text: str) -> cst.SimpleString:
+    """The same string literal (prefix and quotes kept) with new text."""
+    start = len(node.prefix) + len(node.quote)
+    return node.with_changes(value=node.value[:start] + text + node.quote)
 
-    The statement after removed code keeps its comments and takes the wider of the gap
-    before the removed code and its own gap; at the start of a block, no gap.
+
+# ---------------------------------------------------------------- removal
+
+
+class _Rebuilder:
+    """Puts a block back together after statements were removed from it: gaps and comments as a reviewer would.
+
+    A comment directly above a removed statement goes with it only when nothing follows in
+    its block or a blank line separates it from what follows; otherwise it stays,
+    introducing the next statement. Section comments (above a blank line) stay. The next
+    statement takes the wider of the two gaps (none at the start of a block).
     """
 
     def __init__(self):
-        super().__init__()
-        self._removed: dict[int, list[cst.EmptyLine]] = {}
+        self.removed: dict[int, Sequence[cst.EmptyLine]] = {}
 
-    def remove(self, original: cst.BaseStatement) -> cst.RemovalSentinel:
-        self._removed[id(original)] = [line for line in original.leading_lines if line.comment is None]
-        return cst.RemoveFromParent()
+    def note(self, original: cst.CSTNode) -> None:
+        self.removed[id(original)] = getattr(original, "leading_lines", ())
 
-    def _respace(self, original_body, updated_body):
-        """Give the statement after removed ones the wider of the two gaps (none at a block's start)."""
+    def rebuild(self, original_body: Sequence[cst.CSTNode], updated_body: Sequence[cst.CSTNode]) -> list:
         kept = iter(updated_body)
         result: list = []
-        carried: list[cst.EmptyLine] | None = None
+        pending: list[Sequence[cst.EmptyLine]] = []
         for statement in original_body:
-            if id(statement) in self._removed:
-                if carried is None:
-                    carried = self._removed[id(statement)] if result else []
+            if id(statement) in self.removed:
+                pending.append(self.removed[id(statement)])
                 continue
             node = next(kept)
-            if carried is not None and hasattr(node, "leading_lines"):
-                own = [line for line in node.leading_lines if line.comment is None]
-                comments = [line for line in node.leading_lines if line.comment is not None]
-                gap = carried if not result or len(carried) > len(own) else own
-                node = node.with_changes(leading_lines=[*gap, *comments])
-            carried = None
+            if pending and hasattr(node, "leading_lines"):
+                node = node.with_changes(leading_lines=_merge_leading(pending, node.leading_lines, not result))
+            pending = []
             result.append(node)
         return result
 
+
+class _TidyRemoveImports(RemoveImportsVisitor):
+    """libcst's import removal, with the same gaps and comments rule as every other removal here."""
+
+    def __init__(self, context: CodemodContext, *args, **kwargs):
+        super().__init__(context, *args, **kwargs)
+        self.rebuilder = _Rebuilder()
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if updated.body:
+            return updated
+        self.rebuilder.note(original)
+        return cst.RemoveFromParent()
+
     def leave_Module(self, original, updated):
-        return updated.with_changes(body=self._respace(original.body, updated.body))
+        return updated.with_changes(body=self.rebuilder.rebuild(original.body, updated.body))
 
     def leave_IndentedBlock(self, original, updated):
-        return updated.with_changes(body=self._respace(original.body, updated.body))
+        return updated.with_changes(body=self.rebuilder.rebuild(original.body, updated.body))
+
+
+class _StatementRemover(_Command):
+    """Removes whole statements the way a reviewer would (see _Rebuilder for gaps and comments).
+
+    A block that empties takes the statement that exists only for it: an `if` (an if/else
+    whose then-branch empties becomes `if not (...)`), a `try` whose body was only the call
+    (not one with a `finally`), a `with`, `for` or `while`. What cannot be removed that way
+    (a branch of an if/elif chain) is refused.
+    """
+
+    def __init__(self, context: CodemodContext):
+        super().__init__(context)
+        self.rebuilder = _Rebuilder()
+
+    def remove(self, original: cst.CSTNode) -> cst.RemovalSentinel:
+        self.rebuilder.note(original)
+        self.remove_unused_import_by_node(original)
+        return cst.RemoveFromParent()
+
+    def leave_Module(self, original, updated):
+        return updated.with_changes(body=self.rebuilder.rebuild(original.body, updated.body))
+
+    def leave_IndentedBlock(self, original, updated):
+        return updated.with_changes(body=self.rebuilder.rebuild(original.body, updated.body))
+
+    def leave_SimpleStatementLine(self, original, updated):
+        return updated if updated.body else self.remove(original)
+
+    def leave_If(self, original, updated):
+        if _empty(updated.body):
+            if isinstance(updated.orelse, cst.If) or isinstance(self.get_metadata(ParentNodeProvider, original), cst.If):
+                self.refuse(original, "the removed call was the only statement of a branch in an if/elif chain")
+                return updated
+            if updated.orelse is None:
+                return self.remove(original)
+            if _empty(updated.orelse.body):
+                return self.remove(original)
+            return updated.with_changes(test=_negated(updated.test), body=updated.orelse.body, orelse=None)
+        if isinstance(updated.orelse, cst.Else) and _empty(updated.orelse.body):
+            return updated.with_changes(orelse=None)
+        return updated
+
+    def leave_Try(self, original, updated):
+        if not _empty(updated.body):
+            if updated.orelse is not None and _empty(updated.orelse.body):
+                return updated.with_changes(orelse=None)
+            return updated
+        if updated.finalbody is not None and not _empty(updated.finalbody.body):
+            self.refuse(original, "the removed call was the whole body of a try with a finally clause")
+            return updated
+        return self.remove(original)
+
+    def _drop_if_empty(self, original, updated):
+        if not _empty(updated.body):
+            return updated
+        if getattr(updated, "orelse", None) is not None:
+            self.refuse(original, "the removed call was the whole body of a loop with an else clause")
+            return updated
+        return self.remove(original)
+
+    leave_With = leave_For = leave_While = _drop_if_empty
+
+    def leave_ExceptHandler(self, original, updated):
+        return _with_pass(updated)
+
+    def leave_Finally(self, original, updated):
+        return _with_pass(updated)
+
+    def leave_FunctionDef(self, original, updated):
+        return _with_pass(updated)
+
+    def leave_ClassDef(self, original, updated):
+        return _with_pass(updated)
+
+
+def _empty(block: cst.BaseSuite) -> bool:
+    return not block.body
+
+
+def _with_pass(node):
+    """A block that must stay (a def, a handler) keeps a `pass` when emptied."""
+    if isinstance(node.body, cst.IndentedBlock) and not node.body.body:
+        return node.with_changes(body=node.body.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])]))
+    if isinstance(node.body, cst.SimpleStatementSuite) and not node.body.body:
+        return node.with_changes(body=node.body.with_changes(body=[cst.Pass()]))
+    return node
+
+
+def _negated(test: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.expression
+    atomic = isinstance(test, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or test.lpar
+    return cst.UnaryOperation(cst.Not(), test if atomic else test.with_changes(lpar=[cst.LeftParen()],
+                                                                                 rpar=[cst.RightParen()]))
+
+
+def _merge_leading(removed: list[Sequence[cst.EmptyLine]], own: Sequence[cst.EmptyLine],
+                   block_start: bool) -> list[cst.EmptyLine]:
+    """Leading lines of the statement after removed ones: section comments stay, the gap is the wider one."""
+    def split(lines):
+        blank = 0
+        while blank < len(lines) and lines[blank].comment is None:
+            blank += 1
+        last_blank = max((i for i, line in enumerate(lines) if line.comment is None), default=-1)
+        return list(lines[:blank]), [l for l in lines[blank:last_blank + 1] if l.comment], list(lines[last_blank + 1:])
+
+    own_gap, _, _ = split(own)
+    follows_directly = not own_gap
+    gap, kept = split(removed[0])[0], []
+    for index, lines in enumerate(removed):
+        _, section, direct = split(lines)
+        kept += section
+        if index == len(removed) - 1 and follows_directly:
+            kept += direct  # it introduced the code after the call: it stays with that code
+    if block_start:
+        gap = []
+    elif len(own_gap) >= len(gap):
+        gap = own_gap
+    return [*gap, *kept, *own[len(own_gap):]]
 
 
 @dataclasses.dataclass(frozen=True)
 class RemoveLegacyCalls:
-    """Remove statement calls `f(...)` of `functions`, their defs, and their imports from `module`.
+    """Remove every statement that calls one of `functions` (fully qualified names), and `defs` defined here.
 
-    A block emptied by the removal is dropped with its `if` (when it has no else), or
-    keeps a `pass` so it stays valid.
+    A call whose result is used, or a reference that lets the function escape as a value,
+    is refused: the migration cannot tell what the code around it needs.
     """
 
     functions: frozenset[str]
-    import_module: str
-    package: str
-    remove_defs: bool = False
+    defs: frozenset[str] = frozenset()
+
+    def command(self, context: CodemodContext) -> _Command:
+        return _RemoveCalls(context, self)
 
 
 class _RemoveCalls(_StatementRemover):
-    def __init__(self, op: RemoveLegacyCalls):
-        super().__init__()
+    def __init__(self, context: CodemodContext, op: RemoveLegacyCalls):
+        super().__init__(context)
         self.op = op
-        self.count = 0
+        self.called: set[int] = set()
+        self.in_import = 0
 
-    def _is_removed_call(self, statement: cst.BaseSmallStatement) -> bool:
-        return (isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call)
-                and isinstance(statement.value.func, cst.Name) and statement.value.func.value in self.op.functions)
+    def _target(self, node: cst.CSTNode) -> str | None:
+        hit = self.fqns(node) & self.op.functions
+        return min(hit) if hit else None
 
-    def leave_SimpleStatementLine(self, original, updated):
-        if not updated.body:  # its only statement (an import) was removed
-            return self.remove(original)
-        body = [s for s in updated.body if not self._is_removed_call(s)]
-        if len(body) == len(updated.body):
-            return updated
-        self.count += len(updated.body) - len(body)
-        return updated.with_changes(body=body) if body else self.remove(original)
+    def visit_Import(self, node):
+        self.in_import += 1
+
+    def leave_Import(self, original, updated):
+        self.in_import -= 1
+        return updated
+
+    def visit_ImportFrom(self, node):
+        self.in_import += 1
 
     def leave_ImportFrom(self, original, updated):
-        if resolve_import(updated, self.op.package) != self.op.import_module:
-            return updated
-        result = _without_aliases(updated, set(self.op.functions))
-        self.count += result is not updated
-        return result
+        self.in_import -= 1
+        return updated
 
-    def leave_FunctionDef(self, original, updated):
-        if self.op.remove_defs and updated.name.value in self.op.functions:
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self._target(node.func)
+        if target is None:
+            return
+        self.called.add(id(node.func))
+        parent = self.get_metadata(ParentNodeProvider, node)
+        if not (isinstance(parent, cst.Expr) and parent.value is node):
+            self.refuse(node, f"the result of {target.rsplit('.', 1)[1]}() is used; remove or rewrite that use first")
+
+    def _value_use(self, node: cst.CSTNode) -> None:
+        target = self._target(node)
+        if target and not self.in_import and id(node) not in self.called \
+                and not isinstance(self.get_metadata(ParentNodeProvider, node), cst.FunctionDef):
+            self.refuse(node, f"{target.rsplit('.', 1)[1]} is used as a value (it escapes; calls through it "
+                              "cannot be found): remove that use first")
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._value_use(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._value_use(node)
+
+    def leave_Expr(self, original: cst.Expr, updated: cst.Expr):
+        if isinstance(original.value, cst.Call) and self._target(original.value.func):
             self.count += 1
             return self.remove(original)
-        return _keep_valid(updated)
+        return updated
 
-    def leave_If(self, original, updated):
-        if not updated.body.body and updated.orelse is None:
+    def leave_FunctionDef(self, original, updated):
+        if original.name.value in self.op.defs and \
+                isinstance(self.get_metadata(ParentNodeProvider, original), cst.Module):
+            self.count += 1
             return self.remove(original)
-        return _keep_valid(updated)
-
-    def leave_Else(self, original, updated):
-        return _keep_valid(updated)
-
-    def leave_For(self, original, updated):
-        return _keep_valid(updated)
-
-    def leave_With(self, original, updated):
-        return _keep_valid(updated)
+        return super().leave_FunctionDef(original, updated)
 
 
-def _keep_valid(node):
-    """A compound statement whose block was emptied keeps a `pass`."""
-    body = getattr(node, "body", None)
-    if isinstance(body, cst.IndentedBlock) and not body.body:
-        return node.with_changes(body=body.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])]))
-    return node
+# ---------------------------------------------------------------- insertion
 
 
 @dataclasses.dataclass(frozen=True)
 class InsertRegistration:
-    """Insert `if <gate>: <registration>` into `cls.__init__`, after `insert_after` or at the end."""
+    """Insert `if <gate>: <registration>` into `cls.__init__`, after `insert_after` (at any depth) or at the end.
+
+    kernel_module / kernel_name: where the registration's kernel comes from; imported at
+    module level, or inside the inserted block when `lazy`, unless this module binds it.
+    Every name the gate and registration read must be bound where the block goes.
+    """
 
     cls: str
     gate: str
     registration: str
-    insert_after: str = ""
-    imports: tuple[str, ...] = ()
+    insert_after: str
+    kernel_module: str
+    kernel_name: str
+    lazy: bool
+    gate_imports: tuple[str, ...] = ()
+    names: frozenset[str] = frozenset()
+
+    def command(self, context: CodemodContext) -> _Command:
+        return _Insert(context, self)
 
 
-class AnchorError(LookupError):
-    """A spec's anchor is not in the file it should be in."""
-
-
-class _Insert(cst.CSTTransformer):
-    def __init__(self, op: InsertRegistration):
-        super().__init__()
+class _Insert(_Command):
+    def __init__(self, context: CodemodContext, op: InsertRegistration):
+        super().__init__(context)
         self.op = op
-        self.found_class = self.found_init = False
-        self.count = 0
-        self.statement = cst.parse_statement(f"if {op.gate}:\n    {op.registration}\n").with_changes(
-            leading_lines=[cst.EmptyLine(indent=False)])
+        self.found_class = False
+        self.init: cst.FunctionDef | None = None
+        self.anchor: cst.BaseStatement | None = None  # the block goes after it (None: at the end of __init__)
+        self.done = False  # already migrated
+        self.needs_import = False
+        self.imported = {alias for line in op.gate_imports for alias in _imported_names(line)}
+        self.registration = op.registration
+        self.alias: str | None = None  # a top-level `from <kernel module> import <kernel> as <alias>`
 
-    def leave_ClassDef(self, original, updated):
-        if updated.name.value != self.op.cls:
-            return updated
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if node.name.value != self.op.cls:
+            return
         self.found_class = True
-        members = list(updated.body.body)
-        for index, member in enumerate(members):
+        for member in node.body.body:
             if isinstance(member, cst.FunctionDef) and member.name.value == "__init__":
-                self.found_init = True
-                members[index] = self._insert(member)
-        return updated.with_changes(body=updated.body.with_changes(body=members))
+                self.init = member
+                self._plan(member)
 
-    def _insert(self, init: cst.FunctionDef) -> cst.FunctionDef:
-        body = list(init.body.body)
-        if any(self.op.registration in code_of(statement) for statement in body):
-            return init  # already migrated
-        position = len(body)
+    def _plan(self, init: cst.FunctionDef) -> None:
+        collector = _Statements()
+        init.body.visit(collector)
+        statements = collector.found
+        forms = {_normalized(self.op.registration)}
+        if self.alias:
+            forms.add(_normalized(_renamed_in(self.op.registration, self.op.kernel_name, self.alias)))
+        if any(form in _normalized(code_of(s)) for s in statements for form in forms):
+            self.done = True
+            return
         if self.op.insert_after:
-            matches = [i for i, s in enumerate(body) if self.op.insert_after in _first_line(s)]
+            matches = [s for s in statements if self.op.insert_after in _first_line(s)]
             if not matches:
                 raise AnchorError(f"{self.op.cls}.__init__ has no statement starting with {self.op.insert_after!r}")
-            position = matches[0] + 1
-        body.insert(position, self.statement)
-        self.count += 1
-        return init.with_changes(body=init.body.with_changes(body=body))
+            self.anchor = matches[0]
+            if not isinstance(self.get_metadata(ParentNodeProvider, self.anchor), cst.IndentedBlock):
+                self.refuse(self.anchor, f"insert_after {self.op.insert_after!r} matches a statement that is not "
+                                         "in an indented block")
+        scope = self.get_metadata(ScopeProvider, init.body.body[0] if init.body.body else init)
+        before = self.get_metadata(PositionProvider, self.anchor).end.line if self.anchor else float("inf")
+        self.needs_import = not self._bound(scope, self.op.kernel_name, before)
+        if self.needs_import and self.alias:
+            self.needs_import = False  # the module imports the kernel under another name: use that one
+            self.registration = _renamed_in(self.registration, self.op.kernel_name, self.alias)
+        for name in sorted(self.op.names - self.imported - {self.op.kernel_name}):
+            if not self._bound(scope, name, before):
+                self.refuse(init, f"{name} is not bound where the registration goes ({self.op.cls}.__init__); "
+                                  "add it to gate_imports or move insert_after")
+
+    def _bound(self, scope, name: str, before: float) -> bool:
+        """Bound there: a parameter, a global, a builtin, or a local of __init__ assigned above that point."""
+        if name not in scope:
+            return False
+        for assignment in scope[name]:
+            node = getattr(assignment, "node", None)
+            if assignment.scope is not scope or node is None:
+                return True
+            position = self.get_metadata(PositionProvider, node, None)
+            if position is None or position.start.line <= before:
+                return True
+        return False
+
+    def leave_IndentedBlock(self, original, updated):
+        if self.done or self.refusals or self.init is None:
+            return updated
+        if self.anchor is None and original is self.init.body:
+            self.count += 1
+            return updated.with_changes(body=[*updated.body, self._block()])
+        if self.anchor is not None and any(statement is self.anchor for statement in original.body):
+            body = []
+            for before, after in zip(original.body, updated.body):
+                body.append(after)
+                if before is self.anchor:
+                    body.append(self._block())
+            self.count += 1
+            return updated.with_changes(body=body)
+        return updated
+
+    def _block(self) -> cst.If:
+        body = list(cst.parse_module(self.registration.strip() + "\n").body)
+        if self.needs_import and self.op.lazy:
+            body.insert(0, cst.parse_statement(f"from {self.op.kernel_module} import {self.op.kernel_name}\n"))
+        elif self.needs_import:
+            AddImportsVisitor.add_needed_import(self.context, self.op.kernel_module, self.op.kernel_name)
+        for line in self.op.gate_imports:
+            statement = cst.parse_statement(line + "\n").body[0]
+            for alias in statement.names:
+                AddImportsVisitor.add_needed_import(self.context, get_full_name_for_node(statement.module),
+                                                    get_full_name_for_node(alias.name),
+                                                    alias.asname.name.value if alias.asname else None)
+        return cst.If(test=cst.parse_expression(self.op.gate), body=cst.IndentedBlock(body=body),
+                      leading_lines=[cst.EmptyLine(indent=False)])
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        for line in tree.body:  # a top-level `from <kernel module> import <kernel> as <alias>`
+            for statement in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+                if isinstance(statement, cst.ImportFrom) and not isinstance(statement.names, cst.ImportStar) \
+                        and self.import_source(statement) == self.op.kernel_module:
+                    self.alias = next((a.asname.name.value for a in statement.names if a.asname is not None
+                                       and get_full_name_for_node(a.name) == self.op.kernel_name), self.alias)
+        module = super().transform_module_impl(tree)
+        if not self.found_class:
+            raise AnchorError(f"class {self.op.cls} not found")
+        if self.init is None:
+            raise AnchorError(f"class {self.op.cls} has no __init__")
+        return module
+
+
+class _Statements(cst.CSTVisitor):
+    """Every statement of a block, nested blocks included (not nested defs' bodies), in source order."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[cst.BaseStatement] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.BaseStatement):
+            self.found.append(node)
+        return not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.BaseSmallStatement))
 
 
 def _first_line(statement: cst.BaseStatement) -> str:
@@ -281,118 +576,126 @@ def _first_line(statement: cst.BaseStatement) -> str:
     return code_of(statement.with_changes(leading_lines=[])).strip().splitlines()[0]
 
 
-def _import_lines_missing(module: cst.Module, lines: tuple[str, ...]) -> list[cst.SimpleStatementLine]:
-    present = {code_of(s).strip() for s in module.body if isinstance(s, cst.SimpleStatementLine)}
-    return [cst.parse_statement(line + "\n") for line in lines if line not in present]
+class _RenameReads(cst.CSTTransformer):
+    """Every name `old` read as `new`; attribute names and keyword names are not names and stay."""
+
+    def __init__(self, old: str, new: str):
+        super().__init__()
+        self.old, self.new = old, new
+
+    def leave_Name(self, original, updated):
+        return updated.with_changes(value=self.new) if updated.value == self.old else updated
+
+    def leave_Attribute(self, original, updated):
+        return updated.with_changes(attr=original.attr)
+
+    def leave_Arg(self, original, updated):
+        return updated.with_changes(keyword=original.keyword)
 
 
-def _add_imports(module: cst.Module, lines: tuple[str, ...]) -> cst.Module:
-    missing = _import_lines_missing(module, lines)
-    if not missing:
-        return module
-    body = list(module.body)
-    last_import = max((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
-                       and isinstance(s.body[0], (cst.Import, cst.ImportFrom))), default=-1)
-    body[last_import + 1:last_import + 1] = missing
-    return module.with_changes(body=body)
+def _renamed_in(code: str, old: str, new: str) -> str:
+    return cst.parse_module(code).visit(_RenameReads(old, new)).code
 
 
-class _NameUses(cst.CSTVisitor):
-    """Counts loads of each plain name outside import statements (string mentions count too)."""
+def _normalized(code: str) -> str:
+    return "".join(code.split())
+
+
+def _imported_names(line: str) -> set[str]:
+    statement = cst.parse_statement(line + "\n").body[0]
+    return {alias.asname.name.value if alias.asname else get_full_name_for_node(alias.name)
+            for alias in statement.names}
+
+
+# ---------------------------------------------------------------- dead helpers
+
+
+class _References(cst.CSTVisitor):
+    """How often each module-level function or class is referenced (strings naming it count)."""
+
+    METADATA_DEPENDENCIES = (ScopeProvider,)
 
     def __init__(self):
         super().__init__()
+        self.defined: set[str] = set()
         self.uses: Counter[str] = Counter()
 
-    def visit_Import(self, node):
-        return False
+    def visit_Module(self, node: cst.Module) -> None:
+        self.defined = {s.name.value for s in node.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
 
-    def visit_ImportFrom(self, node):
-        return False
-
-    def visit_Name(self, node):
+    def visit_Name(self, node: cst.Name) -> None:
         self.uses[node.value] += 1
 
-    def visit_SimpleString(self, node):
-        value = node.evaluated_value
-        if isinstance(value, str) and value.isidentifier():
-            self.uses[value] += 1
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if isinstance(node.evaluated_value, str):
+            self.uses[node.evaluated_value] += 1
 
 
-def _uses(module: cst.Module) -> Counter[str]:
-    visitor = _NameUses()
+def _unreferenced(module: cst.Module) -> set[str]:
+    visitor = _References()
     module.visit(visitor)
-    return visitor.uses
+    return {name for name in visitor.defined if visitor.uses[name] <= 1}  # its own def's name
 
 
-def _bound_name(alias: cst.ImportAlias) -> str:
-    """The local name an import alias binds (`import a.b` binds `a`)."""
-    if alias.asname is not None:
-        return alias.asname.name.value
-    return get_full_name_for_node(alias.name).split(".")[0]
+@dataclasses.dataclass(frozen=True)
+class RemoveHelpers:
+    """Delete module-level private functions and classes named in `names` (the change left them unused)."""
+
+    names: frozenset[str]
+
+    def command(self, context: CodemodContext) -> _Command:
+        return _RemoveHelpers(context, self)
 
 
-class _DropImports(_StatementRemover):
-    """Drop imported names in `names` (names the change left without any use)."""
+class _RemoveHelpers(_StatementRemover):
+    def __init__(self, context: CodemodContext, op: RemoveHelpers):
+        super().__init__(context)
+        self.op = op
 
-    def __init__(self, names: set[str]):
-        super().__init__()
-        self.names = names
-        self.count = 0
+    def leave_FunctionDef(self, original, updated):
+        if original.name.value in self.op.names and \
+                isinstance(self.get_metadata(ParentNodeProvider, original), cst.Module):
+            self.count += 1
+            return self.remove(original)
+        return updated
 
-    def leave_SimpleStatementLine(self, original, updated):
-        return updated if updated.body else self.remove(original)
-
-    def _drop(self, updated):
-        if isinstance(updated.names, cst.ImportStar):
-            return updated
-        drop = {get_full_name_for_node(a.name) for a in updated.names if _bound_name(a) in self.names}
-        if not drop:
-            return updated
-        self.count += 1
-        return _without_aliases(updated, drop)
-
-    def leave_ImportFrom(self, original, updated):
-        return self._drop(updated)
-
-    def leave_Import(self, original, updated):
-        return self._drop(updated)
+    leave_ClassDef = leave_FunctionDef
 
 
-Operation = RenameSingleton | RemoveLegacyCalls | InsertRegistration
+Operation = RenameKernel | RemoveLegacyCalls | InsertRegistration | RemoveHelpers
+_NAMES = {RenameKernel: "rename_kernel", RemoveLegacyCalls: "remove_legacy_call", InsertRegistration:
+          "insert_registration", RemoveHelpers: "remove_dead_helper"}
 
 
-def apply(source: str, operations: list[Operation]) -> tuple[str, Counter[str]]:
-    """Apply operations in order to one file; return the new source and per-transform counts.
+@dataclasses.dataclass
+class FileEdit:
+    source: str
+    counts: Counter
+    refusals: list[Refusal]
+    warnings: list[Refusal]
 
-    Imports whose names were used before and are unused after are dropped (only those).
-    """
-    counts: Counter[str] = Counter()
+
+def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Path) -> FileEdit:
+    """Apply one file's operations in order; then delete private helpers the change left without a use."""
     module = cst.parse_module(source)
-    before = _uses(module)
+    manager = FullRepoManager(str(repo), [str(path)], {FullyQualifiedNameProvider})
+    names = FullyQualifiedNameProvider.gen_cache(repo, [str(path)])[str(path)]
+    context = CodemodContext(filename=str(path), full_module_name=names.name, full_package_name=names.package,
+                             metadata_manager=manager)
+    counts: Counter[str] = Counter()
+    refusals: list[Refusal] = []
+    warnings: list[Refusal] = []
+    unused_before = _unreferenced(module)
     for op in operations:
-        if isinstance(op, RenameSingleton):
-            transformer: cst.CSTTransformer = _Rename(op)
-            name = "rename_singleton"
-        elif isinstance(op, RemoveLegacyCalls):
-            transformer = _RemoveCalls(op)
-            name = "remove_legacy_step" if op.remove_defs else "remove_legacy_call"
-        else:
-            transformer = _Insert(op)
-            name = "insert_registration"
-        module = module.visit(transformer)
-        if isinstance(op, InsertRegistration):
-            if not transformer.found_class:
-                raise AnchorError(f"class {op.cls} not found")
-            if not transformer.found_init:
-                raise AnchorError(f"class {op.cls} has no __init__")
-            if transformer.count:
-                module = _add_imports(module, op.imports)
-        counts[name] += transformer.count
-    after = _uses(module)
-    orphaned = {name for name, n in before.items() if n and not after[name]}
-    if orphaned:
-        dropper = _DropImports(orphaned)
-        module = module.visit(dropper)
-        counts["drop_unused_imports"] += dropper.count
-    return module.code, +counts
+        command = op.command(context)
+        module = command.transform_module(module)
+        counts[_NAMES[type(op)]] += command.count
+        refusals += command.refusals
+        warnings += command.warnings
+    dead = {name for name in _unreferenced(module) - unused_before if name.startswith("_")}
+    while dead and not refusals:
+        command = RemoveHelpers(frozenset(dead)).command(context)
+        module = command.transform_module(module)
+        counts["remove_dead_helper"] += command.count
+        dead = {name for name in _unreferenced(module) - unused_before if name.startswith("_")}
+    return FileEdit(module.code, +counts, refusals, warnings)

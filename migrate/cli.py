@@ -218,6 +218,8 @@ def migrate_command(
         result = migrate(repo, [specs[name] for name in names], jobs=jobs)
     except USER_ERRORS as exc:
         raise fail(exc) from None
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     if report is not None:
         report.write_text(json.dumps(result.report(), indent=2) + "\n")
     summary = result.report()

@@ -1,22 +1,32 @@
-"""Each libcst transform on small before/after sources, written out by hand."""
+"""Each libcst transform on small before/after sources, written out by hand.
+
+Sources are written into a throwaway package tree, because names are resolved the way a
+repo resolves them (fully qualified, relative imports against the file's package).
+"""
 
 import textwrap
 
 import pytest
 
-from zerojit.codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameSingleton, apply
+from zerojit.codemods.transforms import (AnchorError, InsertRegistration, RemoveLegacyCalls, RenameKernel, apply)
 
 
 def src(text):
     return textwrap.dedent(text).lstrip("\n")
 
 
-def rename(package="pkg", bare=False, strings=False, aliases=()):
-    return RenameSingleton("KERNEL", "_KERNEL", frozenset({"pkg.ops", "pkg"}), package, bare=bare, strings=strings,
-                           module_aliases=frozenset(aliases))
+def run(tmp_path, module, source, ops):
+    """Apply `ops` to `source` as module `module` (e.g. "pkg.sub.mod") of a repo rooted at tmp_path."""
+    path = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return apply(source, ops, path=path, repo=tmp_path)
 
 
-def test_rename_in_defining_module_with_strings_and_comments_kept():
+RENAME = RenameKernel("KERNEL", "_KERNEL", frozenset({"pkg.ops", "pkg"}))
+
+
+def test_rename_in_defining_module_with_strings_and_comments_kept(tmp_path):
     before = src('''
         # the singleton
         KERNEL = Kernel()  # keep this comment
@@ -25,7 +35,14 @@ def test_rename_in_defining_module_with_strings_and_comments_kept():
         _LAZY = {"KERNEL": "ops", "OTHER_KERNEL": "x"}
 
 
-        def run():
+        def run(KERNEL=None):
+            class Local:
+                KERNEL = 1
+            configure(KERNEL=2)
+            return KERNEL, Local.KERNEL
+
+
+        def use():
             return KERNEL(1)
         ''')
     after = src('''
@@ -36,16 +53,25 @@ def test_rename_in_defining_module_with_strings_and_comments_kept():
         _LAZY = {"_KERNEL": "ops", "OTHER_KERNEL": "x"}
 
 
-        def run():
+        def run(KERNEL=None):
+            class Local:
+                KERNEL = 1
+            configure(KERNEL=2)
+            return KERNEL, Local.KERNEL
+
+
+        def use():
             return _KERNEL(1)
         ''')
-    new, counts = apply(before, [rename(bare=True, strings=True)])
-    assert new == after
-    assert counts["rename_singleton"] == 4
+    edit = run(tmp_path, "pkg.ops", before, [RENAME])
+    # A parameter, a class attribute and a keyword argument that share the name are not the kernel.
+    assert edit.source == after and edit.refusals == []
+    assert edit.counts["rename_kernel"] == 4
 
 
-def test_rename_in_importers_multi_name_parenthesized_relative_and_aliased():
+def test_rename_in_importers_multi_name_parenthesized_relative_aliased_and_lazy(tmp_path):
     before = src('''
+        import pkg.ops as kernels
         from pkg.ops import (
             helper,  # first
             KERNEL,
@@ -57,11 +83,16 @@ def test_rename_in_importers_multi_name_parenthesized_relative_and_aliased():
 
 
         def f():
+            from pkg.ops import KERNEL as lazy
             ops.KERNEL(helper, other)
-            k()
+            kernels.KERNEL.go()
+            getattr(ops, "KERNEL")
+            unrelated.KERNEL
+            k(), lazy()
             return KERNEL
         ''')
     after = src('''
+        import pkg.ops as kernels
         from pkg.ops import (
             helper,  # first
             _KERNEL,
@@ -73,18 +104,28 @@ def test_rename_in_importers_multi_name_parenthesized_relative_and_aliased():
 
 
         def f():
+            from pkg.ops import _KERNEL as lazy
             ops._KERNEL(helper, other)
-            k()
+            kernels._KERNEL.go()
+            getattr(ops, "_KERNEL")
+            unrelated.KERNEL
+            k(), lazy()
             return _KERNEL
         ''')
-    new, _ = apply(before, [rename(bare=True, aliases=("ops",))])
-    assert new == after
+    edit = run(tmp_path, "pkg.user", before, [RENAME])
+    assert edit.source == after and edit.refusals == []
 
 
-def test_rename_leaves_strings_alone_outside_exporters_but_renames_dotted_paths():
+def test_rename_leaves_strings_alone_outside_exporters_but_renames_dotted_paths(tmp_path):
     before = 'patch("pkg.ops.KERNEL")\nlabel = "KERNEL"\n'
-    after = 'patch("pkg.ops._KERNEL")\nlabel = "KERNEL"\n'
-    assert apply(before, [rename()])[0] == after
+    assert run(tmp_path, "other", before, [RENAME]).source == 'patch("pkg.ops._KERNEL")\nlabel = "KERNEL"\n'
+
+
+def test_rename_refuses_a_star_import_and_warns_about_computed_names(tmp_path):
+    edit = run(tmp_path, "other", "from pkg.ops import *\nKERNEL.go()\n", [RENAME])
+    assert [r.line for r in edit.refusals] == [2] and "star import" in edit.refusals[0].why
+    edit = run(tmp_path, "third", "from pkg import ops\nname = 'KER' + 'NEL'\ngetattr(ops, name)\n", [RENAME])
+    assert edit.refusals == [] and [w.line for w in edit.warnings] == [3]
 
 
 ORCHESTRATOR = src('''
@@ -109,10 +150,19 @@ ORCHESTRATOR = src('''
             legacy_warmup(worker); third_warmup(worker)
         else:
             legacy_warmup(worker)
+        try:
+            legacy_warmup(worker)
+        except RuntimeError:
+            pass
+        if worker.debug:
+            legacy_warmup(worker)
+        else:
+            third_warmup(worker)
     ''')
+LEGACY = RemoveLegacyCalls(frozenset({"engine.warmup.legacy.legacy_warmup"}))
 
 
-def test_remove_call_import_and_emptied_gate_and_unused_imports():
+def test_remove_calls_with_the_code_that_exists_only_for_them(tmp_path):
     expected = src('''
         from typing import TYPE_CHECKING
 
@@ -124,27 +174,79 @@ def test_remove_call_import_and_emptied_gate_and_unused_imports():
 
             if worker.enabled:
                 third_warmup(worker)
-            else:
-                pass
+            if not worker.debug:
+                third_warmup(worker)
         ''')
-    op = RemoveLegacyCalls(frozenset({"legacy_warmup"}), "engine.warmup.legacy", "engine.warmup")
-    new, counts = apply(ORCHESTRATOR, [op])
-    assert new == expected
-    # sys and current_platform lost their only uses; TYPE_CHECKING was unused before and stays.
-    assert counts == {"remove_legacy_call": 4, "drop_unused_imports": 2}
+    edit = run(tmp_path, "engine.warmup.kernel_warmup", ORCHESTRATOR, [LEGACY])
+    assert edit.refusals == []
+    assert edit.source == expected
+    assert edit.counts == {"remove_legacy_call": 5}
 
 
-def test_remove_one_name_from_an_unparenthesized_list_keeps_it_valid():
-    before = "from engine.warmup.legacy import legacy_warmup, keep\n\nkeep(legacy_warmup)\nlegacy_warmup()\n"
-    op = RemoveLegacyCalls(frozenset({"legacy_warmup"}), "engine.warmup.legacy", "engine.warmup")
-    # legacy_warmup is still referenced (as an argument), so only its call goes; the import stays.
-    new, _ = apply(before, [op])
-    assert new == "from engine.warmup.legacy import keep\n\nkeep(legacy_warmup)\n"
+@pytest.mark.parametrize("use, why", [
+    ("ok = legacy_warmup(worker)", "the result of legacy_warmup() is used"),
+    ("keep(legacy_warmup)", "legacy_warmup is used as a value"),
+    ("for fn in (legacy_warmup,):\n        fn(worker)", "legacy_warmup is used as a value"),
+    ("if x:\n        pass\n    elif y:\n        legacy_warmup(worker)", "if/elif chain"),
+    ("try:\n        legacy_warmup(worker)\n    finally:\n        done()", "try with a finally"),
+])
+def test_unsafe_removals_are_refused_with_the_line(tmp_path, use, why):
+    source = f"from engine.warmup.legacy import legacy_warmup\n\n\ndef warm(worker):\n    {use}\n"
+    edit = run(tmp_path, "engine.warmup.kernel_warmup", source, [LEGACY])
+    assert len(edit.refusals) == 1 and why in edit.refusals[0].why and edit.refusals[0].line >= 5
 
 
-def test_remove_step_definitions_and_calls():
+def test_remove_through_a_module_alias_and_an_aliased_name(tmp_path):
+    before = src('''
+        import engine.warmup.legacy as fw
+        from engine.warmup.legacy import legacy_warmup as lw
+
+
+        def warm(worker):
+            fw.legacy_warmup(worker)
+            lw(worker)
+            worker.legacy_warmup()  # another object's method of the same name stays
+        ''')
+    after = src('''
+        def warm(worker):
+            worker.legacy_warmup()  # another object's method of the same name stays
+        ''')
+    edit = run(tmp_path, "engine.warmup.kernel_warmup", before, [LEGACY])
+    assert edit.refusals == [] and edit.source == after
+
+
+def test_comments_stay_with_the_code_they_introduce(tmp_path):
+    before = src('''
+        from engine.warmup.legacy import legacy_warmup
+
+
+        def warm(worker):
+            # Warm the JIT kernels.
+            legacy_warmup(worker)
+            other(worker)
+
+            # Only the legacy kernel.
+            legacy_warmup(worker)
+
+            last(worker)
+        ''')
+    after = src('''
+        def warm(worker):
+            # Warm the JIT kernels.
+            other(worker)
+
+            last(worker)
+        ''')
+    assert run(tmp_path, "engine.warmup.kernel_warmup", before, [LEGACY]).source == after
+
+
+def test_helpers_only_the_removed_code_used_are_deleted(tmp_path):
     before = src('''
         def _warm_a(worker):
+            _setup(worker)
+
+
+        def _setup(worker):
             worker.a()
 
 
@@ -164,8 +266,8 @@ def test_remove_step_definitions_and_calls():
         def entry(worker):
             _warm_b(worker)
         ''')
-    op = RemoveLegacyCalls(frozenset({"_warm_a"}), "", "engine.warmup", remove_defs=True)
-    assert apply(before, [op])[0] == after
+    edit = run(tmp_path, "engine.warmup.legacy", before, [RemoveLegacyCalls(frozenset({"engine.warmup.legacy._warm_a"}))])
+    assert edit.source == after and edit.counts["remove_dead_helper"] == 2
 
 
 LAYER = src('''
@@ -186,38 +288,69 @@ LAYER = src('''
     ''')
 
 
-def test_insert_registration_after_anchor_with_multiline_gate():
-    op = InsertRegistration("Layer", "(\n    config.enable_jit_warmup\n    and self.version == 4\n)",
-                            "_KERNEL.register_warmup()", insert_after="if self.version is not None:")
+def insert(**changes):
+    fields = dict(cls="Layer", gate="config.enable_jit_warmup", registration="_KERNEL.register_warmup()",
+                  insert_after="", kernel_module="engine.ops", kernel_name="_KERNEL", lazy=False,
+                  names=frozenset({"config", "_KERNEL"}))
+    return InsertRegistration(**{**fields, **changes})
+
+
+def test_insert_registration_after_a_nested_anchor_with_multiline_gate(tmp_path):
+    op = insert(gate="(\n    config.enable_jit_warmup\n    and self.version == 4\n)",
+                insert_after="self.fn = make(", names=frozenset({"config", "self", "_KERNEL"}))
     expected = LAYER.replace('''            self.fn = make(self.version)
 ''', '''            self.fn = make(self.version)
 
-        if (
-            config.enable_jit_warmup
-            and self.version == 4
-        ):
-            _KERNEL.register_warmup()
+            if (
+                config.enable_jit_warmup
+                and self.version == 4
+            ):
+                _KERNEL.register_warmup()
 ''')
-    new, counts = apply(LAYER, [op])
-    assert new == expected and counts == {"insert_registration": 1}
-    assert apply(new, [op]) == (new, {})  # idempotent
+    edit = run(tmp_path, "engine.layer", LAYER, [op])
+    assert edit.source == expected and edit.counts == {"insert_registration": 1}
+    assert run(tmp_path, "engine.layer", edit.source, [op]).counts == {}  # idempotent
 
 
-def test_insert_registration_at_end_adds_needed_import():
-    op = InsertRegistration("Layer", "config.enable_jit_warmup", "_KERNEL.register_warmup()",
-                            imports=("from engine.jit import register_warmup",))
-    new, _ = apply(LAYER, [op])
-    assert new.startswith("from engine.ops import _KERNEL\nfrom engine.jit import register_warmup\n")
+def test_multiline_registration_is_indented_and_imports_merge(tmp_path):
+    op = insert(registration="_OTHER.register_warmup(\n    max_terms=4,\n)\nlog('registered')",
+                kernel_name="_OTHER", gate_imports=("from engine.jit import enabled",),
+                gate="enabled(config)", names=frozenset({"config", "enabled", "_OTHER", "log"}))
+    edit = run(tmp_path, "engine.layer", LAYER.replace("class Layer", "log = print\n\n\nclass Layer"), [op])
+    assert edit.refusals == []
+    # The kernel joins the module's existing import from its module; the gate's import follows the block.
+    assert edit.source.startswith("from engine.ops import _OTHER, _KERNEL\nfrom engine.jit import enabled\n")
     assert '''        self.pad = self.version is None
 
-        if config.enable_jit_warmup:
-            _KERNEL.register_warmup()
+        if enabled(config):
+            _OTHER.register_warmup(
+                max_terms=4,
+            )
+            log('registered')
 
-    def forward''' in new
+    def forward''' in edit.source
 
 
-def test_missing_anchors_are_named():
+def test_lazy_import_goes_inside_the_block(tmp_path):
+    layer = LAYER.replace("from engine.ops import _KERNEL\n", "")
+    op = insert(lazy=True, kernel_name="_KERNEL", names=frozenset({"config", "_KERNEL"}))
+    edit = run(tmp_path, "engine.layer", layer, [op])
+    assert "        if config.enable_jit_warmup:\n            from engine.ops import _KERNEL\n" \
+           "            _KERNEL.register_warmup()\n" in edit.source
+
+
+def test_a_registration_whose_names_are_not_bound_is_refused(tmp_path):
+    op = insert(gate="vllm_config.enable", names=frozenset({"vllm_config", "_KERNEL"}))
+    edit = run(tmp_path, "engine.layer", LAYER, [op])
+    assert len(edit.refusals) == 1 and "vllm_config is not bound" in edit.refusals[0].why
+    later = LAYER.replace("            self.pad = self.version is None\n",
+                          "            self.pad = self.version is None\n            enabled = config.jit\n")
+    late = insert(insert_after="self.version = pick(", gate="enabled", names=frozenset({"enabled", "_KERNEL"}))
+    assert "enabled is not bound" in run(tmp_path, "engine.layer", later, [late]).refusals[0].why
+
+
+def test_missing_anchors_are_named(tmp_path):
     with pytest.raises(AnchorError, match="class Missing not found"):
-        apply(LAYER, [InsertRegistration("Missing", "True", "_KERNEL.register_warmup()")])
+        run(tmp_path, "engine.layer", LAYER, [insert(cls="Missing")])
     with pytest.raises(AnchorError, match=r"no statement starting with 'if nothing:'"):
-        apply(LAYER, [InsertRegistration("Layer", "True", "_KERNEL.register_warmup()", insert_after="if nothing:")])
+        run(tmp_path, "engine.layer", LAYER, [insert(insert_after="if nothing:")])

@@ -1,0 +1,208 @@
+"""The safety gate: nothing is written unless the migrated tree passes it.
+
+It is deliberately independent of the transforms (plain `ast` and pyflakes, not the
+transforms' libcst resolution), so a transform's blind spot is not also the gate's:
+  * every changed file compiles;
+  * pyflakes finds no new undefined name, undefined export or redefinition in a changed
+    file (findings the file already had are not the migration's);
+  * no file in the repo still imports, or names by string, a module the migration deletes,
+    or imports a function it deletes;
+  * no file still uses the kernel's old public name (imports from the modules that export
+    it, attributes of those modules, the definition itself, strings in the exporters);
+    comments and docstrings that still mention it are warnings.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from libcst.helpers import get_absolute_module_from_package
+from pyflakes import checker as pyflakes_checker
+from pyflakes import messages
+
+# What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823).
+_BLOCKING = (messages.UndefinedName, messages.UndefinedExport, messages.RedefinedWhileUnused,
+             messages.UndefinedLocal, messages.ImportStarUsage)
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    path: Path
+    line: int
+    what: str
+
+    def render(self, repo: Path) -> str:
+        return f"{self.path.relative_to(repo).as_posix()}:{self.line}: {self.what}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Renamed:
+    """The kernel's old public name and the modules that exported it (`module.old` must be gone)."""
+
+    old: str
+    new: str
+    exporters: frozenset[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    """What the migration deletes and renames, for the gate to look for."""
+
+    deleted_modules: frozenset[str]
+    deleted_functions: frozenset[str]  # fully qualified
+    renamed: tuple[Renamed, ...]
+
+    def words(self) -> set[str]:
+        return ({m.rsplit(".", 1)[-1] for m in self.deleted_modules} | {f.rsplit(".", 1)[-1] for f in self.deleted_functions}
+                | {r.old for r in self.renamed})
+
+
+def _pyflakes(path: Path, source: str) -> tuple[Counter, dict]:
+    tree = ast.parse(source, filename=str(path))
+    found = pyflakes_checker.Checker(tree, filename=str(path)).messages
+    blocking = [m for m in found if isinstance(m, _BLOCKING)]
+    keys = Counter((type(m).__name__, m.message_args) for m in blocking)
+    lines = {(type(m).__name__, m.message_args): m.lineno for m in blocking}
+    return keys, lines
+
+
+def _new_findings(path: Path, before: str, after: str) -> list[Finding]:
+    old, _ = _pyflakes(path, before)
+    new, lines = _pyflakes(path, after)
+    out = []
+    for key, count in (new - old).items():
+        kind, args = key
+        out.append(Finding(path, lines[key], f"the migration introduces {kind} ({', '.join(map(str, args))}) "
+                                             "(pyflakes)"))
+    return out
+
+
+def absolute_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module of an `ast` from-import written in `package` (relative levels resolved)."""
+    return get_absolute_module_from_package(package or None, node.module, node.level) or ""
+
+
+def _bindings(tree: ast.AST, package: str) -> dict[str, set[str]]:
+    """Local name -> fully qualified names it is bound to by an import anywhere in the file."""
+    bound: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound.setdefault(alias.asname, set()).add(alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    bound.setdefault(top, set()).add(top)
+        elif isinstance(node, ast.ImportFrom):
+            source = absolute_module(node, package)
+            for alias in node.names:
+                bound.setdefault(alias.asname or alias.name, set()).add(f"{source}.{alias.name}")
+    return bound
+
+
+def _dotted(node: ast.AST, bound: Mapping[str, set[str]]) -> set[str]:
+    """Fully qualified names an expression `a.b.c` may denote, through the file's imports."""
+    if isinstance(node, ast.Name):
+        return bound.get(node.id, set())
+    if isinstance(node, ast.Attribute):
+        return {f"{base}.{node.attr}" for base in _dotted(node.value, bound)}
+    return set()
+
+
+def _references(path: Path, source: str, module: str, package: str, facts: Facts) -> Iterable[Finding]:
+    tree = ast.parse(source, filename=str(path))
+    bound = _bindings(tree, package)
+    deleted = facts.deleted_modules
+    gone = deleted | facts.deleted_functions
+
+    def is_gone(name: str) -> bool:
+        return name in gone or any(name.startswith(d + ".") for d in deleted)
+
+    old_names = {f"{e}.{r.old}": r for r in facts.renamed for e in r.exporters}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if is_gone(alias.name):
+                    yield Finding(path, node.lineno, f"imports {alias.name}, which the migration deletes")
+        elif isinstance(node, ast.ImportFrom):
+            source = absolute_module(node, package)
+            if is_gone(source):
+                yield Finding(path, node.lineno, f"imports from {source}, which the migration deletes")
+            for alias in node.names:
+                full = f"{source}.{alias.name}"
+                if is_gone(full) and not is_gone(source):
+                    yield Finding(path, node.lineno, f"imports {full}, which the migration deletes")
+                if full in old_names:
+                    yield Finding(path, node.lineno, f"imports {alias.name} from {source}: the kernel is now "
+                                                     f"{old_names[full].new}")
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            for name in _dotted(node, bound):
+                if name in old_names and not (isinstance(node, ast.Name)):
+                    yield Finding(path, node.lineno, f"uses {name}: the kernel is now {old_names[name].new}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if is_gone(node.value):
+                yield Finding(path, node.lineno, f"names {node.value} in a string; the migration deletes it")
+            if node.value in old_names or any(node.value == r.old and module in r.exporters for r in facts.renamed):
+                yield Finding(path, node.lineno, f"names the kernel's old name {node.value!r} in a string")
+    for renamed in facts.renamed:
+        if module in renamed.exporters:
+            for node in _module_level(tree):
+                targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+                if any(isinstance(t, ast.Name) and t.id == renamed.old for t in targets) or \
+                        (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                         and node.name == renamed.old):
+                    yield Finding(path, node.lineno, f"still defines {renamed.old}: the kernel is now {renamed.new}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id == renamed.old and isinstance(node.ctx, ast.Load) \
+                    and bound.get(node.id, set()) & {f"{e}.{renamed.old}" for e in renamed.exporters}:
+                yield Finding(path, node.lineno, f"uses {renamed.old}: the kernel is now {renamed.new}")
+
+
+def _module_level(tree: ast.Module) -> Iterable[ast.stmt]:
+    """Statements that bind module globals: the top level and the blocks of top-level if / try (not defs)."""
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop(0)
+        yield node
+        if isinstance(node, (ast.If, ast.Try)):
+            pending += [*node.body, *node.orelse, *getattr(node, "finalbody", []),
+                        *(s for h in getattr(node, "handlers", []) for s in h.body)]
+
+
+def check(repo: Path, modules: Mapping[str, tuple[Path, str, str]], changed: Mapping[Path, tuple[str, str]],
+          facts: Facts) -> tuple[list[Finding], list[Finding]]:
+    """Gate the migrated tree; returns (violations, warnings).
+
+    modules: every module of the repo after the migration, name -> (path, package, source);
+    changed: path -> (source before, source after) of each rewritten file.
+    """
+    violations: list[Finding] = []
+    for path, (before, after) in sorted(changed.items()):
+        try:
+            compile(after, str(path), "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            violations.append(Finding(path, exc.lineno or 0, f"the migrated file would not compile: {exc.msg}"))
+            continue
+        violations += _new_findings(path, before, after)
+    words = facts.words()
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(words))) + r")\b") if words else None
+    warnings: list[Finding] = []
+    for name, (path, package, source) in sorted(modules.items()):
+        if pattern is None or not pattern.search(source):
+            continue
+        try:
+            found = list(_references(path, source, name, package, facts))
+        except SyntaxError:
+            continue  # a file that never parsed is not the migration's to judge
+        violations += found
+        flagged = {f.line for f in found}
+        for renamed in facts.renamed:
+            for number, text in enumerate(source.splitlines(), 1):
+                if number not in flagged and re.search(rf"\b{re.escape(renamed.old)}\b", text):
+                    warnings.append(Finding(path, number, f"still mentions {renamed.old} (a comment or docstring?)"))
+    return violations, warnings
