@@ -157,6 +157,9 @@ def _references(path: Path, source: str, module: str, package: str, facts: Facts
                         (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                          and node.name == renamed.old):
                     yield Finding(path, node.lineno, f"still defines {renamed.old}: the kernel is now {renamed.new}")
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Global) and renamed.old in node.names:
+                    yield Finding(path, node.lineno, f"declares global {renamed.old}: the kernel is now {renamed.new}")
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and node.id == renamed.old and isinstance(node.ctx, ast.Load) \
                     and bound.get(node.id, set()) & {f"{e}.{renamed.old}" for e in renamed.exporters}:

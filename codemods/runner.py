@@ -249,7 +249,8 @@ class _Planner:
             self.deleted_functions |= {f"{legacy_name}.{step}" for step in steps}
             return
         self.deleted.add(legacy_name)
-        self.add(orchestrator.name, RemoveLegacyCalls(frozenset({f"{legacy_name}.{spec.legacy_function}"})))
+        self.add(orchestrator.name, RemoveLegacyCalls(frozenset({f"{legacy_name}.{spec.legacy_function}"}),
+                                                      modules=frozenset({legacy_name})))
 
     def _plan_orchestrator_step(self, spec: MigrationSpec) -> None:
         orchestrator = self.module(spec, "orchestrator_module")

@@ -131,6 +131,14 @@ class _Rename(_Command):
                                   f"private and a star import does not bind it: import {self.op.new} by name")
         return updated
 
+    def leave_NameItem(self, original: cst.NameItem, updated: cst.NameItem) -> cst.NameItem:
+        """`global old` in a function of an exporter declares the kernel's own name."""
+        if self.in_exporter and original.name.value == self.op.old and \
+                isinstance(self.get_metadata(ParentNodeProvider, original), cst.Global):
+            self.count += 1
+            return updated.with_changes(name=cst.Name(self.op.new))
+        return updated
+
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
         if original.attr.value == self.op.old and self._renames(original):
             self.count += 1
@@ -224,6 +232,19 @@ class _TidyRemoveImports(RemoveImportsVisitor):
 
     def leave_IndentedBlock(self, original, updated):
         return updated.with_changes(body=self.rebuilder.rebuild(original.body, updated.body))
+
+    def leave_If(self, original, updated):
+        """An `if TYPE_CHECKING:` that held only the removed imports goes too."""
+        if _empty(updated.body) and updated.orelse is None:
+            self.rebuilder.note(original)
+            return cst.RemoveFromParent()
+        return _with_pass(updated)
+
+    def on_leave(self, original, updated):
+        updated = super().on_leave(original, updated)
+        return _with_pass(updated) if isinstance(updated, (cst.Else, cst.Try, cst.ExceptHandler, cst.Finally,
+                                                            cst.With, cst.For, cst.While, cst.FunctionDef,
+                                                            cst.ClassDef)) else updated
 
 
 class _StatementRemover(_Command):
@@ -356,6 +377,7 @@ class RemoveLegacyCalls:
 
     functions: frozenset[str]
     defs: frozenset[str] = frozenset()
+    modules: frozenset[str] = frozenset()  # modules the migration deletes: their imports go when unused
 
     def command(self, context: CodemodContext) -> _Command:
         return _RemoveCalls(context, self)
@@ -374,6 +396,10 @@ class _RemoveCalls(_StatementRemover):
 
     def visit_Import(self, node):
         self.in_import += 1
+        for alias in node.names:
+            name = get_full_name_for_node(alias.name)
+            if name in self.op.modules:
+                self.remove_unused_import(name, asname=alias.asname.name.value if alias.asname else None)
 
     def leave_Import(self, original, updated):
         self.in_import -= 1
@@ -381,6 +407,13 @@ class _RemoveCalls(_StatementRemover):
 
     def visit_ImportFrom(self, node):
         self.in_import += 1
+        source = self.import_source(node)
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = get_full_name_for_node(alias.name)
+            if source in self.op.modules or f"{source}.{name}" in self.op.modules:
+                self.remove_unused_import(source, name, alias.asname.name.value if alias.asname else None)
 
     def leave_ImportFrom(self, original, updated):
         self.in_import -= 1

@@ -1,0 +1,221 @@
+"""Ordinary variations of the real vLLM 0.29.0 tree: each is migrated correctly or refused, never broken.
+
+Every case edits a copy of the tree the way engine code really varies (aliases, second
+callers, try/except, getattr, star imports, names that merely collide, comments), then
+runs the FA4 + Inkling migration. "migrated": every changed file compiles, pyflakes finds
+no undefined name or redefinition the file did not have, colliding names are untouched,
+and a second run is a no-op. "refused": exit 2 naming the file and line, and nothing written.
+Checks use pyflakes and `compile` directly, not the tool's own gate.
+"""
+
+import ast
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from pyflakes import checker, messages
+from typer.testing import CliRunner
+
+from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.codemods.runner import MigrationError, migrate, write
+from zerojit.codemods.spec import MigrationSpec, SpecError
+from zerojit.migrate.cli import app
+from zerojit.migrate.families import migration_specs
+
+SPECS = migration_specs()
+FA4 = [SPECS["fa4-mla-prefill"], SPECS["inkling-rel-attention"]]
+ORCH = "vllm/model_executor/warmup/kernel_warmup.py"
+FLASH = "vllm/v1/attention/backends/mla/prefill/flash_attn.py"
+ATTN = "vllm/models/inkling/nvidia/attention.py"
+CALL = "        fa4_cutedsl_warmup(worker)\n"
+IMPORT = "from vllm.model_executor.warmup.fa4_cutedsl_warmup import (\n    fa4_cutedsl_warmup,\n)\n"
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A copy of vLLM 0.29.0 made of hard links (fast); every write here and in the tool replaces files."""
+    root = tmp_path / "repo"
+    shutil.copytree(vllm_tree("0.29.0"), root, copy_function=os.link)
+    return root
+
+
+def edit(repo: Path, rel: str, old: str, new: str) -> None:
+    path = repo / rel
+    text = path.read_text()
+    assert old in text, (rel, old)
+    path.unlink()  # break the hard link: never write through to the cached tree
+    path.write_text(text.replace(old, new, 1))
+
+
+def add(repo: Path, rel: str, text: str) -> None:
+    path = repo / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def blocking(source: str) -> set:
+    found = checker.Checker(ast.parse(source)).messages
+    return {(type(m).__name__, m.message_args) for m in found
+            if isinstance(m, (messages.UndefinedName, messages.RedefinedWhileUnused, messages.UndefinedExport))}
+
+
+def migrated(repo: Path) -> dict[str, str]:
+    """Run the migration for real; check what every case must hold; return the changed files' new text."""
+    before = {p: p.read_text() for p in repo.rglob("*.py")}
+    write(migrate(repo, FA4))
+    after = {p: p.read_text() for p in repo.rglob("*.py")}
+    changed = {p: text for p, text in after.items() if before.get(p) != text}
+    for path, text in changed.items():
+        compile(text, str(path), "exec")
+        assert blocking(text) - blocking(before.get(path, "")) == set(), path
+    assert migrate(repo, FA4).changes == []  # a second run is a no-op
+    return {p.relative_to(repo).as_posix(): t for p, t in changed.items()}
+
+
+def refused(repo: Path, *fragments: str) -> str:
+    before = {p: p.read_bytes() for p in repo.rglob("*.py")}
+    result = CliRunner().invoke(app, ["migrate", "fa4-mla-prefill", "inkling-rel-attention", "--repo", str(repo),
+                                      "--write"])
+    assert result.exit_code == 2, result.output
+    assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before  # nothing written
+    for fragment in fragments:
+        assert fragment in result.output, result.output
+    return result.output
+
+
+def test_legacy_module_imported_under_an_alias(repo):
+    edit(repo, ORCH, IMPORT, "import vllm.model_executor.warmup.fa4_cutedsl_warmup as fw\n")
+    edit(repo, ORCH, CALL, "        fw.fa4_cutedsl_warmup(worker)\n")
+    text = migrated(repo)[ORCH]
+    assert "fw" not in text.split("def kernel_warmup")[0] and "fa4_cutedsl_warmup" not in text
+
+
+def test_legacy_function_imported_under_an_alias(repo):
+    edit(repo, ORCH, "    fa4_cutedsl_warmup,\n)", "    fa4_cutedsl_warmup as warm_fa4,\n)")
+    edit(repo, ORCH, CALL, "        warm_fa4(worker)\n")
+    text = migrated(repo)[ORCH]
+    assert "warm_fa4" not in text and "kimi_k3_triton_warmup(worker)\n        sparse_mla_triton_warmup" in text
+
+
+def test_result_used_is_refused(repo):
+    edit(repo, ORCH, CALL, "        ok = fa4_cutedsl_warmup(worker)\n        assert ok is None\n")
+    refused(repo, f"{ORCH}:", "the result of fa4_cutedsl_warmup() is used")
+
+
+def test_function_passed_as_a_value_is_refused(repo):
+    edit(repo, ORCH, CALL, "        for fn in (fa4_cutedsl_warmup,):\n            fn(worker)\n")
+    refused(repo, f"{ORCH}:", "fa4_cutedsl_warmup is used as a value")
+
+
+def test_a_second_caller_elsewhere_is_refused(repo):
+    add(repo, "vllm/model_executor/warmup/extra_warmup.py",
+        "from vllm.model_executor.warmup import fa4_cutedsl_warmup as legacy\n\n\n"
+        "def extra(worker):\n    legacy.fa4_cutedsl_warmup(worker)\n")
+    refused(repo, "vllm/model_executor/warmup/extra_warmup.py:1:",
+            "vllm.model_executor.warmup.fa4_cutedsl_warmup, which the migration deletes")
+
+
+def test_call_inside_try_except_goes_with_its_try(repo):
+    edit(repo, ORCH, CALL, "        try:\n            fa4_cutedsl_warmup(worker)\n        except Exception:\n"
+                           "            logger.warning('FA4 warmup failed')\n")
+    text = migrated(repo)[ORCH]
+    assert "FA4 warmup failed" not in text
+    assert "        kimi_k3_triton_warmup(worker)\n        sparse_mla_triton_warmup(worker)\n" in text
+
+
+def test_call_in_one_branch_of_an_if_else(repo):
+    edit(repo, ORCH, CALL, "        if worker.model_config.use_mla:\n            fa4_cutedsl_warmup(worker)\n"
+                           "        else:\n            logger.info('no MLA')\n")
+    text = migrated(repo)[ORCH]
+    assert "        if not worker.model_config.use_mla:\n            logger.info('no MLA')\n" in text
+
+
+def test_getattr_by_literal_name_is_renamed(repo):
+    add(repo, "vllm/tools/kernel_probe.py",
+        "from vllm.v1.attention.backends.mla.prefill import flash_attn\n\n\n"
+        "def probe():\n    return getattr(flash_attn, \"FA4_MLA_PREFILL_KERNEL\")\n")
+    text = migrated(repo)["vllm/tools/kernel_probe.py"]
+    assert 'getattr(flash_attn, "_FA4_MLA_PREFILL_KERNEL")' in text
+
+
+def test_star_import_of_the_kernel_module_is_refused(repo):
+    add(repo, "vllm/tools/star_user.py",
+        "from vllm.v1.attention.backends.mla.prefill.flash_attn import *  # noqa: F403\n\n\n"
+        "def run():\n    return FA4_MLA_PREFILL_KERNEL  # noqa: F405\n")
+    refused(repo, "vllm/tools/star_user.py:5:", "star import")
+
+
+def test_names_that_only_collide_are_untouched(repo):
+    add(repo, "vllm/tools/collide.py",
+        "class Settings:\n    FA4_MLA_PREFILL_KERNEL = 'tuned'\n\n\n"
+        "def configure(FA4_MLA_PREFILL_KERNEL=None, **kw):\n    return dict(FA4_MLA_PREFILL_KERNEL=1), Settings.FA4_MLA_PREFILL_KERNEL\n")
+    edit(repo, FLASH, "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n",
+         "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n\n\ndef tune(FA4_MLA_PREFILL_KERNEL=2):\n"
+         "    return dict(FA4_MLA_PREFILL_KERNEL=FA4_MLA_PREFILL_KERNEL)\n")
+    changed = migrated(repo)
+    assert "vllm/tools/collide.py" not in changed
+    assert "def tune(FA4_MLA_PREFILL_KERNEL=2):\n    return dict(FA4_MLA_PREFILL_KERNEL=FA4_MLA_PREFILL_KERNEL)" \
+           in changed[FLASH] and "\n_FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()" in changed[FLASH]
+
+
+def test_a_comment_introducing_the_next_code_stays(repo):
+    # The comment sits directly above the call, and the next statement follows with no blank
+    # line: it introduces what comes after, so it stays with that.
+    edit(repo, ORCH, "        kimi_k3_triton_warmup(worker)\n" + CALL,
+         "        kimi_k3_triton_warmup(worker)\n        # Sparse MLA Triton kernels, after FA4.\n" + CALL)
+    text = migrated(repo)[ORCH]
+    assert text.count("# Sparse MLA Triton kernels, after FA4.") == 1
+    assert "        # Sparse MLA Triton kernels, after FA4.\n        sparse_mla_triton_warmup(worker)\n" in text
+
+
+def test_legacy_function_naming_an_inline_step_is_refused_not_the_orchestrator_deleted():
+    with pytest.raises(SpecError, match="is the orchestrator itself"):
+        MigrationSpec(**{**_fields(SPECS["fa4-mla-prefill"]), "legacy_module": "vllm.model_executor.warmup.kernel_warmup",
+                         "legacy_function": "_warmup_ll_bf16_router_gemm", "legacy_step": ""})
+
+
+def test_a_typo_in_legacy_module_is_an_error_not_already_migrated(repo):
+    typo = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]),
+                            "legacy_module": "vllm.model_executor.warmup.fa4_cutedsl_warmpu"})
+    with pytest.raises(SpecError, match="legacy_module 'vllm.model_executor.warmup.fa4_cutedsl_warmpu' not found"):
+        migrate(repo, [typo])
+
+
+def test_field_types_are_checked():
+    with pytest.raises(SpecError, match="spec field legacy_step=0: must be a string"):
+        MigrationSpec(**{**_fields(SPECS["fa4-mla-prefill"]), "legacy_step": 0})
+
+
+def test_migrating_one_family_then_both_is_idempotent(repo):
+    write(migrate(repo, [SPECS["inkling-rel-attention"]]))
+    write(migrate(repo, FA4))
+    assert migrate(repo, FA4).changes == []
+    assert not (repo / "vllm/model_executor/warmup/fa4_cutedsl_warmup.py").exists()
+
+
+def _fields(spec: MigrationSpec) -> dict:
+    return {f: getattr(spec, f) for f in spec.__dataclass_fields__}
+
+
+def test_refusal_lists_every_problem_and_never_a_traceback(repo):
+    edit(repo, ORCH, CALL, "        ok = fa4_cutedsl_warmup(worker)\n        print(fa4_cutedsl_warmup)\n")
+    output = refused(repo)
+    problems = [line for line in output.splitlines() if line.startswith(ORCH + ":")]
+    assert len(problems) == 2 and "Traceback" not in output
+    with pytest.raises(MigrationError):
+        migrate(repo, FA4)
+
+
+def test_global_statement_and_type_checking_import(repo):
+    """`global KERNEL` in the defining module follows the rename; a TYPE_CHECKING import of the legacy entry goes."""
+    edit(repo, FLASH, "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n",
+         "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n\n\ndef reset():\n    global FA4_MLA_PREFILL_KERNEL\n"
+         "    FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n")
+    edit(repo, ORCH, IMPORT, "if TYPE_CHECKING:\n    from vllm.model_executor.warmup.fa4_cutedsl_warmup import "
+                             "fa4_cutedsl_warmup\n")
+    edit(repo, ORCH, CALL, "        from . import fa4_cutedsl_warmup as module\n"
+                           "        module.fa4_cutedsl_warmup(worker)\n")
+    changed = migrated(repo)
+    assert "    global _FA4_MLA_PREFILL_KERNEL\n    _FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()" in changed[FLASH]
+    assert "fa4_cutedsl_warmup" not in changed[ORCH]
