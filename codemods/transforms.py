@@ -21,7 +21,7 @@ from pathlib import Path
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor, GatherUnusedImportsVisitor, RemoveImportsVisitor
 from libcst.helpers import get_absolute_module_from_package_for_import, get_full_name_for_node
 from libcst.metadata import (FullRepoManager, FullyQualifiedNameProvider, ParentNodeProvider, PositionProvider,
                              ScopeProvider)
@@ -214,12 +214,27 @@ class _Rebuilder:
         return result
 
 
+class _GatherUnusedImports(GatherUnusedImportsVisitor):
+    """libcst's unused-import finder, also for `from . import module` (libcst skips imports without a module)."""
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if node.module is None and not isinstance(node.names, cst.ImportStar):
+            self.handle_import(node)
+            return False
+        return super().visit_ImportFrom(node)
+
+
 class _TidyRemoveImports(RemoveImportsVisitor):
     """libcst's import removal, with the same gaps and comments rule as every other removal here."""
 
     def __init__(self, context: CodemodContext, *args, **kwargs):
         super().__init__(context, *args, **kwargs)
         self.rebuilder = _Rebuilder()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        gatherer = _GatherUnusedImports(self.context)
+        node.visit(gatherer)
+        self._unused_imports = dict(gatherer.unused_imports)
 
     def leave_SimpleStatementLine(self, original, updated):
         if updated.body:
