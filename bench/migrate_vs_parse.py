@@ -21,8 +21,8 @@ import libcst as cst
 
 from zerojit.codemods.engine_trees import vllm_tree
 from zerojit.codemods.runner import migrate
-from zerojit.migrate.rocm_nvfp4.example import add_legacy_layout
 from zerojit.migrate.families import migration_specs
+from zerojit.migrate.rocm_nvfp4.example import add_legacy_layout
 
 
 def parse(path: Path) -> int:

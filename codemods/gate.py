@@ -1,5 +1,8 @@
 """The safety gate: nothing is written unless the migrated tree passes it.
 
+`check_file` runs on each changed file (beside its transform, in the worker pool);
+`check_references` runs once over the candidate files.
+
 It is deliberately independent of the transforms (plain `ast` and pyflakes, not the
 transforms' libcst resolution), so a transform's blind spot is not also the gate's:
   * every changed file compiles;
@@ -177,26 +180,29 @@ def _module_level(tree: ast.Module) -> Iterable[ast.stmt]:
                         *(s for h in getattr(node, "handlers", []) for s in h.body)]
 
 
-def check(repo: Path, modules: Mapping[str, tuple[Path, str, str]], changed: Mapping[Path, tuple[str, str]],
-          facts: Facts) -> tuple[list[Finding], list[Finding]]:
-    """Gate the migrated tree; returns (violations, warnings).
+def check_file(path: Path, before: str, after: str) -> list[Finding]:
+    """The per-file half of the gate (it runs beside each file's transform): compiles, no new pyflakes findings."""
+    try:
+        compile(after, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return [Finding(path, exc.lineno or 0, f"the migrated file would not compile: {exc.msg}")]
+    return _new_findings(path, before, after)
 
-    modules: every module of the repo after the migration, name -> (path, package, source);
-    changed: path -> (source before, source after) of each rewritten file.
+
+def check_references(modules: Mapping[str, tuple[Path, str, str]], facts: Facts) -> tuple[list[Finding], list[Finding]]:
+    """The repo-wide half: nothing refers to what was deleted or renamed; returns (violations, warnings).
+
+    modules: name -> (path, package, source after the migration) of every file that could
+    refer to them (the text prefilter's candidates: a reference always names them).
     """
-    violations: list[Finding] = []
-    for path, (before, after) in sorted(changed.items()):
-        try:
-            compile(after, str(path), "exec", dont_inherit=True)
-        except SyntaxError as exc:
-            violations.append(Finding(path, exc.lineno or 0, f"the migrated file would not compile: {exc.msg}"))
-            continue
-        violations += _new_findings(path, before, after)
     words = facts.words()
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(words))) + r")\b") if words else None
+    if not words:
+        return [], []
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(words))) + r")\b")
+    violations: list[Finding] = []
     warnings: list[Finding] = []
     for name, (path, package, source) in sorted(modules.items()):
-        if pattern is None or not pattern.search(source):
+        if not pattern.search(source):
             continue
         try:
             found = list(_references(path, source, name, package, facts))

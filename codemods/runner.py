@@ -15,9 +15,11 @@ import dataclasses
 import difflib
 import os
 import re
+import shlex
+import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -281,41 +283,72 @@ def _group(specs: list[MigrationSpec], field: str) -> dict[str, list[MigrationSp
     return groups
 
 
-def _transform(job: tuple[str, str, list[Operation], str]) -> tuple[str, FileEdit | None, str | None]:
-    """Worker: one file's operations. Returns (path, the edit, error)."""
-    path, source, ops, repo = job
+def _transform(job: tuple[str, str, list[Operation], str, tuple[str, ...]]) \
+        -> tuple[str, FileEdit | None, list[gate.Finding], str | None]:
+    """Worker: one file's operations, the formatter, then the file's half of the safety gate.
+
+    Returns (path, the edit, the gate's findings on it, error).
+    """
+    path, source, ops, repo, format_command = job
     try:
-        return path, apply(source, ops, path=Path(path), repo=Path(repo)), None
+        edit = apply(source, ops, path=Path(path), repo=Path(repo))
     except cst.ParserSyntaxError as exc:
-        return path, None, f"{path}:{exc.raw_line}: does not parse: {exc.message}"
+        return path, None, [], f"{path}:{exc.raw_line}: does not parse: {exc.message}"
     except AnchorError as exc:
-        return path, None, f"{path}: {exc}"
+        return path, None, [], f"{path}: {exc}"
+    if edit.source == source or edit.refusals:
+        return path, edit, [], None
+    try:
+        if format_command:
+            edit.source = _format(format_command, Path(repo), Path(path), edit.source)
+    except MigrationError as exc:
+        return path, None, [], str(exc)
+    return path, edit, gate.check_file(Path(path), source, edit.source), None
 
 
-def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1) -> MigrationResult:
-    """Plan, apply and gate every edit; write nothing (see `write`). Refusals raise MigrationError."""
+def _format(command: Sequence[str], repo: Path, path: Path, source: str) -> str:
+    """Run a formatter that reads code on stdin and writes it to stdout (e.g. `ruff format -`), as libcst's runner does."""
+    try:
+        done = subprocess.run([*command], input=source, capture_output=True, text=True, cwd=repo, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MigrationError(f"--format {shlex.join(command)}: {exc}") from None
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0]
+        raise MigrationError(f"--format {shlex.join(command)} failed on {path.relative_to(repo)}: {reason}")
+    return done.stdout
+
+
+def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1,
+            format_command: Sequence[str] = ()) -> MigrationResult:
+    """Plan, apply, format and gate every edit; write nothing (see `write`). Refusals raise MigrationError.
+
+    `format_command`: a formatter run on each changed file before the gate (stdin to stdout).
+    """
     started = time.perf_counter()
     repo = Path(repo).resolve()
     if not repo.is_dir():
         raise MigrationError(f"--repo {repo} is not a directory")
     planner = _Planner(repo, specs)
     planner.plan()
-    jobs_list = [(str(planner.modules[name].path), planner.modules[name].text, ops, str(repo))
-                 for name, ops in sorted(planner.ops.items()) if name not in planner.deleted]
+    # Largest files first: they take longest, and the pool then ends with the small ones.
+    jobs_list = sorted(((str(planner.modules[name].path), planner.modules[name].text, ops, str(repo),
+                         tuple(format_command)) for name, ops in planner.ops.items() if name not in planner.deleted),
+                       key=lambda job: (-len(job[1]), job[0]))
     if jobs > 1 and len(jobs_list) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = list(pool.map(_transform, jobs_list))
     else:
         results = [_transform(job) for job in jobs_list]
-    errors = [error for _, _, error in results if error]
+    errors = [error for _, _, _, error in results if error]
     rel = lambda path: Path(path).relative_to(repo).as_posix()  # noqa: E731
-    errors += [f"{rel(path)}:{r.line}: {r.why}" for path, edit, _ in results if edit for r in edit.refusals]
+    errors += [f"{rel(path)}:{r.line}: {r.why}" for path, edit, _, _ in results if edit for r in edit.refusals]
     if errors:
         raise MigrationError("refused; nothing was written:\n" + "\n".join(errors))
-    changes, counts, warnings = [], Counter(), []
-    for path, edit, _ in results:
+    changes, counts, warnings, findings = [], Counter(), [], []
+    for path, edit, file_findings, _ in results:
         counts.update(edit.counts)
         warnings += [f"{rel(path)}:{w.line}: {w.why}" for w in edit.warnings]
+        findings += file_findings
         old = planner.modules_by_path[Path(path)].text
         if edit.source != old:
             changes.append(FileChange(Path(path), old, edit.source))
@@ -326,19 +359,21 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1) -> MigrationR
     for change in changes:
         if not change.path.resolve().is_relative_to(repo):
             raise MigrationError(f"{change.path} lies outside the repo {repo}; nothing was written")
-    _gate(repo, planner, changes, warnings)
+    _gate(repo, planner, changes, findings, warnings)
     parsed = sum(m._tree is not None for m in planner.modules.values())
     return MigrationResult(repo, [s.family for s in specs], changes, counts, len(planner.modules), parsed,
                            time.perf_counter() - started, warnings)
 
 
-def _gate(repo: Path, planner: _Planner, changes: list[FileChange], warnings: list[str]) -> None:
+def _gate(repo: Path, planner: _Planner, changes: list[FileChange], findings: list[gate.Finding],
+          warnings: list[str]) -> None:
+    """Refuse the whole run on any finding of the safety gate (the per-file half already ran in the workers)."""
     after = {c.path: c.after for c in changes}
-    tree = {name: (m.path, m.package, after.get(m.path, m.text)) for name, m in planner.modules.items()
-            if name not in planner.deleted}
+    candidates = {name: (m.path, m.package, after.get(m.path, m.text)) for name, m in planner.candidates.items()
+                  if name not in planner.deleted}
     facts = gate.Facts(frozenset(planner.deleted), frozenset(planner.deleted_functions), tuple(planner.renamed))
-    violations, notes = gate.check(repo, tree, {c.path: (c.before, c.after) for c in changes if c.after is not None
-                                                and c.before is not None}, facts)
+    violations, notes = gate.check_references(candidates, facts)
+    violations = findings + violations
     if violations:
         raise MigrationError("refused by the safety gate; nothing was written:\n"
                              + "\n".join(f.render(repo) for f in violations))

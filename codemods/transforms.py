@@ -14,17 +14,20 @@ helpers the change left without a caller.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import libcst as cst
-from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod import CodemodCommand, CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, GatherUnusedImportsVisitor, RemoveImportsVisitor
 from libcst.helpers import get_absolute_module_from_package_for_import, get_full_name_for_node
 from libcst.metadata import (FullRepoManager, FullyQualifiedNameProvider, ParentNodeProvider, PositionProvider,
                              ScopeProvider)
+from libcst.metadata.name_provider import FullyQualifiedNameVisitor
 
 _EMPTY_MODULE = cst.Module(body=[])
 
@@ -45,22 +48,63 @@ class AnchorError(LookupError):
     """A spec's anchor is not in the file it should be in."""
 
 
-class _Command(VisitorBasedCodemodCommand):
-    """Shared plumbing: fully qualified names, positions, refusals and an edit count."""
+class _NoCopy:
+    """Resolve metadata on the module as it is: libcst's MetadataWrapper deep-copies it first (a third of a
+    command's cost on a large file), which only matters when node objects are shared between trees that are
+    analysed at once; here each tree is analysed once, then replaced by the command's output."""
 
-    METADATA_DEPENDENCIES = (FullyQualifiedNameProvider, PositionProvider, ScopeProvider, ParentNodeProvider)
+    @contextlib.contextmanager
+    def _handle_metadata_reference(self, module: cst.Module):
+        previous = self.context.wrapper
+        cache = self.context.metadata_manager.get_cache_for_path(self.context.filename)
+        wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True, cache=cache)
+        with self.resolve(wrapper):
+            self.context = dataclasses.replace(self.context, wrapper=wrapper)
+            try:
+                yield wrapper.module
+            finally:
+                self.context = dataclasses.replace(self.context, wrapper=previous)
+
+
+class _Command(_NoCopy, CodemodCommand, cst.CSTTransformer):
+    """Shared plumbing: fully qualified names, positions, refusals and an edit count.
+
+    A libcst codemod command (so AddImportsVisitor / RemoveImportsVisitor run after it) that
+    visits as a plain CSTTransformer: the matcher dispatch of VisitorBasedCodemodCommand on
+    every node would double a command's cost. Each command declares only the metadata it reads.
+    """
+
+    METADATA_DEPENDENCIES = (ScopeProvider, ParentNodeProvider)
 
     def __init__(self, context: CodemodContext):
-        super().__init__(context)
+        CodemodCommand.__init__(self, context)
+        cst.CSTTransformer.__init__(self)
         self.count = 0
         self.refusals: list[Refusal] = []
         self.warnings: list[Refusal] = []
 
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        return tree.visit(self)
+
     def fqns(self, node: cst.CSTNode) -> set[str]:
-        return {q.name for q in self.get_metadata(FullyQualifiedNameProvider, node, set())}
+        """What a name or attribute refers to, fully qualified (relative imports and module locals resolved).
+
+        FullyQualifiedNameProvider's answer, computed only for the nodes asked about: the
+        provider itself qualifies every node of the file, which costs more than the scopes.
+        """
+        scope = self.get_metadata(ScopeProvider, node, None)
+        if scope is None:
+            return set()
+        module, package = self.context.full_module_name, self.context.full_package_name
+        return {FullyQualifiedNameVisitor._fully_qualify(module, package, q).name
+                for q in scope.get_qualified_names_for(node)}
+
+    def position(self, node: cst.CSTNode):
+        """Where a node is; resolved only when asked (a refusal, a binding check): positions cost a code pass."""
+        return self.context.wrapper.resolve(PositionProvider).get(node)
 
     def line(self, node: cst.CSTNode) -> int:
-        return self.get_metadata(PositionProvider, node).start.line
+        return self.position(node).start.line
 
     def refuse(self, node: cst.CSTNode, why: str) -> None:
         self.refusals.append(Refusal(self.line(node), why))
@@ -94,6 +138,8 @@ class RenameKernel:
 
 
 class _Rename(_Command):
+    METADATA_DEPENDENCIES = (ScopeProvider,)
+
     def __init__(self, context: CodemodContext, op: RenameKernel):
         super().__init__(context)
         self.op = op
@@ -126,18 +172,18 @@ class _Rename(_Command):
         if self._renames(original):
             self.count += 1
             return updated.with_changes(value=self.op.new)
-        if self.star_from_exporter and not self.get_metadata(FullyQualifiedNameProvider, original, set()):
+        if self.star_from_exporter and not self.fqns(original):
             self.refuse(original, f"uses {self.op.old} from a star import of its module; after the rename it is "
                                   f"private and a star import does not bind it: import {self.op.new} by name")
         return updated
 
-    def leave_NameItem(self, original: cst.NameItem, updated: cst.NameItem) -> cst.NameItem:
+    def leave_Global(self, original: cst.Global, updated: cst.Global) -> cst.Global:
         """`global old` in a function of an exporter declares the kernel's own name."""
-        if self.in_exporter and original.name.value == self.op.old and \
-                isinstance(self.get_metadata(ParentNodeProvider, original), cst.Global):
-            self.count += 1
-            return updated.with_changes(name=cst.Name(self.op.new))
-        return updated
+        if not self.in_exporter or not any(item.name.value == self.op.old for item in original.names):
+            return updated
+        self.count += 1
+        return updated.with_changes(names=[item.with_changes(name=cst.Name(self.op.new))
+                                           if item.name.value == self.op.old else item for item in updated.names])
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
         if original.attr.value == self.op.old and self._renames(original):
@@ -224,7 +270,7 @@ class _GatherUnusedImports(GatherUnusedImportsVisitor):
         return super().visit_ImportFrom(node)
 
 
-class _TidyRemoveImports(RemoveImportsVisitor):
+class _TidyRemoveImports(_NoCopy, RemoveImportsVisitor):
     """libcst's import removal, with the same gaps and comments rule as every other removal here."""
 
     def __init__(self, context: CodemodContext, *args, **kwargs):
@@ -349,6 +395,32 @@ def _with_pass(node):
     return node
 
 
+def _names_binding(tree: cst.Module, package: str, targets: frozenset[str]) -> set[str]:
+    """Local names any import in the file binds to one of `targets` or to a module above one (a cheap prefilter)."""
+    bound: set[str] = set()
+
+    def leads_to(name: str) -> bool:
+        return any(t == name or t.startswith(name + ".") for t in targets)
+
+    class Imports(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> bool:
+            for alias in node.names:
+                name = get_full_name_for_node(alias.name)
+                if leads_to(name):
+                    bound.add(alias.asname.name.value if alias.asname else name.split(".")[0])
+            return False
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+            source = get_absolute_module_from_package_for_import(package, node) or ""
+            for alias in () if isinstance(node.names, cst.ImportStar) else node.names:
+                if leads_to(f"{source}.{get_full_name_for_node(alias.name)}"):
+                    bound.add(alias.asname.name.value if alias.asname else get_full_name_for_node(alias.name))
+            return False
+
+    tree.visit(Imports())
+    return bound
+
+
 def _negated(test: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return test.expression
@@ -405,7 +477,18 @@ class _RemoveCalls(_StatementRemover):
         self.called: set[int] = set()
         self.in_import = 0
 
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        self.bound = _names_binding(tree, self.context.full_package_name, self.op.functions)
+        self.bound |= {f.rsplit(".", 1)[1] for f in self.op.functions if f.rsplit(".", 1)[0] == self.context.full_module_name}
+        return super().transform_module_impl(tree)
+
     def _target(self, node: cst.CSTNode) -> str | None:
+        """The legacy function a name or attribute denotes (resolved only when its first name could bind one)."""
+        leftmost = node
+        while isinstance(leftmost, cst.Attribute):
+            leftmost = leftmost.value
+        if not isinstance(leftmost, cst.Name) or leftmost.value not in self.bound:
+            return None
         hit = self.fqns(node) & self.op.functions
         return min(hit) if hit else None
 
@@ -497,6 +580,8 @@ class InsertRegistration:
 
 
 class _Insert(_Command):
+    METADATA_DEPENDENCIES = (ScopeProvider,)
+
     def __init__(self, context: CodemodContext, op: InsertRegistration):
         super().__init__(context)
         self.op = op
@@ -505,6 +590,7 @@ class _Insert(_Command):
         self.anchor: cst.BaseStatement | None = None  # the block goes after it (None: at the end of __init__)
         self.done = False  # already migrated
         self.needs_import = False
+        self.block: cst.If | None = None
         self.imported = {alias for line in op.gate_imports for alias in _imported_names(line)}
         self.registration = op.registration
         self.alias: str | None = None  # a top-level `from <kernel module> import <kernel> as <alias>`
@@ -533,11 +619,8 @@ class _Insert(_Command):
             if not matches:
                 raise AnchorError(f"{self.op.cls}.__init__ has no statement starting with {self.op.insert_after!r}")
             self.anchor = matches[0]
-            if not isinstance(self.get_metadata(ParentNodeProvider, self.anchor), cst.IndentedBlock):
-                self.refuse(self.anchor, f"insert_after {self.op.insert_after!r} matches a statement that is not "
-                                         "in an indented block")
         scope = self.get_metadata(ScopeProvider, init.body.body[0] if init.body.body else init)
-        before = self.get_metadata(PositionProvider, self.anchor).end.line if self.anchor else float("inf")
+        before = self.position(self.anchor).end.line if self.anchor else float("inf")
         self.needs_import = not self._bound(scope, self.op.kernel_name, before)
         if self.needs_import and self.alias:
             self.needs_import = False  # the module imports the kernel under another name: use that one
@@ -555,7 +638,7 @@ class _Insert(_Command):
             node = getattr(assignment, "node", None)
             if assignment.scope is not scope or node is None:
                 return True
-            position = self.get_metadata(PositionProvider, node, None)
+            position = self.position(node)
             if position is None or position.start.line <= before:
                 return True
         return False
@@ -569,6 +652,8 @@ class _Insert(_Command):
         if self.anchor is not None and any(statement is self.anchor for statement in original.body):
             body = []
             for before, after in zip(original.body, updated.body):
+                if body and body[-1] is self.block and (not after.leading_lines or after.leading_lines[0].comment):
+                    after = after.with_changes(leading_lines=[cst.EmptyLine(indent=False), *after.leading_lines])
                 body.append(after)
                 if before is self.anchor:
                     body.append(self._block())
@@ -588,8 +673,9 @@ class _Insert(_Command):
                 AddImportsVisitor.add_needed_import(self.context, get_full_name_for_node(statement.module),
                                                     get_full_name_for_node(alias.name),
                                                     alias.asname.name.value if alias.asname else None)
-        return cst.If(test=cst.parse_expression(self.op.gate), body=cst.IndentedBlock(body=body),
-                      leading_lines=[cst.EmptyLine(indent=False)])
+        self.block = cst.If(test=cst.parse_expression(self.op.gate), body=cst.IndentedBlock(body=body),
+                            leading_lines=[cst.EmptyLine(indent=False)])
+        return self.block
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         for line in tree.body:  # a top-level `from <kernel module> import <kernel> as <alias>`
@@ -603,6 +689,9 @@ class _Insert(_Command):
             raise AnchorError(f"class {self.op.cls} not found")
         if self.init is None:
             raise AnchorError(f"class {self.op.cls} has no __init__")
+        if self.anchor is not None and not (self.done or self.refusals or self.count):
+            self.refuse(self.anchor, f"insert_after {self.op.insert_after!r} matches a statement that is not in an "
+                                     "indented block")
         return module
 
 
@@ -658,36 +747,36 @@ def _imported_names(line: str) -> set[str]:
 # ---------------------------------------------------------------- dead helpers
 
 
-class _References(cst.CSTVisitor):
-    """How often each module-level function or class is referenced (strings naming it count)."""
-
-    METADATA_DEPENDENCIES = (ScopeProvider,)
-
-    def __init__(self):
-        super().__init__()
-        self.defined: set[str] = set()
-        self.uses: Counter[str] = Counter()
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self.defined = {s.name.value for s in node.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.uses[node.value] += 1
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if isinstance(node.evaluated_value, str):
-            self.uses[node.evaluated_value] += 1
+def _constant_name(statement: cst.CSTNode) -> str | None:
+    """`NAME = value` (or `NAME: type = value`) alone on a module-level line: the name it binds."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+        [small.target] if isinstance(small, cst.AnnAssign) and small.value is not None else []
+    return targets[0].value if len(targets) == 1 and isinstance(targets[0], cst.Name) else None
 
 
-def _unreferenced(module: cst.Module) -> set[str]:
-    visitor = _References()
-    module.visit(visitor)
-    return {name for name in visitor.defined if visitor.uses[name] <= 1}  # its own def's name
+def _references(module: cst.Module) -> Counter[str]:
+    """How often each module-level function, class or one-name constant is named in the file's text.
+
+    A word count over the code: a mention in a string or a comment counts as a use, so a
+    helper something might still name is kept.
+    """
+    defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+    defined |= {name for s in module.body if (name := _constant_name(s))}
+    code = module.code
+    return Counter({name: len(re.findall(rf"\b{re.escape(name)}\b", code)) for name in defined})
+
+
+def _dead_helpers(before: Counter[str], module: cst.Module) -> set[str]:
+    """Private module-level helpers that had a use besides their definition, and have none now."""
+    return {name for name, uses in _references(module).items() if name.startswith("_") and uses <= 1 < before[name]}
 
 
 @dataclasses.dataclass(frozen=True)
 class RemoveHelpers:
-    """Delete module-level private functions and classes named in `names` (the change left them unused)."""
+    """Delete module-level private functions, classes and constants named in `names` (the change left them unused)."""
 
     names: frozenset[str]
 
@@ -696,6 +785,8 @@ class RemoveHelpers:
 
 
 class _RemoveHelpers(_StatementRemover):
+    METADATA_DEPENDENCIES = (ParentNodeProvider,)
+
     def __init__(self, context: CodemodContext, op: RemoveHelpers):
         super().__init__(context)
         self.op = op
@@ -709,10 +800,50 @@ class _RemoveHelpers(_StatementRemover):
 
     leave_ClassDef = leave_FunctionDef
 
+    def leave_SimpleStatementLine(self, original, updated):
+        if _constant_name(original) in self.op.names and \
+                isinstance(self.get_metadata(ParentNodeProvider, original), cst.Module):
+            self.count += 1
+            return self.remove(original)
+        return super().leave_SimpleStatementLine(original, updated)
+
 
 Operation = RenameKernel | RemoveLegacyCalls | InsertRegistration | RemoveHelpers
 _NAMES = {RenameKernel: "rename_kernel", RemoveLegacyCalls: "remove_legacy_call", InsertRegistration:
           "insert_registration", RemoveHelpers: "remove_dead_helper"}
+
+
+def _imported_module(statement: cst.CSTNode) -> str | None:
+    """The absolute module a top-level import line imports from (None: not an import, or relative)."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+        return get_full_name_for_node(small.module)
+    if isinstance(small, cst.Import) and len(small.names) == 1:
+        return get_full_name_for_node(small.names[0].name)
+    return None
+
+
+def _place_new_imports(before: cst.Module, after: cst.Module) -> cst.Module:
+    """An import of a module the file did not import before goes among the absolute imports, in module order.
+
+    (libcst's AddImportsVisitor appends after the last import, relative ones included.)
+    """
+    known = {_imported_module(s) for s in before.body} - {None}
+    body = list(after.body)
+    for statement in [s for s in body if _imported_module(s) and _imported_module(s) not in known]:
+        body.remove(statement)
+        name = _imported_module(statement)
+        absolute = [i for i, s in enumerate(body) if _imported_module(s) and _imported_module(s) != "__future__"]
+        later = [i for i in absolute if _imported_module(body[i]) > name]
+        position = later[0] if later else (absolute[-1] + 1 if absolute else 0)
+        neighbour = body[position] if position < len(body) else None
+        if later and neighbour is not None:  # take its place in the block: it keeps its own leading lines
+            statement = statement.with_changes(leading_lines=neighbour.leading_lines)
+            body[position] = neighbour.with_changes(leading_lines=[])
+        body.insert(position, statement)
+    return after.with_changes(body=body)
 
 
 @dataclasses.dataclass
@@ -725,7 +856,7 @@ class FileEdit:
 
 def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Path) -> FileEdit:
     """Apply one file's operations in order; then delete private helpers the change left without a use."""
-    module = cst.parse_module(source)
+    module = source_module = cst.parse_module(source)
     manager = FullRepoManager(str(repo), [str(path)], {FullyQualifiedNameProvider})
     names = FullyQualifiedNameProvider.gen_cache(repo, [str(path)])[str(path)]
     context = CodemodContext(filename=str(path), full_module_name=names.name, full_package_name=names.package,
@@ -733,17 +864,18 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
     counts: Counter[str] = Counter()
     refusals: list[Refusal] = []
     warnings: list[Refusal] = []
-    unused_before = _unreferenced(module)
+    references_before = _references(module)
     for op in operations:
         command = op.command(context)
         module = command.transform_module(module)
         counts[_NAMES[type(op)]] += command.count
         refusals += command.refusals
         warnings += command.warnings
-    dead = {name for name in _unreferenced(module) - unused_before if name.startswith("_")}
+    module = _place_new_imports(source_module, module)
+    dead = _dead_helpers(references_before, module)
     while dead and not refusals:
         command = RemoveHelpers(frozenset(dead)).command(context)
         module = command.transform_module(module)
         counts["remove_dead_helper"] += command.count
-        dead = {name for name in _unreferenced(module) - unused_before if name.startswith("_")}
+        dead = _dead_helpers(references_before, module)
     return FileEdit(module.code, +counts, refusals, warnings)

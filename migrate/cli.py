@@ -10,6 +10,7 @@ so `--json` output can be piped.
 from __future__ import annotations
 
 import json
+import shlex
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -201,8 +202,16 @@ def migrate_command(
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="TOML file of [[migration]] specs to use too."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Processes for the libcst transforms."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a JSON report of the run here."),
+    format_command: Optional[str] = typer.Option(None, "--format", help="A formatter that reads code on stdin and "
+                                                 "writes it to stdout, run on every changed file before the safety "
+                                                 "gate, e.g. 'ruff format -'."),
 ) -> None:
-    """Migrate legacy warmup modules in a repo onto the contract (dry run: a unified diff)."""
+    """Migrate legacy warmup modules in a repo onto the contract (dry run: a unified diff).
+
+    Nothing is written unless every edit is safe: the result compiles, pyflakes finds no new
+    undefined name or redefinition, and nothing still refers to what the migration deletes or
+    renames. Otherwise the run is refused (exit 2), one `path:line: why` per problem.
+    """
     if write_changes and check:
         raise fail("--write and --check exclude each other")
     try:
@@ -215,7 +224,8 @@ def migrate_command(
         unknown = [name for name in names if name not in specs]
         if unknown:
             raise SpecError(f"unknown family {unknown[0]!r}; known: {', '.join(sorted(specs))}")
-        result = migrate(repo, [specs[name] for name in names], jobs=jobs)
+        result = migrate(repo, [specs[name] for name in names], jobs=jobs,
+                         format_command=shlex.split(format_command) if format_command else ())
     except USER_ERRORS as exc:
         raise fail(exc) from None
     for warning in result.warnings:

@@ -318,8 +318,8 @@ def test_multiline_registration_is_indented_and_imports_merge(tmp_path):
                 gate="enabled(config)", names=frozenset({"config", "enabled", "_OTHER", "log"}))
     edit = run(tmp_path, "engine.layer", LAYER.replace("class Layer", "log = print\n\n\nclass Layer"), [op])
     assert edit.refusals == []
-    # The kernel joins the module's existing import from its module; the gate's import follows the block.
-    assert edit.source.startswith("from engine.ops import _OTHER, _KERNEL\nfrom engine.jit import enabled\n")
+    # The kernel joins the module's existing import from its module; the gate's import goes in module order.
+    assert edit.source.startswith("from engine.jit import enabled\nfrom engine.ops import _OTHER, _KERNEL\n\n\nlog")
     assert '''        self.pad = self.version is None
 
         if enabled(config):

@@ -219,3 +219,43 @@ def test_global_statement_and_type_checking_import(repo):
     changed = migrated(repo)
     assert "    global _FA4_MLA_PREFILL_KERNEL\n    _FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()" in changed[FLASH]
     assert "fa4_cutedsl_warmup" not in changed[ORCH]
+
+
+SPEC_033 = Path(__file__).with_name("specs") / "vllm033_qwen_mrope.toml"
+
+
+def test_a_triton_jit_kernel_spec_migrates_vllm_033(tmp_path):
+    """A `@triton.jit def` kernel (already private), one step of a two-step legacy module, on vLLM 0.33.0."""
+    original = vllm_tree("0.33.0")
+    repo = tmp_path / "repo033"
+    shutil.copytree(original, repo, copy_function=os.link)
+    result = CliRunner().invoke(app, ["migrate", "--spec", str(SPEC_033), "--repo", str(repo), "--write"])
+    assert result.exit_code == 0, result.output
+    changed = {p.relative_to(repo).as_posix() for p in repo.rglob("*.py")
+               if p.read_bytes() != (original / p.relative_to(repo)).read_bytes()}
+    assert changed == {"vllm/model_executor/layers/rotary_embedding/mrope.py",
+                       "vllm/model_executor/warmup/qwen_vl_triton_warmup.py"}
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*.py")) == \
+        sorted(p.relative_to(original) for p in original.rglob("*.py"))  # nothing deleted or created
+    for rel in changed:
+        text = (repo / rel).read_text()
+        compile(text, rel, "exec")
+        assert blocking(text) - blocking((original / rel).read_text()) == set()
+    legacy = (repo / "vllm/model_executor/warmup/qwen_vl_triton_warmup.py").read_text()
+    assert "_warm_mrope" not in legacy and "_MROPE_TOKEN_COUNTS" not in legacy and "_warm_vision(model" in legacy
+    mrope = (repo / "vllm/model_executor/layers/rotary_embedding/mrope.py").read_text()
+    assert "            _triton_mrope_forward.register_warmup(head_size=self.head_size" in mrope
+    check = CliRunner().invoke(app, ["migrate", "--spec", str(SPEC_033), "--repo", str(repo), "--check"])
+    assert check.exit_code == 0, check.output  # a second run changes nothing
+
+
+def test_format_hook_output_is_what_the_gate_sees(repo):
+    import sys
+
+    tabs = [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.read().replace('    ', '\\t'))"]
+    result = migrate(repo, [SPECS["fa4-mla-prefill"]], format_command=tabs)
+    flash = next(c.after for c in result.changes if c.path.name == "flash_attn.py")
+    assert "\t\tif (\n\t\t\tvllm_config.kernel_config.enable_jit_warmup" in flash  # the formatter's output
+    broken = f"{sys.executable} -c \"print('def broken(:')\""
+    result = CliRunner().invoke(app, ["migrate", "fa4-mla-prefill", "--repo", str(repo), "--format", broken])
+    assert result.exit_code == 2 and "would not compile" in result.output
