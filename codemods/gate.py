@@ -1,7 +1,7 @@
 """The safety gate: nothing is written unless the migrated tree passes it.
 
-`check_file` runs on each changed file (beside its transform, in the worker pool);
-`check_references` runs once over the candidate files.
+Both halves run file by file in the worker pool: `check_file` on each changed file beside
+its transform, `check_references` on every candidate file after the migration.
 
 It is deliberately independent of the transforms (plain `ast` and pyflakes, not the
 transforms' libcst resolution), so a transform's blind spot is not also the gate's:
@@ -189,29 +189,22 @@ def check_file(path: Path, before: str, after: str) -> list[Finding]:
     return _new_findings(path, before, after)
 
 
-def check_references(modules: Mapping[str, tuple[Path, str, str]], facts: Facts) -> tuple[list[Finding], list[Finding]]:
-    """The repo-wide half: nothing refers to what was deleted or renamed; returns (violations, warnings).
+def check_references(path: Path, module: str, package: str, source: str, facts: Facts) \
+        -> tuple[list[Finding], list[Finding]]:
+    """The repo-wide half, one file at a time: nothing refers to what was deleted or renamed.
 
-    modules: name -> (path, package, source after the migration) of every file that could
-    refer to them (the text prefilter's candidates: a reference always names them).
+    Run on every file that could refer to them (the text prefilter's candidates: a reference
+    always names them), after the migration. Returns (violations, warnings).
     """
     words = facts.words()
-    if not words:
+    if not words or not re.search(r"\b(" + "|".join(map(re.escape, sorted(words))) + r")\b", source):
         return [], []
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(words))) + r")\b")
-    violations: list[Finding] = []
-    warnings: list[Finding] = []
-    for name, (path, package, source) in sorted(modules.items()):
-        if not pattern.search(source):
-            continue
-        try:
-            found = list(_references(path, source, name, package, facts))
-        except SyntaxError:
-            continue  # a file that never parsed is not the migration's to judge
-        violations += found
-        flagged = {f.line for f in found}
-        for renamed in facts.renamed:
-            for number, text in enumerate(source.splitlines(), 1):
-                if number not in flagged and re.search(rf"\b{re.escape(renamed.old)}\b", text):
-                    warnings.append(Finding(path, number, f"still mentions {renamed.old} (a comment or docstring?)"))
-    return violations, warnings
+    try:
+        found = list(_references(path, source, module, package, facts))
+    except SyntaxError:
+        return [], []  # a file that never parsed is not the migration's to judge
+    flagged = {f.line for f in found}
+    warnings = [Finding(path, number, f"still mentions {renamed.old} (a comment or docstring?)")
+                for renamed in facts.renamed for number, text in enumerate(source.splitlines(), 1)
+                if number not in flagged and re.search(rf"\b{re.escape(renamed.old)}\b", text)]
+    return found, warnings

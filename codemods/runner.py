@@ -283,27 +283,35 @@ def _group(specs: list[MigrationSpec], field: str) -> dict[str, list[MigrationSp
     return groups
 
 
-def _transform(job: tuple[str, str, list[Operation], str, tuple[str, ...]]) \
-        -> tuple[str, FileEdit | None, list[gate.Finding], str | None]:
-    """Worker: one file's operations, the formatter, then the file's half of the safety gate.
+def _transform(job: tuple[str, str, str, str, list[Operation], str, tuple[str, ...], gate.Facts]) \
+        -> tuple[str, FileEdit | None, list[gate.Finding], list[gate.Finding], str | None]:
+    """Worker: one file's operations, the formatter, then the safety gate on the result.
 
-    Returns (path, the edit, the gate's findings on it, error).
+    Returns (path, the edit, the gate's violations, its warnings, an error).
     """
-    path, source, ops, repo, format_command = job
+    path, module, package, source, ops, repo, format_command, facts = job
     try:
         edit = apply(source, ops, path=Path(path), repo=Path(repo))
     except cst.ParserSyntaxError as exc:
-        return path, None, [], f"{path}:{exc.raw_line}: does not parse: {exc.message}"
+        return path, None, [], [], f"{path}:{exc.raw_line}: does not parse: {exc.message}"
     except AnchorError as exc:
-        return path, None, [], f"{path}: {exc}"
-    if edit.source == source or edit.refusals:
-        return path, edit, [], None
+        return path, None, [], [], f"{path}: {exc}"
+    if edit.refusals:
+        return path, edit, [], [], None
     try:
-        if format_command:
+        if format_command and edit.source != source:
             edit.source = _format(format_command, Path(repo), Path(path), edit.source)
     except MigrationError as exc:
-        return path, None, [], str(exc)
-    return path, edit, gate.check_file(Path(path), source, edit.source), None
+        return path, None, [], [], str(exc)
+    violations = gate.check_file(Path(path), source, edit.source) if edit.source != source else []
+    found, warnings = gate.check_references(Path(path), module, package, edit.source, facts)
+    return path, edit, violations + found, warnings, None
+
+
+def _unchanged(job: tuple[str, str, str, str, gate.Facts]) -> tuple[list[gate.Finding], list[gate.Finding]]:
+    """Worker: the safety gate's reference check on a candidate file the migration does not change."""
+    path, module, package, source, facts = job
+    return gate.check_references(Path(path), module, package, source, facts)
 
 
 def _format(command: Sequence[str], repo: Path, path: Path, source: str) -> str:
@@ -330,25 +338,35 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1,
         raise MigrationError(f"--repo {repo} is not a directory")
     planner = _Planner(repo, specs)
     planner.plan()
+    facts = gate.Facts(frozenset(planner.deleted), frozenset(planner.deleted_functions), tuple(planner.renamed))
     # Largest files first: they take longest, and the pool then ends with the small ones.
-    jobs_list = sorted(((str(planner.modules[name].path), planner.modules[name].text, ops, str(repo),
-                         tuple(format_command)) for name, ops in planner.ops.items() if name not in planner.deleted),
-                       key=lambda job: (-len(job[1]), job[0]))
+    jobs_list = sorted(((str(m.path), m.name, m.package, m.text, planner.ops[m.name], str(repo), tuple(format_command),
+                         facts) for m in (planner.modules[name] for name in planner.ops) if m.name not in planner.deleted),
+                       key=lambda job: (-len(job[3]), job[0]))
+    unchanged = [(str(m.path), m.name, m.package, m.text, facts) for m in planner.candidates.values()
+                 if m.name not in planner.ops and m.name not in planner.deleted]
     if jobs > 1 and len(jobs_list) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(_transform, jobs_list))
+            pending = pool.map(_transform, jobs_list)
+            checked = list(pool.map(_unchanged, unchanged, chunksize=8))
+            results = list(pending)
     else:
         results = [_transform(job) for job in jobs_list]
-    errors = [error for _, _, _, error in results if error]
+        checked = [_unchanged(job) for job in unchanged]
+    errors = [error for *_, error in results if error]
     rel = lambda path: Path(path).relative_to(repo).as_posix()  # noqa: E731
-    errors += [f"{rel(path)}:{r.line}: {r.why}" for path, edit, _, _ in results if edit for r in edit.refusals]
+    errors += [f"{rel(path)}:{r.line}: {r.why}" for path, edit, *_ in results if edit for r in edit.refusals]
     if errors:
         raise MigrationError("refused; nothing was written:\n" + "\n".join(errors))
-    changes, counts, warnings, findings = [], Counter(), [], []
-    for path, edit, file_findings, _ in results:
+    changes, counts = [], Counter()
+    violations = [f for found, _ in checked for f in found]
+    notes = [f for _, noted in checked for f in noted]
+    warnings: list[str] = []
+    for path, edit, found, noted, _ in results:
         counts.update(edit.counts)
         warnings += [f"{rel(path)}:{w.line}: {w.why}" for w in edit.warnings]
-        findings += file_findings
+        violations += found
+        notes += noted
         old = planner.modules_by_path[Path(path)].text
         if edit.source != old:
             changes.append(FileChange(Path(path), old, edit.source))
@@ -359,25 +377,13 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1,
     for change in changes:
         if not change.path.resolve().is_relative_to(repo):
             raise MigrationError(f"{change.path} lies outside the repo {repo}; nothing was written")
-    _gate(repo, planner, changes, findings, warnings)
+    if violations:
+        raise MigrationError("refused by the safety gate; nothing was written:\n"
+                             + "\n".join(f.render(repo) for f in sorted(violations, key=lambda f: (str(f.path), f.line))))
+    warnings += [f.render(repo) for f in notes]
     parsed = sum(m._tree is not None for m in planner.modules.values())
     return MigrationResult(repo, [s.family for s in specs], changes, counts, len(planner.modules), parsed,
                            time.perf_counter() - started, warnings)
-
-
-def _gate(repo: Path, planner: _Planner, changes: list[FileChange], findings: list[gate.Finding],
-          warnings: list[str]) -> None:
-    """Refuse the whole run on any finding of the safety gate (the per-file half already ran in the workers)."""
-    after = {c.path: c.after for c in changes}
-    candidates = {name: (m.path, m.package, after.get(m.path, m.text)) for name, m in planner.candidates.items()
-                  if name not in planner.deleted}
-    facts = gate.Facts(frozenset(planner.deleted), frozenset(planner.deleted_functions), tuple(planner.renamed))
-    violations, notes = gate.check_references(candidates, facts)
-    violations = findings + violations
-    if violations:
-        raise MigrationError("refused by the safety gate; nothing was written:\n"
-                             + "\n".join(f.render(repo) for f in violations))
-    warnings += [f.render(repo) for f in notes]
 
 
 def write(result: MigrationResult) -> None:

@@ -259,3 +259,59 @@ def test_format_hook_output_is_what_the_gate_sees(repo):
     broken = f"{sys.executable} -c \"print('def broken(:')\""
     result = CliRunner().invoke(app, ["migrate", "fa4-mla-prefill", "--repo", str(repo), "--format", broken])
     assert result.exit_code == 2 and "would not compile" in result.output
+
+
+ROUTER_GEMM = dict(
+    family="ll-bf16-router-gemm",
+    orchestrator_module="vllm.model_executor.warmup.kernel_warmup",
+    orchestrator_step="_warmup_ll_bf16_router_gemm",
+    singleton_module="vllm.model_executor.kernels.linear.cute_dsl.ll_bf16",
+    singleton="ll_bf16_gemm_kernel",
+    private_singleton="_LL_BF16_GEMM_KERNEL",
+    construction_module="vllm.model_executor.layers.fused_moe.router.gate_linear",
+    construction_class="GateLinear",
+    registration="_LL_BF16_GEMM_KERNEL.register_warmup(\n    shape=(input_size, output_size),\n)",
+    gate="vllm_config is not None and vllm_config.kernel_config.enable_jit_warmup "
+         "and self.allow_specialized_router_gemm",
+)
+GATE_LINEAR = "vllm/model_executor/layers/fused_moe/router/gate_linear.py"
+
+
+def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(repo):
+    """0.29.0's inline `_warmup_ll_bf16_router_gemm` step: the orchestrator stays; the kernel is imported lazily."""
+    spec = MigrationSpec(**ROUTER_GEMM)
+    before = (repo / ORCH).read_text()
+    write(migrate(repo, [spec]))
+    orchestrator = (repo / ORCH).read_text()
+    assert "def kernel_warmup(" in orchestrator and "_warmup_ll_bf16_router_gemm" not in orchestrator
+    # Its helpers had no other caller: gone with it; the other steps stay.
+    assert "_ll_bf16_router_shapes_from_model" not in orchestrator and "_LL_BF16_WARMUP_M_RANGE" not in orchestrator
+    assert "_warmup_kimi_k3_gemm_rs_ar()" in orchestrator
+    assert blocking(orchestrator) - blocking(before) == set()
+    layer = (repo / GATE_LINEAR).read_text()
+    assert ("            from vllm.model_executor.kernels.linear.cute_dsl.ll_bf16 import _LL_BF16_GEMM_KERNEL\n"
+            "            _LL_BF16_GEMM_KERNEL.register_warmup(\n"
+            "                shape=(input_size, output_size),\n"
+            "            )\n") in layer
+    assert "ll_bf16_gemm_kernel" not in layer  # its lazy imports and uses follow the rename
+    assert migrate(repo, [spec]).changes == []
+
+
+def test_several_construction_classes_and_an_unbound_name(repo):
+    spec = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]),
+                            "construction_class": ["InklingAttention",
+                                                   "vllm.v1.attention.backends.mla.prefill.flash_attn:"
+                                                   "FlashAttnPrefillBackend"]})
+    result = migrate(repo, [spec])
+    flash = next(c.after for c in result.changes if c.path.name == "flash_attn.py")
+    # The flash-attn backend's module never imported the Inkling kernel: the import is added there.
+    assert "from vllm.models.inkling.nvidia.ops.fa4_rel_attention import _INKLING_FA4_REL_ATTENTION_KERNEL" in flash
+    assert flash.count("_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()") == 1
+    unbound = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]), "gate": "engine_config.enable_jit_warmup"})
+    with pytest.raises(MigrationError, match="engine_config is not bound where the registration goes"):
+        migrate(repo, [unbound])
+
+
+def test_help_shows_the_spec_table_literally():
+    result = CliRunner().invoke(app, ["migrate", "--help"])
+    assert "[[migration]]" in result.output
