@@ -207,4 +207,22 @@ def check_references(path: Path, module: str, package: str, source: str, facts: 
     warnings = [Finding(path, number, f"still mentions {renamed.old} (a comment or docstring?)")
                 for renamed in facts.renamed for number, text in enumerate(source.splitlines(), 1)
                 if number not in flagged and re.search(rf"\b{re.escape(renamed.old)}\b", text)]
-    return found, warnings
+    return found, warnings + list(_computed_names(path, source, package, facts))
+
+
+def _computed_names(path: Path, source: str, package: str, facts: Facts) -> Iterable[Finding]:
+    """Module or attribute names computed at run time where they may name what the migration deletes or renames."""
+    tree = ast.parse(source)
+    bound = _bindings(tree, package)
+    watched = facts.deleted_modules | {e for r in facts.renamed for e in r.exporters}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        callee = _dotted(node.func, bound) | ({node.func.id} if isinstance(node.func, ast.Name) else set())
+        if callee & {"importlib.import_module", "__import__"} and not isinstance(node.args[0], ast.Constant):
+            yield Finding(path, node.lineno, "imports a module by a computed name; check it names nothing the "
+                                             "migration deletes")
+        elif callee & {"getattr", "hasattr"} and len(node.args) > 1 and not isinstance(node.args[1], ast.Constant) \
+                and _dotted(node.args[0], bound) & watched:
+            yield Finding(path, node.lineno, "reads an attribute of a migrated module by a computed name; check it "
+                                             "names no renamed kernel")
