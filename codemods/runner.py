@@ -1,11 +1,12 @@
-"""Apply migration specs to a repo: discover, plan, transform in parallel, check, then write.
+"""Apply migration specs to a repo: discover, plan, transform in parallel, gate, then write.
 
-The run is all-or-nothing. Planning reads every `.py` file as text and keeps only those
-that mention a spec's identifiers (most of a large repo never reaches a parser); those
-are parsed with `ast` to resolve imports against each module's own package. The libcst
-transforms then run per file (in a process pool with -j), every output is re-parsed and
-byte-compiled, and only then is anything written: each file through a temporary file and
-an atomic rename, deletions last. Files outside the repo are never touched.
+The run is all-or-nothing. Planning reads every `.py` file the run may see (codemods.files)
+as text and keeps only those that mention a spec's identifiers (most of a large repo never
+reaches a parser); those are parsed with `ast` to check the spec's anchors. The libcst
+transforms then run per file (in a process pool with -j) with the per-file half of the
+safety gate (codemods.gate), the repo-wide half runs over every candidate, and only a run
+that passes is written, through a journal (codemods.transaction). Files outside the repo
+are never touched.
 """
 
 from __future__ import annotations
@@ -13,25 +14,23 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
-import os
 import re
 import shlex
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import libcst as cst
 
-from . import gate
+from . import gate, transaction
+from .files import SourceFile, UnreadableSource, discover_paths, read_source
 from .gate import Renamed, absolute_module
 from .spec import MigrationSpec, SpecError
+from .transaction import Write
 from .transforms import AnchorError, FileEdit, InsertRegistration, Operation, RemoveLegacyCalls, RenameKernel, apply
-
-SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules", "build", "dist"}
-
 
 class MigrationError(RuntimeError):
     """The migration cannot be planned or checked; nothing was written."""
@@ -39,16 +38,28 @@ class MigrationError(RuntimeError):
 
 @dataclasses.dataclass
 class FileChange:
-    path: Path
-    before: str | None  # None: created
+    source: SourceFile  # the file as read: its encoding, BOM and mode are kept
     after: str | None   # None: deleted
 
+    @property
+    def path(self) -> Path:
+        return self.source.path
+
+    @property
+    def before(self) -> str:
+        return self.source.text
+
+    def write(self) -> Write:
+        """The change as bytes in the file's own encoding (decoding then encoding gives back the bytes read)."""
+        return Write(self.path, self.source.encode(self.source.text),
+                     None if self.after is None else self.source.encode(self.after), self.source.mode)
+
     def diff(self, repo: Path) -> str:
+        """A unified diff; line endings are the file's own, so a CRLF file's diff shows only the changed lines."""
         rel = self.path.relative_to(repo).as_posix()
         return "".join(difflib.unified_diff(
-            (self.before or "").splitlines(keepends=True), (self.after or "").splitlines(keepends=True),
-            fromfile=f"a/{rel}" if self.before is not None else "/dev/null",
-            tofile=f"b/{rel}" if self.after is not None else "/dev/null"))
+            self.before.splitlines(keepends=True), (self.after or "").splitlines(keepends=True),
+            fromfile=f"a/{rel}", tofile=f"b/{rel}" if self.after is not None else "/dev/null"))
 
 
 @dataclasses.dataclass
@@ -61,15 +72,16 @@ class MigrationResult:
     files_parsed: int  # with `ast`, for planning; only the files that passed the text prefilter
     seconds: float
     warnings: list[str] = dataclasses.field(default_factory=list)  # path:line: what a human should check
+    skipped: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> why it was not read
 
     def report(self) -> dict:
         rel = lambda c: c.path.relative_to(self.repo).as_posix()  # noqa: E731
         return {
             "repo": str(self.repo),
             "families": self.families,
-            "changed": sorted(rel(c) for c in self.changes if c.before is not None and c.after is not None),
-            "created": sorted(rel(c) for c in self.changes if c.before is None),
+            "changed": sorted(rel(c) for c in self.changes if c.after is not None),
             "deleted": sorted(rel(c) for c in self.changes if c.after is None),
+            "skipped": self.skipped,
             "transforms": dict(sorted(self.transforms.items())),
             "files_scanned": self.files_scanned,
             "files_parsed": self.files_parsed,
@@ -81,10 +93,17 @@ class MigrationResult:
 @dataclasses.dataclass
 class _Module:
     name: str
-    path: Path
-    text: str
+    source: SourceFile
     package: str
     _tree: ast.Module | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.source.path
+
+    @property
+    def text(self) -> str:
+        return self.source.text
 
     @property
     def tree(self) -> ast.Module:
@@ -96,21 +115,33 @@ class _Module:
         return self._tree
 
 
-def discover(repo: Path) -> dict[str, _Module]:
-    """Every module under the repo root, by dotted name (`vllm/a/b.py` is `vllm.a.b`)."""
+def module_name(repo: Path, path: Path) -> tuple[str, str]:
+    """(module, package) of a file under the repo root: `vllm/a/b.py` is `vllm.a.b` in `vllm.a`."""
+    parts = path.relative_to(repo).with_suffix("").parts
+    is_package = parts[-1] == "__init__"
+    name = ".".join(parts[:-1] if is_package else parts)
+    return name, name if is_package else ".".join(parts[:-1])
+
+
+def discover(repo: Path, respect_gitignore: bool = True, only: Sequence[Path] = ()) \
+        -> tuple[dict[str, _Module], dict[Path, str]]:
+    """Every readable module of the run by dotted name, and the files skipped with why.
+
+    `only`: files or folders that restrict the run (nothing outside them is read or changed).
+    """
+    paths, skipped = discover_paths(repo, respect_gitignore)
     modules: dict[str, _Module] = {}
-    for dirpath, dirnames, filenames in os.walk(repo):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for filename in sorted(filenames):
-            if not filename.endswith(".py"):
-                continue
-            path = Path(dirpath, filename)
-            parts = path.relative_to(repo).with_suffix("").parts
-            is_package = parts[-1] == "__init__"
-            name = ".".join(parts[:-1] if is_package else parts)
-            package = name if is_package else ".".join(parts[:-1])
-            modules[name] = _Module(name, path, path.read_text(encoding="utf-8"), package)
-    return modules
+    for path in paths:
+        if only and not any(path == root or path.is_relative_to(root) for root in only):
+            continue
+        try:
+            source = read_source(path)
+        except UnreadableSource as exc:
+            skipped[path] = str(exc).split(": ", 1)[1]
+            continue
+        name, package = module_name(repo, path)
+        modules[name] = _Module(name, source, package)
+    return modules, skipped
 
 
 def _module_defs(module: _Module) -> set[str]:
@@ -136,9 +167,10 @@ def _imports_of(module: _Module, name: str) -> Iterable[str]:
 class _Planner:
     """Turns specs into per-file operations, checking every anchor the specs name."""
 
-    def __init__(self, repo: Path, specs: list[MigrationSpec]):
+    def __init__(self, repo: Path, specs: list[MigrationSpec], respect_gitignore: bool = True,
+                 only: Sequence[Path] = ()):
         self.repo, self.specs = repo, specs
-        self.modules = discover(repo)
+        self.modules, self.skipped = discover(repo, respect_gitignore, only)
         words = {word for spec in specs for word in spec.identifiers()}
         self.candidates = {name: m for name, m in self.modules.items() if any(w in m.text for w in words)}
         self.ops: dict[str, list[Operation]] = {}
@@ -150,6 +182,9 @@ class _Planner:
     def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> _Module:
         name = name or getattr(spec, field)
         if name not in self.modules:
+            unreadable = [why for path, why in self.skipped.items() if module_name(self.repo, path)[0] == name]
+            if unreadable:
+                raise SpecError(f"{spec.family}: {field} {name!r} cannot be read: {unreadable[0]}")
             raise SpecError(f"{spec.family}: {field} {name!r} not found under {self.repo}")
         return self.modules[name]
 
@@ -326,17 +361,18 @@ def _format(command: Sequence[str], repo: Path, path: Path, source: str) -> str:
     return done.stdout
 
 
-def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1,
-            format_command: Sequence[str] = ()) -> MigrationResult:
+def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_command: Sequence[str] = (),
+            respect_gitignore: bool = True, only: Sequence[Path] = (),
+            on_progress: Callable[[int, int], None] | None = None) -> MigrationResult:
     """Plan, apply, format and gate every edit; write nothing (see `write`). Refusals raise MigrationError.
 
-    `format_command`: a formatter run on each changed file before the gate (stdin to stdout).
+    format_command: a formatter run on each changed file before the gate (stdin to stdout);
+    respect_gitignore: in a git checkout, leave out what git ignores; only: files or folders
+    that restrict the run; on_progress(done, total): called as each file's transform ends.
     """
     started = time.perf_counter()
-    repo = Path(repo).resolve()
-    if not repo.is_dir():
-        raise MigrationError(f"--repo {repo} is not a directory")
-    planner = _Planner(repo, specs)
+    repo = check_repo(repo)
+    planner = _Planner(repo, specs, respect_gitignore, [Path(p).resolve() for p in only])
     planner.plan()
     facts = gate.Facts(frozenset(planner.deleted), frozenset(planner.deleted_functions), tuple(planner.renamed))
     # Largest files first: they take longest, and the pool then ends with the small ones.
@@ -345,13 +381,20 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1,
                        key=lambda job: (-len(job[3]), job[0]))
     unchanged = [(str(m.path), m.name, m.package, m.text, facts) for m in planner.candidates.values()
                  if m.name not in planner.ops and m.name not in planner.deleted]
+    report = on_progress or (lambda done, total: None)
     if jobs > 1 and len(jobs_list) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             pending = pool.map(_transform, jobs_list)
             checked = list(pool.map(_unchanged, unchanged, chunksize=8))
-            results = list(pending)
+            results = []
+            for result in pending:
+                results.append(result)
+                report(len(results), len(jobs_list))
     else:
-        results = [_transform(job) for job in jobs_list]
+        results = []
+        for job in jobs_list:
+            results.append(_transform(job))
+            report(len(results), len(jobs_list))
         checked = [_unchanged(job) for job in unchanged]
     errors = [error for *_, error in results if error]
     rel = lambda path: Path(path).relative_to(repo).as_posix()  # noqa: E731
@@ -369,10 +412,10 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1,
         notes += noted
         old = planner.modules_by_path[Path(path)].text
         if edit.source != old:
-            changes.append(FileChange(Path(path), old, edit.source))
+            changes.append(FileChange(planner.modules_by_path[Path(path)].source, edit.source))
     for name in sorted(planner.deleted):
         module = planner.modules[name]
-        changes.append(FileChange(module.path, module.text, None))
+        changes.append(FileChange(module.source, None))
         counts["delete_legacy_module"] += 1
     for change in changes:
         if not change.path.resolve().is_relative_to(repo):
@@ -382,25 +425,29 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1,
                              + "\n".join(f.render(repo) for f in sorted(violations, key=lambda f: (str(f.path), f.line))))
     warnings += [f.render(repo) for f in notes]
     parsed = sum(m._tree is not None for m in planner.modules.values())
+    skipped = {path.relative_to(repo).as_posix(): why for path, why in sorted(planner.skipped.items())}
     return MigrationResult(repo, [s.family for s in specs], changes, counts, len(planner.modules), parsed,
-                           time.perf_counter() - started, warnings)
+                           time.perf_counter() - started, warnings, skipped)
+
+
+def check_repo(repo: Path) -> Path:
+    """The checkout root, checked: a folder, and not one inside a package (which would misname every module)."""
+    repo = Path(repo).expanduser().resolve()
+    if not repo.is_dir():
+        raise MigrationError(f"--repo {repo} is not a directory")
+    if (repo / "__init__.py").is_file():
+        root = repo
+        while (root / "__init__.py").is_file():
+            root = root.parent
+        raise MigrationError(f"--repo {repo} is inside the package {repo.relative_to(root).parts[0]}; the checkout "
+                             f"root (the folder holding it) is {root}")
+    return repo
 
 
 def write(result: MigrationResult) -> None:
-    """Write every change atomically: all new contents to temporary files first, then rename."""
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for change in result.changes:
-            if change.after is not None:
-                tmp = change.path.with_name(f".{change.path.name}.zerojit-tmp")
-                tmp.write_text(change.after, encoding="utf-8")
-                staged.append((tmp, change.path))
-    except OSError:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
-        raise
-    for tmp, target in staged:
-        os.replace(tmp, target)
-    for change in result.changes:
-        if change.after is None:
-            change.path.unlink()
+    """Write every change or none, through a journal that survives a kill (see codemods.transaction).
+
+    Hold `transaction.locked(repo, exclusive=True)` around migrate + write when other runs may
+    touch the same repo (the CLI does).
+    """
+    transaction.commit(result.repo, [change.write() for change in result.changes])

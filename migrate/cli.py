@@ -21,7 +21,8 @@ from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
-from zerojit.codemods.runner import MigrationError, MigrationResult, migrate, write
+from zerojit.codemods import transaction
+from zerojit.codemods.runner import MigrationError, MigrationResult, check_repo, migrate, write
 from zerojit.codemods.spec import SpecError, load_specs
 from zerojit.contract.cache import CacheDirError
 from zerojit.contract.cutedsl_backend import BackendConfigError
@@ -192,57 +193,123 @@ def _print_diff(result: MigrationResult, console: Console) -> None:
             console.out(text, end="", highlight=False)
 
 
+def _split_targets(tokens: list[str], known: set[str], repo: Path) -> tuple[list[str], list[Path]]:
+    """Positional arguments: spec family names, and paths or globs that restrict the run."""
+    families, paths = [], []
+    for token in tokens:
+        if token in known:
+            families.append(token)
+            continue
+        matches = sorted(Path().glob(token) if not Path(token).is_absolute() else Path("/").glob(token.lstrip("/"))) \
+            if any(c in token for c in "*?[") else [Path(token)] if Path(token).exists() else []
+        if not matches and not Path(token).is_absolute() and (repo / token).exists():
+            matches = [repo / token]
+        if not matches:
+            raise SpecError(f"{token!r} is neither a known family ({', '.join(sorted(known))}) nor an existing path")
+        paths += matches
+    return families, paths
+
+
+def _progress(console: Console):
+    """A progress bar for runs with many files to transform (none for a handful, or when not on a terminal)."""
+    state: dict = {}
+
+    def update(done: int, total: int) -> None:
+        if total < 20 or not console.is_terminal:
+            return
+        if "bar" not in state:
+            from rich.progress import Progress
+
+            state["bar"] = Progress(console=console, transient=True)
+            state["bar"].start()
+            state["task"] = state["bar"].add_task("migrate", total=total)
+        state["bar"].update(state["task"], completed=done)
+        if done == total:
+            state["bar"].stop()
+
+    return update
+
+
 @app.command("migrate")
 def migrate_command(
-    family_names: list[str] = typer.Argument(None, metavar="FAMILY...", help="Spec families to apply "
-                                             "(the installed families' specs; see `zerojit families`)."),
+    targets: list[str] = typer.Argument(None, metavar="FAMILY... [PATH...]", help="Spec families to apply (the "
+                                        "installed families' specs, see `zerojit families`, and those of --spec), "
+                                        "then optional files, folders or globs that restrict the run."),
     repo: Path = typer.Option(..., "--repo", help="Checkout root: the folder holding the engine package (vllm/)."),
     write_changes: bool = typer.Option(False, "--write", help="Apply the changes (default: print a diff)."),
-    check: bool = typer.Option(False, "--check", help="Exit 1 when changes are pending, 0 when none."),
+    check: bool = typer.Option(False, "--check", help="List the files that would change ('would change: PATH'); "
+                                "exit 1 when any, 0 when none."),
+    recover: bool = typer.Option(False, "--recover", help="Roll back a --write that was interrupted (killed), then "
+                                 "stop unless families are named."),
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="TOML file of [[migration]] specs to use too."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Processes for the libcst transforms."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a JSON report of the run here."),
     format_command: Optional[str] = typer.Option(None, "--format", help="A formatter that reads code on stdin and "
                                                  "writes it to stdout, run on every changed file before the safety "
                                                  "gate, e.g. 'ruff format -'."),
+    no_ignore: bool = typer.Option(False, "--no-ignore", help="In a git checkout, also read files git ignores."),
 ) -> None:
-    """Migrate legacy warmup modules in a repo onto the contract (dry run: a unified diff).
+    """Migrate legacy warmup modules in a repo onto the contract (dry run: a unified diff; exit 0).
 
     Nothing is written unless every edit is safe: the result compiles, pyflakes finds no new
     undefined name or redefinition, and nothing still refers to what the migration deletes or
-    renames. Otherwise the run is refused (exit 2), one `path:line: why` per problem.
+    renames. Otherwise the run is refused (exit 2), one `path:line: why` per problem. A --write
+    is all-or-nothing and survives a kill (the next --write or --recover rolls it back first);
+    a second run on the same repo waits for the first. Errors exit 2 with one line.
     """
     if write_changes and check:
         raise fail("--write and --check exclude each other")
     try:
+        repo = check_repo(repo)
         specs = migration_specs()
+        spec_families = []
         if spec_file is not None:
-            specs.update({spec.family: spec for spec in load_specs(spec_file)})
-        names = family_names or (sorted(s.family for s in load_specs(spec_file)) if spec_file else [])
-        if not names:
+            loaded = load_specs(spec_file)
+            specs.update({spec.family: spec for spec in loaded})
+            spec_families = [spec.family for spec in loaded]
+        names, only = _split_targets(targets or [], set(specs), repo)
+        names = names or spec_families
+        if not names and not recover:
             raise SpecError(f"name at least one family; known: {', '.join(sorted(specs))}")
-        unknown = [name for name in names if name not in specs]
-        if unknown:
-            raise SpecError(f"unknown family {unknown[0]!r}; known: {', '.join(sorted(specs))}")
-        result = migrate(repo, [specs[name] for name in names], jobs=jobs,
-                         format_command=shlex.split(format_command) if format_command else ())
-    except USER_ERRORS as exc:
+        exclusive = write_changes or recover
+        with transaction.locked(repo, exclusive, on_wait=lambda: err.print(
+                f"waiting for another zerojit migrate on {escape(str(repo))} ...", highlight=False)):
+            if transaction.pending(repo):
+                if not exclusive:
+                    raise MigrationError(f"an interrupted --write left a journal ({transaction.pending(repo)}); run "
+                                         "`zerojit migrate --recover --repo REPO` (or --write) to roll it back")
+                restored = transaction.recover(repo)
+                err.print(f"recovered an interrupted migration: rolled back {restored} files", highlight=False)
+            if not names:
+                return
+            result = migrate(repo, [specs[name] for name in names], jobs=jobs, respect_gitignore=not no_ignore,
+                             format_command=shlex.split(format_command) if format_command else (), only=only,
+                             on_progress=_progress(err))
+            if write_changes:
+                write(result)
+    except USER_ERRORS + (transaction.TransactionError,) as exc:
         raise fail(exc) from None
+    except Exception as exc:  # noqa: BLE001 - a bug must still end in one line and exit 2, never look like exit 1
+        raise fail(f"internal error ({type(exc).__name__}: {exc}); nothing was written unless said above") from None
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    for path, why in result.skipped.items():
+        err.print(f"[yellow]skipped[/] {escape(path)}: {escape(why)}", highlight=False)
     if report is not None:
         report.write_text(json.dumps(result.report(), indent=2) + "\n")
     summary = result.report()
+    counts = (f"{len(summary['changed'])} changed, {len(summary['deleted'])} deleted, {len(summary['skipped'])} "
+              f"skipped ({result.seconds:.2f} s)")
     if write_changes:
-        write(result)
-        err.print(f"wrote {len(summary['changed'])} changed, {len(summary['deleted'])} deleted files "
-                  f"in {result.seconds:.2f} s", highlight=False)
+        err.print(f"wrote: {counts}", highlight=False)
     elif check:
-        err.print(f"{len(result.changes)} files would change", highlight=False)
+        for change in result.changes:
+            print(f"would change: {change.path.relative_to(repo).as_posix()}")
+        err.print(f"check: {counts}", highlight=False)
         raise typer.Exit(1 if result.changes else 0)
     else:
         _print_diff(result, out)
-        err.print(f"{len(result.changes)} files would change (dry run; --write applies)", highlight=False)
+        err.print(f"dry run (--write applies): {counts}", highlight=False)
 
 
 keys_app = typer.Typer(help="Compare compile keys: migrated kernels against their legacy warmup logic.",

@@ -1,0 +1,92 @@
+"""Source files as they are on disk: which ones a run sees, and how to read and write them unchanged.
+
+Discovery follows `.gitignore` when the repo is a git checkout (`git ls-files`), so a
+virtual environment's copy of the engine is never touched; `--no-ignore` walks everything.
+Only regular files are read: a FIFO would block, a dangling or escaping symlink has nothing
+of the repo's to edit; each skip is noted. A file keeps its declared encoding (PEP 263
+cookie or BOM, `tokenize.detect_encoding`), its BOM, its line endings (no newline
+translation on read or write) and its mode; one that is not valid in its encoding is
+skipped with a note, or refused where the migration needs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import stat
+import subprocess
+import tokenize
+from pathlib import Path
+
+SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", "build", "dist"}
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    text: str
+    encoding: str  # as Python reads it: "utf-8-sig" when the file starts with a BOM
+    mode: int
+
+    def encode(self, text: str) -> bytes:
+        return text.encode(self.encoding)
+
+
+class UnreadableSource(ValueError):
+    """A file that is not valid Python source text in its declared encoding."""
+
+
+def read_source(path: Path) -> SourceFile:
+    data = path.read_bytes()
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        raise UnreadableSource(f"{path}: not readable as Python source ({exc})") from None
+    return SourceFile(path, text, encoding, stat.S_IMODE(os.stat(path).st_mode))
+
+
+def _regular(path: Path, repo: Path) -> str | None:
+    """Why a discovered path is skipped (None: a regular file inside the repo)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "a dangling symlink"
+    except OSError as exc:
+        return f"cannot stat it ({exc.strerror})"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if path.is_symlink() and not path.resolve().is_relative_to(repo):
+        return "a symlink out of the repo"
+    return None
+
+
+def _git_files(repo: Path) -> list[Path] | None:
+    """The repo's `.py` files as git sees them (tracked and untracked, ignored ones left out); None: not git."""
+    if not (repo / ".git").exists():
+        return None
+    try:
+        listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                                 "--", "*.py"], capture_output=True, check=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sorted({repo / name for name in listed.decode("utf-8", "surrogateescape").split("\0") if name})
+
+
+def discover_paths(repo: Path, respect_gitignore: bool = True) -> tuple[list[Path], dict[Path, str]]:
+    """The `.py` files a run may read, and the ones it skips with why."""
+    listed = _git_files(repo) if respect_gitignore else None
+    if listed is None:
+        listed = []
+        for dirpath, dirnames, filenames in os.walk(repo):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+            listed += [Path(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
+    paths, skipped = [], {}
+    for path in listed:
+        why = _regular(path, repo)
+        if why is None:
+            paths.append(path)
+        elif os.path.lexists(path):
+            skipped[path] = why
+    return paths, skipped

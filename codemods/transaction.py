@@ -1,0 +1,162 @@
+"""Writing a migration all-or-nothing, and surviving a kill.
+
+A write first records a journal (the files it will replace or delete, with the digests of
+their old and new bytes), keeps a backup of every original, stages every new file beside its
+target under a unique name, and only then replaces and deletes. Removing the journal is the
+commit. Any failure on the way rolls back what was already replaced. A kill at any moment
+leaves each file either original or migrated; the next run that may write (`--write`,
+`--recover`) finds the journal, puts every file back as it was and says so, and a `--write`
+then migrates from a clean tree. Dry runs and `--check` report the interrupted state
+without writing.
+
+The journal lives in `.git/zerojit/` when the repo is a git checkout, otherwise in the
+user's cache keyed by the repo's path: a successful run leaves nothing of its own in the
+tree. One lock per repo in the same place: a second run waits for the first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+JOURNAL = "journal.json"
+# Tests set this to space the write steps out, so that a kill can land between any two of them.
+STEP_DELAY_ENV = "ZEROJIT_TEST_WRITE_STEP_DELAY"
+
+
+class TransactionError(RuntimeError):
+    """The write could not be completed; what was already replaced has been rolled back."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Write:
+    """One file of a migration: new bytes (None: delete it) and the mode to keep."""
+
+    path: Path
+    before: bytes
+    after: bytes | None
+    mode: int
+
+
+def state_dir(repo: Path) -> Path:
+    repo = Path(repo).resolve()
+    if (repo / ".git").is_dir():
+        return repo / ".git" / "zerojit"
+    key = hashlib.sha256(str(repo).encode()).hexdigest()[:16]
+    return Path(os.environ.get("ZEROJIT_CACHE", Path.home() / ".cache" / "zerojit")) / "journals" / key
+
+
+@contextlib.contextmanager
+def locked(repo: Path, exclusive: bool, on_wait: Callable[[], None] = lambda: None) -> Iterator[None]:
+    """Hold the repo's migration lock (exclusive to write, shared to read); `on_wait` runs if it must wait."""
+    folder = state_dir(repo)
+    folder.mkdir(parents=True, exist_ok=True)
+    kind = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    with open(folder / "lock", "a") as handle:
+        try:
+            fcntl.flock(handle, kind | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait()
+            fcntl.flock(handle, kind)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _digest(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _current(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _atomic_write(path: Path, data: bytes, mode: int, temp: Path) -> None:
+    with open(temp, "wb") as out:
+        out.write(data)
+    os.chmod(temp, mode)
+    os.replace(temp, path)
+
+
+def _pause() -> None:
+    delay = float(os.environ.get(STEP_DELAY_ENV, "0") or 0)
+    if delay:
+        time.sleep(delay)
+
+
+def pending(repo: Path) -> Path | None:
+    """The journal of an interrupted write, if one is there."""
+    journal = state_dir(repo) / JOURNAL
+    return journal if journal.is_file() else None
+
+
+def recover(repo: Path) -> int:
+    """Put every file of an interrupted write back as it was; returns how many had changed. Hold the lock."""
+    folder = state_dir(repo)
+    journal = folder / JOURNAL
+    restored = 0
+    if journal.is_file():
+        entries = json.loads(journal.read_text())["files"]
+        changed_since = [e["path"] for e in entries if _digest(_current(Path(e["path"]))) not in (e["before"], e["after"])]
+        if changed_since:
+            raise TransactionError(f"an interrupted migration's journal ({journal}) lists files changed since: "
+                                   f"{', '.join(changed_since)}; restore them from {folder / 'backup'} by hand")
+        for entry in entries:
+            path, temp = Path(entry["path"]), Path(entry["temp"])
+            temp.unlink(missing_ok=True)
+            if _digest(_current(path)) != entry["before"]:
+                backup = folder / "backup" / str(entry["index"])
+                _atomic_write(path, backup.read_bytes(), entry["mode"], temp)
+                restored += 1
+        journal.unlink()
+    shutil.rmtree(folder / "backup", ignore_errors=True)
+    return restored
+
+
+def commit(repo: Path, writes: Sequence[Write]) -> None:
+    """Write every change or none (see the module docstring). Hold the lock."""
+    folder = state_dir(repo)
+    backups = folder / "backup"
+    shutil.rmtree(backups, ignore_errors=True)  # left by a run killed after its commit point
+    backups.mkdir(parents=True)
+    token = f"{os.getpid()}.{secrets.token_hex(4)}"
+    entries = [{"index": i, "path": str(w.path), "temp": str(w.path.with_name(f".{w.path.name}.{token}.zerojit-new")),
+                "before": _digest(w.before), "after": _digest(w.after), "mode": w.mode} for i, w in enumerate(writes)]
+    staged = folder / f"{JOURNAL}.{token}"
+    staged.write_text(json.dumps({"repo": str(repo), "files": entries}, indent=1))
+    os.replace(staged, folder / JOURNAL)
+    try:
+        for entry, write in zip(entries, writes):
+            (backups / str(entry["index"])).write_bytes(write.before)
+        for entry, write in zip(entries, writes):
+            if write.after is not None:
+                _pause()
+                with open(entry["temp"], "wb") as out:
+                    out.write(write.after)
+                os.chmod(entry["temp"], write.mode)
+        for entry, write in zip(entries, writes):
+            _pause()
+            if write.after is None:
+                write.path.unlink()
+            else:
+                os.replace(entry["temp"], write.path)
+    except OSError as exc:
+        recover(repo)
+        raise TransactionError(f"could not write {getattr(exc, 'filename', None) or exc}: "
+                               f"{exc.strerror or exc}; rolled back, every file is as it was") from None
+    _pause()
+    (folder / JOURNAL).unlink()  # the commit point
+    shutil.rmtree(backups, ignore_errors=True)

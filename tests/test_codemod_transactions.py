@@ -1,0 +1,217 @@
+"""`zerojit migrate --write` is all-or-nothing, survives kills, waits for other runs and keeps files as they are.
+
+Every run here is the real CLI in its own process (kills and locks are about processes).
+"""
+
+import hashlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from zerojit.codemods import transaction
+from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE
+
+FAMILIES = ["fa4-mla-prefill", "inkling-rel-attention"]
+TEMP_SUFFIX = ".zerojit-new"
+
+
+def zerojit(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "zerojit", "migrate", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, **popen)
+
+
+def finish(process: subprocess.Popen) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=300)
+    return process.returncode, out, err
+
+
+def copy_029(where: Path) -> Path:
+    """vLLM 0.29.0 as hard links: fast, and safe because every write here replaces files."""
+    shutil.copytree(vllm_tree("0.29.0"), where, copy_function=os.link)
+    return where
+
+
+def snapshot(repo: Path) -> dict[str, str]:
+    return {p.relative_to(repo).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(repo.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    """The tree one clean run produces, and the original."""
+    repo = copy_029(tmp_path_factory.mktemp("clean") / "repo")
+    original = snapshot(repo)
+    code, _, err = finish(zerojit(*FAMILIES, "--repo", str(repo), "--write"))
+    assert code == 0, err
+    return original, snapshot(repo)
+
+
+def test_a_kill_at_any_moment_leaves_original_or_migrated_files_and_the_next_run_finishes(tmp_path, clean):
+    original, migrated = clean
+    rng = random.Random(20261130)
+    for attempt in range(20):
+        repo = copy_029(tmp_path / f"kill{attempt}")
+        journal = transaction.state_dir(repo) / transaction.JOURNAL
+        run = zerojit(*FAMILIES, "--repo", str(repo), "--write", env={transaction.STEP_DELAY_ENV: "0.02"})
+        while not journal.exists() and run.poll() is None:
+            time.sleep(0.002)  # the write phase begins with the journal
+        time.sleep(rng.uniform(0.0, 0.3))  # 12 steps of 0.02 s: anywhere in the write phase, or just after it
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        after = {rel: digest for rel, digest in snapshot(repo).items() if not rel.endswith(TEMP_SUFFIX)}
+        for rel in set(original) | set(migrated):
+            assert after.get(rel) in (original.get(rel), migrated.get(rel)), (attempt, rel)
+        code, _, err = finish(zerojit(*FAMILIES, "--repo", str(repo), "--write"))
+        assert code == 0, err
+        assert snapshot(repo) == migrated, attempt  # exactly the clean run's tree: no temp file, nothing half done
+        assert not journal.exists()
+        shutil.rmtree(repo)
+
+
+def test_a_dry_run_reports_an_interrupted_write_and_recover_rolls_it_back(tmp_path, clean):
+    original, _ = clean
+    repo = copy_029(tmp_path / "repo")
+    journal = transaction.state_dir(repo) / transaction.JOURNAL
+    run = zerojit(*FAMILIES, "--repo", str(repo), "--write", env={transaction.STEP_DELAY_ENV: "0.05"})
+    while not journal.exists():
+        time.sleep(0.002)
+    time.sleep(0.4)  # past staging, into the replacements
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    code, _, err = finish(zerojit(*FAMILIES, "--repo", str(repo), "--check"))
+    assert code == 2 and "interrupted --write left a journal" in err and "Traceback" not in err
+    code, _, err = finish(zerojit("--recover", "--repo", str(repo)))
+    assert code == 0 and "rolled back" in err
+    assert snapshot(repo) == original
+
+
+def test_an_unwritable_file_mid_write_rolls_everything_back(tmp_path):
+    repo = copy_029(tmp_path / "repo")
+    legacy = repo / "vllm/model_executor/warmup/fa4_cutedsl_warmup.py"  # deleted last, after every replacement
+    legacy.write_bytes(legacy.read_bytes())  # its own inode, not the cache's
+    before = snapshot(repo)
+    if subprocess.run(["chattr", "+i", str(legacy)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        code, _, err = finish(zerojit(*FAMILIES, "--repo", str(repo), "--write"))
+    finally:
+        subprocess.run(["chattr", "-i", str(legacy)], check=True)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "rolled back" in err
+    assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["same families", "different families"])
+def test_concurrent_runs_wait_for_each_other(tmp_path, clean, split):
+    _, migrated = clean
+    repo = copy_029(tmp_path / "repo")
+    runs = [[*FAMILIES]] * 2 if not split else [[FAMILIES[0]], [FAMILIES[1]]]
+    slow = {transaction.STEP_DELAY_ENV: "0.5"}  # the first holds the lock while the second starts up
+    first = zerojit(*runs[0], "--repo", str(repo), "--write", env=slow)
+    while not (transaction.state_dir(repo) / transaction.JOURNAL).exists():
+        time.sleep(0.002)
+    second = zerojit(*runs[1], "--repo", str(repo), "--write")
+    (code1, _, err1), (code2, _, err2) = finish(first), finish(second)
+    assert code1 == 0 and code2 == 0, (err1, err2)
+    assert "waiting for another zerojit migrate" in err2
+    assert snapshot(repo) == migrated
+
+
+def small_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_TREE, repo)
+    return repo
+
+
+MODEL = "vllm/model_executor/models/minimax_m3.py"
+ORCHESTRATOR = "vllm/model_executor/warmup/kernel_warmup.py"
+LAUNCHERS = "vllm/v1/attention/ops/rocm_nvfp4_kv.py"
+
+
+def migrate_small(repo: Path, *args: str) -> tuple[int, str, str]:
+    return finish(zerojit("rocm-nvfp4", "--repo", str(repo), *args))
+
+
+def test_crlf_stays_crlf_and_the_diff_shows_only_changed_lines(tmp_path):
+    repo = small_repo(tmp_path)
+    model = repo / MODEL
+    model.write_bytes(model.read_bytes().replace(b"\n", b"\r\n"))
+    code, diff, _ = migrate_small(repo)
+    assert code == 0
+    section = diff.split(f"+++ b/{MODEL}")[1].split("--- a/")[0]
+    assert sum(line.startswith(("+", "-")) for line in section.splitlines()) == 5  # 1 import changed, 3 lines added
+    assert migrate_small(repo, "--write")[0] == 0
+    data = model.read_bytes()
+    assert b"register_warmup" in data and data.count(b"\n") == data.count(b"\r\n")
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o750])
+def test_mode_is_kept(tmp_path, mode):
+    repo = small_repo(tmp_path)
+    (repo / MODEL).chmod(mode)
+    assert migrate_small(repo, "--write")[0] == 0
+    assert (repo / MODEL).stat().st_mode & 0o7777 == mode and b"register_warmup" in (repo / MODEL).read_bytes()
+
+
+def test_bom_and_coding_cookie_are_kept(tmp_path):
+    repo = small_repo(tmp_path)
+    orchestrator, launchers = repo / ORCHESTRATOR, repo / LAUNCHERS
+    orchestrator.write_bytes(b"\xef\xbb\xbf" + orchestrator.read_bytes())
+    launchers.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + launchers.read_bytes())
+    assert migrate_small(repo, "--write")[0] == 0
+    assert orchestrator.read_bytes().startswith(b"\xef\xbb\xbf") and b"rocm_nvfp4_kv_warmup" not in orchestrator.read_bytes()
+    assert launchers.read_bytes().startswith(b"# -*- coding: latin-1 -*-\n# caf\xe9\n")
+    assert b"_ROCM_NVFP4_KV_LAUNCHERS = NVFP4KVLaunchers()" in launchers.read_bytes()
+
+
+def test_fifo_dangling_symlink_and_undecodable_files_are_skipped_with_a_note(tmp_path):
+    repo = small_repo(tmp_path)
+    os.mkfifo(repo / "vllm/fifo.py")
+    (repo / "vllm/dangling.py").symlink_to(tmp_path / "missing.py")
+    (repo / "vllm/latin.py").write_bytes(b"x = '\xff'\n")  # not UTF-8, and no coding line
+    code, _, err = finish(zerojit("rocm-nvfp4", "--repo", str(repo), "--write"))  # a FIFO read would hang here
+    assert code == 0, err
+    assert "skipped vllm/fifo.py: not a regular file" in err and "skipped vllm/dangling.py: a dangling symlink" in err
+    assert "skipped vllm/latin.py: not readable as Python source" in err
+
+
+def test_an_unreadable_file_the_migration_needs_is_refused(tmp_path):
+    repo = small_repo(tmp_path)
+    (repo / MODEL).write_bytes((repo / MODEL).read_bytes() + b"# \xff\n")
+    code, _, err = migrate_small(repo, "--write")
+    assert code == 2 and "construction_module 'vllm.model_executor.models.minimax_m3' cannot be read" in err
+
+
+def test_gitignored_copies_are_untouched_and_paths_restrict_the_run(tmp_path):
+    repo = small_repo(tmp_path)
+    shutil.copytree(repo / "vllm", repo / "env312/lib/site-packages/vllm")
+    (repo / ".gitignore").write_text("env312/\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    copy = snapshot(repo / "env312")
+    assert migrate_small(repo, "--write")[0] == 0
+    assert snapshot(repo / "env312") == copy
+    assert not (transaction.state_dir(repo) / transaction.JOURNAL).exists()
+    assert transaction.state_dir(repo) == repo / ".git" / "zerojit"  # nothing of zerojit's in the tree itself
+
+    other = small_repo(tmp_path / "other")
+    (other / "tools").mkdir()
+    (other / "tools/rewarm.py").write_text("from vllm.model_executor.warmup.rocm_nvfp4_kv_warmup import "
+                                           "rocm_nvfp4_kv_warmup\n\nrocm_nvfp4_kv_warmup(None)\n")
+    code, _, err = migrate_small(other, "--check")
+    assert code == 2 and "tools/rewarm.py:1: imports from vllm.model_executor.warmup.rocm_nvfp4_kv_warmup" in err
+    code, out, err = finish(zerojit("rocm-nvfp4", "--repo", str(other), "--check", str(other / "vllm")))
+    assert code == 1 and "would change: vllm/model_executor/warmup/kernel_warmup.py" in out
+
+
+def test_repo_inside_a_package_names_the_checkout_root(tmp_path):
+    repo = small_repo(tmp_path)
+    code, _, err = migrate_small(repo / "vllm" / "model_executor")
+    assert code == 2 and f"the checkout root (the folder holding it) is {repo}" in err
+    assert len(err.strip().splitlines()) == 1
