@@ -169,6 +169,56 @@ def compiled_during(owner: str, fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     return Outcome.CACHED if getattr(_counts, "value", 0) == before_count else Outcome.COMPILED
 
 
+class _VariantProbe:
+    """Stands in for FA4's forward compile cache for one call: the first lookup hands back FA4's compile key."""
+
+    class Found(Exception):
+        pass
+
+    def __contains__(self, key: Any) -> bool:
+        raise self.Found(key)
+
+
+def variant_of(fn: Any, *args: Any) -> str:
+    """FA4's own identity (its disk-cache file name) of the forward variant `fn(*args)` would compile.
+
+    Runs FA4's Python front-end under fake tensors up to its compile-cache lookup, then stops:
+    nothing compiles. Two serving keys with the same identity are one compile.
+    """
+    from flash_attn.cute.interface import _flash_attn_fwd
+
+    with _lock:
+        real = _flash_attn_fwd.compile_cache
+        _flash_attn_fwd.compile_cache = _VariantProbe()
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
+                warnings.filterwarnings("ignore", message=".*cannot be converted to a JitArgument")
+                fn(*args)
+        except _VariantProbe.Found as found:
+            return real._key_to_hash(found.args[0])  # configure() turns FA4's persistent cache on
+        finally:
+            _flash_attn_fwd.compile_cache = real
+    raise BackendConfigError("FA4 returned without looking up a forward variant")
+
+
+def variant_on_disk(variant: str) -> bool:
+    from flash_attn.cute.interface import _flash_attn_fwd
+
+    cache = _flash_attn_fwd.compile_cache
+    return hasattr(cache, "cache_path") and (cache.cache_path / f"{variant}.o").is_file()
+
+
+class FA4Variants:
+    """For kernels that compile through FA4's forward (`self._call_fa4(key)`): FA4's compile key is the variant."""
+
+    def variant(self, key: Any) -> str:
+        return variant_of(self._call_fa4, key)
+
+    def variant_cached(self, variant: str) -> bool:
+        return variant_on_disk(variant)
+
+
 def variant_count(owner: str) -> int:
     """FA4 forward variants this process holds for kernel `owner`."""
     if _configured is None:

@@ -7,8 +7,10 @@ kept for the report. How keys run depends on the kernel's backend:
   PROCESSES  (slow compiles, e.g. CuTe DSL) `jobs` worker processes compile into the
              backend's shared disk cache, then this process loads each variant from disk.
              Workers start with `process_setup` (the backend's configure function).
-Keys run longest first when a timing history from an earlier warmup knows their cost;
-a key the history saw compiled into this cache is loaded here instead of sent to a worker.
+Many serving keys share one backend variant (`JitKernel.variant`, the backend's own compile
+key, resolved without compiling): workers compile each distinct variant once, longest first
+when a timing history from an earlier warmup knows the cost, and a variant already in the
+disk cache needs no worker at all; this process then loads every key.
 """
 
 from __future__ import annotations
@@ -76,6 +78,47 @@ def _compile_in_worker(job: Work) -> KeyResult:
     return compile_one(*job)
 
 
+def _ready() -> int:
+    return os.getpid()
+
+
+def start_workers(jobs: int, process_setup: tuple[Callable[..., Any], tuple]) -> ProcessPoolExecutor:
+    """Start `jobs` worker processes now (each runs `process_setup`, e.g. importing the DSL) and return the pool.
+
+    A caller that knows compiles are coming starts them before its own set-up, so the
+    workers' imports overlap with it; `execute(..., pool=...)` then uses them.
+    """
+    setup, args = process_setup
+    context = multiprocessing.get_context("spawn")  # never fork a process holding a DSL runtime
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=setup, initargs=args)
+    for _ in range(jobs):  # no worker is idle yet, so each submit spawns one
+        pool.submit(_ready)
+    return pool
+
+
+def _compile_variants_in_workers(work: Sequence[Work], jobs: int, process_setup: tuple[Callable[..., Any], tuple],
+                                 pool: ProcessPoolExecutor | None) -> dict[tuple[str, str], KeyResult]:
+    """Compile each distinct backend variant of `work` once, in worker processes, into the shared disk cache.
+
+    The first key of each variant (in `work`'s order: longest first) stands for it; variants
+    the disk cache already holds need no worker, and no more workers start than there are
+    variants to compile. Returns the workers' results by (kernel, key digest).
+    """
+    chosen: dict[tuple[str, str], Work] = {}
+    for kernel, key in work:
+        variant = kernel.variant(key)
+        if (kernel.backend, variant) not in chosen and not kernel.variant_cached(variant):
+            chosen[(kernel.backend, variant)] = (kernel, key)
+    representatives = list(chosen.values())
+    if not representatives:
+        return {}
+    with contextlib.ExitStack() as stack:
+        if pool is None:
+            pool = stack.enter_context(start_workers(min(jobs, len(representatives)), process_setup))
+        compiled = pool.map(_compile_in_worker, representatives)
+        return {(kernel.name, key.digest()): result for (kernel, key), result in zip(representatives, compiled)}
+
+
 def longest_first(work: Sequence[Work], history: dict[str, float]) -> list[Work]:
     """Order keys by their recorded compile time, longest first (unknown keys keep their order, first)."""
     return sorted(work, key=lambda item: -history.get(item[1].digest(), float("inf")))
@@ -89,8 +132,11 @@ def execute(
     work: Sequence[Work] | None = None,
     history: dict[str, float] | None = None,
     process_setup: tuple[Callable[..., Any], tuple] | None = None,
+    pool: ProcessPoolExecutor | None = None,
 ) -> WarmupReport:
     """Compile the plan's keys (or just `work`, a part of them) and return the report.
+
+    `pool`: worker processes started earlier (`start_workers`), used instead of starting new ones.
 
     `history` maps key digests to seconds a compile took before (contract.cache keeps it per cache directory).
     Failures are in the report, never raised.
@@ -100,12 +146,9 @@ def execute(
     started = time.perf_counter()
     progress = _progress_bar(console) if show_progress else _NoProgress()
 
-    known = history or {}
-
     def mode(kernel: JitKernel, key: CompileKey) -> Parallelism:
-        if jobs == 1 or (kernel.parallelism is Parallelism.PROCESSES and (process_setup is None
-                                                                          or key.digest() in known)):
-            return Parallelism.SERIAL  # a key compiled into this cache before only needs loading
+        if jobs == 1 or (kernel.parallelism is Parallelism.PROCESSES and process_setup is None and pool is None):
+            return Parallelism.SERIAL
         return kernel.parallelism
 
     def record(result: KeyResult) -> None:
@@ -115,19 +158,16 @@ def execute(
     with progress:
         task = progress.add_task("", total=len(work))
         in_processes = [w for w in work if mode(*w) is Parallelism.PROCESSES]
-        if in_processes:
-            setup, args = process_setup
-            context = multiprocessing.get_context("spawn")  # never fork a process holding a DSL runtime
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=setup,
-                                     initargs=args) as pool:
-                compiled = list(pool.map(_compile_in_worker, in_processes))
-            for (kernel, key), remote in zip(in_processes, compiled):
-                if remote.outcome != "failed":
-                    # Load the worker's variant into this process (a disk-cache hit); report the
-                    # worker's outcome unless the load itself fails.
-                    local = compile_one(kernel, key)
-                    remote = local if local.outcome == "failed" else remote
-                record(remote)
+        remote = _compile_variants_in_workers(in_processes, jobs, process_setup, pool) if in_processes else {}
+        for kernel, key in in_processes:
+            worker = remote.get((kernel.name, key.digest()))
+            if worker is not None and worker.outcome == "failed":
+                record(worker)
+                continue
+            # Load the variant a worker compiled into this process (a disk-cache hit); report the
+            # worker's outcome for its own key unless the load itself fails.
+            local = compile_one(kernel, key)
+            record(worker if worker is not None and local.outcome != "failed" else local)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(compile_one, k, key) for k, key in work if mode(k, key) is Parallelism.THREADS]
             for k, key in work:

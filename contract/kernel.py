@@ -63,6 +63,18 @@ class JitKernel(ABC):
     @abstractmethod
     def variant_count(self) -> int: ...
 
+    def variant(self, key: CompileKey) -> str:
+        """The backend's own identity of what compiling `key` builds; keys that share one compile once.
+
+        Resolved without compiling (a backend reads its compile-cache key); by default every
+        key is a variant of its own.
+        """
+        return key.digest()
+
+    def variant_cached(self, variant: str) -> bool:
+        """Whether the backend's disk cache already holds `variant` (then loading it needs no worker)."""
+        return False
+
     def warmup_keys(self, limits: ServingLimits, **params: Any) -> list[CompileKey]:
         return expand(self.key_space(limits, **params), self.dispatch)
 

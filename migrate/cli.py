@@ -29,7 +29,7 @@ from zerojit.contract.cutedsl_backend import BackendConfigError
 from zerojit.contract.executor import default_jobs
 
 from .families import (MAX_LAUNCHES, Family, FamilyError, Preset, WarmupRun, families, get_preset, key_equivalence,
-                       migration_specs, plan_preset, verify_preset, warm_preset)
+                       migration_specs, plan_preset, preset_variants, verify_preset, warm_preset)
 
 # rich_markup_mode=None: help texts are plain text, so `[[migration]]` and user input print as written.
 app = typer.Typer(help="Zero JIT compilation at serving time: plan, warm up, verify and migrate kernel warmups. "
@@ -65,13 +65,14 @@ def _resolve(name: str) -> tuple[Family, Preset]:
         raise fail(exc) from None
 
 
-def _print_plan(plan, console: Console) -> None:
+def _print_plan(plan, console: Console, variants: dict[str, int] | None = None) -> None:
     table = Table(title=f"plan: {plan.total_keys} keys")
-    for column in ("kernel", "family", "backend", "keys"):
-        table.add_column(column, justify="right" if column == "keys" else "left")
+    for column in ("kernel", "family", "backend", "keys", *(("variants",) if variants else ())):
+        table.add_column(column, justify="right" if column in ("keys", "variants") else "left")
     for planned in plan.kernels:
         keys = "[red]0 (registered, empty)[/]" if planned.empty else str(len(planned.keys))
-        table.add_row(escape(planned.kernel.name), escape(planned.kernel.family), escape(planned.kernel.backend), keys)
+        table.add_row(escape(planned.kernel.name), escape(planned.kernel.family), escape(planned.kernel.backend), keys,
+                      *((str(variants[planned.kernel.name]),) if variants else ()))
     console.print(table)
     for missed in plan.missed:
         console.print(f"[yellow]missed registration:[/] {escape(missed.kernel)} at {escape(missed.site)}")
@@ -107,14 +108,29 @@ def families_command(as_json: bool = JsonOption) -> None:
 
 @app.command()
 def plan(preset: str = PresetOption, as_json: bool = JsonOption,
-         keys: bool = typer.Option(False, "--keys", help="With --json, include every compile key.")) -> None:
+         keys: bool = typer.Option(False, "--keys", help="With --json, include every compile key."),
+         variants: bool = typer.Option(False, "--variants", help="Also resolve each key's backend variant (what "
+                                       "actually compiles; keys that share one compile once). Imports the backend."),
+         cache_dir: Optional[Path] = CacheOption) -> None:
     """Expand a preset's registrations into the compile keys warmup would build (compiles nothing)."""
     family, chosen = _resolve(preset)
     the_plan, _ = plan_preset(family, chosen)
+    counts = {}
+    if variants:
+        try:
+            counts = preset_variants(family, chosen, the_plan, cache_dir)
+        except USER_ERRORS as exc:
+            raise fail(exc) from None
     if as_json:
-        print(json.dumps(the_plan.to_dict(include_keys=keys), indent=2))
+        summary = the_plan.to_dict(include_keys=keys)
+        for entry in summary["kernels"]:
+            if variants:
+                entry["variants"] = counts[entry["kernel"]]
+        if variants:
+            summary["total_variants"] = sum(counts.values())
+        print(json.dumps(summary, indent=2))
     else:
-        _print_plan(the_plan, out)
+        _print_plan(the_plan, out, counts)
 
 
 @app.command()

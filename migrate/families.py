@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zerojit.codemods.spec import MigrationSpec
-from zerojit.contract import CoverageReport, JitKernel, ServingLimits, WarmupPlan, WarmupRegistry, execute
+from zerojit.contract import (CoverageReport, JitKernel, Parallelism, ServingLimits, WarmupPlan, WarmupRegistry,
+                              execute)
 from zerojit.contract import verify_zero_jit
 from zerojit.contract.cache import (ArtifactProblem, CacheDir, CacheDirError, check_artifacts, check_output_file,
                                     default_cache_dir, open_cache_dir, read_history, record_results)
 from zerojit.contract.equivalence import EquivalenceReport, compare, sample_configs
+from zerojit.contract.executor import start_workers
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -130,6 +132,13 @@ def plan_preset(family: Family, preset: Preset) -> tuple[WarmupPlan, Sequence[Ji
     return registry.plan(), kernels
 
 
+def preset_variants(family: Family, preset: Preset, plan: WarmupPlan, cache_dir: Path | None = None) -> dict[str, int]:
+    """Distinct backend variants per kernel of a plan (the backend is configured on the cache to resolve them)."""
+    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend))
+    family.configure_backend(preset, cache.path)
+    return {planned.kernel.name: len({planned.kernel.variant(key) for key in planned.keys}) for planned in plan.kernels}
+
+
 @dataclasses.dataclass
 class WarmupRun:
     plan: WarmupPlan
@@ -156,15 +165,24 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
         if importlib.util.find_spec("matplotlib") is None:
             raise CacheDirError("--timeline needs matplotlib: pip install 'zerojit[plots]'")
     plan, kernels = plan_preset(family, preset)
-    family.configure_backend(preset, cache.path)
-    problems, _ = check_artifacts(cache, plan)
-    if cooperative:
-        from zerojit.contract.cooperative import cooperative_execute
+    problems, uncovered = check_artifacts(cache, plan)
+    setup = (family.configure_backend, (preset, cache.path))
+    workers = min(jobs, uncovered + len(problems))
+    # Compiles are coming: start the workers now, so that their imports overlap with this process's.
+    pool = start_workers(workers, setup) if not cooperative and workers > 1 and any(
+        p.kernel.parallelism is Parallelism.PROCESSES for p in plan.kernels) else None
+    try:
+        family.configure_backend(preset, cache.path)
+        if cooperative:
+            from zerojit.contract.cooperative import cooperative_execute
 
-        report = cooperative_execute(plan)
-    else:
-        report = execute(plan, jobs=jobs, console=console, show_progress=show_progress, history=read_history(cache),
-                         process_setup=(family.configure_backend, (preset, cache.path)))
+            report = cooperative_execute(plan)
+        else:
+            report = execute(plan, jobs=jobs, console=console, show_progress=show_progress,
+                             history=read_history(cache), process_setup=setup, pool=pool)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     record_results(cache, report)
     if timeline is not None:
         from zerojit.contract.timeline import plot_timeline

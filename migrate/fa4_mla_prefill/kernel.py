@@ -106,7 +106,7 @@ def keeps_probe(max_seqlen_k: int, num_splits: int, arch: str, dims: MLADims) ->
                 and dims.qk_head_dim != dims.v_head_dim))
 
 
-class FA4MLAPrefill(JitKernel):
+class FA4MLAPrefill(cutedsl_backend.FA4Variants, JitKernel):
     name: ClassVar[str] = "fa4_mla_prefill"
     family: ClassVar[str] = FAMILY
     backend: ClassVar[str] = "cutedsl"

@@ -96,7 +96,7 @@ class InklingKey(CompileKey):
     large_num_reqs: bool
 
 
-class InklingRelAttention(JitKernel):
+class InklingRelAttention(cutedsl_backend.FA4Variants, JitKernel):
     name: ClassVar[str] = "inkling_fa4_rel_attention"
     family: ClassVar[str] = FAMILY
     backend: ClassVar[str] = "cutedsl"
