@@ -73,6 +73,7 @@ class WarmupReport:
             "cached": self.count("cached"),
             "failed": self.count("failed"),
             "wall_s": round(self.wall_s, 4),
+            "longest_compile_s": round(max((r.seconds for r in self.results if r.outcome == "compiled"), default=0.0), 4),
             "total_keys": len(self.results),
             "kernels": self._per_kernel(),
             "failures": [
