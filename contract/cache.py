@@ -8,6 +8,8 @@ concurrent warmups on one cache merge instead of overwriting each other:
   zerojit-timings.json   {key digest: seconds its last real compile took}, to run long keys first;
   zerojit-manifest.json  the artifact manifest, format "zerojit-cache/1":
       {"format": "zerojit-cache/1",
+       "fingerprint": {what the artifacts are only valid for: Python minor, DSL versions, their
+                       source fingerprints, target arch, SM count, zerojit's version},
        "keys": {key digest: {"kernel": name, "key": canonical key JSON,
                              "artifacts": {path relative to the cache dir: sha256 of the file}}}}
 
@@ -15,7 +17,9 @@ A key's artifacts are the backend files its compile wrote or its load read (back
 them through `record_artifact`). Before a warmup loads anything, each planned key's
 artifacts are checked against the manifest: a swapped, altered or foreign file is removed so
 that its key recompiles, and the warmup reports it. A read-only cache (a baked cache mounted
-read-only) is fine as long as the manifest covers every planned key.
+read-only) is fine as long as the manifest covers every planned key. A cache baked elsewhere
+applies only where its fingerprint matches (`fingerprint_mismatch` names the first field
+that differs, instead of letting the DSL recompile everything silently).
 """
 
 from __future__ import annotations
@@ -162,6 +166,30 @@ def read_manifest(cache: CacheDir, warn: bool = True) -> dict[str, Any]:
     return _read_json(cache.path / MANIFEST_FILE, "artifact manifest", _valid_manifest, warn).get("keys", {})
 
 
+def read_fingerprint(cache: CacheDir) -> dict[str, str]:
+    return _read_json(cache.path / MANIFEST_FILE, "artifact manifest", _valid_manifest, False).get("fingerprint", {})
+
+
+def environment() -> dict[str, str]:
+    """The fingerprint fields every backend shares."""
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        zerojit = version("zerojit")
+    except PackageNotFoundError:
+        zerojit = "unknown"
+    return {"Python": f"{sys.version_info.major}.{sys.version_info.minor}", "zerojit": zerojit}
+
+
+def fingerprint_mismatch(baked: dict[str, str], here: dict[str, str]) -> str | None:
+    """One line naming the first fingerprint field that differs (None when the bake applies here)."""
+    for field, value in baked.items():
+        if here.get(field) != value:
+            return f"baked for {field} {value}, this is {here.get(field, 'not set')}"
+    return None
+
+
 def file_digest(path: Path) -> str:
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
@@ -207,8 +235,11 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan) -> tuple[list[ArtifactPro
     return problems, uncovered
 
 
-def record_results(cache: CacheDir, report: WarmupReport) -> None:
-    """Merge this warmup's compile times and artifacts into the cache's history and manifest, under the lock."""
+def record_results(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] | None = None) -> None:
+    """Merge this warmup's compile times and artifacts into the cache's history and manifest, under the lock.
+
+    `fingerprint`: what the artifacts compiled here are valid for; recorded when something compiled.
+    """
     if not cache.writable:
         return
     root = cache.path.resolve()
@@ -226,7 +257,10 @@ def record_results(cache: CacheDir, report: WarmupReport) -> None:
             if artifacts or not previous:
                 keys[result.key.digest()] = {"kernel": result.kernel, "key": json.loads(result.key.to_json()),
                                              "artifacts": artifacts or previous}
-        _write_json(cache.path / MANIFEST_FILE, {"format": MANIFEST_FORMAT, "keys": keys})
+        manifest = {"format": MANIFEST_FORMAT, "keys": keys, "fingerprint": read_fingerprint(cache)}
+        if fingerprint and report.count("compiled"):
+            manifest["fingerprint"] = fingerprint
+        _write_json(cache.path / MANIFEST_FILE, manifest)
 
 
 def _resolved(path: str) -> Path:

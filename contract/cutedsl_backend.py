@@ -169,6 +169,21 @@ def compiled_during(owner: str, fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     return Outcome.CACHED if getattr(_counts, "value", 0) == before_count else Outcome.COMPILED
 
 
+def fingerprint() -> dict[str, str]:
+    """What a baked FA4 cache is only valid for (FA4 puts its objects under a hash of the same facts).
+
+    The target arch and SM count are not here: they are part of every compile key.
+    """
+    import cutlass
+    import tvm_ffi
+    from flash_attn.cute.cache_utils import _compute_source_fingerprint
+
+    from .cache import environment
+
+    return {**environment(), "nvidia-cutlass-dsl": cutlass.__version__, "apache-tvm-ffi": tvm_ffi.__version__,
+            "flash-attn-4 sources": _compute_source_fingerprint()[:16]}
+
+
 class _VariantProbe:
     """Stands in for FA4's forward compile cache for one call: the first lookup hands back FA4's compile key."""
 

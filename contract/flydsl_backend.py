@@ -100,6 +100,18 @@ def install_compile_hook() -> None:
         _hooked = True
 
 
+def fingerprint() -> dict[str, str]:
+    """What a baked FlyDSL cache is only valid for (FlyDSL keys artifacts with a hash of its sources and toolkit;
+    the target arch is part of every compile key)."""
+    from importlib.metadata import version
+
+    from flydsl.compiler.jit_function import _flydsl_key
+
+    from .cache import environment
+
+    return {**environment(), "flydsl": version("flydsl"), "flydsl sources and toolkit": _flydsl_key()[:16]}
+
+
 def compiles_in_this_thread() -> int:
     return getattr(_counts, "value", 0)
 

@@ -10,6 +10,8 @@ d = q + (seqlen_k - seqlen_q) - k. The bias is rel_logits[token, head, d] when
 from __future__ import annotations
 
 import functools
+import hashlib
+import inspect
 
 
 @functools.cache
@@ -30,4 +32,9 @@ def relative_bias_score_mod(rel_extent: int):
         bias = cutlass.Float32(table[seqlen_info.offset_q + query, head_idx[0], index])
         return scores + (bias if index == distance else cutlass.Float32(0.0))
 
+    # FA4 keys a score_mod by its source and the repr of its closure cells; these close over the
+    # cutlass modules, whose repr holds the install path, so a cache baked elsewhere would miss.
+    # What the generated code depends on is this source and the bias width: hash exactly that.
+    source = inspect.getsource(relative_bias_score_mod)
+    add_relative_bias.__cute_hash__ = hashlib.sha256(f"{source}\nrel_extent={rel_extent}".encode()).hexdigest()
     return add_relative_bias
