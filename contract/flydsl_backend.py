@@ -109,7 +109,8 @@ def fingerprint() -> dict[str, str]:
 
     from .cache import environment
 
-    return {**environment(), "flydsl": version("flydsl"), "flydsl sources and toolkit": _flydsl_key()[:16]}
+    digest = hashlib.sha256(_flydsl_key().encode()).hexdigest()[:16]
+    return {**environment(), "flydsl": version("flydsl"), "flydsl sources and toolkit": digest}
 
 
 def compiles_in_this_thread() -> int:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -141,7 +143,11 @@ def warmup(preset: str = PresetOption,
                                                    "(needs zerojit[plots])."),
            ranks: int = typer.Option(1, "--ranks", min=1, help="Cooperative warmup: N local rank processes "
                                      "(torch.distributed, gloo) split the keys and share one disk cache."),
-           cache_dir: Optional[Path] = CacheOption, as_json: bool = JsonOption) -> None:
+           cache_dir: Optional[Path] = CacheOption, as_json: bool = JsonOption,
+           require_baked: bool = typer.Option(False, "--require-baked", help="The cache is a bake (zerojit bake) made "
+                                              "for this environment: a fingerprint mismatch or a planned key it lacks "
+                                              "is an error before anything compiles (exit 2), and any compile during "
+                                              "the warmup exits 1.")) -> None:
     """Compile every planned key for real (compile-only); exit 1 if any key fails."""
     family, chosen = _resolve(preset)
     if ranks > 1:
@@ -165,7 +171,8 @@ def warmup(preset: str = PresetOption,
             out.print(table)
         raise typer.Exit(0 if not failed else 1)
     try:
-        run = warm_preset(family, chosen, jobs=jobs, cache_dir=cache_dir, console=err, timeline=timeline)
+        run = warm_preset(family, chosen, jobs=jobs, cache_dir=cache_dir, console=err, timeline=timeline,
+                          require_baked=require_baked)
     except USER_ERRORS as exc:
         raise fail(exc) from None
     if as_json:
@@ -174,7 +181,42 @@ def warmup(preset: str = PresetOption,
         print(json.dumps(summary, indent=2))
     else:
         _print_warmup(run, out)
+    if run.unbaked_compiles:
+        raise fail(f"--require-baked: {run.unbaked_compiles} keys compiled although the bake should hold them", 1)
     raise typer.Exit(0 if run.report.ok else 1)
+
+
+@app.command()
+def bake(presets: list[str] = typer.Option(..., "--preset", "-p", help="A serving configuration to bake; "
+                                           "repeatable (see `zerojit families`)."),
+         out_dir: Path = typer.Option(..., "--out", help="The bake: one cache folder per backend (OUT/<backend>), "
+                                      "each with a manifest of its fingerprint, keys and artifact digests."),
+         jobs: int = typer.Option(default_jobs(), "--jobs", "-j", min=1, help="Parallel compiles per preset.")) -> None:
+    """Compile presets on this (CPU) machine into caches that serving hosts load with zero compiles.
+
+    Bake in the serving hosts' environment (the same Python minor, DSL and FA4 versions: in
+    practice `pip install vllm==X zerojit[cuda13]` on the builder); the manifest records it, and
+    `zerojit warmup --cache-dir OUT/<backend> --require-baked` on the host refuses a bake that
+    does not apply. Each preset bakes in a process of its own (backends cannot share one).
+    """
+    table = Table(title=f"bake: {escape(str(out_dir))}")
+    for column in ("preset", "cache", "keys", "compiled", "loaded", "failed"):
+        table.add_column(column, justify="left" if column in ("preset", "cache") else "right")
+    failed = 0
+    for name in presets:
+        family, chosen = _resolve(name)
+        folder = out_dir / family.backend
+        done = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", chosen.name, "--cache-dir",
+                               str(folder), "--jobs", str(jobs), "--json"], capture_output=True, text=True)
+        if done.returncode not in (0, 1) or not done.stdout.strip():
+            raise fail((done.stderr.strip().splitlines() or [f"warmup of {name} exited {done.returncode}"])[-1]
+                       .removeprefix("error: "))
+        report = json.loads(done.stdout)
+        failed += report["failed"]
+        table.add_row(escape(chosen.name), escape(str(folder)), str(report["total_keys"]), str(report["compiled"]),
+                      str(report["cached"]), str(report["failed"]))
+    out.print(table)
+    raise typer.Exit(1 if failed else 0)
 
 
 @app.command()

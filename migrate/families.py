@@ -24,8 +24,9 @@ from zerojit.codemods.spec import MigrationSpec
 from zerojit.contract import (CoverageReport, JitKernel, Parallelism, ServingLimits, WarmupPlan, WarmupRegistry,
                               execute)
 from zerojit.contract import verify_zero_jit
-from zerojit.contract.cache import (ArtifactProblem, CacheDir, CacheDirError, check_artifacts, check_output_file,
-                                    default_cache_dir, open_cache_dir, read_history, record_results)
+from zerojit.contract.cache import (ArtifactProblem, CacheDir, CacheDirError, CacheWarning, check_artifacts,
+                                    check_output_file, default_cache_dir, fingerprint_mismatch, open_cache_dir,
+                                    read_fingerprint, read_history, record_results)
 from zerojit.contract.equivalence import EquivalenceReport, compare, sample_configs
 from zerojit.contract.executor import start_workers
 
@@ -66,6 +67,8 @@ class Family:
     equivalence: Callable[[], Any] | None = None
     # The migration specs `zerojit migrate FAMILY` applies.
     specs: tuple[MigrationSpec, ...] = ()
+    # What a cache compiled by this backend is only valid for (called once the backend is configured).
+    fingerprint: Callable[[], dict[str, str]] = dict
 
 
 class FamilyError(LookupError):
@@ -146,17 +149,26 @@ class WarmupRun:
     report: WarmupReport
     cache: CacheDir
     artifact_problems: list[ArtifactProblem]
+    require_baked: bool = False
+
+    @property
+    def unbaked_compiles(self) -> int:
+        """Keys that compiled although the cache was required to hold them all (0 unless require_baked)."""
+        return self.report.count("compiled") if self.require_baked else 0
 
 
 def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Path | None = None,
                 console: Console | None = None, show_progress: bool = True, timeline: Path | None = None,
-                cooperative: bool = False) -> WarmupRun:
+                cooperative: bool = False, require_baked: bool = False) -> WarmupRun:
     """Compile every planned key of a preset (compile-only) into a vetted cache directory.
 
     Everything that could fail at the end (cache dir, timeline file, a read-only cache that
     would need writing) is checked before the first compile and raises CacheDirError.
     Cached artifacts that no longer match the key they were stored for are removed and
-    recompiled (listed in `artifact_problems`). `cooperative`: this process is one rank of a
+    recompiled (listed in `artifact_problems`). A cache baked elsewhere is checked against this
+    environment (`fingerprint_mismatch`): a mismatch is a warning, or with `require_baked` an
+    error before anything compiles — as is a planned key the bake lacks; a compile that still
+    happens is counted in `unbaked_compiles`. `cooperative`: this process is one rank of a
     torch.distributed group that splits the plan (contract.cooperative).
     """
     cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend))
@@ -166,6 +178,9 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
             raise CacheDirError("--timeline needs matplotlib: pip install 'zerojit[plots]'")
     plan, kernels = plan_preset(family, preset)
     problems, uncovered = check_artifacts(cache, plan)
+    if require_baked and (uncovered or problems):
+        missing = f"{problems[0]}".removesuffix("; recompiled") if problems else f"{uncovered} planned keys are not in it"
+        raise CacheDirError(f"--require-baked: the cache at {cache.path} does not hold this preset: {missing}")
     setup = (family.configure_backend, (preset, cache.path))
     workers = min(jobs, uncovered + len(problems))
     # Compiles are coming: start the workers now, so that their imports overlap with this process's.
@@ -173,6 +188,8 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
         p.kernel.parallelism is Parallelism.PROCESSES for p in plan.kernels) else None
     try:
         family.configure_backend(preset, cache.path)
+        here = family.fingerprint()
+        _check_bake(cache, read_fingerprint(cache), here, require_baked)
         if cooperative:
             from zerojit.contract.cooperative import cooperative_execute
 
@@ -183,12 +200,23 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
     finally:
         if pool is not None:
             pool.shutdown()
-    record_results(cache, report)
+    record_results(cache, report, here)
     if timeline is not None:
         from zerojit.contract.timeline import plot_timeline
 
         plot_timeline(report, timeline)
-    return WarmupRun(plan, kernels, report, cache, problems)
+    return WarmupRun(plan, kernels, report, cache, problems, require_baked)
+
+
+def _check_bake(cache: CacheDir, baked: dict[str, str], here: dict[str, str], required: bool) -> None:
+    mismatch = fingerprint_mismatch(baked, here) if baked else None
+    if required and not baked:
+        raise CacheDirError(f"--require-baked: the cache at {cache.path} has no bake fingerprint (zerojit bake makes one)")
+    if mismatch and required:
+        raise CacheDirError(f"--require-baked: the cache at {cache.path} does not apply here: {mismatch}")
+    if mismatch:
+        warnings.warn(f"the cache at {cache.path} does not apply here ({mismatch}): what it holds will recompile",
+                      CacheWarning, stacklevel=3)
 
 
 def verify_preset(family: Family, preset: Preset, *, launches: int, seed: int, cache_dir: Path | None = None,

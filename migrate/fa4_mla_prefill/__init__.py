@@ -53,4 +53,5 @@ FAMILY = Family(
     sample_launches=sample_launches,
     equivalence=_equivalence,
     specs=(SPEC,),
+    fingerprint=cutedsl_backend.fingerprint,
 )

@@ -51,4 +51,5 @@ FAMILY = Family(
     sample_launches=sample_launches,
     equivalence=_equivalence,
     specs=(SPEC,),
+    fingerprint=flydsl_backend.fingerprint,
 )
