@@ -338,6 +338,8 @@ def migrate_command(
                                          "`zerojit migrate --recover --repo REPO` (or --write) to roll it back")
                 restored = transaction.recover(repo)
                 err.print(f"recovered an interrupted migration: rolled back {restored} files", highlight=False)
+            elif recover:
+                err.print("no interrupted migration to recover", highlight=False)
             if not names:
                 return
             result = migrate(repo, [specs[name] for name in names], jobs=jobs, respect_gitignore=not no_ignore,
