@@ -209,6 +209,7 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
 
 
 def _check_bake(cache: CacheDir, baked: dict[str, str], here: dict[str, str], required: bool) -> None:
+    """Say in one line when a cache baked elsewhere does not apply here; with `required`, refuse it."""
     mismatch = fingerprint_mismatch(baked, here) if baked else None
     if required and not baked:
         raise CacheDirError(f"--require-baked: the cache at {cache.path} has no bake fingerprint (zerojit bake makes one)")
