@@ -28,7 +28,7 @@ from libcst.helpers import get_absolute_module_from_package
 from pyflakes import checker as pyflakes_checker
 from pyflakes import messages
 
-# What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823).
+# What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823, F405).
 _BLOCKING = (messages.UndefinedName, messages.UndefinedExport, messages.RedefinedWhileUnused,
              messages.UndefinedLocal, messages.ImportStarUsage)
 
