@@ -175,6 +175,8 @@ def warmup(preset: str = PresetOption,
                           require_baked=require_baked)
     except USER_ERRORS as exc:
         raise fail(exc) from None
+    if run.bake:
+        err.print(escape(run.bake), highlight=False)
     if as_json:
         summary = run.report.to_dict()
         summary["recompiled_artifacts"] = [str(problem) for problem in run.artifact_problems]

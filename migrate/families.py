@@ -150,6 +150,7 @@ class WarmupRun:
     cache: CacheDir
     artifact_problems: list[ArtifactProblem]
     require_baked: bool = False
+    bake: str | None = None  # one line on whether the cache's bake applies here (None: not a bake)
 
     @property
     def unbaked_compiles(self) -> int:
@@ -189,7 +190,7 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
     try:
         family.configure_backend(preset, cache.path)
         here = family.fingerprint()
-        _check_bake(cache, read_fingerprint(cache), here, require_baked)
+        bake = _check_bake(cache, read_fingerprint(cache), here, require_baked)
         if cooperative:
             from zerojit.contract.cooperative import cooperative_execute
 
@@ -205,11 +206,11 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
         from zerojit.contract.timeline import plot_timeline
 
         plot_timeline(report, timeline)
-    return WarmupRun(plan, kernels, report, cache, problems, require_baked)
+    return WarmupRun(plan, kernels, report, cache, problems, require_baked, bake)
 
 
-def _check_bake(cache: CacheDir, baked: dict[str, str], here: dict[str, str], required: bool) -> None:
-    """Say in one line when a cache baked elsewhere does not apply here; with `required`, refuse it."""
+def _check_bake(cache: CacheDir, baked: dict[str, str], here: dict[str, str], required: bool) -> str | None:
+    """One line on whether the cache's fingerprint applies here (a warning when not); with `required`, refuse it."""
     mismatch = fingerprint_mismatch(baked, here) if baked else None
     if required and not baked:
         raise CacheDirError(f"--require-baked: the cache at {cache.path} has no bake fingerprint (zerojit bake makes one)")
@@ -218,6 +219,9 @@ def _check_bake(cache: CacheDir, baked: dict[str, str], here: dict[str, str], re
     if mismatch:
         warnings.warn(f"the cache at {cache.path} does not apply here ({mismatch}): what it holds will recompile",
                       CacheWarning, stacklevel=3)
+        return None
+    return f"the cache at {cache.path} applies here ({', '.join(f'{k} {v}' for k, v in baked.items())})" \
+        if baked else None
 
 
 def verify_preset(family: Family, preset: Preset, *, launches: int, seed: int, cache_dir: Path | None = None,
