@@ -106,8 +106,12 @@ def _compile_variants_in_workers(work: Sequence[Work], jobs: int, process_setup:
     """
     chosen: dict[tuple[str, str], Work] = {}
     for kernel, key in work:
-        variant = kernel.variant(key)
-        if (kernel.backend, variant) not in chosen and not kernel.variant_cached(variant):
+        try:
+            variant = kernel.variant(key)
+            cached = kernel.variant_cached(variant)
+        except Exception:  # noqa: BLE001 - its compile fails the same way, in a worker, reported with its key
+            variant, cached = key.digest(), False
+        if (kernel.backend, variant) not in chosen and not cached:
             chosen[(kernel.backend, variant)] = (kernel, key)
     representatives = list(chosen.values())
     if not representatives:

@@ -111,6 +111,20 @@ def test_failing_key_never_hides_the_others(jobs):
     assert kernel.evaluate(PolyKey(4, "bf16"), 2.0, [5, 4, 3, 2, 1]) == 1 + 2 * 2 + 3 * 4 + 4 * 8 + 5 * 16
 
 
+def test_a_key_whose_variant_cannot_be_resolved_fails_alone_in_workers(tmp_path):
+    """Resolving a variant runs backend code that can fail: the key then fails in its worker, named, alone."""
+    from zerojit_toy_family.kernel import ProcessPolyKernel, configure_worker
+
+    kernel = ProcessPolyKernel(cache_dir=tmp_path)
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        kernel.register_warmup(max_terms=4 * MAX_DEGREE, dtypes=("bf16", "fp32"))
+    report = execute(registry.plan(), jobs=2, show_progress=False, process_setup=(configure_worker, ()))
+    assert (report.count("compiled"), report.count("failed")) == (14, 4)
+    assert {(f.key.degree, f.cause) for f in report.failures} == {
+        (d, f"ValueError: degree {d} exceeds MAX_DEGREE=64") for d in (128, 256)}
+
+
 def test_disk_cache_makes_second_warmup_cached(tmp_path):
     def warm():
         kernel = PolyKernel(cache_dir=tmp_path)
