@@ -1,8 +1,9 @@
 """`zerojit`: zero JIT compilation at serving time, planned, warmed, proven and migrated.
 
-plan / warmup / verify / demo take a --preset (a named serving configuration; `zerojit
-families` lists them); `migrate` rewrites an engine repo's legacy warmups onto the
-contract; `keys diff` checks that migrated kernels warm what the legacy warmup did.
+plan / warmup / verify / bake / demo take a --preset (a named serving configuration;
+`zerojit families` lists them); `bake` builds caches to ship to serving hosts; `migrate`
+rewrites an engine repo's legacy warmups onto the contract; `keys diff` checks that
+migrated kernels warm what the legacy warmup did.
 Machine-readable output with --json goes to stdout; progress and errors go to stderr,
 so `--json` output can be piped.
 """
