@@ -456,14 +456,14 @@ def _merge_leading(removed: list[Sequence[cst.EmptyLine]], own: Sequence[cst.Emp
 
 @dataclasses.dataclass(frozen=True)
 class RemoveLegacyCalls:
-    """Remove every statement that calls one of `functions` (fully qualified names), and `defs` defined here.
+    """Remove every statement that calls one of `functions` (fully qualified names).
 
     A call whose result is used, or a reference that lets the function escape as a value,
-    is refused: the migration cannot tell what the code around it needs.
+    is refused: the migration cannot tell what the code around it needs. Definitions the
+    removal leaves unused go in `apply`'s dead-helper pass.
     """
 
     functions: frozenset[str]
-    defs: frozenset[str] = frozenset()
     modules: frozenset[str] = frozenset()  # modules the migration deletes: their imports go when unused
 
     def command(self, context: CodemodContext) -> _Command:
@@ -544,13 +544,6 @@ class _RemoveCalls(_StatementRemover):
             self.count += 1
             return self.remove(original)
         return updated
-
-    def leave_FunctionDef(self, original, updated):
-        if original.name.value in self.op.defs and \
-                isinstance(self.get_metadata(ParentNodeProvider, original), cst.Module):
-            self.count += 1
-            return self.remove(original)
-        return super().leave_FunctionDef(original, updated)
 
 
 # ---------------------------------------------------------------- insertion
