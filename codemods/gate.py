@@ -117,9 +117,8 @@ def _dotted(node: ast.AST, bound: Mapping[str, set[str]]) -> set[str]:
     return set()
 
 
-def _references(path: Path, source: str, module: str, package: str, facts: Facts) -> Iterable[Finding]:
-    tree = ast.parse(source, filename=str(path))
-    bound = _bindings(tree, package)
+def _references(path: Path, tree: ast.Module, bound: Mapping[str, set[str]], module: str, package: str,
+                facts: Facts) -> Iterable[Finding]:
     deleted = facts.deleted_modules
     gone = deleted | facts.deleted_functions
 
@@ -200,20 +199,20 @@ def check_references(path: Path, module: str, package: str, source: str, facts: 
     if not words or not re.search(r"\b(" + "|".join(map(re.escape, sorted(words))) + r")\b", source):
         return [], []
     try:
-        found = list(_references(path, source, module, package, facts))
+        tree = ast.parse(source, filename=str(path))
     except SyntaxError:
         return [], []  # a file that never parsed is not the migration's to judge
+    bound = _bindings(tree, package)
+    found = list(_references(path, tree, bound, module, package, facts))
     flagged = {f.line for f in found}
     warnings = [Finding(path, number, f"still mentions {renamed.old} (a comment or docstring?)")
                 for renamed in facts.renamed for number, text in enumerate(source.splitlines(), 1)
                 if number not in flagged and re.search(rf"\b{re.escape(renamed.old)}\b", text)]
-    return found, warnings + list(_computed_names(path, source, package, facts))
+    return found, warnings + list(_computed_names(path, tree, bound, facts))
 
 
-def _computed_names(path: Path, source: str, package: str, facts: Facts) -> Iterable[Finding]:
+def _computed_names(path: Path, tree: ast.Module, bound: Mapping[str, set[str]], facts: Facts) -> Iterable[Finding]:
     """Module or attribute names computed at run time where they may name what the migration deletes or renames."""
-    tree = ast.parse(source)
-    bound = _bindings(tree, package)
     watched = facts.deleted_modules | {e for r in facts.renamed for e in r.exporters}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
