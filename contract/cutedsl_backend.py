@@ -129,6 +129,15 @@ def fake_cuda() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _quiet_fake_tensors() -> Iterator[None]:
+    """Silence two warnings that are harmless under fake tensors: FA4 reads data pointers and passes a Python aux object."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
+        warnings.filterwarnings("ignore", message=".*cannot be converted to a JitArgument")
+        yield
+
+
 def _fa4_cache() -> dict:
     from flash_attn.cute.interface import _flash_attn_fwd
 
@@ -158,10 +167,7 @@ def compiled_during(owner: str, fn: Any, *args: Any, **kwargs: Any) -> Outcome:
         raise BackendConfigError("CuTe DSL backend not configured: call zerojit.contract.cutedsl_backend.configure() first")
     before_count = getattr(_counts, "value", 0)
     before_keys = set(_fa4_cache())
-    with warnings.catch_warnings():
-        # Harmless under fake tensors: FA4 reads data pointers and passes a Python aux object.
-        warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
-        warnings.filterwarnings("ignore", message=".*cannot be converted to a JitArgument")
+    with _quiet_fake_tensors():
         fn(*args, **kwargs)
     added = set(_fa4_cache()) - before_keys
     _variants_by_owner.setdefault(owner, set()).update(added)
@@ -206,9 +212,7 @@ def variant_of(fn: Any, *args: Any) -> str:
         real = _flash_attn_fwd.compile_cache
         _flash_attn_fwd.compile_cache = _VariantProbe()
         try:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
-                warnings.filterwarnings("ignore", message=".*cannot be converted to a JitArgument")
+            with _quiet_fake_tensors():
                 fn(*args)
         except _VariantProbe.Found as found:
             return real._key_to_hash(found.args[0])  # configure() turns FA4's persistent cache on
