@@ -1,18 +1,23 @@
 """Key equivalence: does the migrated kernel warm exactly what the legacy warmup did?
 
-For each serving configuration, the legacy side lists the keys its pre-migration logic
-compiled; the migrated side goes the whole way a server goes (registration gates inside
-model construction, the registry, expansion) via `keys_via_registry`. Keys compare in
-canonical JSON. A difference the family made on purpose is explained by the adapter and
-reported as such; any other difference is a mismatch.
+For each serving configuration, the legacy side lists the keys the pre-migration code
+compiled: an engine release's own code run from its tree (`TreeEquivalence`), or a legacy
+sweep run for real. The migrated side goes the whole way a server goes (registration
+gates inside model construction, the registry, expansion): the family's own modules via
+`keys_via_registry`, or a migrated engine tree. Keys compare in canonical JSON. A
+difference made on purpose is explained by one of the adapter's rules, written from the
+legacy code's own facts, each with its evidence; any other difference is a mismatch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .engine_warmup import EngineFamily, TreeWarmup
 from .keys import CompileKey, jsonable
 from .limits import ServingLimits
 from .registry import WarmupRegistry
@@ -38,6 +43,8 @@ class EquivalenceAdapter(Protocol):
 
     family: str
     grids: dict[str, Callable[[], list[Any]]]
+    legacy_source: str    # what the legacy side runs, as the report names it
+    migrated_source: str
 
     def strategy(self) -> Any: ...  # a hypothesis strategy of configurations
 
@@ -45,7 +52,7 @@ class EquivalenceAdapter(Protocol):
 
     def migrated_keys(self, config: Any) -> set[str]: ...
 
-    def intended(self, config: Any, only_legacy: set[str], only_migrated: set[str]) -> str | None: ...
+    def intended(self, config: Any, legacy: set[str], migrated: set[str]) -> str | None: ...  # why they differ
 
 
 @dataclasses.dataclass
@@ -67,6 +74,8 @@ class EquivalenceReport:
     family: str
     configs: int
     diffs: list[ConfigDiff]
+    legacy_source: str = ""
+    migrated_source: str = ""
 
     @property
     def mismatches(self) -> list[ConfigDiff]:
@@ -77,7 +86,8 @@ class EquivalenceReport:
         return not self.mismatches
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "configs": self.configs, "mismatches": len(self.mismatches),
+        return {"family": self.family, "legacy_source": self.legacy_source, "migrated_source": self.migrated_source,
+                "configs": self.configs, "mismatches": len(self.mismatches),
                 "intended_differences": len(self.diffs) - len(self.mismatches),
                 "details": [d.to_dict() for d in self.diffs]}
 
@@ -86,7 +96,8 @@ class EquivalenceReport:
         from rich.table import Table
 
         verdict = "[green]equivalent[/]" if self.ok else f"[red]{len(self.mismatches)} mismatching[/]"
-        table = Table(title=f"keys diff {self.family}: {self.configs} configs, {verdict}", show_lines=True)
+        table = Table(title=f"keys diff {self.family}: {self.configs} configs, {verdict}", show_lines=True,
+                      caption=f"legacy: {escape(self.legacy_source)}\nmigrated: {escape(self.migrated_source)}")
         for column in ("config", "keys (legacy/migrated)", "only legacy", "only migrated", "verdict"):
             table.add_column(column, overflow="fold")
         for diff in (self.mismatches + [d for d in self.diffs if d.intended])[:limit]:
@@ -94,7 +105,7 @@ class EquivalenceReport:
                           escape(_first(diff.only_migrated)),
                           f"intended: {escape(diff.intended)}" if diff.intended else "[red]MISMATCH[/]")
         if len(self.diffs) > limit:
-            table.caption = f"{len(self.diffs) - limit} more differing configs in --json"
+            table.caption += f"\n{len(self.diffs) - limit} more differing configs in --json"
         return table
 
 
@@ -123,8 +134,50 @@ def compare(adapter: EquivalenceAdapter, configs: Iterable[Any]) -> EquivalenceR
             continue
         only_legacy, only_migrated = legacy - migrated, migrated - legacy
         diffs.append(ConfigDiff(config, len(legacy), len(migrated), sorted(only_legacy), sorted(only_migrated),
-                                adapter.intended(config, only_legacy, only_migrated)))
-    return EquivalenceReport(adapter.family, count, diffs)
+                                adapter.intended(config, legacy, migrated)))
+    return EquivalenceReport(adapter.family, count, diffs, adapter.legacy_source, adapter.migrated_source)
+
+
+class TreeEquivalence:
+    """An adapter whose legacy side is an engine release's own code, run from its source tree.
+
+    The family gives its engine description (`engine`, see contract/engine_warmup.py), its
+    migration spec, the release its migration starts from and `family_keys(config)` (its own
+    migrated keys). With `migrated_tree`, the migrated side is that tree instead: the
+    registration gates and key logic as a migration left them, run the same way.
+    """
+
+    family: str
+    spec: Any
+    engine: EngineFamily
+    legacy_release: str
+
+    def __init__(self, legacy_tree: Path | None = None, migrated_tree: Path | None = None):
+        from zerojit.codemods.engine_trees import vllm_tree
+
+        if legacy_tree is None:
+            try:
+                legacy_tree = vllm_tree(self.legacy_release)
+            except (OSError, subprocess.CalledProcessError, StopIteration) as exc:
+                raise FileNotFoundError(
+                    f"the legacy side runs vLLM {self.legacy_release}'s own code, and its sources could not be "
+                    f"fetched ({exc}); pass --legacy-tree PATH to a checkout of it") from None
+        self.legacy = TreeWarmup(legacy_tree, self.spec, self.engine)
+        self.migrated = TreeWarmup(migrated_tree, self.spec, self.engine) if migrated_tree else None
+        self.legacy_source = f"standalone warmup of {self.legacy.describe()}"
+        self.migrated_source = (f"what {self.migrated.describe()} warms (registrations and any standalone step)"
+                                if self.migrated else "zerojit's migrated family modules")
+
+    def legacy_keys(self, config: Any) -> set[str]:
+        return canonical(self.legacy.standalone_keys(config))
+
+    def migrated_keys(self, config: Any) -> set[str]:
+        if self.migrated is not None:
+            return canonical(self.migrated.warmed_keys(config))
+        return self.family_keys(config)
+
+    def family_keys(self, config: Any) -> set[str]:
+        raise NotImplementedError
 
 
 def sample_configs(adapter: EquivalenceAdapter, samples: int, seed: int) -> list[Any]:

@@ -29,6 +29,8 @@ from zerojit.codemods.runner import MigrationError, MigrationResult, check_repo,
 from zerojit.codemods.spec import SpecError, load_specs
 from zerojit.contract.cache import CacheDirError
 from zerojit.contract.cutedsl_backend import BackendConfigError
+from zerojit.contract.engine_sources import NamesOnlyUsed
+from zerojit.contract.engine_warmup import EngineRunError
 from zerojit.contract.executor import default_jobs
 
 from .families import (MAX_LAUNCHES, Family, FamilyError, Preset, WarmupRun, families, get_preset, key_equivalence,
@@ -387,12 +389,24 @@ def keys_diff(
     samples: int = typer.Option(0, "--samples", min=0, help="Extra configs drawn by hypothesis (needs "
                                 "zerojit[equivalence])."),
     seed: int = typer.Option(0, "--seed", help="Seed of the hypothesis draw."),
+    legacy_tree: Optional[Path] = typer.Option(
+        None, "--legacy-tree", help="Engine tree (root holding vllm/) whose standalone warmup is the legacy side; "
+        "default: the release the family's migration starts from, fetched once and cached."),
+    migrated_tree: Optional[Path] = typer.Option(
+        None, "--migrated-tree", help="Engine tree after a migration: its registrations and gates are the migrated "
+        "side, run the same way (default: zerojit's own family modules)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Legacy vs migrated keys per serving config; exit 1 on any difference not explained on purpose."""
+    """Legacy vs migrated keys per serving config; exit 1 on any difference not explained on purpose.
+
+    The legacy side runs the engine's own pre-migration code; with --migrated-tree this checks
+    a migration itself: a dropped or changed gate around a registration shows as the configs
+    whose keys it loses or adds.
+    """
     try:
-        report = key_equivalence(family, None if grid == "none" else grid, samples, seed)
-    except USER_ERRORS as exc:
+        report = key_equivalence(family, None if grid == "none" else grid, samples, seed, legacy_tree=legacy_tree,
+                                 migrated_tree=migrated_tree)
+    except (*USER_ERRORS, FileNotFoundError, EngineRunError, NamesOnlyUsed) as exc:
         raise fail(exc) from None
     except ModuleNotFoundError as exc:
         raise fail(f"keys diff needs {exc.name}: pip install 'zerojit[equivalence]'") from None

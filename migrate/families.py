@@ -27,7 +27,7 @@ from zerojit.contract import verify_zero_jit
 from zerojit.contract.cache import (ArtifactProblem, CacheDir, CacheDirError, CacheWarning, check_artifacts,
                                     check_output_file, default_cache_dir, fingerprint_mismatch, open_cache_dir,
                                     read_fingerprint, read_history, record_results)
-from zerojit.contract.equivalence import EquivalenceReport, compare, sample_configs
+from zerojit.contract.equivalence import EquivalenceReport, TreeEquivalence, compare, sample_configs
 from zerojit.contract.executor import start_workers
 
 if TYPE_CHECKING:
@@ -234,12 +234,24 @@ def verify_preset(family: Family, preset: Preset, *, launches: int, seed: int, c
     return run, coverage
 
 
-def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 0, seed: int = 0) -> EquivalenceReport:
-    """Compare one family's migrated keys with its legacy keys over a grid and/or hypothesis samples."""
+def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 0, seed: int = 0,
+                    legacy_tree: Path | None = None, migrated_tree: Path | None = None) -> EquivalenceReport:
+    """Compare one family's migrated keys with its legacy keys over a grid and/or hypothesis samples.
+
+    `legacy_tree` / `migrated_tree`: engine source trees to run the legacy side from (instead
+    of the release the family's migration starts from) and the migrated side from (instead
+    of the family's own modules), for families whose legacy side is engine code.
+    """
     family = get_family(family_name)
     if family.equivalence is None:
         raise FamilyError(f"family {family_name!r} has no key-equivalence adapter")
+    trees = {name: tree for name, tree in (("legacy_tree", legacy_tree), ("migrated_tree", migrated_tree)) if tree}
     adapter = family.equivalence()
+    if trees and not isinstance(adapter, TreeEquivalence):
+        raise FamilyError(f"family {family_name!r} has no engine-tree legacy side; --legacy-tree/--migrated-tree "
+                          "apply to families whose legacy warmup is engine code")
+    if trees:
+        adapter = type(adapter)(**trees)
     if grid is not None and grid not in adapter.grids:
         raise FamilyError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
     configs = (adapter.grids[grid]() if grid else []) + (sample_configs(adapter, samples, seed) if samples else [])

@@ -1,4 +1,6 @@
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +42,19 @@ def zerojit(*args: str, site: Path | None = None, cwd: Path | str = "/") -> subp
     if site is not None:
         env["PYTHONPATH"] = str(site)
     return subprocess.run([sys.executable, "-m", "zerojit", *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+@pytest.fixture(scope="session")
+def migrated_029(tmp_path_factory):
+    """vLLM 0.29.0 with zerojit's FA4 MLA prefill and Inkling migrations written, and the run's report."""
+    from typer.testing import CliRunner
+
+    from zerojit.codemods.engine_trees import vllm_tree
+    from zerojit.migrate.cli import app
+
+    repo = tmp_path_factory.mktemp("vllm-0.29.0-migrated")
+    shutil.copytree(vllm_tree("0.29.0"), repo, dirs_exist_ok=True)
+    result = CliRunner().invoke(app, ["migrate", "fa4-mla-prefill", "inkling-rel-attention", "--repo", str(repo),
+                                      "--write", "-j", "2", "--report", str(repo / "report.json")])
+    assert result.exit_code == 0, result.output
+    return repo, json.loads((repo / "report.json").read_text())

@@ -44,16 +44,6 @@ def compiles(tree: Path) -> list[str]:
     return bad
 
 
-@pytest.fixture(scope="module")
-def migrated_029(tmp_path_factory):
-    repo = tmp_path_factory.mktemp("vllm-0.29.0-migrated")
-    shutil.copytree(vllm_tree("0.29.0"), repo, dirs_exist_ok=True)
-    result = runner.invoke(app, ["migrate", "fa4-mla-prefill", "inkling-rel-attention", "--repo", str(repo),
-                                 "--write", "-j", "2", "--report", str(repo / "report.json")])
-    assert result.exit_code == 0, result.output
-    return repo, json.loads((repo / "report.json").read_text())
-
-
 def test_fa4_and_inkling_reproduce_upstream_030(migrated_029):
     repo, report = migrated_029
     old, new = vllm_tree("0.29.0"), vllm_tree("0.30.0")

@@ -1,6 +1,7 @@
 """FA4 MLA prefill and Inkling: key counts derived here from the stated rules, and the
 registered-but-empty facts (upstream has it on sm100; the project's implementation does not)."""
 
+import dataclasses
 import itertools
 import json
 import math
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 from zerojit.contract import ServingLimits, WarmupRegistry
 from zerojit.migrate.cli import app
 from zerojit.migrate.fa4_mla_prefill.kernel import SUPPORTED_DIMS, MLADims, select_fa_version
-from zerojit.migrate.fa4_mla_prefill.legacy import legacy_keys
+from zerojit.migrate.fa4_mla_prefill.equivalence import FA4MLAEquivalence, MLAConfig
 from zerojit.migrate.fa4_mla_prefill.model import FlashAttnPrefillBackend, MLAModel
 from zerojit.migrate.inkling_rel_attention.kernel import InklingModel
 from zerojit.migrate.inkling_rel_attention.model import InklingAttention
@@ -67,12 +68,16 @@ def test_mla_dtype_coercion(dtype, expected):
     assert {k.q_dtype for k in plan.kernels[0].keys} == {expected}
 
 
-def test_upstream_registers_then_expands_to_nothing_on_sm100():
+@pytest.fixture(scope="module")
+def vllm029():
+    return FA4MLAEquivalence()  # its legacy side runs vLLM 0.29.0 from the release's tree
+
+
+def test_upstream_registers_then_expands_to_nothing_on_sm100(vllm029):
     """The upstream defect: the backend selects FA4 with (QK 192, V 128), expansion re-checks with QK only."""
-    deepseek = MLAModel(128, MLADims(128, 64, 128))
     assert select_fa_version("sm100", 192, 128) == 4
     assert select_fa_version("sm100", 192, None) == 2
-    assert legacy_keys(LIMITS.replace(arch="sm100"), deepseek) == []
+    assert vllm029.legacy.standalone_keys(MLAConfig("sm100", MLADims(128, 64, 128))) == set()
     result = CliRunner().invoke(app, ["plan", "--preset", "deepseek-v3-b200-vllm030", "--json"])
     plan = json.loads(result.stdout)
     assert plan["kernels"] == [{"kernel": "fa4_mla_prefill_upstream", "family": "fa4-mla-prefill",
@@ -91,16 +96,24 @@ def test_project_never_registers_an_empty_fa4(arch, dims, forced, invariant):
     assert bool(plan.kernels) == (backend.fa_version == 4)
 
 
-def test_mla_legacy_gates():
-    deepseek = MLAModel(128, MLADims(128, 64, 128))
-    limits = LIMITS.replace(arch="sm90")
-    forced = MLAModel(128, MLADims(128, 64, 128), forced_fa_version=4)
-    assert len(legacy_keys(limits, forced)) == 12  # (1,128), (129,512), (257,512) x causal x LSE
-    for skipped in (MLAModel(128, forced.dims, forced_fa_version=4, is_pooling=True),
-                    MLAModel(128, forced.dims, forced_fa_version=4, use_mla=False),
-                    MLAModel(128, forced.dims, forced_fa_version=4, prefill_backend="FLASHINFER"),
-                    deepseek):  # sm90 without forcing runs FA3
-        assert legacy_keys(limits, skipped) == []
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dims", SUPPORTED_DIMS + (MLADims(256, 0, 256),))
+def test_fa_version_is_vllms_own_decision(vllm029, arch, dims):
+    """select_fa_version against vLLM 0.29.0's fa_utils.get_flash_attn_version, run from its tree."""
+    for forced, invariant in itertools.product((None, 2, 3, 4), (False, True)):
+        config = MLAConfig(arch, dims, forced_fa_version=forced, batch_invariant=invariant)
+        theirs = vllm029.legacy.within(config, lambda: vllm029.engine.backend_fa_version(
+            config, dims.qk_head_dim, dims.v_head_dim))
+        assert select_fa_version(arch, dims.qk_head_dim, dims.v_head_dim, forced, invariant) == theirs, config
+
+
+def test_mla_legacy_gates_as_vllm_029_ran_them(vllm029):
+    forced = MLAConfig("sm90", MLADims(128, 64, 128), forced_fa_version=4)
+    # vLLM's 6 probes at num_splits=0 on sm90: its own filter drops the two Sk=8192 ones -> 4 x causal x LSE.
+    assert len(vllm029.legacy.standalone_keys(forced)) == 16
+    for skipped in ({"is_pooling": True}, {"use_mla": False}, {"prefill_backend": "FLASHINFER"},
+                    {"enable_jit_warmup": False}, {"forced_fa_version": None}):  # sm90 without forcing runs FA3
+        assert vllm029.legacy.standalone_keys(dataclasses.replace(forced, **skipped)) == set(), skipped
 
 
 INKLING = InklingModel(num_heads=8, num_kv_heads=1, head_dim=128, rel_extent=1024, sliding_window=512,

@@ -1,7 +1,8 @@
 """zerojit kernels inside vLLM 0.33.0's own JIT warmup registry (its jit_warmup.py, from the wheel).
 
-Stubbed for vLLM's registry module: `tqdm.tqdm` (progress bar), `vllm.distributed.is_global_first_rank`
-and `jit_warmup_triton_helper` (the Triton parallel path these kernels do not take).
+Stubbed with values for vLLM's registry module: `vllm.distributed.is_global_first_rank`; everything
+else it imports from vLLM is names only (contract/engine_sources.py), e.g. `jit_warmup_triton_helper`,
+the Triton parallel path these kernels do not take.
 """
 
 import importlib.metadata
@@ -14,37 +15,16 @@ from zerojit.contract.monitor import JitAfterWarmupError
 from zerojit.contract.vllm_adapter import VllmKernel, arm_after_warmup, limits_from_vllm_config, register_plugin
 from zerojit.migrate.rocm_nvfp4.kernel import SparseDecode
 from zerojit.migrate.rocm_nvfp4.model import nvfp4_kv_launchers
-from vllm_oracle import VllmSources
+from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.contract.engine_sources import EngineSources
 
 REGISTRY = "vllm.model_executor.warmup.jit_warmup"
 
 
-class _Progress:
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def set_postfix_str(self, *args, **kwargs):
-        pass
-
-    def update(self, *args, **kwargs):
-        pass
-
-
 @pytest.fixture(scope="module")
 def vllm033():
-    return VllmSources("0.33.0", (REGISTRY,), {
-        "tqdm": {"tqdm": _Progress},
-        "vllm": {}, "vllm.model_executor": {}, "vllm.model_executor.warmup": {},
-        "vllm.distributed": {"is_global_first_rank": lambda: True},
-        "vllm.model_executor.warmup.jit_warmup_triton_helper": {
-            "VllmTritonJitKernel": type("VllmTritonJitKernel", (), {}), "compile_triton_warmup": None},
-    })
+    return EngineSources(vllm_tree("0.33.0"), "vllm", (REGISTRY,),
+                         {"vllm.distributed": {"is_global_first_rank": lambda: True}})
 
 
 def vllm_config(enable_jit_warmup=True):
@@ -69,7 +49,7 @@ def test_vllm_registry_compiles_zerojit_kernels_then_the_monitor_is_armed(vllm03
     for launcher in launchers:
         launcher.forget_variants()
     with vllm033.installed():
-        registry_class = vllm033.modules[REGISTRY].JitWarmupRegistry
+        registry_class = vllm033.module(REGISTRY).JitWarmupRegistry
         registry = registry_class(vllm_config())
         with registry.activate():
             for _layer in range(4):  # every layer registers; vLLM keeps one per kernel
@@ -100,7 +80,7 @@ def test_plugin_entry_point_and_modes(vllm033, monkeypatch):
             with pytest.warns(RuntimeWarning, match="is not one of warn, error or off; the JIT monitor stays off"):
                 assert register_plugin() is None
         monkeypatch.setenv("ZEROJIT_MONITOR", "warn")
-        registry_class = vllm033.modules[REGISTRY].JitWarmupRegistry
+        registry_class = vllm033.module(REGISTRY).JitWarmupRegistry
         original = registry_class.warmup
         monitor = register_plugin()
         try:

@@ -1,8 +1,9 @@
 """FA4 MLA prefill (CuTe DSL / FlashAttention-4).
 
 kernel.py       key, dispatch, key space and compile-only FA4 call; FA version and split rules
-model.py        the migrated form: the prefill backend registers FA4 when it selected FA4
-legacy.py       the pre-migration gates and upstream's expansion (with its registered-but-empty defect)
+model.py        the migrated form: the prefill backend registers FA4 when it selected FA4 (and
+                upstream's expansion with its registered-but-empty defect, for `plan`)
+legacy.py       the pre-migration code: vLLM's own, run from its tree (what runs real, what is stubbed)
 launches.py     in-range prefill launches for zero-JIT verification
 presets.py      named serving configurations
 equivalence.py  legacy vs migrated keys
@@ -18,8 +19,7 @@ from zerojit.contract import cutedsl_backend
 from ..families import Family, Preset
 from .kernel import FAMILY as NAME
 from .launches import sample_launches
-from .legacy import UpstreamFA4MLAPrefill
-from .model import FA4_MLA_PREFILL, FlashAttnPrefillBackend, MLAModel, selects_flash_attn_prefill
+from .model import FA4_MLA_PREFILL, FlashAttnPrefillBackend, MLAModel, UpstreamFA4MLAPrefill, selects_flash_attn_prefill
 from .presets import PRESETS
 from .spec import SPEC
 

@@ -1,4 +1,21 @@
-"""Key equivalence for FA4 MLA prefill: legacy standalone warmup vs the registering backend."""
+"""Key equivalence for FA4 MLA prefill: vLLM 0.29.0's standalone warmup vs the registering backend.
+
+The legacy side is vLLM's own code (legacy.py). The differences zerojit makes on purpose
+are rules that turn the legacy keys into the keys expected from the migrated side, each
+derived from the legacy keys or the legacy tree's own functions, never from zerojit's:
+  * pooling: vLLM's step skipped pooling models, which still build the prefill backend;
+    the migrated backend registers where it runs (expected: the same model's keys unpooled);
+  * sm90 unsplit: FA4 4.0.0b36 has no split-KV forward on sm90 ("SplitKV not supported on
+    SM 9.0"); vLLM asks num_splits=0 there (expected: num_splits=1, and no split-only
+    Sk >= 4096 probes, which vLLM's own probe filter drops at num_splits=1);
+  * Sq = 257: on sm100 a query longer than q_stage x tile_m = 256 rows is another FA4
+    variant; zerojit adds the 129-row probes at Sk 512 and 8192 again with 257 rows;
+  * legacy warms nothing where its own backend runs FA4 (vLLM's expansion re-decides the
+    version from the QK head size alone and skips the sm100 family but sm100 itself):
+    the legacy side offers no keys to compare, the report says why.
+With a migrated tree, only the pooling rule and new MLA layouts (dims the legacy tree's
+backend refuses and the migrated tree's accepts) apply.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +25,19 @@ import itertools
 from hypothesis import strategies as st
 
 from zerojit.contract import ServingLimits
-from zerojit.contract.cutedsl_backend import arch_family
-from zerojit.contract.equivalence import canonical, keys_via_registry
+from zerojit.contract.equivalence import TreeEquivalence, canonical, keys_via_registry
 
-from .kernel import SUPPORTED_DIMS, MLADims, select_fa_version
-from .legacy import legacy_keys
+from .kernel import SUPPORTED_DIMS, MLADims
+from .legacy import FLASH_ATTN, LEGACY_RELEASE, FA4MLAEngine
 from .model import FlashAttnPrefillBackend, MLAModel, selects_flash_attn_prefill
+from .spec import SPEC
 
 ARCHS = ("sm90", "sm100", "sm103", "sm110", "sm120", "gfx942", "gfx950")
-DIMS = SUPPORTED_DIMS + (MLADims(256, 0, 256),)  # the last is not a FLASH_ATTN prefill layout
+DIMS = SUPPORTED_DIMS + (MLADims(256, 0, 256),)  # the last is not a FLASH_ATTN prefill layout in 0.29.0
+TP_SIZES = (1, 2, 4, 8)
 LIMITS = ((128, 16384, 32768), (1, 8, 8), (1024, 8192, 131072))
+SPLIT_ONLY_K = 4096   # vLLM's LONG_K: probes from here exist only to reach split configurations
+MULTI_BLOCK_Q, MULTI_BLOCK_FROM_Q, MULTI_BLOCK_K = 257, 129, (512, 8192)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,38 +67,36 @@ class MLAConfig:
 
 
 def _full() -> list[MLAConfig]:
-    core = [MLAConfig(arch, dims, dtype=dtype, forced_fa_version=forced, batch_invariant=invariant)
-            for arch, dims, dtype, forced, invariant in itertools.product(
-                ARCHS, DIMS, ("bf16", "fp16", "fp8"), (None, 4), (False, True))]
-    gates = [MLAConfig(arch, MLADims(128, 64, 128), forced_fa_version=4, **change)
-             for arch in ("sm90", "sm100")
+    core = [MLAConfig(arch, dims, tp_size=tp, dtype=dtype, forced_fa_version=forced, batch_invariant=invariant)
+            for arch, dims, tp, dtype, forced, invariant in itertools.product(
+                ARCHS, DIMS, TP_SIZES, ("bf16", "fp16", "fp8"), (None, 4), (False, True))
+            if dtype != "fp16" or tp == 8]
+    gates = [MLAConfig(arch, MLADims(128, 64, 128), forced_fa_version=4, tp_size=tp, **change)
+             for arch in ("sm90", "sm100") for tp in TP_SIZES
              for change in ({"is_pooling": True}, {"use_mla": False}, {"prefill_backend": "FLASHINFER"},
-                            {"enable_jit_warmup": False}, {"total_heads": 16, "tp_size": 1},
-                            {"total_heads": 128, "tp_size": 1})]
+                            {"enable_jit_warmup": False}, {"total_heads": 16})]
     limits = [MLAConfig(arch, dims, forced_fa_version=4, scheduler=scheduler)
               for arch in ("sm90", "sm100") for dims in SUPPORTED_DIMS for scheduler in LIMITS]
     return core + gates + limits
 
 
-class FA4MLAEquivalence:
+class FA4MLAEquivalence(TreeEquivalence):
     family = "fa4-mla-prefill"
+    spec = SPEC
+    engine = FA4MLAEngine()
+    legacy_release = LEGACY_RELEASE
     grids = {"full": _full, "smoke": lambda: _full()[::37]}
 
     def strategy(self):
         return st.builds(
             MLAConfig, arch=st.sampled_from(ARCHS), dims=st.sampled_from(DIMS),
-            total_heads=st.sampled_from((16, 64, 128)), tp_size=st.sampled_from((1, 2, 8)),
+            total_heads=st.sampled_from((16, 64, 128)), tp_size=st.sampled_from(TP_SIZES),
             dtype=st.sampled_from(("bf16", "fp16", "fp8")), forced_fa_version=st.sampled_from((None, 2, 3, 4)),
             batch_invariant=st.booleans(), is_pooling=st.booleans(), use_mla=st.booleans(),
             prefill_backend=st.sampled_from(("FLASH_ATTN", "FLASHINFER", "CUDNN")),
             enable_jit_warmup=st.booleans(), scheduler=st.sampled_from(LIMITS))
 
-    def legacy_keys(self, config: MLAConfig) -> set[str]:
-        if not config.enable_jit_warmup:  # the orchestrator ran the FA4 step only with JIT warmup on
-            return set()
-        return canonical(legacy_keys(config.limits(), config.model()))
-
-    def migrated_keys(self, config: MLAConfig) -> set[str]:
+    def family_keys(self, config: MLAConfig) -> set[str]:
         limits, model = config.limits(), config.model()
 
         def construct():
@@ -87,15 +105,58 @@ class FA4MLAEquivalence:
 
         return keys_via_registry(limits, construct)
 
-    def intended(self, config: MLAConfig, only_legacy: set[str], only_migrated: set[str]) -> str | None:
-        qk, v = config.dims.qk_head_dim, config.dims.v_head_dim
-        runs_fa4 = select_fa_version(config.arch, qk, v, config.forced_fa_version, config.batch_invariant) == 4
-        rechecked = select_fa_version(config.arch, qk, None, config.forced_fa_version, config.batch_invariant) == 4
-        if only_legacy:
-            return None
-        if config.is_pooling and runs_fa4:
-            return "legacy skipped pooling models; the migrated backend registers wherever it runs FA4"
-        if runs_fa4 and not rechecked and arch_family(config.arch) == "sm100":
-            return ("upstream defect: legacy expansion re-checks the FA version without the V head size, "
-                    "so this sm100 server runs FA4 with nothing warmed")
+    def intended(self, config: MLAConfig, legacy_keys: set[str], migrated: set[str]) -> str | None:
+        reasons: list[str] = []
+        legacy = self.legacy.standalone_keys(config)
+        if config.is_pooling and not legacy:
+            legacy = self.legacy.standalone_keys(dataclasses.replace(config, is_pooling=False))
+            reasons.append("pooling: legacy skipped pooling models; the migrated backend registers where it runs FA4")
+        if self.migrated is not None:
+            if self._new_layout(config):
+                return "new MLA layout: the legacy tree's backend refuses these dims, the migrated tree's accepts them"
+        elif not legacy and self._legacy_backend_runs_fa4(config):
+            return ("legacy warmed nothing though its own backend runs FA4 here (vLLM re-decides the FA version from "
+                    "the QK head size alone and expands only on sm90, sm100 and sm120-with-one-split)")
+        elif legacy:
+            legacy, changes = _zerojit_key_space_changes(config, legacy)
+            reasons += changes
+        if reasons and canonical(legacy) == migrated:
+            return "; ".join(reasons)
         return None
+
+    def _legacy_backend_runs_fa4(self, config: MLAConfig) -> bool:
+        """Would vLLM 0.29.0 itself build the FA prefill backend on FA4 here (its own decision)?"""
+        gates = config.use_mla and config.prefill_backend == "FLASH_ATTN" and config.enable_jit_warmup
+        return gates and self.legacy.within(config, lambda: self._fa4_backend(config))
+
+    def _new_layout(self, config: MLAConfig) -> bool:
+        return (config.use_mla and config.prefill_backend == "FLASH_ATTN"
+                and not self.legacy.within(config, lambda: _accepts(config.dims))
+                and self.migrated.within(config, lambda: _accepts(config.dims)))
+
+    def _fa4_backend(self, config: MLAConfig) -> bool:
+        return _accepts(config.dims) and self.engine.backend_fa_version(
+            config, config.dims.qk_head_dim, config.dims.v_head_dim) == 4
+
+
+def _accepts(dims: MLADims) -> bool:
+    import importlib
+
+    base = importlib.import_module("vllm.v1.attention.backends.mla.prefill.base")
+    return importlib.import_module(FLASH_ATTN).FlashAttnPrefillBackend.supports_mla_dimensions(
+        base.MLADimensions(qk_nope_head_dim=dims.qk_nope_head_dim, qk_rope_head_dim=dims.qk_rope_head_dim,
+                           v_head_dim=dims.v_head_dim))
+
+
+def _zerojit_key_space_changes(config: MLAConfig, legacy: set) -> tuple[set, list[str]]:
+    """The legacy keys as zerojit's key space is meant to change them, and which changes applied."""
+    changes = []
+    if config.arch == "sm90" and any(key.num_splits != 1 for key in legacy):
+        legacy = {dataclasses.replace(key, num_splits=1) for key in legacy if key.max_seqlen_k < SPLIT_ONLY_K}
+        changes.append("sm90 unsplit: FA4 4.0.0b36 has no split-KV forward on sm90")
+    extra = {dataclasses.replace(key, max_seqlen_q=MULTI_BLOCK_Q, q_shape=(MULTI_BLOCK_Q, *key.q_shape[1:]))
+             for key in legacy if key.max_seqlen_q == MULTI_BLOCK_FROM_Q and key.max_seqlen_k in MULTI_BLOCK_K}
+    if extra:
+        legacy = legacy | extra
+        changes.append("Sq = 257 probes: queries spanning several M blocks are other FA4 variants on sm100")
+    return legacy, changes

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from zerojit.contract import (Choice, CompileKey, Empty, JitKernel, KeySpace, Outcome, Parallelism, ServingLimits, Zip,
                               cutedsl_backend)
 from zerojit.contract.cutedsl_backend import arch_family
+from zerojit.contract.limits import device_capability
 
 FAMILY = "fa4-mla-prefill"
 COMPILE_BATCH = 1
@@ -50,20 +51,23 @@ def select_fa_version(arch: str, qk_head_dim: int, v_head_dim: int | None, force
                       batch_invariant: bool = False) -> int | None:
     """The FlashAttention version the prefill backend runs, from the facts that decide it.
 
-    Defaults: FA3 on sm90, FA4 on the sm100 family, FA2 elsewhere; a forced version wins.
-    FA4 is refused under batch invariance, and on the sm100 family for QK heads wider
-    than 128 unless the pair is (256, 256 or unknown) or (192, 128) (tensor-memory
-    capacity). None off NVIDIA (no FlashAttention).
+    Defaults by compute capability: FA3 on 9.x, FA4 on 10.x, FA2 elsewhere; a forced
+    version wins, but FA3 becomes FA4 from 10.x on. FA4 is refused under batch invariance;
+    on 10.x/11.x for QK = V = 256 (FA4's dedicated hd256 kernel, which the MLA prefill
+    backend does not opt into); from 10.x on for QK heads wider than 128 unless the pair is
+    (256, 256 or unknown) or (192, 128) (tensor-memory capacity). None off NVIDIA.
     """
-    family = arch_family(arch)
-    if family.startswith("gfx"):
+    if arch.startswith("gfx"):
         return None
-    version = forced or {"sm90": 3, "sm100": 4}.get(family, 2)
-    if family == "sm100" and version == 3:
+    major, _ = device_capability(arch)
+    version = forced or {9: 3, 10: 4}.get(major, 2)
+    if major >= 10 and version == 3:
         version = 4
     if version == 4 and batch_invariant:
         return 2
-    if version == 4 and family == "sm100" and qk_head_dim > 128 and (qk_head_dim, v_head_dim) not in (
+    if version == 4 and major in (10, 11) and qk_head_dim == 256 and v_head_dim in (256, None):
+        return 2
+    if version == 4 and major >= 10 and qk_head_dim > 128 and (qk_head_dim, v_head_dim) not in (
             (256, 256), (256, None), (192, 128)):
         return 2
     return version

@@ -2,14 +2,17 @@
 
 The backend decides the FA version once, with both head sizes, and registers with the
 same dims it will launch with; the key space trusts that decision instead of re-deriving
-it (re-deriving it without the V head size is the upstream defect, see legacy.py).
+it. vLLM 0.29.0/0.30.0 re-derive it in the key expansion from the QK head size alone: on
+the sm100 family a DeepSeek-style model (QK 192, V 128) runs FA4 yet expands to no keys.
+`UpstreamFA4MLAPrefill` keeps that check so `zerojit plan` can show the registered-but-empty
+kernel it produces (preset deepseek-v3-b200-vllm030).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from zerojit.contract import ServingLimits
+from zerojit.contract import Empty, KeySpace, ServingLimits
 
 from .kernel import SUPPORTED_DIMS, FA4MLAPrefill, MLADims, runtime_num_splits, select_fa_version
 
@@ -44,6 +47,24 @@ class FlashAttnPrefillBackend:
         if limits.enable_jit_warmup and self.fa_version == 4:
             kernel.register_warmup(num_heads=self.num_heads, dims=dims, fa_version=4,
                                    batch_invariant=model.batch_invariant)
+
+
+class UpstreamFA4MLAPrefill(FA4MLAPrefill):
+    """FA4 MLA prefill with upstream's expansion-time version check (no V head size)."""
+
+    name = "fa4_mla_prefill_upstream"
+
+    def __init__(self, forced_fa_version: int | None = None):
+        self.forced_fa_version = forced_fa_version  # the engine's configured FA version, if any
+
+    def key_space(self, limits: ServingLimits, *, num_heads: int, dims: MLADims, fa_version: int = 4,
+                  batch_invariant: bool = False) -> KeySpace:
+        recheck = select_fa_version(limits.arch, dims.qk_head_dim, None, forced=self.forced_fa_version,
+                                    batch_invariant=batch_invariant)
+        if recheck != 4:
+            return Empty()
+        return super().key_space(limits, num_heads=num_heads, dims=dims, fa_version=fa_version,
+                                 batch_invariant=batch_invariant)
 
 
 def selects_flash_attn_prefill(model: MLAModel) -> bool:

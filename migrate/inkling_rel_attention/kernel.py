@@ -76,7 +76,7 @@ class InklingModel:
     swa_num_kv_heads: int
     swa_head_dim: int
     block_size: int = 128
-    kv_dtype: str = "bf16"
+    kv_dtype: str | None = None  # None: the KV cache holds the serving dtype (vLLM's cache dtype "auto")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +124,7 @@ class InklingRelAttention(cutedsl_backend.FA4Variants, JitKernel):
     @staticmethod
     def layer_kinds(limits: ServingLimits, model: InklingModel) -> list[dict[str, Any]]:
         """The two layer kinds' fixed dispatch inputs (global, then sliding-window)."""
-        common = {"dtype": limits.dtype, "kv_dtype": model.kv_dtype, "block_size": model.block_size}
+        common = {"dtype": limits.dtype, "kv_dtype": model.kv_dtype or limits.dtype, "block_size": model.block_size}
         return [
             {"is_local": False, "num_heads": model.num_heads, "num_kv_heads": model.num_kv_heads,
              "head_dim": model.head_dim, "rel_extent": model.rel_extent, **common, "window_size": (-1, -1),

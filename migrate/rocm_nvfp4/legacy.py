@@ -9,7 +9,9 @@ index-prefill kernel is left to compile inside the first request that does.
 
 from __future__ import annotations
 
+import copy
 import sys
+import types
 from typing import Any
 
 from zerojit.contract import JitKernel, Range, ServingLimits
@@ -53,9 +55,25 @@ def rocm_nvfp4_kv_warmup(limits: ServingLimits, launchers: tuple[JitKernel, ...]
     return len(launches)
 
 
-def legacy_keys(limits: ServingLimits, launchers: tuple[JitKernel, ...]) -> dict[str, set]:
-    """The keys the legacy sweep compiles, per launcher (what it would warm, without compiling)."""
-    keys: dict[str, set] = {launcher.name: set() for launcher in launchers}
-    for launcher, inputs in legacy_launches(limits, launchers):
-        keys[launcher.name].add(launcher.dispatch(**inputs))
+def _recording(launcher: JitKernel, keys: set) -> JitKernel:
+    """A copy of the launcher whose launches record their key instead of running."""
+    clone = copy.copy(launcher)
+    clone.launch = lambda **inputs: keys.add(launcher.dispatch(**inputs))
+    return clone
+
+
+def legacy_keys(limits: ServingLimits, launchers: tuple[JitKernel, ...], serving_minimax: bool) -> set:
+    """The keys the legacy entry point launches (run for real, each launch recorded instead of compiled)."""
+    keys: set = set()
+    saved = sys.modules.get(MODEL_MODULE)
+    if serving_minimax:
+        sys.modules[MODEL_MODULE] = types.ModuleType(MODEL_MODULE)  # the model module is imported when served
+    else:
+        sys.modules.pop(MODEL_MODULE, None)
+    try:
+        rocm_nvfp4_kv_warmup(limits, tuple(_recording(launcher, keys) for launcher in launchers))
+    finally:
+        sys.modules.pop(MODEL_MODULE, None)
+        if saved is not None:
+            sys.modules[MODEL_MODULE] = saved
     return keys

@@ -1,0 +1,402 @@
+"""Run one kernel's warmup as an engine source tree does it, recording what it would compile.
+
+Two ways a tree warms a kernel, both run from the tree's own code (`EngineSources`):
+  * standalone: the orchestrator's entry calls the legacy warmup function (under the gates
+    around that call), which calls the kernel's step (under its own gates), which calls
+    `kernel.warmup(...)`;
+  * contract: model construction calls `kernel.register_warmup()` (under the constructor's
+    gates), then the orchestrator calls the registry's `warmup()` (under its gates).
+Gates and call arguments are read from the tree with `ast` and evaluated against the
+module they sit in and the enclosing function's bound parameters; nothing about them is
+restated here. Every kernel class's `compile` records its key instead of compiling.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import inspect
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from .engine_sources import EngineSources
+from .limits import device_capability
+
+
+class EngineRunError(RuntimeError):
+    """The tree's warmup cannot be run as written (a gate or call this runner cannot follow)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    """Where an engine's warmup machinery lives (vLLM's by default)."""
+
+    package: str = "vllm"
+    entry: str = "kernel_warmup"                      # the orchestrator function the engine calls at init
+    jit_module: str = "vllm.model_executor.warmup.jit_warmup"
+    kernel_base: str = "VllmJitKernel"
+    registry_class: str = "JitWarmupRegistry"
+    registry_holder: str = "jit_warmup_registry"  # the model runner's attribute holding the registry
+    registry_method: str = "warmup"
+    # Names the warmup machinery itself reads, whatever the family (the registry's progress bar).
+    stubs: dict[str, dict[str, Any]] = dataclasses.field(default_factory=lambda: {
+        "vllm.distributed": {"is_global_first_rank": lambda: False}})
+
+
+VLLM = Engine()
+
+
+def vllm_worker(vllm_config: Any, registry: Any, **runner: Any) -> types.SimpleNamespace:
+    """What vLLM's orchestrator and standalone steps receive: a worker with its model runner."""
+    model_runner = types.SimpleNamespace(vllm_config=vllm_config, jit_warmup_registry=registry, **runner)
+    return types.SimpleNamespace(vllm_config=vllm_config, model_runner=model_runner)
+
+
+class EngineFamily(Protocol):
+    """What a family room provides to run its kernel inside an engine tree (migrate/<family>/legacy.py)."""
+
+    real_modules: tuple[str, ...]  # run from the tree besides the spec's own modules
+
+    def stubs(self, state: types.SimpleNamespace) -> dict[str, dict[str, Any]]: ...  # read state.config/.vllm_config
+
+    def vllm_config(self, config: Any) -> Any: ...  # the engine's config for a serving configuration
+
+    def worker(self, config: Any, vllm_config: Any, registry: Any) -> Any: ...  # the orchestrator's argument
+
+    def construct(self, config: Any, vllm_config: Any) -> None: ...  # model construction (inside the tree)
+
+    def to_key(self, engine_key: Any) -> Any: ...  # the engine's key as the family's CompileKey
+
+    def import_facts(self, config: Any) -> Any: ...  # what engine modules decide at import (e.g. the arch)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    test: ast.expr
+    holds_when: bool  # False: the call sits in the `else` of `test`, or after `if test: return`
+
+
+@dataclasses.dataclass(frozen=True)
+class CallSite:
+    function: ast.FunctionDef
+    call: ast.Call
+    gates: tuple[Gate, ...]
+    assigned: dict[str, ast.expr]  # `name = value` statements run before the call (the latest per name)
+
+
+Matcher = Callable[[ast.Call, dict[str, ast.expr]], bool]
+
+
+def _exits(block: list[ast.stmt]) -> bool:
+    return bool(block) and isinstance(block[-1], (ast.Return, ast.Raise))
+
+
+def call_sites(tree: ast.Module, matches: Matcher) -> list[CallSite]:
+    """Every call `matches` accepts in the module's top-level functions, with the gates it runs under."""
+    sites: list[CallSite] = []
+
+    def visit(block: list[ast.stmt], function: ast.FunctionDef, gates: tuple[Gate, ...],
+              assigned: dict[str, ast.expr]) -> None:
+        for statement in block:
+            if isinstance(statement, ast.If):
+                visit(statement.body, function, gates + (Gate(statement.test, True),), dict(assigned))
+                visit(statement.orelse, function, gates + (Gate(statement.test, False),), dict(assigned))
+                if _exits(statement.body) and not statement.orelse:
+                    gates += (Gate(statement.test, False),)
+                continue
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue  # not run by this function
+            inner = [n for n in ast.walk(statement) if isinstance(n, ast.Call) and matches(n, assigned)]
+            if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)) and inner:
+                raise EngineRunError(f"{function.name}: the call on line {inner[0].lineno} runs inside a loop")
+            if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try)):
+                for body in (statement.body, *(h.body for h in getattr(statement, "handlers", ())),
+                             getattr(statement, "orelse", []), getattr(statement, "finalbody", [])):
+                    visit(body, function, gates, assigned)
+                continue
+            sites.extend(CallSite(function, call, gates, dict(assigned)) for call in inner)
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                    and isinstance(statement.targets[0], ast.Name):
+                assigned[statement.targets[0].id] = statement.value
+
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            visit(node.body, node, (), {})
+    return sites
+
+
+def _imported_as(tree: ast.Module, module: str, name: str) -> tuple[set[str], set[str]]:
+    """Local names bound to `module.name`, and to `module` itself, anywhere in the file."""
+    names, modules = set(), set()
+    parent, _, last = module.rpartition(".")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            for alias in node.names:
+                if node.module == module and alias.name == name:
+                    names.add(alias.asname or alias.name)
+                if node.module == parent and alias.name == last:
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            modules.update(alias.asname for alias in node.names if alias.name == module and alias.asname)
+    return names, modules
+
+
+def calls_to(tree: ast.Module, module: str, name: str, defined_here: bool = False) -> Matcher:
+    """A matcher for calls of `module.name` however the file imports it (or defines it, `defined_here`)."""
+    names, modules = _imported_as(tree, module, name)
+    if defined_here:
+        names.add(name)
+
+    def matches(call: ast.Call, assigned: dict[str, ast.expr]) -> bool:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return func.id in names
+        return (isinstance(func, ast.Attribute) and func.attr == name
+                and (ast.unparse(func.value) in modules or ast.unparse(func.value) == module))
+    return matches
+
+
+def method_calls(holder: str, method: str) -> Matcher:
+    """A matcher for `<...>.holder.method()`, also through a local assigned from `<...>.holder`."""
+    def matches(call: ast.Call, assigned: dict[str, ast.expr]) -> bool:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == method):
+            return False
+        target = assigned.get(func.value.id, func.value) if isinstance(func.value, ast.Name) else func.value
+        return ast.unparse(target).split(".")[-1] == holder
+    return matches
+
+
+class TreeWarmup:
+    """One family's kernel, warmed the way one engine tree warms it."""
+
+    def __init__(self, root: Path, spec: Any, family: EngineFamily, engine: Engine = VLLM):
+        self.root, self.spec, self.family, self.engine = Path(root), spec, family, engine
+        self.state = types.SimpleNamespace(config=None, vllm_config=None)  # what the stubs read
+        wanted = (engine.jit_module, spec.orchestrator_module, spec.singleton_module, spec.construction_module,
+                  spec.legacy_module, *family.real_modules)
+        probe = EngineSources(root, engine.package, (), {})
+        present = tuple(dict.fromkeys(m for m in wanted if m and probe.file_of(m).is_file()))
+        for required in (engine.jit_module, spec.orchestrator_module, spec.singleton_module):
+            if required not in present:
+                raise FileNotFoundError(f"the tree at {root} has no module {required}")
+        stubs = {name: dict(attrs) for name, attrs in engine.stubs.items()}
+        for name, attrs in family.stubs(self.state).items():
+            stubs.setdefault(name, {}).update(attrs)
+        self.sources = EngineSources(root, engine.package, present, stubs)
+        self.has_legacy = bool(spec.legacy_module) and spec.legacy_module in present
+        self._trees: dict[str, ast.Module] = {}
+
+    def _tree(self, module: str) -> ast.Module:
+        if module not in self._trees:
+            self._trees[module] = ast.parse(self.sources.file_of(module).read_text(encoding="utf-8"))
+        return self._trees[module]
+
+    def describe(self) -> str:
+        """The tree as a report names it: path and the release its `_version.py` states."""
+        return f"{self.engine.package} {self.version()} at {self.root}"
+
+    def version(self) -> str:
+        path = self.sources.file_of(f"{self.engine.package}._version")
+        if path.is_file():
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                        and any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets)):
+                    return str(node.value.value)
+        return "(version unknown)"
+
+    # -- the two ways of warming ------------------------------------------------------------
+
+    def standalone_keys(self, config: Any) -> set:
+        """Keys the tree's standalone warmup (orchestrator -> legacy function -> step) compiles."""
+        if not self.has_legacy:
+            return set()
+        spec = self.spec
+        with self._running(config) as (recorded, worker, _):
+            orchestrator = self.sources.module(spec.orchestrator_module)
+            sites = call_sites(self._tree(spec.orchestrator_module),
+                               calls_to(self._tree(spec.orchestrator_module), spec.legacy_module,
+                                        spec.legacy_function))
+            legacy = self.sources.module(spec.legacy_module)
+            for site in self._entry_sites(sites):
+                arguments = self._entry_scope(orchestrator, site, worker)
+                if not self._gates_hold(site, arguments):
+                    continue
+                args, kwargs = self._arguments(site, arguments)
+                if not spec.legacy_step:
+                    getattr(legacy, spec.legacy_function)(*args, **kwargs)
+                    continue
+                function = getattr(legacy, spec.legacy_function)
+                scope = self._bound(legacy, function, args, kwargs)
+                legacy_tree = self._tree(spec.legacy_module)
+                for step in call_sites(legacy_tree, calls_to(legacy_tree, spec.legacy_module, spec.legacy_step,
+                                                             defined_here=True)):
+                    if step.function.name == spec.legacy_function and self._gates_hold(step, scope):
+                        step_args, step_kwargs = self._arguments(step, scope)
+                        getattr(legacy, spec.legacy_step)(*step_args, **step_kwargs)
+            return self._keys(recorded)
+
+    def registered_keys(self, config: Any) -> set:
+        """Keys the tree's contract path compiles: registrations made while the model is built,
+        expanded by the registry when the orchestrator runs it."""
+        engine = self.engine
+        with self._running(config) as (recorded, worker, registry):
+            with registry.activate():
+                self.family.construct(config, worker.vllm_config)
+            orchestrator = self.sources.module(self.spec.orchestrator_module)
+            tree = self._tree(self.spec.orchestrator_module)
+            for site in self._entry_sites(call_sites(tree, method_calls(engine.registry_holder, engine.registry_method))):
+                scope = self._entry_scope(orchestrator, site, worker)
+                if self._gates_hold(site, scope):
+                    self._evaluate(site.call, site, scope, "the registry call")
+            return self._keys(recorded)
+
+    def within(self, config: Any, function: Callable[[], Any]) -> Any:
+        """`function()` run inside the tree, with the stubs giving this configuration's facts."""
+        with self._running(config):
+            return function()
+
+    def warmed_keys(self, config: Any) -> set:
+        """Everything the tree warms for this kernel, either way."""
+        return self.standalone_keys(config) | self.registered_keys(config)
+
+    # -- machinery ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _running(self, config: Any) -> Iterator[tuple[list, Any, Any]]:
+        self.state.config = config
+        self.state.vllm_config = vllm_config = self.family.vllm_config(config)
+        with self.sources.installed(self.family.import_facts(config)):
+            jit = self.sources.module(self.engine.jit_module)
+            self.sources.module(self.spec.singleton_module)
+            with _recording_compiles(getattr(jit, self.engine.kernel_base)) as recorded:
+                registry = getattr(jit, self.engine.registry_class)(vllm_config)
+                yield recorded, self.family.worker(config, vllm_config, registry), registry
+
+    def _kernel_type(self) -> type:
+        module = self.sources.module(self.spec.singleton_module)
+        for name in (self.spec.private_singleton, self.spec.singleton):
+            if name and hasattr(module, name):
+                return type(getattr(module, name))
+        raise EngineRunError(f"{self.spec.singleton_module} defines neither {self.spec.singleton} "
+                             f"nor {self.spec.private_singleton}")
+
+    def _keys(self, recorded: list) -> set:
+        kernel = self._kernel_type()
+        return {self.family.to_key(key) for owner, key in recorded if isinstance(owner, kernel)}
+
+    def _entry_sites(self, sites: list[CallSite]) -> list[CallSite]:
+        for site in sites:
+            if site.function.name != self.engine.entry:
+                raise EngineRunError(f"{self.spec.orchestrator_module}: the warmup call on line {site.call.lineno} is "
+                                     f"in {site.function.name}(), not in the entry {self.engine.entry}()")
+        return sites
+
+    def _entry_scope(self, module: types.ModuleType, site: CallSite, worker: Any) -> dict[str, Any]:
+        return self._bound(module, getattr(module, site.function.name), (worker,), {})
+
+    @staticmethod
+    def _bound(module: types.ModuleType, function: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
+        bound = inspect.signature(function).bind(*args, **kwargs)
+        bound.apply_defaults()
+        return {**vars(module), **bound.arguments}
+
+    @staticmethod
+    def _evaluate(node: ast.expr, site: CallSite, scope: dict[str, Any], what: str) -> Any:
+        """`node` evaluated where it sits: module names, bound parameters, and the locals it reads
+        (each from its `name = value` before the call, evaluated the same way)."""
+        scope = dict(scope)
+
+        def resolve(expression: ast.expr, pending: frozenset[str]) -> None:
+            for name in {n.id for n in ast.walk(expression) if isinstance(n, ast.Name)} - scope.keys():
+                value = site.assigned.get(name)
+                if value is None or name in pending:
+                    continue  # a builtin, or unknown: eval says which
+                resolve(value, pending | {name})
+                scope[name] = eval(compile(ast.Expression(value), f"<{name}>", "eval"), scope)
+
+        resolve(node, frozenset())
+        try:
+            return eval(compile(ast.Expression(node), f"<{what}>", "eval"), scope)
+        except NameError as exc:
+            raise EngineRunError(f"{site.function.name}(): {what} `{ast.unparse(node)}` reads {exc.name!r}, which "
+                                 "is neither a module name, a parameter nor a plain assignment before it") from None
+
+    def _gates_hold(self, site: CallSite, scope: dict[str, Any]) -> bool:
+        return all(bool(self._evaluate(g.test, site, scope, "the gate")) == g.holds_when for g in site.gates)
+
+    def _arguments(self, site: CallSite, scope: dict[str, Any]) -> tuple[tuple, dict]:
+        if any(isinstance(a, ast.Starred) for a in site.call.args) or any(k.arg is None for k in site.call.keywords):
+            raise EngineRunError(f"{site.function.name}(): *args/**kwargs in the call on line {site.call.lineno}")
+        args = tuple(self._evaluate(a, site, scope, "an argument") for a in site.call.args)
+        return args, {k.arg: self._evaluate(k.value, site, scope, "an argument") for k in site.call.keywords}
+
+
+@contextlib.contextmanager
+def _recording_compiles(base: type) -> Iterator[list]:
+    """Every subclass of the engine's kernel base records `compile(key)` instead of compiling."""
+    recorded: list = []
+
+    def record(self: Any, key: Any, *args: Any, **kwargs: Any) -> None:
+        recorded.append((self, key))
+
+    classes, pending = [], [base]
+    while pending:
+        cls = pending.pop()
+        classes.append(cls)
+        pending.extend(cls.__subclasses__())
+    saved = {cls: cls.__dict__.get("compile") for cls in classes}
+    for cls in classes:
+        cls.compile = record
+    try:
+        yield recorded
+    finally:
+        for cls, original in saved.items():
+            if original is None:
+                del cls.compile
+            else:
+                cls.compile = original
+
+
+class DeviceCapability(tuple):
+    """vLLM's (major, minor) capability named tuple."""
+
+    major = property(lambda self: self[0])
+    minor = property(lambda self: self[1])
+
+    def to_int(self) -> int:
+        return self[0] * 10 + self[1]
+
+
+class VllmPlatform:
+    """vLLM's `current_platform` on the arch of the configuration under test (`state.config.arch`)."""
+
+    def __init__(self, state: types.SimpleNamespace):
+        self._state = state
+
+    def _arch(self) -> str:
+        return self._state.config.arch
+
+    def is_rocm(self) -> bool:
+        return self._arch().startswith("gfx")
+
+    def is_cuda(self) -> bool:
+        return not self.is_rocm()
+
+    def is_xpu(self) -> bool:
+        return False
+
+    def get_device_capability(self, device_id: int = 0) -> DeviceCapability:
+        return DeviceCapability(device_capability(self._arch()))
+
+    def is_device_capability(self, capability: int) -> bool:
+        return self.get_device_capability().to_int() == capability
+
+    def is_device_capability_family(self, capability: int) -> bool:
+        return self.get_device_capability().to_int() // 10 == capability // 10
+
+    def has_device_capability(self, capability: int) -> bool:
+        return self.get_device_capability().to_int() >= capability
