@@ -48,6 +48,38 @@ def inkling(facts):
     facts["after_launches"] = fa4_cache_size()
 
 
+def mla_sm100(facts):
+    """sm_100a: a 257-row query is another variant than a 129-row one (max_m_blocks_leq_one flips)."""
+    from zerojit.migrate.fa4_mla_prefill.kernel import MULTI_BLOCK_Q, Q_TILE, FA4MLAPrefill, MLADims
+
+    kernel = FA4MLAPrefill()
+    common = dict(batch_size=1, dtype="bf16", num_heads=16, dims=MLADims(128, 64, 128), max_seqlen_k=512,
+                  requires_v_padding=False, causal=True, fa_version=4, num_splits=0)
+    facts["before"] = fa4_cache_size()
+    facts["one_block"] = kernel.compile(kernel.dispatch(**common, max_seqlen_q=Q_TILE + 1)).value
+    facts["after_one_block"] = fa4_cache_size()
+    multi = kernel.dispatch(**common, max_seqlen_q=MULTI_BLOCK_Q)
+    facts["multi_block"] = kernel.compile(multi).value
+    facts["after_multi_block"] = fa4_cache_size()
+    facts["again"] = kernel.compile(multi).value
+    facts["after_again"] = fa4_cache_size()
+
+
+def inkling_sm100(facts):
+    from zerojit.migrate.inkling_rel_attention.kernel import InklingRelAttention
+
+    kernel = InklingRelAttention("sm100")
+    key = kernel.dispatch(is_local=False, num_heads=8, num_kv_heads=1, head_dim=128, rel_extent=1024, dtype="bf16",
+                          kv_dtype="bf16", block_size=128, window_size=(-1, -1), max_kv_len=32768, query_len=1,
+                          num_reqs=4)
+    facts["key"] = key.as_dict()
+    facts["before"] = fa4_cache_size()
+    facts["first"] = kernel.compile(key).value
+    facts["after_first"] = fa4_cache_size()
+    facts["second"] = kernel.compile(key).value
+    facts["after_second"] = fa4_cache_size()
+
+
 def monitor(facts):
     from zerojit.contract.monitor import JitAfterWarmupError, JitMonitor
     from zerojit.migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims
@@ -81,7 +113,8 @@ def reconfigure(facts):
 
 if __name__ == "__main__":
     check, cache_dir = sys.argv[1], sys.argv[2]
-    cutedsl_backend.configure("sm90", cache_dir)
+    cutedsl_backend.configure("sm100" if check.endswith("_sm100") else "sm90", cache_dir)
     observed: dict = {}
-    {"mla": mla, "inkling": inkling, "reconfigure": reconfigure, "monitor": monitor}[check](observed)
+    {"mla": mla, "inkling": inkling, "reconfigure": reconfigure, "monitor": monitor, "mla_sm100": mla_sm100,
+     "inkling_sm100": inkling_sm100}[check](observed)
     print(json.dumps(observed))

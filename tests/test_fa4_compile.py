@@ -1,4 +1,4 @@
-"""Real FlashAttention-4 compiles for sm_90a on this CPU machine (compile-only, fake CUDA tensors)."""
+"""Real FlashAttention-4 compiles for sm_90a and sm_100a on this CPU machine (compile-only, fake CUDA tensors)."""
 
 import json
 import subprocess
@@ -30,6 +30,20 @@ def test_one_inkling_variant_compiles_once_and_is_booked_to_inkling(tmp_path):
     assert facts["first"] == "compiled" and facts["after_first"] == facts["before"] + 1
     assert facts["variants"] == 1 and facts["mla_variants"] == 0  # shared FA4 cache, separate books
     assert facts["after_launches"] == facts["after_first"]
+
+
+def test_sm100a_the_257_row_probe_is_one_more_variant_then_none(tmp_path):
+    """Why the Sq = 257 probes exist: on sm_100a, 257 query rows exceed one M block (q_stage 2 x 128)."""
+    facts = probe("mla_sm100", tmp_path)
+    assert facts["one_block"] == "compiled" and facts["after_one_block"] == facts["before"] + 1
+    assert facts["multi_block"] == "compiled" and facts["after_multi_block"] == facts["before"] + 2
+    assert facts["again"] == "cached" and facts["after_again"] == facts["before"] + 2
+
+
+def test_sm100a_one_inkling_variant_compiles_once(tmp_path):
+    facts = probe("inkling_sm100", tmp_path)
+    assert facts["first"] == "compiled" and facts["after_first"] == facts["before"] + 1
+    assert facts["second"] == "cached" and facts["after_second"] == facts["before"] + 1
 
 
 def test_reconfiguring_or_mixing_backends_is_refused(tmp_path):
