@@ -34,7 +34,7 @@ from zerojit.contract.engine_warmup import EngineRunError
 from zerojit.contract.executor import default_jobs
 
 from .families import (MAX_LAUNCHES, Family, FamilyError, Preset, WarmupRun, families, get_preset, key_equivalence,
-                       migration_specs, plan_preset, preset_variants, verify_preset, warm_preset)
+                       migration_keys_check, migration_specs, plan_preset, preset_variants, verify_preset, warm_preset)
 
 # rich_markup_mode=None: help texts are plain text, so `[[migration]]` and user input print as written.
 app = typer.Typer(help="Zero JIT compilation at serving time: plan, warm up, verify and migrate kernel warmups. "
@@ -311,6 +311,10 @@ def migrate_command(
                                                  "writes it to stdout, run on every changed file before the safety "
                                                  "gate, e.g. 'ruff format -'."),
     no_ignore: bool = typer.Option(False, "--no-ignore", help="In a git checkout, also read files git ignores."),
+    verify_keys: bool = typer.Option(False, "--verify-keys", help="Before writing, compare the compile keys the tree "
+                                     "warms before and after the planned changes (`keys diff --legacy-tree "
+                                     "--migrated-tree`, smoke grid) for families whose legacy side is engine code; "
+                                     "any unexplained difference refuses the run (exit 1)."),
 ) -> None:
     """Migrate legacy warmup modules in a repo onto the contract (dry run: a unified diff; exit 0).
 
@@ -350,12 +354,16 @@ def migrate_command(
             result = migrate(repo, [specs[name] for name in names], jobs=jobs, respect_gitignore=not no_ignore,
                              format_command=shlex.split(format_command) if format_command else (), only=only,
                              on_progress=_progress(err))
-            if write_changes:
+            keys_kept = not (verify_keys and result.changes) or _verify_migration_keys(result)
+            if write_changes and keys_kept:
                 write(result)
-    except USER_ERRORS + (transaction.TransactionError,) as exc:
+    except USER_ERRORS + (transaction.TransactionError, FileNotFoundError, EngineRunError, NamesOnlyUsed) as exc:
         raise fail(exc) from None
     except Exception as exc:  # noqa: BLE001 - a bug must still end in one line and exit 2, never look like exit 1
         raise fail(f"internal error ({type(exc).__name__}: {exc}); nothing was written unless said above") from None
+    if not keys_kept:
+        err.print("refused: the migration changes what the tree warms (nothing written)", highlight=False)
+        raise typer.Exit(1)
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for path, why in result.skipped.items():
@@ -375,6 +383,20 @@ def migrate_command(
     else:
         _print_diff(result, out)
         err.print(f"dry run (--write applies): {counts}", highlight=False)
+
+
+def _verify_migration_keys(result: MigrationResult) -> bool:
+    """One line per family on whether the planned migration keeps its keys (a table when not); all kept?"""
+    for family, report in migration_keys_check(result).items():
+        if report is None:
+            err.print(f"keys: {escape(family)}: no engine-tree adapter, not checked", highlight=False)
+            continue
+        verdict = "no unexplained difference" if report.ok else f"{len(report.mismatches)} unexplained mismatches"
+        err.print(f"keys: {escape(family)}: {report.configs} configs, {verdict}", highlight=False)
+        if not report.ok:
+            err.print(report.table())
+            return False
+    return True
 
 
 keys_app = typer.Typer(help="Compare compile keys: migrated kernels against their legacy warmup logic.",

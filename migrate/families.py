@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import shutil
+import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
@@ -33,6 +35,7 @@ from zerojit.contract.executor import start_workers
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from zerojit.codemods.runner import MigrationResult
     from zerojit.contract import WarmupReport
 
 ENTRY_POINT_GROUP = "zerojit.families"
@@ -256,3 +259,29 @@ def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 
         raise FamilyError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
     configs = (adapter.grids[grid]() if grid else []) + (sample_configs(adapter, samples, seed) if samples else [])
     return compare(adapter, configs)
+
+
+def migration_keys_check(result: MigrationResult, grid: str = "smoke") -> dict[str, EquivalenceReport | None]:
+    """Keys before vs after a planned migration, for each migrated family whose legacy side is engine code.
+
+    The tree as it is now is the legacy side; a temporary copy of its changed packages with
+    the planned changes applied is the migrated side (nothing in the repo is touched). None
+    for a family without an engine-tree adapter.
+    """
+    reports: dict[str, EquivalenceReport | None] = {}
+    with tempfile.TemporaryDirectory(prefix="zerojit-verify-keys-") as temporary:
+        after = Path(temporary)
+        for package in sorted({change.path.relative_to(result.repo).parts[0] for change in result.changes}):
+            shutil.copytree(result.repo / package, after / package, ignore=shutil.ignore_patterns("__pycache__"))
+        for change in result.changes:
+            target = after / change.path.relative_to(result.repo)
+            if change.after is None:
+                target.unlink()
+            else:
+                target.write_text(change.after, encoding="utf-8")
+        for name in result.families:
+            family = get_family(name)
+            tree_based = family.equivalence is not None and isinstance(family.equivalence(), TreeEquivalence)
+            reports[name] = key_equivalence(name, grid, legacy_tree=result.repo, migrated_tree=after) \
+                if tree_based else None
+    return reports

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from zerojit.codemods.engine_trees import vllm_tree
-from zerojit.codemods.runner import MigrationError, migrate, write
+from zerojit.codemods.runner import migrate, write
 from zerojit.codemods.spec import SpecError, load_specs
 from zerojit.migrate.cli import app
 from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE, ORCHESTRATOR, add_legacy_layout

@@ -173,3 +173,29 @@ def test_plugin_marker_and_fixture_in_an_engine_suite(pytester):
     ''')
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+def test_migrate_verify_keys_refuses_a_migration_that_loses_keys(tmp_path):
+    repo = tmp_path / "vllm"
+    shutil.copytree(vllm_tree("0.29.0"), repo)
+    spec = tmp_path / "broken.toml"  # Inkling's spec, its gate broken at TP >= 4
+    spec.write_text('''[[migration]]
+family = "inkling-rel-attention"
+legacy_module = "vllm.model_executor.warmup.fa4_cutedsl_warmup"
+legacy_function = "fa4_cutedsl_warmup"
+legacy_step = "_warm_inkling_fa4_rel_attention"
+orchestrator_module = "vllm.model_executor.warmup.kernel_warmup"
+singleton_module = "vllm.models.inkling.nvidia.ops.fa4_rel_attention"
+singleton = "INKLING_FA4_REL_ATTENTION_KERNEL"
+private_singleton = "_INKLING_FA4_REL_ATTENTION_KERNEL"
+construction_module = "vllm.models.inkling.nvidia.attention"
+construction_class = "InklingAttention"
+registration = "_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()"
+gate = "vllm_config.kernel_config.enable_jit_warmup and get_tensor_model_parallel_world_size() < 4"
+''')
+    result = runner.invoke(app, ["migrate", "--repo", str(repo), "--spec", str(spec), "--write", "--verify-keys"])
+    assert result.exit_code == 1 and "unexplained mismatches" in result.output and "nothing written" in result.output
+    assert (repo / "vllm/model_executor/warmup/fa4_cutedsl_warmup.py").exists()  # nothing written
+    good = runner.invoke(app, ["migrate", "inkling-rel-attention", "--repo", str(repo), "--write", "--verify-keys"])
+    assert good.exit_code == 0, good.output
+    assert "keys: inkling-rel-attention: 28 configs, no unexplained difference" in good.output

@@ -149,8 +149,11 @@ def test_report_table_names_every_kernel():
     report = execute(registry.plan(), show_progress=False)
     console = Console(record=True, width=120)
     console.print(report.table())
-    text = console.export_text()
-    assert "toy_poly" in text and "10" in text
+    rows = [line for line in console.export_text().splitlines() if "toy_poly" in line]
+    assert len(rows) == 1
+    cells = [cell.strip() for cell in rows[0].strip("│ ").split("│")]
+    assert cells[:5] == ["toy_poly", "10", str(report.count("compiled")), str(report.count("cached")), "0"]
+    assert report.count("compiled") + report.count("cached") == 10
 
 
 def test_verification_sees_growth_only_for_unwarmed_launches():
@@ -218,5 +221,13 @@ def test_timeline_png(tmp_path):
     registry = WarmupRegistry(LIMITS)
     with registry.capture():
         build_model(kernel)
-    path = plot_timeline(execute(registry.plan(), jobs=2, show_progress=False), tmp_path / "timeline.png")
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = execute(registry.plan(), jobs=2, show_progress=False)
+    path = plot_timeline(report, tmp_path / "timeline.png")
+    from matplotlib.colors import to_rgb
+    from matplotlib.image import imread
+
+    pixels = imread(path)[:, :, :3]  # decoded: one lane of compiled (orange) bars per worker
+    orange = (abs(pixels - to_rgb("tab:orange")).max(axis=2) < 0.02).any(axis=1)
+    lanes = sum(1 for row in range(1, len(orange)) if orange[row] and not orange[row - 1])
+    assert lanes == len({r.worker for r in report.results}) >= 1
+    assert report.count("compiled") == len(report.results)

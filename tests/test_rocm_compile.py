@@ -84,6 +84,11 @@ def test_empty_kernel_trap_is_refused(cache_dir):
     buffer = torch.zeros(BLOCK)
     with pytest.raises(flydsl_backend.EmptyKernelError, match="empty"):
         flydsl_backend.call_compile_only(tanh_launch, dynamic(buffer), dynamic(buffer.clone()), BLOCK)
+    # FlyDSL persisted the empty variant; the next call is a cache hit and must be refused too.
+    compiles = flydsl_backend.compiles_in_this_thread()
+    with pytest.raises(flydsl_backend.EmptyKernelError, match="empty"):
+        flydsl_backend.call_compile_only(tanh_launch, dynamic(buffer), dynamic(buffer.clone()), BLOCK)
+    assert flydsl_backend.compiles_in_this_thread() == compiles
 
 
 def test_verify_zero_growth_after_warmup(cache_dir):
@@ -112,22 +117,24 @@ MUTANTS = [(cls.name, "no registration") for cls in LAUNCHER_TYPES] + [(IndexPre
 
 
 @pytest.mark.parametrize("launcher_name, mutation", MUTANTS)
-def test_verification_kills_every_mutant(cache_dir, monkeypatch, launcher_name, mutation):
+def test_verification_kills_every_mutant(cache_dir, tmp_path, monkeypatch, launcher_name, mutation):
     cls = next(c for c in LAUNCHER_TYPES if c.name == launcher_name)
     if mutation == "no registration":
         monkeypatch.setattr(cls, "register_warmup", lambda self, **params: False)
     else:  # the usual warmup's reach: index prefill swept only up to one prompt's worth of tokens
         monkeypatch.setattr(cls, "key_space", lambda self, lim: Range.powers_of_two(
             "num_prefill_tokens", 1, min(lim.max_num_batched_tokens, THRESHOLDS.index_prefill_shared_max_tokens)))
+    # An empty disk cache of its own: what the mutant leaves unwarmed must really compile during the
+    # launches, so the monitor has events to report (a variant an earlier test persisted would only load).
+    monkeypatch.setenv("FLYDSL_RUNTIME_CACHE_DIR", str(tmp_path))
     fresh_process_state()
     assert warm().ok
     report = verify_zero_jit(LAUNCHERS, step_launches(LAUNCHERS, MI355X, per_launcher=40, seed=0))
     assert not report.ok, f"mutant survived: {launcher_name} / {mutation}"
     assert {k.name for k in report.kernels if k.grew} == {launcher_name}
-    # The monitor sees real compiles only; a variant an earlier test left in the disk cache
-    # grows the process's variants (a re-trace and load) without compiling.
-    assert len(report.compiles) <= report.cache_growth
-    assert {event.backend for event in report.compiles} <= {"flydsl"}
+    assert report.compiles and {event.backend for event in report.compiles} == {"flydsl"}
+    assert {event.kernel for event in report.compiles} <= set(cls.jit_names)
+    assert len(report.compiles) == report.cache_growth
 
 
 def run_cli(*args, cache_dir):

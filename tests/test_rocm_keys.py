@@ -116,11 +116,26 @@ def test_registration_gate(changes):
 def test_legacy_sweep_misses_only_the_large_index_prefill():
     launchers = nvfp4_kv_launchers()
     for lim in (MI355X, limits(spec_query_lens=(4,))):
-        old = legacy.legacy_keys(lim, launchers)
-        new = planned_keys(lim)
-        missing = {name: new[name] - old[name] for name in new if new[name] - old[name]}
-        assert missing == {IndexPrefill.name: {IndexPrefill().dispatch(num_prefill_tokens=16384)}}
-        assert all(old[name] <= new[name] for name in new)
+        old = legacy.legacy_keys(lim, launchers, serving_minimax=True)  # the legacy entry, run and recorded
+        new = set().union(*planned_keys(lim).values())
+        assert new - old == {IndexPrefill().dispatch(num_prefill_tokens=16384)} and old <= new
+    assert legacy.legacy_keys(MI355X, launchers, serving_minimax=False) == set()
+
+
+# Every variant bound, pinned on both sides of its exact boundary (values from the kernels' published and
+# chosen bounds, see Thresholds): a moved threshold changes which kernel a launch runs.
+@pytest.mark.parametrize("launcher, field, below, above", [
+    (IndexPrefill(), "large", {"num_prefill_tokens": 12288}, {"num_prefill_tokens": 12289}),
+    (FusedNormRopeKVInsert(), "large_batch", {"num_tokens": 512}, {"num_tokens": 513}),
+    (SparsePrefill(), "combine_rounds", {"max_context_len": 2048}, {"max_context_len": 2049}),
+    (IndexDecode(), "buffered_score", {"num_reqs": 16, "query_len": 1, "max_context_len": 4096},
+     {"num_reqs": 16, "query_len": 1, "max_context_len": 4097}),
+    (TopK(), "strips", {"context_len": 4096, "decode": True}, {"context_len": 4097, "decode": True}),
+])
+def test_variant_bounds_at_their_exact_boundary(launcher, field, below, above):
+    low, high = getattr(launcher.dispatch(**below), field), getattr(launcher.dispatch(**above), field)
+    assert (low, high) == {"large": (False, True), "large_batch": (False, True), "combine_rounds": (1, 2),
+                           "buffered_score": (False, True), "strips": (1, 2)}[field]
 
 
 def test_legacy_entry_returns_early_for_other_models(monkeypatch):
