@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.zerojit-installed
 
-.PHONY: install demo test clean
+.PHONY: install demo test mutants clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ demo: install
 
 test: install
 	$(PY) -m pytest -q
+
+# Curated mutants, one at a time, each against the tests meant to kill it (not part of `make test`).
+mutants: install
+	$(PY) tests/mutants.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

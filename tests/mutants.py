@@ -1,0 +1,151 @@
+"""Curated mutants: break the product on purpose, one change at a time, and see the tests that should fail, fail.
+
+Each mutant is one exact text replacement in one file (refused if the text is not there
+exactly once, so a refactor that moves the code shows up here) and the tests meant to kill
+it. The file is restored whatever happens. Exit 1 if any mutant survives.
+
+    make mutants                        # all of them
+    .venv/bin/python tests/mutants.py --list
+    .venv/bin/python tests/mutants.py -k topk   # those whose name contains "topk"
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]  # pytest arguments (node ids, -k expressions)
+
+
+K = "tests/test_key_equivalence.py"
+MUTANTS = (
+    # Key logic of each family.
+    Mutant("fa4: non-causal probes dropped", "migrate/fa4_mla_prefill/kernel.py",
+           'Choice("causal", (False, True))', 'Choice("causal", (True,))', (K, "-k", "fa4 and full_grid")),
+    Mutant("fa4: sm110 defaults to FA4 again", "migrate/fa4_mla_prefill/kernel.py",
+           "version = forced or {9: 3, 10: 4}.get(major, 2)", "version = forced or {9: 3, 10: 4, 11: 4}.get(major, 2)",
+           ("tests/test_fa4_keys.py", "-k", "vllms_own_decision")),
+    Mutant("fa4: Sq = 257 probes dropped", "migrate/fa4_mla_prefill/kernel.py",
+           "(Q_TILE + 1, VERY_LONG_K), (MULTI_BLOCK_Q, 4 * K_TILE), (MULTI_BLOCK_Q, VERY_LONG_K))",
+           "(Q_TILE + 1, VERY_LONG_K))", (K, "-k", "fa4 and full_grid")),
+    Mutant("inkling: KV dtype ignores the serving dtype", "migrate/inkling_rel_attention/kernel.py",
+           '"kv_dtype": model.kv_dtype or limits.dtype', '"kv_dtype": model.kv_dtype or "bf16"',
+           (K, "-k", "the_legacy_side_is_vllm_029_itself and inkling")),
+    Mutant("inkling: large-batch bound moved", "migrate/inkling_rel_attention/kernel.py",
+           "LARGE_NUM_REQS = 1024 ", "LARGE_NUM_REQS = 1000 ", (K, "-k", "inkling and full_grid")),
+    Mutant("rocm: large index prefill bound 12288 -> 10000", "migrate/rocm_nvfp4/kernel.py",
+           "index_prefill_shared_max_tokens: int = 12288", "index_prefill_shared_max_tokens: int = 10000",
+           ("tests/test_rocm_keys.py",)),
+    Mutant("rocm: top-k strip 4096 -> 4100", "migrate/rocm_nvfp4/kernel.py",
+           "topk_strip_tokens: int = 4096", "topk_strip_tokens: int = 4100", ("tests/test_rocm_keys.py",)),
+    Mutant("rocm: registration gate breaks at TP >= 4", "migrate/rocm_nvfp4/model.py",
+           "if self.launchers and limits.enable_jit_warmup:",
+           "if self.launchers and limits.enable_jit_warmup and limits.tp_size < 4:", (K, "-k", "rocm and full_grid")),
+    Mutant("fa4: registration gate ignores the JIT switch", "migrate/fa4_mla_prefill/model.py",
+           "if limits.enable_jit_warmup and self.fa_version == 4:", "if self.fa_version == 4:",
+           (K, "-k", "fa4 and full_grid")),
+    # Backends, registry, executor, verifier, monitors.
+    Mutant("flydsl: empty-kernel check skipped on cache hits", "contract/flydsl_backend.py",
+           "    if not sizes or min(sizes.values()) < MIN_KERNEL_BYTES:",
+           "    if outcome is Outcome.COMPILED and (not sizes or min(sizes.values()) < MIN_KERNEL_BYTES):",
+           ("tests/test_rocm_compile.py", "-k", "empty")),
+    Mutant("monitor: switched off", "contract/monitor.py",
+           '    """Called by the compile hooks; a no-op unless a monitor is armed."""\n    if not _armed:',
+           '    """Called by the compile hooks; a no-op unless a monitor is armed."""\n    if True:',
+           ("tests/test_rocm_compile.py", "-k", "mutant")),
+    Mutant("registry: no dedup", "contract/registry.py",
+           "        if any(registration.same_as(existing) for existing in self.registrations):",
+           "        if False:", ("tests/test_registry_and_executor.py",)),
+    Mutant("executor: every key compiles its variant again", "contract/executor.py",
+           "        if (kernel.backend, variant) not in chosen and not cached:",
+           "        variant = key.digest()\n        if (kernel.backend, variant) not in chosen and not cached:",
+           ("tests/test_fa4_compile.py", "-k", "preset_warmup and deepseek")),
+    Mutant("verifier: growth never counted", "contract/coverage.py",
+           "return sum(k.variants_after - k.variants_before for k in self.kernels)", "return 0",
+           ("tests/test_registry_and_executor.py", "-k", "verification")),
+    Mutant("cache: swapped artifacts pass the manifest", "contract/cache.py",
+           "            elif file_digest(path) != digest:", "            elif False:", ("tests/test_cli_bad_input.py",
+                                                                                       "tests/test_bake.py")),
+    # Equivalence and the engine-tree runner.
+    Mutant("equivalence: a superset counts as equal", "contract/equivalence.py",
+           "        if legacy == migrated:", "        if legacy <= migrated:", (K, "-k", "broken or intended")),
+    Mutant("engine run: gates ignored", "contract/engine_warmup.py",
+           'return all(bool(self._evaluate(g.test, site, scope, "the gate")) == g.holds_when for g in site.gates)',
+           "return True", (K, "-k", "broken_gate or legacy_side")),
+    Mutant("fa4 rules: sm90 unsplit keeps the split-only probes", "migrate/fa4_mla_prefill/equivalence.py",
+           "for key in legacy if key.max_seqlen_k < SPLIT_ONLY_K}", "for key in legacy}",
+           (K, "-k", "fa4 and full_grid")),
+    # Codemods.
+    Mutant("codemods: writes are not atomic", "codemods/transaction.py",
+           '                os.replace(entry["temp"], write.path)',
+           '                with open(write.path, "wb") as out:\n                    _pause()\n'
+           '                    out.write(write.after)', ("tests/test_codemod_transactions.py", "-k", "kill")),
+    Mutant("codemods: output-compile check skipped", "codemods/gate.py",
+           '        compile(after, str(path), "exec", dont_inherit=True)', "        pass",
+           ("tests/test_codemod_transforms.py", "tests/test_codemod_variations.py")),
+    Mutant("codemods: exporter strings not renamed", "codemods/transforms.py",
+           "        if self.in_exporter and value == self.op.old:", "        if False:",
+           ("tests/test_codemod_repo.py", "tests/test_codemod_variations.py")),
+)
+
+
+def run(mutant: Mutant, timeout: int) -> tuple[str, float, str]:
+    path = ROOT / mutant.file
+    original = path.read_text(encoding="utf-8")
+    if original.count(mutant.old) != 1:
+        return "STALE", 0.0, f"the text to mutate occurs {original.count(mutant.old)} times in {mutant.file}"
+    mutated = original.replace(mutant.old, mutant.new)
+    compile(mutated, str(path), "exec")  # a mutant must be valid code, or "killed" means nothing
+    start = time.perf_counter()
+    try:
+        path.write_text(mutated, encoding="utf-8")
+        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutant.tests],
+                                cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        verdict = "killed" if result.returncode == 1 else ("SURVIVED" if result.returncode == 0 else "ERROR")
+        tail = result.stdout.strip().splitlines()[-1:] if result.stdout.strip() else [result.stderr[-200:]]
+    except subprocess.TimeoutExpired:
+        verdict, tail = "ERROR", [f"timed out after {timeout} s"]
+    finally:
+        path.write_text(original, encoding="utf-8")
+    return verdict, time.perf_counter() - start, tail[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", dest="match", default="", help="Only mutants whose name contains this text.")
+    parser.add_argument("--list", action="store_true", help="List the mutants and their tests, run nothing.")
+    parser.add_argument("--timeout", type=int, default=900, help="Seconds per mutant's test run.")
+    args = parser.parse_args()
+    chosen = [m for m in MUTANTS if args.match.lower() in m.name.lower()]
+    if args.list:
+        for mutant in chosen:
+            print(f"{mutant.name:55} {mutant.file:42} pytest {' '.join(mutant.tests)}")
+        return
+    if not chosen:
+        sys.exit(f"no mutant matches {args.match!r}")
+    verdicts = []
+    for index, mutant in enumerate(chosen, 1):
+        verdict, seconds, tail = run(mutant, args.timeout)
+        verdicts.append(verdict)
+        print(f"[{index}/{len(chosen)}] {verdict:8} {seconds:6.1f} s  {mutant.name}  ({tail})", flush=True)
+    killed = verdicts.count("killed")
+    print(f"{killed}/{len(chosen)} killed" + ("" if killed == len(chosen) else
+                                             f"; not killed: {len(chosen) - killed}"))
+    sys.exit(0 if killed == len(chosen) else 1)
+
+
+if __name__ == "__main__":
+    main()
