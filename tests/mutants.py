@@ -2,7 +2,9 @@
 
 Each mutant is one exact text replacement in one file (refused if the text is not there
 exactly once, so a refactor that moves the code shows up here) and the tests meant to kill
-it. The file is restored whatever happens. Exit 1 if any mutant survives.
+it. The file is restored whatever happens. Exit 1 if any mutant survives. Each mutant's tests
+run against a private copy of the cached engine trees ($ZEROJIT_CACHE): the codemod tests
+hard-link those trees, and a mutant that writes in place would write through to the cache.
 
     make mutants                        # all of them
     .venv/bin/python tests/mutants.py --list
@@ -13,12 +15,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("ZEROJIT_CACHE", Path.home() / ".cache" / "zerojit"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +108,17 @@ MUTANTS = (
 )
 
 
+def _private_cache(folder: Path) -> Path:
+    """A cache whose engine trees are real copies (wheels are only read, so they are linked)."""
+    for part in ("wheels", "trees"):
+        if (CACHE / part).is_dir():
+            if part == "wheels":
+                (folder / part).symlink_to(CACHE / part)
+            else:
+                shutil.copytree(CACHE / part, folder / part, symlinks=True)
+    return folder
+
+
 def run(mutant: Mutant, timeout: int) -> tuple[str, float, str]:
     path = ROOT / mutant.file
     original = path.read_text(encoding="utf-8")
@@ -111,9 +128,12 @@ def run(mutant: Mutant, timeout: int) -> tuple[str, float, str]:
     compile(mutated, str(path), "exec")  # a mutant must be valid code, or "killed" means nothing
     start = time.perf_counter()
     try:
-        path.write_text(mutated, encoding="utf-8")
-        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutant.tests],
-                                cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        with tempfile.TemporaryDirectory(prefix="zerojit-mutant-cache-") as cache:
+            path.write_text(mutated, encoding="utf-8")
+            result = subprocess.run(
+                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutant.tests], cwd=ROOT,
+                capture_output=True, text=True, timeout=timeout,
+                env={**os.environ, "ZEROJIT_CACHE": str(_private_cache(Path(cache)))})
         verdict = "killed" if result.returncode == 1 else ("SURVIVED" if result.returncode == 0 else "ERROR")
         tail = result.stdout.strip().splitlines()[-1:] if result.stdout.strip() else [result.stderr[-200:]]
     except subprocess.TimeoutExpired:
