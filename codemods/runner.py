@@ -371,6 +371,11 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_comman
     that restrict the run; on_progress(done, total): called as each file's transform ends.
     """
     started = time.perf_counter()
+    for spec in specs:
+        if spec.confirm:
+            raise SpecError(f"{spec.family}: the spec's confirm list holds {len(spec.confirm)} things a human must "
+                            f"check first ({spec.confirm[0]}{' ...' if len(spec.confirm) > 1 else ''}); check "
+                            "them, fix the spec where needed, then empty the list")
     repo = check_repo(repo)
     planner = _Planner(repo, specs, respect_gitignore, [Path(p).resolve() for p in only])
     planner.plan()

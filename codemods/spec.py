@@ -61,6 +61,8 @@ class MigrationSpec:
           `registration` is inserted there under `gate`, after the first statement (at any
           depth) whose first line contains `insert_after` (at the end when empty).
       gate_imports: `from module import name` lines the gate or registration needs.
+      confirm: what a human must check before the spec may run (`zerojit survey --draft-specs`
+          fills it); `zerojit migrate` refuses a spec whose list is not empty.
       import_style: how the constructor's module gets the kernel's name: "module" (a top-level
           import), "lazy" (inside the inserted block), "auto" (lazy when that module already
           imports from the kernel's module only inside functions).
@@ -82,12 +84,14 @@ class MigrationSpec:
     insert_after: str = ""
     gate_imports: tuple[str, ...] = ()
     import_style: str = "auto"
+    confirm: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self._check_types()
         if isinstance(self.construction_class, str):
             object.__setattr__(self, "construction_class", (self.construction_class,))
         object.__setattr__(self, "gate_imports", tuple(self.gate_imports))
+        object.__setattr__(self, "confirm", tuple(self.confirm))
         for field in ("orchestrator_module", "singleton_module", "construction_module"):
             _dotted(field, getattr(self, field))
         _identifier("singleton", self.singleton)
@@ -142,7 +146,7 @@ class MigrationSpec:
                 ok = isinstance(value, str) or (isinstance(value, (list, tuple)) and value
                                                 and all(isinstance(v, str) for v in value))
                 expected = "a string or a list of strings"
-            elif field.name == "gate_imports":
+            elif field.name in ("gate_imports", "confirm"):
                 ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
                 expected = "a list of strings"
             else:

@@ -94,8 +94,11 @@ def _exits(block: list[ast.stmt]) -> bool:
     return bool(block) and isinstance(block[-1], (ast.Return, ast.Raise))
 
 
-def call_sites(tree: ast.Module, matches: Matcher) -> list[CallSite]:
-    """Every call `matches` accepts in the module's top-level functions, with the gates it runs under."""
+def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False) -> list[CallSite]:
+    """Every call `matches` accepts in the module's top-level functions, with the gates it runs under.
+
+    A call inside a loop is refused (it may run any number of times) unless `loops_allowed`.
+    """
     sites: list[CallSite] = []
 
     def visit(block: list[ast.stmt], function: ast.FunctionDef, gates: tuple[Gate, ...],
@@ -110,7 +113,7 @@ def call_sites(tree: ast.Module, matches: Matcher) -> list[CallSite]:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue  # not run by this function
             inner = [n for n in ast.walk(statement) if isinstance(n, ast.Call) and matches(n, assigned)]
-            if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)) and inner:
+            if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)) and inner and not loops_allowed:
                 raise EngineRunError(f"{function.name}: the call on line {inner[0].lineno} runs inside a loop")
             if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try)):
                 for body in (statement.body, *(h.body for h in getattr(statement, "handlers", ())),

@@ -1,0 +1,163 @@
+"""`zerojit survey`: the legacy warmups of a real vLLM 0.33.0 tree, and of a small engine built here."""
+
+import json
+import re
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.codemods.spec import load_specs
+from zerojit.migrate.cli import app
+
+runner = CliRunner()
+# The standalone warmups vLLM 0.33.0's kernel_warmup still calls (DESIGN.md §6, read off the release).
+LEGACY_033 = {"qwen_triton_warmup", "qwen_vl_triton_warmup", "mamba_triton_warmup", "kimi_k3_triton_warmup",
+              "watermark_sample_warmup", "qwen4_exp_qsa_triton_warmup", "cutedsl_warmup",
+              "rocm_segmented_attn_autotune_warmup", "flashinfer_sparse_mla_decode_autotune_warmup",
+              "deepseek_v4_sparse_mla_attention_warmup", "autotune_hisparse_flashinfer_attention", "step5_dsa_warmup",
+              "deep_gemm_warmup", "b12x_warmup", "minimax_m3_msa_warmup", "replayssm_autotune_warmup",
+              "mixed_batch_attention_warmup"}
+
+
+@pytest.fixture(scope="module")
+def survey033():
+    result = runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_every_legacy_warmup_of_033_is_listed_with_kernels_and_a_verdict(survey033):
+    assert survey033["format"] == "zerojit-survey/1"
+    warmups = {w["function"]: w for w in survey033["warmups"]}
+    assert LEGACY_033 <= set(warmups) and survey033["counts"]["warmups"] >= 17
+    for warmup in survey033["warmups"]:
+        assert warmup["verdict"] in ("spec", "manual") and warmup["reasons"]
+        assert all(k["module"] and k["kind"] for k in warmup["kernels"])
+    # Reached through the orchestrator's own autotune helper, not called by kernel_warmup directly.
+    assert warmups["replayssm_autotune_warmup"]["via"] == warmups["autotune_hisparse_flashinfer_attention"]["via"] \
+        == "flashinfer_autotune"
+    assert all(warmups[name]["verdict"] == "manual" for name in LEGACY_033 if "autotune" in name)
+
+
+def test_the_watermark_warmup_kernel_and_where_it_is_selected(survey033):
+    watermark = next(w for w in survey033["warmups"] if w["function"] == "watermark_sample_warmup")
+    (kernel,) = watermark["kernels"]
+    # Read off the tree independently: the kernel is a @triton.jit def in the sampler's watermark module.
+    source = (vllm_tree("0.33.0") / "vllm/v1/worker/gpu/sample/watermark.py").read_text()
+    assert re.search(r"^@triton\.jit(\(.*\))?\ndef _philox_gumbel_kernel\(", source, re.M)
+    assert (kernel["name"], kernel["module"], kernel["kind"]) == (
+        "_philox_gumbel_kernel", "vllm.v1.worker.gpu.sample.watermark", "triton.jit")
+    assert not kernel["on_contract"] and "vllm.v1.watermarking.gumbel:GumbelWatermarker" in kernel["constructed_in"]
+    assert watermark["verdict"] == "spec" and watermark["gate"] == "(enable_jit_warmup)"
+
+
+def test_draft_specs_load_and_migrate_refuses_them_until_confirmed(tmp_path):
+    drafts = tmp_path / "drafts"
+    result = runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(drafts)])
+    assert result.exit_code == 0, result.output
+    files = sorted(drafts.glob("*.toml"))
+    assert files
+    for path in files:
+        (spec,) = load_specs(path)
+        assert spec.confirm
+        refused = runner.invoke(app, ["migrate", "--repo", str(vllm_tree("0.33.0")), "--spec", str(path)])
+        assert refused.exit_code == 2 and "confirm list" in refused.output and "Traceback" not in refused.output
+
+
+ENGINE = {  # a small engine: a helper of the orchestrator calls two warmups; kernels live elsewhere
+    "eng/__init__.py": "",
+    "eng/warmup/__init__.py": "",
+    "eng/warmup/kernel_warmup.py": """
+        from eng.warmup.norm_warmup import norm_warmup
+        from eng.warmup import tune_warmup as tune
+
+
+        def _autotune_all(worker):
+            norm_warmup(worker)
+            tune.gemm_warmup(worker)
+
+
+        def kernel_warmup(worker):
+            if worker.jit:
+                _autotune_all(worker)
+        """,
+    "eng/warmup/norm_warmup.py": """
+        from eng.ops.norm import rms_norm
+
+
+        def norm_warmup(worker):
+            rms_norm(worker.x)
+        """,
+    "eng/warmup/tune_warmup.py": """
+        from eng.ops.gemm import GEMM_KERNEL
+
+
+        def gemm_warmup(worker):
+            GEMM_KERNEL.warmup(worker.config)
+        """,
+    "eng/ops/__init__.py": "",
+    "eng/ops/norm.py": """
+        import triton
+
+
+        @triton.jit
+        def _rms_norm_kernel(x):
+            pass
+
+
+        def rms_norm(x):
+            _rms_norm_kernel[(1,)](x)
+        """,
+    "eng/ops/gemm.py": """
+        class VllmJitKernel:
+            pass
+
+
+        class Gemm(VllmJitKernel):
+            pass
+
+
+        GEMM_KERNEL = Gemm()
+        """,
+    "eng/layers.py": """
+        from eng.ops.gemm import GEMM_KERNEL
+        from eng.ops.norm import rms_norm
+
+
+        class Norm:
+            def forward(self, x):
+                return rms_norm(x)
+
+
+        class Linear:
+            def __init__(self):
+                GEMM_KERNEL.register_warmup()
+        """,
+}
+
+
+def test_a_small_engine_helpers_wrappers_and_contract_kernels(tmp_path):
+    for rel, text in ENGINE.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(textwrap.dedent(text))
+    result = runner.invoke(app, ["survey", "--repo", str(tmp_path), "--orchestrator", "eng.warmup.kernel_warmup",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    warmups = {w["function"]: w for w in json.loads(result.stdout)["warmups"]}
+    assert set(warmups) == {"norm_warmup", "gemm_warmup"}
+    assert {w["via"] for w in warmups.values()} == {"_autotune_all"} and warmups["norm_warmup"]["gate"] == "(worker.jit)"
+    (norm,) = warmups["norm_warmup"]["kernels"]
+    assert (norm["name"], norm["kind"], norm["launched_by"], norm["constructed_in"]) == (
+        "_rms_norm_kernel", "triton.jit", ["eng.ops.norm:rms_norm"], ["eng.layers:Norm"])
+    (gemm,) = warmups["gemm_warmup"]["kernels"]
+    assert gemm["on_contract"] and gemm["registers_at"] == ["eng.layers:13"]  # (the text starts with a blank line)
+    assert warmups["norm_warmup"]["verdict"] == warmups["gemm_warmup"]["verdict"] == "spec"
+
+
+def test_a_tree_without_the_orchestrator_is_one_line(tmp_path):
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm/__init__.py").write_text("")
+    result = runner.invoke(app, ["survey", "--repo", str(tmp_path)])
+    assert result.exit_code == 2 and "no orchestrator module" in result.output and "Traceback" not in result.output
