@@ -13,6 +13,7 @@ logic depends on can never pass silently: the family must list it.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -79,28 +80,30 @@ class _Placeholder(metaclass=_PlaceholderMeta):
             for name in ("__bool__", "__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__iter__", "__len__",
                          "__int__", "__index__", "__float__", "__add__", "__radd__", "__sub__", "__rsub__",
                          "__mul__", "__rmul__", "__truediv__", "__floordiv__", "__getattr__", "__call__"):
-                if name not in cls.__dict__ and not any(name in base.__dict__ for base in cls.__mro__[1:]
+                if name not in cls.__dict__ and not any(name in base.__dict__ for base in cls.__mro__[1:-1]
                                                         if not issubclass(base, _Placeholder)):
                     setattr(cls, name, _plain(name))
 
 
 def _plain(name: str) -> Any:
-    """What `object` does for `name` (raising AttributeError/TypeError where object has no such slot)."""
-    default = getattr(object, name, None)
+    """What a plain object does for `name`: object's own slot, else truthy / no such attribute / unsupported."""
+    default = object.__dict__.get(name)
     if default is not None:
         return default
+
     def missing(self: Any, *args: Any) -> Any:
-        if name == "__getattr__":
-            raise AttributeError(args[0])
         if name == "__bool__":
             return True
+        if name == "__getattr__":
+            raise AttributeError(args[0])
         raise TypeError(f"{type(self).__name__} does not support {name}")
     return missing
 
 
 def placeholder(name: str) -> type:
     """A stand-in class for `name`: callable, subclassable, attribute-rich, refusing decisions."""
-    return _PlaceholderMeta(name.rsplit(".", 1)[-1], (_Placeholder,), {"_zerojit_name": name, "__module__": name})
+    parent, _, last = name.rpartition(".")
+    return _PlaceholderMeta(last, (_Placeholder,), {"_zerojit_name": name, "__module__": parent})
 
 
 class _NamesOnlyModule(types.ModuleType):
@@ -200,6 +203,4 @@ class EngineSources:
 
     def module(self, name: str) -> types.ModuleType:
         """Import `name` (inside `installed()`)."""
-        import importlib
-
         return importlib.import_module(name)

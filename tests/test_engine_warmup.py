@@ -1,0 +1,209 @@
+"""The engine-tree runner on a small engine written here: gates followed, compiles recorded, stubs enforced."""
+
+import textwrap
+import types
+
+import pytest
+
+from zerojit.codemods.spec import MigrationSpec
+from zerojit.contract.engine_sources import EngineSources, NamesOnlyUsed
+from zerojit.contract.engine_warmup import Engine, EngineRunError, TreeWarmup
+
+ENGINE = Engine(package="eng", entry="kernel_warmup", jit_module="eng.jit", stubs={})
+FILES = {
+    "eng/__init__.py": "",
+    "eng/jit.py": """
+        import contextlib
+        import contextvars
+
+        _ACTIVE = contextvars.ContextVar("registry", default=None)
+
+
+        class VllmJitKernel:
+            def register_warmup(self):
+                registry = _ACTIVE.get()
+                if registry is not None:
+                    registry.kernels.append(self)
+
+            def warmup(self, config):
+                for key in self.get_warmup_keys(config):
+                    self.compile(key)
+
+
+        class JitWarmupRegistry:
+            def __init__(self, config):
+                self.config, self.kernels = config, []
+
+            @contextlib.contextmanager
+            def activate(self):
+                token = _ACTIVE.set(self)
+                try:
+                    yield
+                finally:
+                    _ACTIVE.reset(token)
+
+            def warmup(self):
+                for kernel in self.kernels:
+                    for key in kernel.get_warmup_keys(self.config):
+                        kernel.compile(key)
+        """,
+    "eng/ops.py": """
+        from eng.jit import VllmJitKernel
+        from eng.platforms import current_platform
+
+
+        class Norm(VllmJitKernel):
+            def get_warmup_keys(self, config):
+                widths = (64, 128) if current_platform.big else (64,)
+                return [(width, config.dtype) for width in widths]
+
+            def compile(self, key):
+                raise RuntimeError("a real compile must never run here")
+
+
+        NORM = Norm()
+        """,
+    "eng/legacy_warmup.py": """
+        from eng.ops import NORM
+
+
+        def _warm_norm(worker):
+            if worker.config.uses_norm:
+                NORM.warmup(worker.config)
+
+
+        def legacy_warmup(worker, *, enabled=True):
+            if not enabled:
+                return
+            _warm_norm(worker)
+        """,
+    "eng/kernel_warmup.py": """
+        from eng.legacy_warmup import legacy_warmup
+
+
+        def kernel_warmup(worker):
+            jit = worker.config.jit
+            if jit:
+                registry = worker.model_runner.jit_warmup_registry
+                registry.warmup()
+            if worker.config.skip:
+                return
+            legacy_warmup(worker, enabled=jit)
+        """,
+    "eng/layer.py": """
+        from eng.ops import NORM
+        from eng.helpers import decide
+
+
+        class Layer:
+            def __init__(self, config):
+                if config.jit:
+                    NORM.register_warmup()
+                self.mode = decide(config)
+        """,
+}
+SPEC = MigrationSpec(family="norm", legacy_module="eng.legacy_warmup", legacy_function="legacy_warmup",
+                     legacy_step="_warm_norm", orchestrator_module="eng.kernel_warmup", singleton_module="eng.ops",
+                     singleton="NORM", construction_module="eng.layer", construction_class="Layer",
+                     registration="NORM.register_warmup()", gate="config.jit")
+
+
+class Platform:
+    """The stubbed platform: its one fact comes from the configuration under test."""
+
+    def __init__(self, state):
+        self._state = state
+
+    @property
+    def big(self):
+        return self._state.config["big"]
+
+
+class NormEngine:
+    """The small engine's family description: one value stub (the platform), the rest names only."""
+
+    real_modules = ("eng.layer",)
+
+    def stubs(self, state):
+        return {"eng.platforms": {"current_platform": Platform(state)}}
+
+    def import_facts(self, config):
+        return config["big"]
+
+    def vllm_config(self, config):
+        return types.SimpleNamespace(dtype="bf16", **{k: v for k, v in config.items() if k != "big"})
+
+    def worker(self, config, vllm_config, registry):
+        return types.SimpleNamespace(config=vllm_config, vllm_config=vllm_config,
+                                     model_runner=types.SimpleNamespace(jit_warmup_registry=registry))
+
+    def construct(self, config, vllm_config):
+        import importlib
+
+        importlib.import_module("eng.layer").Layer(vllm_config)
+
+    def to_key(self, key):
+        return key
+
+
+def write_engine(root, changes=None):
+    for rel, text in {**FILES, **(changes or {})}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text))
+    return root
+
+
+def config(**changes):
+    return {"big": True, "jit": True, "skip": False, "uses_norm": True, **changes}
+
+
+def test_the_standalone_path_follows_gates_arguments_and_returns(tmp_path):
+    tree = TreeWarmup(write_engine(tmp_path), SPEC, NormEngine(), ENGINE)
+    assert tree.standalone_keys(config()) == {(64, "bf16"), (128, "bf16")}
+    assert tree.standalone_keys(config(big=False)) == {(64, "bf16")}   # a stubbed fact, per import variant
+    assert tree.standalone_keys(config(jit=False)) == set()            # enabled=jit, then `if not enabled: return`
+    assert tree.standalone_keys(config(skip=True)) == set()            # `if ...: return` before the call
+    assert tree.standalone_keys(config(uses_norm=False)) == set()      # the step's own gate
+
+
+def test_a_names_only_value_used_in_a_decision_stops_the_run(tmp_path):
+    tree = TreeWarmup(write_engine(tmp_path, {"eng/helpers.py": "def decide(config):\n    return 1\n"}), SPEC,
+                      NormEngine(), ENGINE)
+    assert tree.registered_keys(config()) == {(64, "bf16"), (128, "bf16")}  # decide() is real code here
+    (tmp_path / "eng/helpers.py").unlink()  # now eng.helpers is names only: calling decide() is fine ...
+    fresh = TreeWarmup(tmp_path, SPEC, NormEngine(), ENGINE)
+    assert fresh.registered_keys(config(jit=False)) == set()
+    changed = FILES["eng/layer.py"].replace("self.mode = decide(config)", "if decide(config):\n"
+                                            "                    self.mode = 1")
+    broken = TreeWarmup(write_engine(tmp_path, {"eng/layer.py": changed}), SPEC, NormEngine(), ENGINE)
+    with pytest.raises(NamesOnlyUsed, match="eng.helpers.decide"):  # ... deciding on its result is not
+        broken.registered_keys(config())
+
+
+def test_the_registry_path_reads_the_orchestrators_locals(tmp_path):
+    tree = TreeWarmup(write_engine(tmp_path, {"eng/helpers.py": "def decide(config):\n    return 1\n"}), SPEC,
+                      NormEngine(), ENGINE)
+    assert tree.registered_keys(config(skip=True)) == {(64, "bf16"), (128, "bf16")}  # registry runs before return
+    assert tree.registered_keys(config(jit=False)) == set()
+
+
+def test_a_call_in_a_loop_or_a_helper_is_refused(tmp_path):
+    looped = FILES["eng/kernel_warmup.py"].replace("            legacy_warmup(worker, enabled=jit)",
+                                                   "            for _ in range(2):\n"
+                                                   "                legacy_warmup(worker, enabled=jit)")
+    tree = TreeWarmup(write_engine(tmp_path, {"eng/kernel_warmup.py": looped}), SPEC, NormEngine(), ENGINE)
+    with pytest.raises(EngineRunError, match="inside a loop"):
+        tree.standalone_keys(config())
+    helper = FILES["eng/kernel_warmup.py"] + "\n\n        def _more(worker):\n            legacy_warmup(worker)\n"
+    tree = TreeWarmup(write_engine(tmp_path, {"eng/kernel_warmup.py": helper}), SPEC, NormEngine(), ENGINE)
+    with pytest.raises(EngineRunError, match=r"in _more\(\), not in the entry kernel_warmup\(\)"):
+        tree.standalone_keys(config())
+
+
+def test_nothing_leaks_into_sys_modules(tmp_path):
+    import sys
+
+    sources = EngineSources(write_engine(tmp_path), "eng", ("eng.ops",), {"eng.platforms": {"current_platform": 1}})
+    with sources.installed("x"):
+        assert sources.module("eng.ops").NORM is not None
+    assert not any(name == "eng" or name.startswith("eng.") for name in sys.modules)
