@@ -96,7 +96,9 @@ def test_a_dry_run_reports_an_interrupted_write_and_recover_rolls_it_back(tmp_pa
 def test_an_unwritable_file_mid_write_rolls_everything_back(tmp_path):
     repo = copy_029(tmp_path / "repo")
     legacy = repo / "vllm/model_executor/warmup/fa4_cutedsl_warmup.py"  # deleted last, after every replacement
-    legacy.write_bytes(legacy.read_bytes())  # its own inode, not the cache's
+    data = legacy.read_bytes()
+    legacy.unlink()  # break the hard link: chattr below must mark this copy's inode, never the cache's
+    legacy.write_bytes(data)
     before = snapshot(repo)
     if subprocess.run(["chattr", "+i", str(legacy)], capture_output=True).returncode != 0:
         pytest.skip("chattr +i is not available here")
