@@ -105,22 +105,23 @@ class FA4MLAEquivalence(TreeEquivalence):
 
         return keys_via_registry(limits, construct)
 
-    def intended(self, config: MLAConfig, legacy_keys: set[str], migrated: set[str]) -> str | None:
+    def intended(self, config: MLAConfig, legacy: set[str], migrated: set[str]) -> str | None:
+        """Why they differ, when a rule turns the legacy keys into exactly the migrated ones (else None)."""
         reasons: list[str] = []
-        legacy = self.legacy.standalone_keys(config)
-        if config.is_pooling and not legacy:
-            legacy = self.legacy.standalone_keys(dataclasses.replace(config, is_pooling=False))
+        expected = self.legacy.standalone_keys(config)  # as key objects, for the rules to transform
+        if config.is_pooling and not expected:
+            expected = self.legacy.standalone_keys(dataclasses.replace(config, is_pooling=False))
             reasons.append("pooling: legacy skipped pooling models; the migrated backend registers where it runs FA4")
         if self.migrated is not None:
             if self._new_layout(config):
                 return "new MLA layout: the legacy tree's backend refuses these dims, the migrated tree's accepts them"
-        elif not legacy and self._legacy_backend_runs_fa4(config):
+        elif not expected and self._legacy_backend_runs_fa4(config):
             return ("legacy warmed nothing though its own backend runs FA4 here (vLLM re-decides the FA version from "
                     "the QK head size alone and expands only on sm90, sm100 and sm120-with-one-split)")
-        elif legacy:
-            legacy, changes = _zerojit_key_space_changes(config, legacy)
+        elif expected:
+            expected, changes = _zerojit_key_space_changes(config, expected)
             reasons += changes
-        if reasons and canonical(legacy) == migrated:
+        if reasons and canonical(expected) == migrated:
             return "; ".join(reasons)
         return None
 
