@@ -12,6 +12,7 @@ legacy code's own facts, each with its evidence; any other difference is a misma
 from __future__ import annotations
 
 import dataclasses
+import functools
 import subprocess
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -153,20 +154,35 @@ class TreeEquivalence:
     legacy_release: str
 
     def __init__(self, legacy_tree: Path | None = None, migrated_tree: Path | None = None):
-        from zerojit.codemods.engine_trees import vllm_tree
+        self._legacy_tree, self._migrated_tree = legacy_tree, migrated_tree  # opened on first use
 
-        if legacy_tree is None:
+    @functools.cached_property
+    def legacy(self) -> TreeWarmup:
+        tree = self._legacy_tree
+        if tree is None:
+            from zerojit.codemods.engine_trees import vllm_tree
+
             try:
-                legacy_tree = vllm_tree(self.legacy_release)
+                tree = vllm_tree(self.legacy_release)
             except (OSError, subprocess.CalledProcessError, StopIteration) as exc:
                 raise FileNotFoundError(
                     f"the legacy side runs vLLM {self.legacy_release}'s own code, and its sources could not be "
                     f"fetched ({exc}); pass --legacy-tree PATH to a checkout of it") from None
-        self.legacy = TreeWarmup(legacy_tree, self.spec, self.engine)
-        self.migrated = TreeWarmup(migrated_tree, self.spec, self.engine) if migrated_tree else None
-        self.legacy_source = f"standalone warmup of {self.legacy.describe()}"
-        self.migrated_source = (f"what {self.migrated.describe()} warms (registrations and any standalone step)"
-                                if self.migrated else "zerojit's migrated family modules")
+        return TreeWarmup(tree, self.spec, self.engine)
+
+    @functools.cached_property
+    def migrated(self) -> TreeWarmup | None:
+        return TreeWarmup(self._migrated_tree, self.spec, self.engine) if self._migrated_tree else None
+
+    @property
+    def legacy_source(self) -> str:
+        return f"standalone warmup of {self.legacy.describe()}"
+
+    @property
+    def migrated_source(self) -> str:
+        if self.migrated is None:
+            return "zerojit's migrated family modules"
+        return f"what {self.migrated.describe()} warms (registrations and any standalone step)"
 
     def legacy_keys(self, config: Any) -> set[str]:
         return canonical(self.legacy.standalone_keys(config))

@@ -199,3 +199,20 @@ gate = "vllm_config.kernel_config.enable_jit_warmup and get_tensor_model_paralle
     good = runner.invoke(app, ["migrate", "inkling-rel-attention", "--repo", str(repo), "--write", "--verify-keys"])
     assert good.exit_code == 0, good.output
     assert "keys: inkling-rel-attention: 28 configs, no unexplained difference" in good.output
+
+
+def test_offline_the_legacy_tree_flag_stands_in_for_the_fetch_and_without_it_one_line_says_so(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ZEROJIT_CACHE": str(tmp_path / "empty-cache"), "PIP_NO_INDEX": "1"}
+    run = lambda *args: subprocess.run([sys.executable, "-m", "zerojit", "keys", "diff", "-f",  # noqa: E731
+                                        "inkling-rel-attention", "--grid", "smoke", *args], env=env,
+                                       capture_output=True, text=True, timeout=600)
+    given = run("--legacy-tree", str(vllm_tree("0.29.0")), "--json")
+    assert given.returncode == 0, given.stderr[-1000:]
+    assert json.loads(given.stdout)["mismatches"] == 0 and not (tmp_path / "empty-cache" / "wheels").exists()
+    missing = run()
+    assert missing.returncode == 2 and "pass --legacy-tree PATH" in missing.stderr
+    assert "Traceback" not in missing.stderr
