@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from zerojit.contract.engine_warmup import call_sites
+from zerojit.contract.engine_warmup import call_sites, import_table
 
 from .files import discover_paths
 
@@ -87,22 +87,12 @@ class _Modules:
         return module == self.package or module.startswith(self.package + ".")
 
     def imports(self, module: str) -> dict[str, tuple[str, str | None]]:
-        """Local name -> (module, name) for `from m import name`, (module, None) for `import m as x`, anywhere."""
-        if module in self._imports:
-            return self._imports[module]
-        tree, table = self.tree(module), {}
-        is_package = (self.path(module) or Path()).name == "__init__.py"
-        for node in ast.walk(tree) if tree else ():
-            if isinstance(node, ast.ImportFrom):
-                source = _absolute(module, is_package, node.level, node.module)
-                for alias in node.names:
-                    table[alias.asname or alias.name] = (source, alias.name)
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    bound = alias.name if alias.asname else alias.name.split(".")[0]
-                    table[alias.asname or bound] = (bound, None)
-        self._imports[module] = table
-        return table
+        """The module's import table (contract.engine_warmup.import_table), cached."""
+        if module not in self._imports:
+            tree = self.tree(module)
+            is_package = (self.path(module) or Path()).name == "__init__.py"
+            self._imports[module] = import_table(tree, module, is_package) if tree else {}
+        return self._imports[module]
 
     def definition(self, module: str, name: str) -> ast.stmt | None:
         if (module, name) not in self._definitions:
@@ -128,15 +118,6 @@ class _Modules:
                     return f"{target}.{attribute}", None  # `from package import submodule`
                 return self.resolve(target, attribute, depth + 1)
         return module, name
-
-
-def _absolute(module: str, is_package: bool, level: int, name: str | None) -> str:
-    if not level:
-        return name or ""
-    parts = module.split(".")
-    base = parts if is_package else parts[:-1]
-    base = base[:len(base) - (level - 1)]
-    return ".".join(base + ([name] if name else []))
 
 
 def _dotted(node: ast.expr) -> str:

@@ -158,19 +158,17 @@ class EngineSources:
         self.package = package
         self.real_modules = set(real_modules)
         self.stubs = stubs
-        missing = [name for name in real_modules if not self._path(name).exists()]
+        missing = [name for name in real_modules if not self.file_of(name).exists()]
         if not (self.root / package / "__init__.py").is_file():
             raise FileNotFoundError(f"{self.root} holds no {package}/ package (an engine tree's root was expected)")
         if missing:
             raise FileNotFoundError(f"the tree at {self.root} has no module {', '.join(missing)}")
         self._loaded: dict[Hashable, dict[str, types.ModuleType]] = {}
 
-    def _path(self, name: str) -> Path:
+    def file_of(self, name: str) -> Path:
+        """The source file of module `name` in this tree (a package's `__init__.py`)."""
         base = self.root / Path(*name.split("."))
         return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
-
-    def file_of(self, name: str) -> Path:
-        return self._path(name)
 
     def in_package(self, name: str) -> bool:
         return name == self.package or name.startswith(self.package + ".")

@@ -131,25 +131,38 @@ def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False) 
     return sites
 
 
-def _imported_as(tree: ast.Module, module: str, name: str) -> tuple[set[str], set[str]]:
-    """Local names bound to `module.name`, and to `module` itself, anywhere in the file."""
-    names, modules = set(), set()
-    parent, _, last = module.rpartition(".")
+def import_table(tree: ast.Module, importer: str, is_package: bool = False) -> dict[str, tuple[str, str | None]]:
+    """Local name -> (module, name) for `from m import name`, (module, None) for `import m [as x]`, anywhere
+    in the file of module `importer` (relative imports resolved against it)."""
+    table: dict[str, tuple[str, str | None]] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0:
+        if isinstance(node, ast.ImportFrom):
+            source = _absolute(importer, is_package, node.level, node.module)
             for alias in node.names:
-                if node.module == module and alias.name == name:
-                    names.add(alias.asname or alias.name)
-                if node.module == parent and alias.name == last:
-                    modules.add(alias.asname or alias.name)
+                table[alias.asname or alias.name] = (source, alias.name)
         elif isinstance(node, ast.Import):
-            modules.update(alias.asname for alias in node.names if alias.name == module and alias.asname)
-    return names, modules
+            for alias in node.names:
+                bound = alias.name if alias.asname else alias.name.split(".")[0]
+                table[alias.asname or bound] = (bound, None)
+    return table
 
 
-def calls_to(tree: ast.Module, module: str, name: str, defined_here: bool = False) -> Matcher:
-    """A matcher for calls of `module.name` however the file imports it (or defines it, `defined_here`)."""
-    names, modules = _imported_as(tree, module, name)
+def _absolute(module: str, is_package: bool, level: int, name: str | None) -> str:
+    if not level:
+        return name or ""
+    parts = module.split(".")
+    base = parts if is_package else parts[:-1]
+    base = base[:len(base) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def calls_to(tree: ast.Module, importer: str, module: str, name: str, defined_here: bool = False) -> Matcher:
+    """A matcher for calls of `module.name` however the file of `importer` imports it (or defines it,
+    `defined_here`): by a bound name, or as an attribute of the module bound to a name or spelled out."""
+    table = import_table(tree, importer)
+    parent, _, last = module.rpartition(".")
+    names = {local for local, source in table.items() if source == (module, name)}
+    modules = {local for local, source in table.items() if source in ((parent, last), (module, None))}
     if defined_here:
         names.add(name)
 
@@ -221,8 +234,8 @@ class TreeWarmup:
         with self._running(config) as (recorded, worker, _):
             orchestrator = self.sources.module(spec.orchestrator_module)
             sites = call_sites(self._tree(spec.orchestrator_module),
-                               calls_to(self._tree(spec.orchestrator_module), spec.legacy_module,
-                                        spec.legacy_function))
+                               calls_to(self._tree(spec.orchestrator_module), spec.orchestrator_module,
+                                        spec.legacy_module, spec.legacy_function))
             legacy = self.sources.module(spec.legacy_module)
             for site in self._entry_sites(sites):
                 arguments = self._entry_scope(orchestrator, site, worker)
@@ -235,8 +248,8 @@ class TreeWarmup:
                 function = getattr(legacy, spec.legacy_function)
                 scope = self._bound(legacy, function, args, kwargs)
                 legacy_tree = self._tree(spec.legacy_module)
-                for step in call_sites(legacy_tree, calls_to(legacy_tree, spec.legacy_module, spec.legacy_step,
-                                                             defined_here=True)):
+                for step in call_sites(legacy_tree, calls_to(legacy_tree, spec.legacy_module, spec.legacy_module,
+                                                             spec.legacy_step, defined_here=True)):
                     if step.function.name == spec.legacy_function and self._gates_hold(step, scope):
                         step_args, step_kwargs = self._arguments(step, scope)
                         getattr(legacy, spec.legacy_step)(*step_args, **step_kwargs)

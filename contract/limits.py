@@ -11,16 +11,16 @@ from collections.abc import Mapping
 from typing import Any
 
 KNOWN_ARCHS = ("sm90", "sm100", "sm103", "sm110", "sm120", "sm121", "gfx942", "gfx950")
+KNOWN_DTYPES = ("bf16", "fp16", "fp32", "fp8")
+KNOWN_KV_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4")
 
 
 def device_capability(arch: str) -> tuple[int, int]:
     """What the device reports as (major, minor): sm90 -> (9, 0), sm103 -> (10, 3), gfx950 -> (9, 5)."""
-    digits = arch.removeprefix("sm").removeprefix("gfx")
     if arch not in KNOWN_ARCHS:
         raise ValueError(f"unknown arch {arch!r}; known: {', '.join(KNOWN_ARCHS)}")
+    digits = arch.removeprefix("sm").removeprefix("gfx")
     return (int(digits[:-1]) if arch.startswith("sm") else int(digits[0])), int(digits[-1])
-KNOWN_DTYPES = ("bf16", "fp16", "fp32", "fp8")
-KNOWN_KV_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4")
 
 
 class LimitsError(ValueError):

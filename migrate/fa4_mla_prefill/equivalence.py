@@ -28,7 +28,7 @@ from zerojit.contract import ServingLimits
 from zerojit.contract.equivalence import TreeEquivalence, canonical, keys_via_registry
 
 from .kernel import SUPPORTED_DIMS, MLADims
-from .legacy import FLASH_ATTN, LEGACY_RELEASE, FA4MLAEngine
+from .legacy import LEGACY_RELEASE, FA4MLAEngine, flash_attn_accepts
 from .model import FlashAttnPrefillBackend, MLAModel, selects_flash_attn_prefill
 from .spec import SPEC
 
@@ -132,21 +132,12 @@ class FA4MLAEquivalence(TreeEquivalence):
 
     def _new_layout(self, config: MLAConfig) -> bool:
         return (config.use_mla and config.prefill_backend == "FLASH_ATTN"
-                and not self.legacy.within(config, lambda: _accepts(config.dims))
-                and self.migrated.within(config, lambda: _accepts(config.dims)))
+                and not self.legacy.within(config, lambda: flash_attn_accepts(config.dims))
+                and self.migrated.within(config, lambda: flash_attn_accepts(config.dims)))
 
     def _fa4_backend(self, config: MLAConfig) -> bool:
-        return _accepts(config.dims) and self.engine.backend_fa_version(
+        return flash_attn_accepts(config.dims) and self.engine.backend_fa_version(
             config, config.dims.qk_head_dim, config.dims.v_head_dim) == 4
-
-
-def _accepts(dims: MLADims) -> bool:
-    import importlib
-
-    base = importlib.import_module("vllm.v1.attention.backends.mla.prefill.base")
-    return importlib.import_module(FLASH_ATTN).FlashAttnPrefillBackend.supports_mla_dimensions(
-        base.MLADimensions(qk_nope_head_dim=dims.qk_nope_head_dim, qk_rope_head_dim=dims.qk_rope_head_dim,
-                           v_head_dim=dims.v_head_dim))
 
 
 def _zerojit_key_space_changes(config: MLAConfig, legacy: set) -> tuple[set, list[str]]:

@@ -29,7 +29,7 @@ import torch
 
 from zerojit.contract.engine_warmup import VllmPlatform, vllm_worker
 
-from .kernel import FA4MLAPrefillKey
+from .kernel import FA4MLAPrefillKey, MLADims
 
 LEGACY_RELEASE = "0.29.0"
 REAL_MODULES = ("vllm.v1.attention.backends.fa_utils", "vllm.v1.attention.backends.mla.prefill.base")
@@ -39,6 +39,14 @@ DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 KV_LORA_RANK = 512
 
 
+def flash_attn_accepts(dims: MLADims) -> bool:
+    """Whether the tree's own FlashAttnPrefillBackend takes these MLA dims (run inside the tree)."""
+    base = importlib.import_module("vllm.v1.attention.backends.mla.prefill.base")
+    return importlib.import_module(FLASH_ATTN).FlashAttnPrefillBackend.supports_mla_dimensions(
+        base.MLADimensions(qk_nope_head_dim=dims.qk_nope_head_dim, qk_rope_head_dim=dims.qk_rope_head_dim,
+                           v_head_dim=dims.v_head_dim))
+
+
 def _selected_backend(state: types.SimpleNamespace):
     """The prefill backend class vLLM's selector returns for the configuration under test."""
     config = state.config
@@ -46,14 +54,10 @@ def _selected_backend(state: types.SimpleNamespace):
         return type(config.prefill_backend, (), {"get_name": staticmethod(lambda: config.prefill_backend),
                                                  "__init__": lambda self, **kwargs: None})
     backend = importlib.import_module(FLASH_ATTN).FlashAttnPrefillBackend
-    base = importlib.import_module("vllm.v1.attention.backends.mla.prefill.base")
-    dims = config.dims
     if not backend.is_available():
         raise ValueError("FLASH_ATTN is not available on this platform")
-    if not backend.supports_mla_dimensions(base.MLADimensions(qk_nope_head_dim=dims.qk_nope_head_dim,
-                                                              qk_rope_head_dim=dims.qk_rope_head_dim,
-                                                              v_head_dim=dims.v_head_dim)):
-        raise ValueError(f"FLASH_ATTN does not support MLA dims {dims}")
+    if not flash_attn_accepts(config.dims):
+        raise ValueError(f"FLASH_ATTN does not support MLA dims {config.dims}")
     return backend
 
 
