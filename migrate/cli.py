@@ -51,6 +51,8 @@ CacheOption = typer.Option(None, "--cache-dir", help="Backend disk cache (defaul
                            "It holds compiled code the warmup loads: it must be a folder only you can write.")
 # Bad input a user can give: refused with one line and exit 2, before anything compiles.
 USER_ERRORS = (FamilyError, CacheDirError, BackendConfigError, SpecError, MigrationError)
+# What running an engine tree can refuse with (a missing tree or module, a gate it cannot follow, a stub it lacks).
+TREE_ERRORS = (FileNotFoundError, EngineRunError, NamesOnlyUsed)
 
 
 def fail(message: object, code: int = 2) -> typer.Exit:
@@ -357,7 +359,7 @@ def migrate_command(
             keys_kept = not (verify_keys and result.changes) or _verify_migration_keys(result)
             if write_changes and keys_kept:
                 write(result)
-    except USER_ERRORS + (transaction.TransactionError, FileNotFoundError, EngineRunError, NamesOnlyUsed) as exc:
+    except USER_ERRORS + TREE_ERRORS + (transaction.TransactionError,) as exc:
         raise fail(exc) from None
     except Exception as exc:  # noqa: BLE001 - a bug must still end in one line and exit 2, never look like exit 1
         raise fail(f"internal error ({type(exc).__name__}: {exc}); nothing was written unless said above") from None
@@ -485,7 +487,7 @@ def keys_diff(
     try:
         report = key_equivalence(family, None if grid == "none" else grid, samples, seed, legacy_tree=legacy_tree,
                                  migrated_tree=migrated_tree)
-    except (*USER_ERRORS, FileNotFoundError, EngineRunError, NamesOnlyUsed) as exc:
+    except USER_ERRORS + TREE_ERRORS as exc:
         raise fail(exc) from None
     except ModuleNotFoundError as exc:
         raise fail(f"keys diff needs {exc.name}: pip install 'zerojit[equivalence]'") from None

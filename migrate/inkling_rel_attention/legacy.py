@@ -20,6 +20,7 @@ linear, norm and short-convolution modules are built as placeholders.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import types
 from typing import Any
 
@@ -81,8 +82,6 @@ class InklingEngine:
         """An Inkling decoder builds one global and one sliding-window attention layer (as its model does)."""
         if not config.is_inkling:
             return
-        import importlib
-
         attention = importlib.import_module("vllm.models.inkling.nvidia.attention").InklingAttention
         hf = vllm_config.model_config.hf_config
         for index, is_local in enumerate((False, True)):
