@@ -78,7 +78,7 @@ MUTANTS = (
     Mutant("executor: every key compiles its variant again", "contract/executor.py",
            "        if (kernel.backend, variant) not in chosen and not cached:",
            "        variant = key.digest()\n        if (kernel.backend, variant) not in chosen and not cached:",
-           ("tests/test_fa4_compile.py", "-k", "preset_warmup and deepseek")),
+           ("tests/test_registry_and_executor.py", "-k", "one_key_per_backend_variant")),
     Mutant("verifier: growth never counted", "contract/coverage.py",
            "return sum(k.variants_after - k.variants_before for k in self.kernels)", "return 0",
            ("tests/test_registry_and_executor.py", "-k", "verification")),

@@ -214,6 +214,22 @@ def test_process_workers_compile_into_the_disk_cache_then_this_process_loads(tmp
     assert len(list(tmp_path.glob("*.marshal"))) == 10  # the workers wrote them
 
 
+def test_workers_get_one_key_per_backend_variant_and_this_process_the_rest(tmp_path):
+    """Keys sharing a variant go to a worker once: the other keys of that variant run in this process."""
+    import os
+
+    from zerojit_toy_family.kernel import SharedVariantPolyKernel, configure_worker
+
+    kernel = SharedVariantPolyKernel(cache_dir=tmp_path)
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        build_model(kernel)  # degrees 1..16 x (bf16, fp32): 10 keys, 5 variants
+    report = execute(registry.plan(), jobs=2, show_progress=False, process_setup=(configure_worker, ()))
+    in_workers = [r for r in report.results if not r.worker.startswith(f"pid {os.getpid()} ")]
+    assert len(report.results) == 10 and report.count("failed") == 0
+    assert len(in_workers) == len({kernel.variant(key) for _, key in registry.plan().work()}) == 5
+
+
 def test_timeline_png(tmp_path):
     from zerojit.contract.timeline import plot_timeline
 

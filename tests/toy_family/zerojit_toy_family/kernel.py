@@ -96,5 +96,14 @@ class ProcessPolyKernel(PolyKernel):
     parallelism = Parallelism.PROCESSES
 
 
+class SharedVariantPolyKernel(ProcessPolyKernel):
+    """A toy backend whose variant is the degree alone: both dtypes of one degree are one variant."""
+
+    name = "toy_poly_shared"
+
+    def variant(self, key: PolyKey) -> str:
+        return f"degree {key.degree}"
+
+
 def configure_worker() -> None:
     """Worker-process set-up for the toy backend (it needs none; the executor requires one)."""
