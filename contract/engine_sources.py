@@ -43,6 +43,10 @@ class _PlaceholderMeta(type):
             raise AttributeError(name)
         return placeholder(f"{cls._zerojit_name}.{name}")
 
+    def __getitem__(cls, item: Any) -> Any:
+        """A generic placeholder subscripted (`Base["Key"]`) is still that placeholder."""
+        return cls
+
 
 class _Placeholder(metaclass=_PlaceholderMeta):
     _zerojit_name = "placeholder"

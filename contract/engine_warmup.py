@@ -66,7 +66,9 @@ class EngineFamily(Protocol):
 
     def worker(self, config: Any, vllm_config: Any, registry: Any) -> Any: ...  # the orchestrator's argument
 
-    def construct(self, config: Any, vllm_config: Any) -> None: ...  # model construction (inside the tree)
+    # Model construction inside `tree`: build the layers whole, or make their constructors' registrations
+    # (tree.constructor_registrations) where the layers cannot be built from names-only modules.
+    def construct(self, config: Any, vllm_config: Any, tree: TreeWarmup) -> None: ...
 
     def to_key(self, engine_key: Any) -> Any: ...  # the engine's key as the family's CompileKey
 
@@ -94,8 +96,10 @@ def _exits(block: list[ast.stmt]) -> bool:
     return bool(block) and isinstance(block[-1], (ast.Return, ast.Raise))
 
 
-def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False) -> list[CallSite]:
-    """Every call `matches` accepts in the module's top-level functions, with the gates it runs under.
+def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False,
+               functions: list[ast.FunctionDef] | None = None) -> list[CallSite]:
+    """Every call `matches` accepts in the module's top-level functions (or in `functions`), with the gates
+    it runs under.
 
     A call inside a loop is refused (it may run any number of times) unless `loops_allowed`.
     """
@@ -125,7 +129,7 @@ def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False) 
                     and isinstance(statement.targets[0], ast.Name):
                 assigned[statement.targets[0].id] = statement.value
 
-    for node in tree.body:
+    for node in tree.body if functions is None else functions:
         if isinstance(node, ast.FunctionDef):
             visit(node.body, node, (), {})
     return sites
@@ -189,8 +193,12 @@ def method_calls(holder: str, method: str) -> Matcher:
 class TreeWarmup:
     """One family's kernel, warmed the way one engine tree warms it."""
 
-    def __init__(self, root: Path, spec: Any, family: EngineFamily, engine: Engine = VLLM):
+    def __init__(self, root: Path, spec: Any, family: EngineFamily, engine: Engine = VLLM,
+                 run_compiles: bool = False):
+        """`run_compiles`: the kernels' own `compile` runs (into a backend the caller set up and watches)
+        instead of recording the key; the key sets returned are then empty."""
         self.root, self.spec, self.family, self.engine = Path(root), spec, family, engine
+        self.run_compiles = run_compiles
         self.state = types.SimpleNamespace(config=None, vllm_config=None)  # what the stubs read
         wanted = (engine.jit_module, spec.orchestrator_module, spec.singleton_module, spec.construction_module,
                   spec.legacy_module, *family.real_modules)
@@ -203,8 +211,10 @@ class TreeWarmup:
         for name, attrs in family.stubs(self.state).items():
             stubs.setdefault(name, {}).update(attrs)
         self.sources = EngineSources(root, engine.package, present, stubs)
-        self.has_legacy = bool(spec.legacy_module) and spec.legacy_module in present
         self._trees: dict[str, ast.Module] = {}
+        self.has_legacy = spec.legacy_module in present if spec.legacy_module else any(
+            isinstance(node, ast.FunctionDef) and node.name == spec.orchestrator_step
+            for node in self._tree(spec.orchestrator_module).body)
 
     def _tree(self, module: str) -> ast.Module:
         if module not in self._trees:
@@ -227,15 +237,25 @@ class TreeWarmup:
     # -- the two ways of warming ------------------------------------------------------------
 
     def standalone_keys(self, config: Any) -> set:
-        """Keys the tree's standalone warmup (orchestrator -> legacy function -> step) compiles."""
+        """Keys the tree's standalone warmup (orchestrator -> legacy function -> step, or the orchestrator's
+        own step) compiles."""
         if not self.has_legacy:
             return set()
         spec = self.spec
         with self._running(config) as (recorded, worker, _):
             orchestrator = self.sources.module(spec.orchestrator_module)
-            sites = call_sites(self._tree(spec.orchestrator_module),
-                               calls_to(self._tree(spec.orchestrator_module), spec.orchestrator_module,
-                                        spec.legacy_module, spec.legacy_function))
+            tree = self._tree(spec.orchestrator_module)
+            if spec.orchestrator_step:
+                step = calls_to(tree, spec.orchestrator_module, spec.orchestrator_module, spec.orchestrator_step,
+                                defined_here=True)
+                for site in self._entry_sites(call_sites(tree, step)):
+                    scope = self._entry_scope(orchestrator, site, worker)
+                    if self._gates_hold(site, scope):
+                        args, kwargs = self._arguments(site, scope)
+                        getattr(orchestrator, spec.orchestrator_step)(*args, **kwargs)
+                return self._keys(recorded)
+            sites = call_sites(tree, calls_to(tree, spec.orchestrator_module, spec.legacy_module,
+                                              spec.legacy_function))
             legacy = self.sources.module(spec.legacy_module)
             for site in self._entry_sites(sites):
                 arguments = self._entry_scope(orchestrator, site, worker)
@@ -261,7 +281,7 @@ class TreeWarmup:
         engine = self.engine
         with self._running(config) as (recorded, worker, registry):
             with registry.activate():
-                self.family.construct(config, worker.vllm_config)
+                self.family.construct(config, worker.vllm_config, self)
             orchestrator = self.sources.module(self.spec.orchestrator_module)
             tree = self._tree(self.spec.orchestrator_module)
             for site in self._entry_sites(call_sites(tree, method_calls(engine.registry_holder, engine.registry_method))):
@@ -269,6 +289,38 @@ class TreeWarmup:
                 if self._gates_hold(site, scope):
                     self._evaluate(site.call, site, scope, "the registry call")
             return self._keys(recorded)
+
+    def constructor_registrations(self, cls: str, bound: dict[str, Any]) -> None:
+        """Make the registrations `cls.__init__` (in the spec's construction module) makes, as the tree wrote
+        them: each `<kernel>.register_warmup(...)` under its gates, evaluated with the constructor's `bound`
+        parameters (`self` holding what the constructor set before it) and the module's imports of the
+        names they read. The rest of the constructor (sub-layers, weights) does not run. Call it inside
+        a family's `construct`.
+        """
+        module = self.spec.construction_module
+        tree = self._tree(module)
+        init = next((item for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls
+                     for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None)
+        if init is None:
+            raise EngineRunError(f"{module} has no {cls}.__init__")
+        kernels = {name for name in (self.spec.singleton, self.spec.private_singleton) if name}
+
+        def registers(call: ast.Call, assigned: dict[str, ast.expr]) -> bool:
+            return (isinstance(call.func, ast.Attribute) and call.func.attr == "register_warmup"
+                    and ast.unparse(call.func.value) in kernels)
+
+        table = import_table(tree, module, self.sources.file_of(module).name == "__init__.py")
+        for site in call_sites(tree, registers, functions=[init]):
+            read = {n.id for part in (site.call, *(g.test for g in site.gates), *site.assigned.values())
+                    for n in ast.walk(part) if isinstance(n, ast.Name)}
+            scope = {name: self._imported(*table[name]) for name in read & table.keys()} | bound
+            if self._gates_hold(site, scope):
+                args, kwargs = self._arguments(site, scope)
+                self._evaluate(site.call.func, site, scope, "the kernel")(*args, **kwargs)
+
+    def _imported(self, module: str, name: str | None) -> Any:
+        imported = self.sources.module(module)
+        return imported if name is None else getattr(imported, name)
 
     def within(self, config: Any, function: Callable[[], Any]) -> Any:
         """`function()` run inside the tree, with the stubs giving this configuration's facts."""
@@ -288,7 +340,10 @@ class TreeWarmup:
         with self.sources.installed(self.family.import_facts(config)):
             jit = self.sources.module(self.engine.jit_module)
             self.sources.module(self.spec.singleton_module)
-            with _recording_compiles(getattr(jit, self.engine.kernel_base)) as recorded:
+            # The kernel's own class too: before a migration adopts the contract it may not derive from the base.
+            recording = contextlib.nullcontext([]) if self.run_compiles else \
+                _recording_compiles(getattr(jit, self.engine.kernel_base), self._kernel_type())
+            with recording as recorded:
                 registry = getattr(jit, self.engine.registry_class)(vllm_config)
                 yield recorded, self.family.worker(config, vllm_config, registry), registry
 
@@ -352,18 +407,20 @@ class TreeWarmup:
 
 
 @contextlib.contextmanager
-def _recording_compiles(base: type) -> Iterator[list]:
-    """Every subclass of the engine's kernel base records `compile(key)` instead of compiling."""
+def _recording_compiles(*bases: type) -> Iterator[list]:
+    """Every subclass of the given classes (the engine's kernel base, a kernel class) records `compile(key)`
+    instead of compiling."""
     recorded: list = []
 
     def record(self: Any, key: Any, *args: Any, **kwargs: Any) -> None:
         recorded.append((self, key))
 
-    classes, pending = [], [base]
+    classes, pending = [], list(bases)
     while pending:
         cls = pending.pop()
-        classes.append(cls)
-        pending.extend(cls.__subclasses__())
+        if cls not in classes:
+            classes.append(cls)
+            pending.extend(cls.__subclasses__())
     saved = {cls: cls.__dict__.get("compile") for cls in classes}
     for cls in classes:
         cls.compile = record

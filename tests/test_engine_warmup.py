@@ -137,7 +137,7 @@ class NormEngine:
         return types.SimpleNamespace(config=vllm_config, vllm_config=vllm_config,
                                      model_runner=types.SimpleNamespace(jit_warmup_registry=registry))
 
-    def construct(self, config, vllm_config):
+    def construct(self, config, vllm_config, tree):
         import importlib
 
         importlib.import_module("eng.layer").Layer(vllm_config)
@@ -207,3 +207,21 @@ def test_nothing_leaks_into_sys_modules(tmp_path):
     with sources.installed("x"):
         assert sources.module("eng.ops").NORM is not None
     assert not any(name == "eng" or name.startswith("eng.") for name in sys.modules)
+
+
+class RegistrationsOnly(NormEngine):
+    """Builds no layer: makes the registrations the layer's constructor writes, from the tree."""
+
+    def construct(self, config, vllm_config, tree):
+        tree.constructor_registrations("Layer", {"self": types.SimpleNamespace(), "config": vllm_config})
+
+
+def test_constructor_registrations_run_as_written_and_nothing_else_of_the_constructor(tmp_path):
+    deciding = FILES["eng/layer.py"].replace("self.mode = decide(config)", "if decide(config):\n"
+                                             "                    self.mode = 1")
+    tree = TreeWarmup(write_engine(tmp_path, {"eng/layer.py": deciding}), SPEC, RegistrationsOnly(), ENGINE)
+    assert tree.registered_keys(config()) == {(64, "bf16"), (128, "bf16")}  # decide() (names only) never ran
+    assert tree.registered_keys(config(jit=False)) == set()                  # the registration's own gate
+    moved = deciding.replace("                if config.jit:\n                    NORM.register_warmup()\n", "")
+    assert TreeWarmup(write_engine(tmp_path, {"eng/layer.py": moved}), SPEC, RegistrationsOnly(),
+                      ENGINE).registered_keys(config()) == set()           # no registration written: none made

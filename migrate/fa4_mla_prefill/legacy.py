@@ -106,7 +106,7 @@ class FA4MLAEngine:
     def worker(self, config: Any, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
         return vllm_worker(vllm_config, registry, is_pooling_model=config.is_pooling)
 
-    def construct(self, config: Any, vllm_config: Any) -> None:
+    def construct(self, config: Any, vllm_config: Any, tree: Any) -> None:
         """An MLA layer builds the prefill backend vLLM selected (model construction)."""
         if not config.use_mla:
             return

@@ -78,7 +78,7 @@ class InklingEngine:
     def worker(self, config: Any, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
         return vllm_worker(vllm_config, registry)
 
-    def construct(self, config: Any, vllm_config: Any) -> None:
+    def construct(self, config: Any, vllm_config: Any, tree: Any) -> None:
         """An Inkling decoder builds one global and one sliding-window attention layer (as its model does)."""
         if not config.is_inkling:
             return
