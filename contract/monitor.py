@@ -93,6 +93,14 @@ def describe(obj: Any, limit: int = 12) -> str:
 
 
 _triton_hooked = False
+_jit_compiling = threading.local()
+
+
+def _specialization(names: list[str], signature: Any, constants: dict) -> str:
+    """A Triton specialization as its argument types and constexpr values (constexprs keyed by argument name)."""
+    named = {names[k[0]] if isinstance(k, tuple) and len(k) == 1 and k[0] < len(names) else k: v
+             for k, v in constants.items()}
+    return f"signature={signature!r}, constexprs={named!r}"
 
 
 def install_triton_hook() -> None:
@@ -105,19 +113,25 @@ def install_triton_hook() -> None:
         import triton.compiler
         import triton.compiler.compiler as compiler_module
 
-        def before_jit_compile(*, fn: Any = None, repr: str = "", **_: Any) -> bool:  # noqa: A002 - Triton's name
-            report_compile("triton", getattr(fn, "name", "?"), repr)
+        def before_jit_compile(*, fn: Any = None, compile: Any = None, **_: Any) -> bool:  # noqa: A002 - Triton's names
+            jit_function = getattr(fn, "jit_function", None)
+            _jit_compiling.function = jit_function  # the compile that follows is this one: report it once
+            report_compile("triton", getattr(fn, "name", "?"),
+                           _specialization(getattr(jit_function, "arg_names", []), (compile or {}).get("signature"),
+                                           (compile or {}).get("constants", {})))
             return False  # a true value would make Triton skip the compile: the monitor only watches
 
         triton.knobs.runtime.jit_cache_hook = before_jit_compile
         original = compiler_module.compile
 
         def compile_and_report(src: Any, *args: Any, **kwargs: Any) -> Any:
-            names = getattr(getattr(src, "fn", None), "arg_names", [])
-            constants = {names[k[0]] if len(k) == 1 and k[0] < len(names) else k: v
-                         for k, v in getattr(src, "constants", {}).items()}
-            report_compile("triton", getattr(src, "name", type(src).__name__),
-                           f"signature={getattr(src, 'signature', None)!r}, constexprs={constants!r}")
+            jit_function = getattr(src, "fn", None)
+            if jit_function is not None and getattr(_jit_compiling, "function", None) is jit_function:
+                _jit_compiling.function = None  # reported by the JIT hook just before
+            else:
+                report_compile("triton", getattr(src, "name", type(src).__name__),
+                               _specialization(getattr(jit_function, "arg_names", []), getattr(src, "signature", None),
+                                               getattr(src, "constants", {})))
             return original(src, *args, **kwargs)
 
         compiler_module.compile = triton.compiler.compile = triton.compile = compile_and_report

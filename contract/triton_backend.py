@@ -1,0 +1,182 @@
+"""Triton as a compile-only backend on a machine with no GPU.
+
+A `@triton.jit` kernel compiles the first time a launch brings a new specialization
+(argument types, integer value classes, pointer alignment, constexprs, options). With no
+driver Triton cannot even look that up, so this backend makes Triton's active driver a
+compile-only one: it names the target GPU (`GPUTarget("cuda", 90, 32)` for sm90) and
+nothing else. Then a kernel's own `warmup(...)` (Triton's launch path with `warmup=True`)
+binds the arguments, computes the specialization with Triton's own code, and compiles a
+real cubin for the target without launching it. Compiles are told apart from disk-cache
+loads by Triton's compilation listener; the variant of a launch is Triton's own JIT cache
+key, read through `knobs.runtime.jit_cache_hook` without compiling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .cache import default_cache_dir, record_artifact
+from .kernel import Outcome
+from .limits import device_capability
+from .monitor import install_triton_hook
+
+_counts = threading.local()
+_lock = threading.Lock()
+_configured: str | None = None
+
+
+class BackendConfigError(RuntimeError):
+    """The Triton backend cannot be used as asked in this process."""
+
+
+class CompileOnlyDriver:
+    """Triton's active driver for a process that compiles and never launches: it only names the target."""
+
+    def __init__(self, target: Any):
+        self.target = target
+
+    def get_current_target(self) -> Any:
+        return self.target
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0
+
+    def is_active(self) -> bool:
+        return True
+
+
+class Pointer:
+    """A tensor argument as Triton's specialization sees it: an element type, and whether its address is
+    16-byte aligned."""
+
+    def __init__(self, dtype: Any, aligned: bool = True):
+        self.dtype, self.aligned = dtype, aligned
+
+    def data_ptr(self) -> int:
+        return 0 if self.aligned else 1
+
+
+def target(arch: str) -> Any:
+    """The GPUTarget Triton compiles for on an NVIDIA `arch` ("sm90" -> cuda 90, warp size 32)."""
+    from triton.backends.compiler import GPUTarget
+
+    if not arch.startswith("sm"):
+        raise BackendConfigError(f"the Triton backend compiles for NVIDIA targets, not {arch!r}")
+    major, minor = device_capability(arch)
+    return GPUTarget("cuda", major * 10 + minor, 32)
+
+
+def configure(arch: str, cache_dir: Path | None = None) -> Path:
+    """Compile for `arch` with Triton's disk cache under `cache_dir`; one target per process."""
+    global _configured
+    import triton
+    from triton.runtime import driver
+
+    cache = Path(cache_dir) if cache_dir else default_cache_dir("triton")
+    cache.mkdir(parents=True, exist_ok=True)
+    with _lock:
+        if _configured not in (None, arch):
+            raise BackendConfigError(f"this process compiles Triton kernels for {_configured}; {arch} needs a process "
+                                     "of its own (a kernel's in-memory variants are per target)")
+        driver.set_active(CompileOnlyDriver(target(arch)))
+        triton.knobs.cache.dir = os.fspath(cache)
+        triton.knobs.compilation.listener = _listen
+        _configured = arch
+    install_triton_hook()  # compiles after warmup reach the JIT monitors
+    # Triton 3.9 warns once that its FP-fusion default will change; the default is what a server runs.
+    warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")
+    return cache
+
+
+def _listen(*, src: Any, metadata: Any, metadata_group: dict[str, str], times: Any, cache_hit: bool) -> None:
+    """Triton's compilation listener: count real compiles on this thread, report the cache files behind each."""
+    if not cache_hit:
+        _counts.value = getattr(_counts, "value", 0) + 1
+    for path in metadata_group.values():
+        record_artifact(path)
+
+
+def compiled_during(jit_fn: Any, *args: Any, **kwargs: Any) -> Outcome:
+    """`jit_fn.warmup(*args, **kwargs)`, compile-only; say whether Triton compiled or found the variant cached.
+
+    The compiled kernel must hold machine code (an empty cubin would pass silently otherwise).
+    """
+    if _configured is None:
+        raise BackendConfigError("Triton backend not configured: call "
+                                 "zerojit.contract.triton_backend.configure() first")
+    before = getattr(_counts, "value", 0)
+    compiled = jit_fn.warmup(*args, **kwargs)
+    if compiled is None or not compiled.asm.get("cubin"):
+        raise BackendConfigError(f"{getattr(jit_fn, '__name__', jit_fn)}: Triton returned no cubin for this variant")
+    return Outcome.CACHED if getattr(_counts, "value", 0) == before else Outcome.COMPILED
+
+
+@contextlib.contextmanager
+def jit_keys_recorded() -> Iterator[list[tuple[str, str]]]:
+    """While open, JIT'd kernels compile nothing: each would-be compile is recorded as (kernel, Triton's key).
+
+    This is Triton's own view of a variant (what its in-memory cache is keyed by), taken
+    through `knobs.runtime.jit_cache_hook`; a hook returning True makes Triton skip the compile.
+    """
+    import triton
+
+    recorded: list[tuple[str, str]] = []
+
+    def record(*, key: Any, fn: Any, **_: Any) -> bool:
+        recorded.append((fn.name, str(key)))
+        return True
+
+    with _lock:
+        saved = triton.knobs.runtime.jit_cache_hook
+        triton.knobs.runtime.jit_cache_hook = record
+        try:
+            yield recorded
+        finally:
+            triton.knobs.runtime.jit_cache_hook = saved
+
+
+def variant_of(jit_fn: Any, *args: Any, **kwargs: Any) -> str:
+    """Triton's identity of the variant `jit_fn.warmup(*args, **kwargs)` would compile, found without compiling:
+    its JIT cache key (looked up in the kernel's in-memory cache when the process already holds the variant)."""
+    with jit_keys_recorded() as recorded:
+        held = jit_fn.warmup(*args, **kwargs)
+    if held is not None:
+        keys = [key for key, kernel in _jit_function(jit_fn).device_caches[0][0].items() if kernel is held]
+    else:
+        keys = [key for _, key in recorded]
+    if len(keys) != 1:
+        raise BackendConfigError(f"expected one Triton specialization, saw {len(keys)}")
+    return hashlib.sha256(f"{_configured}:{keys[0]}".encode()).hexdigest()[:32]
+
+
+def _jit_function(jit_fn: Any) -> Any:
+    """The JITFunction under @triton.heuristics / autotune wrappers."""
+    function = jit_fn
+    while not hasattr(function, "device_caches"):
+        function = function.fn
+    return function
+
+
+def variant_count(jit_fn: Any) -> int:
+    """Variants this process holds for one JIT'd kernel (compiled or loaded from the disk cache)."""
+    return sum(len(caches[0]) for caches in _jit_function(jit_fn).device_caches.values())
+
+
+def fingerprint() -> dict[str, str]:
+    """What a baked Triton cache is only valid for: Triton keys every artifact with its version, the backend's
+    toolchain and the kernel source; the target is part of every key."""
+    import triton
+
+    from .cache import environment
+
+    return {**environment(), "triton": triton.__version__}
