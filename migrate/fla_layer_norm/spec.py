@@ -1,0 +1,38 @@
+"""Moving the gated-RMS-norm step of vLLM 0.33.0's standalone Qwen Triton warmup onto the contract, as a spec.
+
+`qwen_triton_warmup` warms six kernels; its first step, `_warm_gated_rms_norm_kernel`, warms
+`_LAYER_NORM_FWD_KERNEL`, which is already a `VllmJitKernel` (its own keys, dispatch and
+compile) that nothing registers. The step and its call go; each `QwenGatedDeltaNetAttention`
+registers the kernel right after it builds its output norm, with that norm's facts, when JIT
+warmup is on. The other five steps stay in the warmup module.
+"""
+
+from zerojit.codemods.spec import MigrationSpec
+
+SPEC = MigrationSpec(
+    family="fla-layer-norm",
+    legacy_module="vllm.model_executor.warmup.qwen_triton_warmup",
+    legacy_function="qwen_triton_warmup",
+    legacy_step="_warm_gated_rms_norm_kernel",
+    orchestrator_module="vllm.model_executor.warmup.kernel_warmup",
+    singleton_module="vllm.third_party.flash_linear_attention.ops.layernorm_guard",
+    singleton="_LAYER_NORM_FWD_KERNEL",
+    construction_module="vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn",
+    construction_class="QwenGatedDeltaNetAttention",
+    insert_after="self.norm = RMSNormGated(",
+    registration="""_LAYER_NORM_FWD_KERNEL.register_warmup(
+    max_num_tokens=max(1, vllm_config.scheduler_config.max_num_batched_tokens),
+    rows_per_token=self.num_v_heads // self.tp_size,
+    group_size=self.head_v_dim,
+    x_dtype=vllm_config.model_config.dtype,
+    weight_dtype=self.norm.weight.dtype,
+    device=self.norm.weight.device,
+    norm_before_gate=self.norm.norm_before_gate,
+    is_rms_norm=True,
+    activation=self.norm.activation,
+)""",
+    gate="vllm_config.kernel_config.enable_jit_warmup",
+    # The layer's module imports the FLA ops package at the top, which imports layernorm_guard: a top-level
+    # import costs nothing (the module's only other import of it sits inside a function).
+    import_style="module",
+)
