@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
+import inspect
 import re
 import shlex
 import subprocess
@@ -29,8 +30,10 @@ from . import gate, transaction
 from .files import SourceFile, UnreadableSource, discover_paths, read_source
 from .gate import Renamed, absolute_module
 from .spec import MigrationSpec, SpecError
+from .survey import RepoModules
 from .transaction import Write
-from .transforms import AnchorError, FileEdit, InsertRegistration, Operation, RemoveLegacyCalls, RenameKernel, apply
+from .transforms import (AdoptContract, AnchorError, FileEdit, InsertRegistration, Operation, RemoveLegacyCalls,
+                         RenameKernel, apply)
 
 class MigrationError(RuntimeError):
     """The migration cannot be planned or checked; nothing was written."""
@@ -240,6 +243,7 @@ class _Planner:
         self.renamed.append(Renamed(spec.singleton, spec.private_singleton, frozenset(exporters)))
 
     def _plan_registration(self, spec: MigrationSpec) -> None:
+        self._check_contract(spec)
         for module_name, cls in spec.constructions():
             home = self.module(spec, "construction_module", module_name)
             if not any(isinstance(n, ast.ClassDef) and n.name == cls for n in ast.walk(home.tree)):
@@ -248,6 +252,58 @@ class _Planner:
             self.add(home.name, InsertRegistration(
                 cls, spec.gate, spec.registration, spec.insert_after, spec.singleton_module, spec.kernel_name, lazy,
                 spec.gate_imports, frozenset(spec.binding_names())))
+
+    def _check_contract(self, spec: MigrationSpec) -> None:
+        """A registration on a kernel that has no register_warmup would fail when the layer is built: refuse it,
+        unless the spec adopts the contract for the kernel's class (which must own its keys and compile)."""
+        if not spec.registers_kernel():
+            return
+        home = self.module(spec, "singleton_module")
+        name = spec.singleton if spec.singleton in _module_defs(home) else spec.kernel_name
+        modules = RepoModules(self.repo, home.name.split(".")[0])
+        reason = modules.off_contract(home.name, name)
+        if reason and spec.contract_base:
+            found = modules.kernel_class(home.name, name)
+            if found is None:
+                raise SpecError(f"{spec.family}: contract_base: {name} in {home.name} is not an object of a class "
+                                "defined in the repo, so no class can adopt the contract")
+            cls_module, cls = found
+            missing = {"get_warmup_keys", "compile"} - {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+            if missing:
+                raise SpecError(f"{spec.family}: contract_base: {cls.name} ({cls_module}:{cls.lineno}) does not define "
+                                f"{', '.join(sorted(missing))}: the registry could not warm it; that is a kernel "
+                                "author's change, not a codemod's")
+            base_module, _, base = spec.contract_base.rpartition(":")
+            self.module(spec, "contract_base", base_module)
+            self.add(cls_module, AdoptContract(cls.name, base_module, base))
+        if not reason or spec.contract_base:
+            self._check_registration_arguments(spec, modules, home.name, name)
+        else:
+            raise SpecError(f"{spec.family}: the registration calls {spec.kernel_name}.register_warmup(), but "
+                            f"{reason}. Put the kernel on the engine's contract first (a class with register_warmup, "
+                            "such as vLLM's VllmJitKernel, or a triton_kernel_dispatcher_with_warmup dispatcher), or "
+                            "name the contract base in contract_base when its class owns get_warmup_keys and compile")
+
+    @staticmethod
+    def _check_registration_arguments(spec: MigrationSpec, modules: RepoModules, module: str, name: str) -> None:
+        """The registry calls `get_warmup_keys(*args, **kwargs)` with what was registered: they must bind."""
+        found = modules.kernel_class(module, name)
+        method = found and modules.method(found[0], found[1], "get_warmup_keys")
+        if not method:
+            return  # not readable in the repo (a decorator's object, another library's class): nothing to check
+        call = next(node for node in ast.walk(ast.parse(spec.registration)) if isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute) and node.func.attr == "register_warmup")
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return
+        signature = _signature(method)
+        try:
+            signature.bind(None, *call.args, **{k.arg: k.value for k in call.keywords})
+        except TypeError as exc:
+            if call.args or call.keywords or "vllm_config" not in signature.parameters:
+                shown = str(signature).replace("(self, ", "(")
+                raise SpecError(f"{spec.family}: the registration's arguments do not fit {found[1].name}."
+                                f"get_warmup_keys{shown} ({found[0]}:{method.lineno}), which the registry calls "
+                                f"with them: {exc}") from None
 
     @staticmethod
     def _imports_lazily(module: _Module, spec: MigrationSpec) -> bool:
@@ -299,6 +355,32 @@ class _Planner:
         self.add(orchestrator.name, RemoveLegacyCalls(frozenset({f"{orchestrator.name}.{step}"})))
         if step.startswith("_"):
             self.deleted_functions.add(f"{orchestrator.name}.{step}")
+
+
+class _Source(str):
+    """A default value shown as its source text."""
+
+    __repr__ = str.__str__
+
+
+def _signature(function: ast.FunctionDef) -> inspect.Signature:
+    """A function's parameters as `inspect` sees them, read from its source (defaults as their source text)."""
+    arguments, kind = function.args, inspect.Parameter
+
+    def default(node: ast.expr | None) -> object:
+        return kind.empty if node is None else _Source(ast.unparse(node))
+
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+    parameters = [kind(a.arg, kind.POSITIONAL_ONLY if a in arguments.posonlyargs else kind.POSITIONAL_OR_KEYWORD,
+                       default=default(d)) for a, d in zip(positional, defaults)]
+    if arguments.vararg:
+        parameters.append(kind(arguments.vararg.arg, kind.VAR_POSITIONAL))
+    parameters += [kind(a.arg, kind.KEYWORD_ONLY, default=default(d))
+                   for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    if arguments.kwarg:
+        parameters.append(kind(arguments.kwarg.arg, kind.VAR_KEYWORD))
+    return inspect.Signature(parameters)
 
 
 def _calls_one_of(statement: ast.stmt, names: set[str]) -> bool:

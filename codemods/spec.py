@@ -61,6 +61,11 @@ class MigrationSpec:
           `registration` is inserted there under `gate`, after the first statement (at any
           depth) whose first line contains `insert_after` (at the end when empty).
       gate_imports: `from module import name` lines the gate or registration needs.
+      contract_base: `module:Class` of the engine's contract base class (vLLM's
+          `vllm.model_executor.warmup.jit_warmup:VllmJitKernel`), when the kernel's class already
+          owns its keys (`get_warmup_keys`) and its compile-only `compile` but does not derive from
+          it: the class takes it as a base, which gives it `register_warmup`. Empty: the kernel
+          must already be on the contract (a spec that registers one that is not is refused).
       confirm: what a human must check before the spec may run (`zerojit survey --draft-specs`
           fills it); `zerojit migrate` refuses a spec whose list is not empty.
       import_style: how the constructor's module gets the kernel's name: "module" (a top-level
@@ -84,6 +89,7 @@ class MigrationSpec:
     insert_after: str = ""
     gate_imports: tuple[str, ...] = ()
     import_style: str = "auto"
+    contract_base: str = ""
     confirm: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -121,6 +127,12 @@ class MigrationSpec:
             if module:
                 _dotted("construction_class", module)
             _identifier("construction_class", cls)
+        if self.contract_base:
+            base_module, _, base = self.contract_base.rpartition(":")
+            if not base_module:
+                raise SpecError(f"spec field contract_base={self.contract_base!r}: must be module:Class")
+            _dotted("contract_base", base_module)
+            _identifier("contract_base", base)
         if self.import_style not in IMPORT_STYLES:
             raise SpecError(f"spec field import_style={self.import_style!r}: one of {', '.join(IMPORT_STYLES)}")
         for field, mode in (("registration", "exec"), ("gate", "eval")):
@@ -172,6 +184,12 @@ class MigrationSpec:
     def binding_names(self) -> set[str]:
         """Names the inserted gate and registration read (each must be bound where it goes)."""
         return _free_names(self.gate, "eval") | _free_names(self.registration, "exec")
+
+    def registers_kernel(self) -> bool:
+        """The registration calls `<kernel>.register_warmup(...)` (so the kernel must have that method)."""
+        return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                   and node.func.attr == "register_warmup" and isinstance(node.func.value, ast.Name)
+                   and node.func.value.id == self.kernel_name for node in ast.walk(ast.parse(self.registration)))
 
     def identifiers(self) -> tuple[str, ...]:
         """Words a file must contain to be touched by this spec (the cheap prefilter)."""

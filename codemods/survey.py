@@ -22,7 +22,7 @@ from typing import Any
 
 from zerojit.contract.engine_warmup import call_sites, import_table
 
-from .files import discover_paths
+from .files import UnreadableSource, discover_paths, read_source
 
 SURVEY_FORMAT = "zerojit-survey/1"
 KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "kernel")
@@ -58,7 +58,7 @@ class WarmupFinding:
         return dataclasses.asdict(self)
 
 
-class _Modules:
+class RepoModules:
     """The engine package's modules, parsed on demand, with their import tables."""
 
     def __init__(self, repo: Path, package: str):
@@ -78,8 +78,8 @@ class _Modules:
         if module not in self._trees:
             path = self.path(module)
             try:
-                self._trees[module] = ast.parse(path.read_text(encoding="utf-8")) if path else None
-            except (SyntaxError, UnicodeDecodeError):
+                self._trees[module] = ast.parse(read_source(path).text) if path else None
+            except (SyntaxError, UnreadableSource):
                 self._trees[module] = None
         return self._trees[module]
 
@@ -119,6 +119,84 @@ class _Modules:
                 return self.resolve(target, attribute, depth + 1)
         return module, name
 
+    def off_contract(self, module: str, name: str) -> str | None:
+        """None when `module.name` can register with the contract (it has `register_warmup`); else why not.
+
+        Read statically: an object whose class, or a base class defined in the repo, defines
+        `register_warmup`; or a function or object made by a decorator (factory) defined in the repo that
+        builds such an object. A kernel of another library (a plain `@triton.jit` function) is off it.
+        """
+        node = self.definition(module, name)
+        if node is None:
+            return f"{module} does not define {name} at the top level"
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            factory = node.value.func
+            if self._has_register(module, factory) or self._builds_registering(module, factory):
+                return None
+            return (f"{name} = {ast.unparse(factory)}(...) ({module}:{node.lineno}) makes an object with no "
+                    "register_warmup (neither its class nor a base class in the repo defines one)")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if any(self._builds_registering(module, decorator) for decorator in node.decorator_list):
+                return None
+            decorators = ", ".join(f"@{_dotted(d)}" for d in node.decorator_list) or "no decorator"
+            return (f"{name} ({module}:{node.lineno}) is a {type(node).__name__.removesuffix('Def').lower()} with "
+                    f"{decorators}: it has no register_warmup (a JITFunction, for one, does not)")
+        return f"{name} ({module}:{node.lineno}) is not an object the contract can register"
+
+    def kernel_class(self, module: str, name: str) -> tuple[str, ast.ClassDef] | None:
+        """The repo class `module.name = Class(...)` is an object of, with its module."""
+        node = self.definition(module, name)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            return self._class(module, node.value.func)
+        return None
+
+    def method(self, module: str, cls: ast.ClassDef, name: str, depth: int = 0) -> ast.FunctionDef | None:
+        """`cls.name` as the class or its first base in the repo that defines it (None: not found in the repo)."""
+        for item in cls.body:
+            if isinstance(item, ast.FunctionDef) and item.name == name:
+                return item
+        for base in cls.bases:
+            found = self._class(module, base)
+            if found is not None and depth < 8 and (hit := self.method(found[0], found[1], name, depth + 1)):
+                return hit
+        return None
+
+    def _class(self, module: str, expression: ast.expr) -> tuple[str, ast.ClassDef] | None:
+        """The repo class an expression names (`Name`, `module.Name`, `Base[...]`), with its module."""
+        if isinstance(expression, ast.Subscript):
+            expression = expression.value
+        if isinstance(expression, ast.Name):
+            target, name = self.resolve(module, expression.id)
+        elif isinstance(expression, ast.Attribute) and isinstance(expression.value, ast.Name):
+            holder, attribute = self.resolve(module, expression.value.id)
+            if attribute is not None:
+                return None
+            target, name = self.resolve(holder, expression.attr)
+        else:
+            return None
+        node = self.definition(target, name) if name else None
+        return (target, node) if isinstance(node, ast.ClassDef) else None
+
+    def _has_register(self, module: str, expression: ast.expr, depth: int = 0) -> bool:
+        """The class `expression` names, or one of its bases in the repo, defines register_warmup."""
+        found = self._class(module, expression)
+        if found is None or depth > 8:
+            return False
+        home, cls = found
+        return any(isinstance(item, ast.FunctionDef) and item.name == "register_warmup" for item in cls.body) or \
+            any(self._has_register(home, base, depth + 1) for base in cls.bases)
+
+    def _builds_registering(self, module: str, decorator: ast.expr) -> bool:
+        """A decorator (or decorator factory) defined in the repo whose body builds a registering object."""
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if not isinstance(target, ast.Name):
+            return False
+        home, name = self.resolve(module, target.id)
+        function = self.definition(home, name) if name else None
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        return any(isinstance(call, ast.Call) and self._has_register(home, call.func) for call in ast.walk(function))
+
 
 def _dotted(node: ast.expr) -> str:
     return ast.unparse(node.func if isinstance(node, ast.Call) else node)
@@ -133,7 +211,7 @@ class Survey:
     def __init__(self, repo: Path, orchestrator: str = "vllm.model_executor.warmup.kernel_warmup",
                  entry: str = "kernel_warmup"):
         self.repo, self.orchestrator, self.entry = Path(repo), orchestrator, entry
-        self.modules = _Modules(self.repo, orchestrator.split(".")[0])
+        self.modules = RepoModules(self.repo, orchestrator.split(".")[0])
         self.warmup_package = orchestrator.rpartition(".")[0]
         if self.modules.tree(orchestrator) is None:
             raise FileNotFoundError(f"{repo} has no orchestrator module {orchestrator} (--orchestrator names it)")
@@ -260,7 +338,7 @@ class Survey:
         for wrapper in wrappers:  # the classes that call its wrapper functions select it too
             wrapper_module, _, wrapper_name = wrapper.removesuffix("()").partition(":")
             classes += [owner for owner in self._uses(wrapper_module, wrapper_name)[1] if not owner.endswith("()")]
-        on_contract = kind == "JitKernel object" or "with_warmup" in kind
+        on_contract = self.modules.off_contract(module, name) is None
         return KernelFinding(name, module, node.lineno, kind, on_contract, registers,
                              [w.removesuffix("()") for w in wrappers], list(dict.fromkeys(classes)))
 

@@ -25,8 +25,8 @@ import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, GatherUnusedImportsVisitor, RemoveImportsVisitor
 from libcst.helpers import get_absolute_module_from_package_for_import, get_full_name_for_node
-from libcst.metadata import (FullRepoManager, FullyQualifiedNameProvider, ParentNodeProvider, PositionProvider,
-                             ScopeProvider)
+from libcst.metadata import (Assignment, FullRepoManager, FullyQualifiedNameProvider, FunctionScope, ParentNodeProvider,
+                             PositionProvider, ScopeProvider)
 from libcst.metadata.name_provider import FullyQualifiedNameVisitor
 
 _EMPTY_MODULE = cst.Module(body=[])
@@ -93,11 +93,13 @@ class _Command(_NoCopy, CodemodCommand, cst.CSTTransformer):
         provider itself qualifies every node of the file, which costs more than the scopes.
         """
         scope = self.get_metadata(ScopeProvider, node, None)
-        if scope is None:
-            return set()
+        return set() if scope is None else self.qualified(scope, node)
+
+    def qualified(self, scope, node_or_name: cst.CSTNode | str) -> set[str]:
+        """What a node, or a name read in `scope`, refers to there, fully qualified."""
         module, package = self.context.full_module_name, self.context.full_package_name
         return {FullyQualifiedNameVisitor._fully_qualify(module, package, q).name
-                for q in scope.get_qualified_names_for(node)}
+                for q in scope.get_qualified_names_for(node_or_name)}
 
     def position(self, node: cst.CSTNode):
         """Where a node is; resolved only when asked (a refusal, a binding check): positions cost a code pass."""
@@ -655,7 +657,10 @@ class _Insert(_Command):
         return updated
 
     def _block(self) -> cst.If:
-        body = list(cst.parse_module(self.registration.strip() + "\n").body)
+        # Blank lines of the registration stay blank inside the block (no indentation on them).
+        body = [statement.with_changes(leading_lines=[line.with_changes(indent=line.comment is not None)
+                                                      for line in statement.leading_lines])
+                for statement in cst.parse_module(self.registration.strip() + "\n").body]
         if self.needs_import and self.op.lazy:
             body.insert(0, cst.parse_statement(f"from {self.op.kernel_module} import {self.op.kernel_name}\n"))
         elif self.needs_import:
@@ -801,9 +806,122 @@ class _RemoveHelpers(_StatementRemover):
         return super().leave_SimpleStatementLine(original, updated)
 
 
-Operation = RenameKernel | RemoveLegacyCalls | InsertRegistration | RemoveHelpers
+@dataclasses.dataclass(frozen=True)
+class AdoptContract:
+    """Give module-level class `cls` the engine's contract base `base` (imported from `base_module`) as its last
+    base: a kernel class that already owns its keys and compile gains `register_warmup` and the registry's API."""
+
+    cls: str
+    base_module: str
+    base: str
+
+    def command(self, context: CodemodContext) -> _Command:
+        return _Adopt(context, self)
+
+
+class _Adopt(_Command):
+    METADATA_DEPENDENCIES = (ParentNodeProvider, ScopeProvider)
+
+    def __init__(self, context: CodemodContext, op: AdoptContract):
+        super().__init__(context)
+        self.op = op
+
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        if original.name.value != self.op.cls or \
+                not isinstance(self.get_metadata(ParentNodeProvider, original), cst.Module):
+            return updated
+        if any(code_of(arg.value).split("[")[0].rsplit(".", 1)[-1] == self.op.base for arg in updated.bases):
+            return updated  # adopted already
+        scope = self.get_metadata(ScopeProvider, original)
+        bound = f"{self.op.base_module}.{self.op.base}" in self.qualified(scope, self.op.base)
+        if self.op.base in scope and not bound:
+            self.refuse(original, f"{self.op.base} already names something else in this module; adopt the contract "
+                                  "by hand")
+            return updated
+        if not bound:
+            AddImportsVisitor.add_needed_import(self.context, self.op.base_module, self.op.base)
+        self.count += 1
+        bases = [*updated.bases[:-1], updated.bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] \
+            if updated.bases else []
+        return updated.with_changes(bases=[*bases, cst.Arg(cst.Name(self.op.base))],
+                                    lpar=cst.LeftParen(), rpar=cst.RightParen())
+
+
+# Builtins a dead local's value may call and still be dropped with it (no side effect, nothing else to keep).
+_PURE_BUILTINS = frozenset({"abs", "bool", "float", "int", "len", "max", "min", "round", "str", "tuple"})
+
+
+def _pure(node: cst.CSTNode) -> bool:
+    """An expression whose evaluation does nothing but compute it: names, attribute reads, literals,
+    operators, subscripts and calls of a few builtins on such expressions."""
+    if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _pure(node.value)
+    if isinstance(node, cst.BinaryOperation):
+        return _pure(node.left) and _pure(node.right)
+    if isinstance(node, cst.UnaryOperation):
+        return _pure(node.expression)
+    if isinstance(node, cst.BooleanOperation):
+        return _pure(node.left) and _pure(node.right)
+    if isinstance(node, cst.Comparison):
+        return _pure(node.left) and all(_pure(target.comparator) for target in node.comparisons)
+    if isinstance(node, cst.Call):
+        return isinstance(node.func, cst.Name) and node.func.value in _PURE_BUILTINS and \
+            all(_pure(arg.value) and not arg.star for arg in node.args)
+    return False
+
+
+def _dead_locals(module: cst.Module) -> dict[tuple[str, str], cst.Assign]:
+    """Function locals assigned once by a plain `name = <pure value>` and never read, by (function, name)."""
+    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
+    dead: dict[tuple[str, str], cst.Assign] = {}
+    for scope in set(wrapper.resolve(ScopeProvider).values()):
+        if not isinstance(scope, FunctionScope):
+            continue
+        for name in {assignment.name for assignment in scope.assignments}:
+            assignments = list(scope.assignments[name])
+            if len(assignments) != 1 or scope.accesses[name] or not isinstance(assignments[0], Assignment):
+                continue
+            parent = wrapper.resolve(ParentNodeProvider).get(assignments[0].node)
+            if isinstance(parent, cst.AssignTarget):
+                statement = wrapper.resolve(ParentNodeProvider)[parent]
+                if isinstance(statement, cst.Assign) and len(statement.targets) == 1 and _pure(statement.value):
+                    dead[(scope.name or "", name)] = statement
+    return dead
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoveDeadLocals:
+    """Delete plain `name = <pure value>` statements of function locals named in `names` ((function, name)
+    pairs the change left unread): nothing runs differently, and the engine's linter stays quiet (F841)."""
+
+    names: frozenset[tuple[str, str]]
+
+    def command(self, context: CodemodContext) -> _Command:
+        return _RemoveDeadLocals(context, self)
+
+
+class _RemoveDeadLocals(_StatementRemover):
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        self.targets = {id(node) for key, node in _dead_locals(tree).items() if key in self.op.names}
+        return super().transform_module_impl(tree)
+
+    def __init__(self, context: CodemodContext, op: RemoveDeadLocals):
+        super().__init__(context)
+        self.op = op
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(original.body) == 1 and id(original.body[0]) in self.targets:
+            self.count += 1
+            return self.remove(original)
+        return super().leave_SimpleStatementLine(original, updated)
+
+
+Operation = RenameKernel | RemoveLegacyCalls | InsertRegistration | RemoveHelpers | RemoveDeadLocals | AdoptContract
 _NAMES = {RenameKernel: "rename_kernel", RemoveLegacyCalls: "remove_legacy_call", InsertRegistration:
-          "insert_registration", RemoveHelpers: "remove_dead_helper"}
+          "insert_registration", RemoveHelpers: "remove_dead_helper", RemoveDeadLocals: "remove_dead_local",
+          AdoptContract: "adopt_contract"}
 
 
 def _imported_module(statement: cst.CSTNode) -> str | None:
@@ -828,15 +946,28 @@ def _place_new_imports(before: cst.Module, after: cst.Module) -> cst.Module:
     for statement in [s for s in body if _imported_module(s) and _imported_module(s) not in known]:
         body.remove(statement)
         name = _imported_module(statement)
+        package = name.split(".")[0]
         absolute = [i for i, s in enumerate(body) if _imported_module(s) and _imported_module(s) != "__future__"]
-        later = [i for i in absolute if _imported_module(body[i]) > name]
-        position = later[0] if later else (absolute[-1] + 1 if absolute else 0)
-        neighbour = body[position] if position < len(body) else None
-        if later and neighbour is not None:  # take its place in the block: it keeps its own leading lines
-            statement = statement.with_changes(leading_lines=neighbour.leading_lines)
-            body[position] = neighbour.with_changes(leading_lines=[])
+        same_package = [i for i in absolute if _imported_module(body[i]).split(".")[0] == package]
+        # isort's order within a package's block: `import m` lines, then `from m import` lines, each by module.
+        later = [i for i in same_package if _sort_key(body[i]) > _sort_key(statement)]
+        if later:  # take its place in the block: it keeps its own leading lines
+            position = later[0]
+            statement = statement.with_changes(leading_lines=body[position].leading_lines)
+            body[position] = body[position].with_changes(leading_lines=[])
+        elif same_package:
+            position = same_package[-1] + 1
+        else:  # a package the file imports nothing from: a block of its own after the others
+            position = absolute[-1] + 1 if absolute else 0
+            if absolute:
+                statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
         body.insert(position, statement)
     return after.with_changes(body=body)
+
+
+def _sort_key(statement: cst.CSTNode) -> tuple[bool, str]:
+    small = statement.body[0]
+    return isinstance(small, cst.ImportFrom), _imported_module(statement)
 
 
 @dataclasses.dataclass
@@ -871,4 +1002,12 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
         module = command.transform_module(module)
         counts["remove_dead_helper"] += command.count
         dead = _dead_helpers(references_before, module)
+    removed = counts["remove_legacy_call"] + counts["remove_dead_helper"]  # only removals leave locals unread
+    unread_before = set(_dead_locals(source_module)) if removed else set()
+    dead_locals = set(_dead_locals(module)) - unread_before if removed else set()
+    while dead_locals and not refusals:
+        command = RemoveDeadLocals(frozenset(dead_locals)).command(context)
+        module = command.transform_module(module)
+        counts["remove_dead_local"] += command.count
+        dead_locals = set(_dead_locals(module)) - unread_before
     return FileEdit(module.code, +counts, refusals, warnings)

@@ -10,6 +10,7 @@ Checks use pyflakes and `compile` directly, not the tool's own gate.
 
 import ast
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -224,29 +225,17 @@ def test_global_statement_and_type_checking_import(repo):
 SPEC_033 = Path(__file__).with_name("specs") / "vllm033_qwen_mrope.toml"
 
 
-def test_a_triton_jit_kernel_spec_migrates_vllm_033(tmp_path):
-    """A `@triton.jit def` kernel (already private), one step of a two-step legacy module, on vLLM 0.33.0."""
+def test_a_spec_that_registers_a_plain_triton_kernel_is_refused_on_vllm_033(tmp_path):
+    """`_triton_mrope_forward` is a `@triton.jit def`: a JITFunction has no register_warmup, so the inserted
+    registration would raise when vLLM builds the layer. Refused (exit 2, the kernel, where and why); nothing written."""
     original = vllm_tree("0.33.0")
     repo = tmp_path / "repo033"
     shutil.copytree(original, repo, copy_function=os.link)
     result = CliRunner().invoke(app, ["migrate", "--spec", str(SPEC_033), "--repo", str(repo), "--write"])
-    assert result.exit_code == 0, result.output
-    changed = {p.relative_to(repo).as_posix() for p in repo.rglob("*.py")
-               if p.read_bytes() != (original / p.relative_to(repo)).read_bytes()}
-    assert changed == {"vllm/model_executor/layers/rotary_embedding/mrope.py",
-                       "vllm/model_executor/warmup/qwen_vl_triton_warmup.py"}
-    assert sorted(p.relative_to(repo) for p in repo.rglob("*.py")) == \
-        sorted(p.relative_to(original) for p in original.rglob("*.py"))  # nothing deleted or created
-    for rel in changed:
-        text = (repo / rel).read_text()
-        compile(text, rel, "exec")
-        assert blocking(text) - blocking((original / rel).read_text()) == set()
-    legacy = (repo / "vllm/model_executor/warmup/qwen_vl_triton_warmup.py").read_text()
-    assert "_warm_mrope" not in legacy and "_MROPE_TOKEN_COUNTS" not in legacy and "_warm_vision(model" in legacy
-    mrope = (repo / "vllm/model_executor/layers/rotary_embedding/mrope.py").read_text()
-    assert "            _triton_mrope_forward.register_warmup(head_size=self.head_size" in mrope
-    check = CliRunner().invoke(app, ["migrate", "--spec", str(SPEC_033), "--repo", str(repo), "--check"])
-    assert check.exit_code == 0, check.output  # a second run changes nothing
+    assert result.exit_code == 2
+    assert ("_triton_mrope_forward (vllm.model_executor.layers.rotary_embedding.mrope:17) is a function with "
+            "@triton.jit: it has no register_warmup") in result.output
+    assert all(p.read_bytes() == (original / p.relative_to(repo)).read_bytes() for p in repo.rglob("*.py"))
 
 
 def test_format_hook_output_is_what_the_gate_sees(repo):
@@ -270,9 +259,10 @@ ROUTER_GEMM = dict(
     private_singleton="_LL_BF16_GEMM_KERNEL",
     construction_module="vllm.model_executor.layers.fused_moe.router.gate_linear",
     construction_class="GateLinear",
-    registration="_LL_BF16_GEMM_KERNEL.register_warmup(\n    shape=(input_size, output_size),\n)",
+    registration="_LL_BF16_GEMM_KERNEL.register_warmup(\n    shapes=((input_size, output_size),),\n    m_values=range(1, 17),\n)",
     gate="vllm_config is not None and vllm_config.kernel_config.enable_jit_warmup "
          "and self.allow_specialized_router_gemm",
+    contract_base="vllm.model_executor.warmup.jit_warmup:VllmJitKernel",  # LLBf16Gemm owns keys and compile
 )
 GATE_LINEAR = "vllm/model_executor/layers/fused_moe/router/gate_linear.py"
 
@@ -291,10 +281,24 @@ def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(repo):
     layer = (repo / GATE_LINEAR).read_text()
     assert ("            from vllm.model_executor.kernels.linear.cute_dsl.ll_bf16 import _LL_BF16_GEMM_KERNEL\n"
             "            _LL_BF16_GEMM_KERNEL.register_warmup(\n"
-            "                shape=(input_size, output_size),\n"
+            "                shapes=((input_size, output_size),),\n"
+            "                m_values=range(1, 17),\n"
             "            )\n") in layer
     assert "ll_bf16_gemm_kernel" not in layer  # its lazy imports and uses follow the rename
+    kernel = (repo / "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py").read_text()
+    assert "class LLBf16Gemm(VllmJitKernel):" in kernel  # it adopted the contract: register_warmup exists now
+    assert "from vllm.model_executor.warmup.jit_warmup import VllmJitKernel\n" in kernel
     assert migrate(repo, [spec]).changes == []
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"contract_base": ""}, "makes an object with no register_warmup"),
+    ({"registration": "_LL_BF16_GEMM_KERNEL.register_warmup(shape=(input_size, output_size))"},
+     "do not fit LLBf16Gemm.get_warmup_keys(*, shapes, m_values)"),
+])
+def test_a_kernel_off_the_contract_or_a_registration_its_keys_cannot_take_is_refused(repo, change, why):
+    with pytest.raises(SpecError, match=re.escape(why)):
+        migrate(repo, [MigrationSpec(**{**ROUTER_GEMM, **change})])
 
 
 def test_several_construction_classes_and_an_unbound_name(repo):

@@ -112,7 +112,8 @@ ENGINE = {  # a small engine: a helper of the orchestrator calls two warmups; ke
         """,
     "eng/ops/gemm.py": """
         class VllmJitKernel:
-            pass
+            def register_warmup(self):
+                pass
 
 
         class Gemm(VllmJitKernel):
@@ -153,6 +154,7 @@ def test_a_small_engine_helpers_wrappers_and_contract_kernels(tmp_path):
         "_rms_norm_kernel", "triton.jit", ["eng.ops.norm:rms_norm"], ["eng.layers:Norm"])
     (gemm,) = warmups["gemm_warmup"]["kernels"]
     assert gemm["on_contract"] and gemm["registers_at"] == ["eng.layers:13"]  # (the text starts with a blank line)
+    assert not norm["on_contract"]  # a JITFunction has no register_warmup
     assert warmups["norm_warmup"]["verdict"] == warmups["gemm_warmup"]["verdict"] == "spec"
 
 
