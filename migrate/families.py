@@ -126,8 +126,10 @@ def get_preset(name: str) -> tuple[Family, Preset]:
 
 
 def migration_specs() -> dict[str, MigrationSpec]:
-    """The built-in specs of every installed family, by spec family name."""
-    return {spec.family: spec for family in families().values() for spec in family.specs}
+    """The built-in specs, by spec family name: every installed family's, and those whose kernels have no room."""
+    from .engine_specs import SPECS
+
+    return {spec.family: spec for spec in (*SPECS, *(s for family in families().values() for s in family.specs))}
 
 
 def plan_preset(family: Family, preset: Preset) -> tuple[WarmupPlan, Sequence[JitKernel]]:

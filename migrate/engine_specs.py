@@ -1,0 +1,44 @@
+"""Built-in migrations of vLLM 0.33.0 legacy warmups whose kernels have no zerojit family room.
+
+The kernel keeps vLLM's own keys and compile; the migration moves where it is warmed: the
+legacy step goes, the layer that selects the kernel registers it. `zerojit migrate NAME` runs
+one by its family name (`zerojit families` lists the rooms; these are specs only).
+"""
+
+from zerojit.codemods.spec import MigrationSpec
+
+# `_warmup_ll_bf16_router_gemm`, an inline step of 0.33.0's orchestrator: on sm90+, when the ll_bf16 CuTe DSL
+# GEMM is available, it warms M = 1..16 for every bf16 `GateLinear` weight whose K is a multiple of 8.
+# `LLBf16Gemm` already owns its keys and compile but is no VllmJitKernel: it adopts the contract's base.
+# Each GateLinear registers its own shape under the same conditions, with the M bound its forward uses.
+LL_BF16_ROUTER_GEMM = MigrationSpec(
+    family="ll-bf16-router-gemm",
+    orchestrator_module="vllm.model_executor.warmup.kernel_warmup",
+    orchestrator_step="_warmup_ll_bf16_router_gemm",
+    singleton_module="vllm.model_executor.kernels.linear.cute_dsl.ll_bf16",
+    singleton="ll_bf16_gemm_kernel",
+    contract_base="vllm.model_executor.warmup.jit_warmup:VllmJitKernel",
+    construction_module="vllm.model_executor.layers.fused_moe.router.gate_linear",
+    construction_class="GateLinear",
+    gate="get_current_vllm_config().kernel_config.enable_jit_warmup and current_platform.has_device_capability(90)",
+    gate_imports=("from vllm.config import get_current_vllm_config",),
+    registration="""from vllm.model_executor.kernels.linear.cute_dsl.ll_bf16 import (
+    is_available as is_ll_bf16_gemm_available,
+)
+
+weight = getattr(self, "weight", None)
+if (
+    is_ll_bf16_gemm_available()
+    and isinstance(weight, torch.Tensor)
+    and weight.dim() == 2
+    and weight.dtype == torch.bfloat16
+    and weight.shape[1] % 8 == 0
+):
+    ll_bf16_gemm_kernel.register_warmup(
+        shapes=((weight.shape[1], weight.shape[0]),),
+        m_values=range(1, self.LL_BF16_MAX_TOKENS + 1),
+    )""",
+    import_style="lazy",
+)
+
+SPECS = (LL_BF16_ROUTER_GEMM,)

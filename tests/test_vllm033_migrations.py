@@ -1,0 +1,198 @@
+"""zerojit's built-in migrations of vLLM 0.33.0 legacy warmups, applied for real to the release's tree.
+
+Each must leave every changed file compiling and free of undefined names and redefinitions
+(pyflakes F821/F811), every other file byte-identical, and be a no-op the second time. What the
+migrated tree warms is checked by running it: the legacy orchestrator/step from 0.33.0 itself
+against the migrated tree's own registrations (contract/engine_warmup.py).
+"""
+
+import dataclasses
+import os
+import shutil
+import types
+
+import pytest
+import torch
+from pyflakes import api as pyflakes_api
+from pyflakes import messages
+from pyflakes import reporter as pyflakes_reporter
+from typer.testing import CliRunner
+
+from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.contract.engine_sources import placeholder
+from zerojit.contract.engine_warmup import TreeWarmup, VllmPlatform, vllm_worker
+from zerojit.migrate.cli import app
+from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
+from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig, GdnNormEquivalence
+
+runner = CliRunner()
+MIGRATIONS = {
+    "fla-layer-norm": {"vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
+                       "vllm/model_executor/warmup/qwen_triton_warmup.py"},
+    "ll-bf16-router-gemm": {"vllm/model_executor/layers/fused_moe/router/gate_linear.py",
+                            "vllm/model_executor/warmup/kernel_warmup.py",
+                            "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py"},
+}
+
+
+@pytest.fixture(scope="module")
+def migrated_033(tmp_path_factory):
+    """vLLM 0.33.0 with every built-in 0.33.0 migration written (the cached tree, hard-linked: writes replace)."""
+    repo = tmp_path_factory.mktemp("vllm-0.33.0-migrated") / "tree"
+    shutil.copytree(vllm_tree("0.33.0"), repo, copy_function=os.link)
+    result = runner.invoke(app, ["migrate", *MIGRATIONS, "--repo", str(repo), "--write", "-j", "2"])
+    assert result.exit_code == 0, result.output
+    return repo
+
+
+def changed_files(repo):
+    original = vllm_tree("0.33.0")
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*.py")) == \
+        sorted(p.relative_to(original) for p in original.rglob("*.py"))  # nothing deleted or created
+    return {p.relative_to(repo).as_posix() for p in repo.rglob("*.py")
+            if p.read_bytes() != (original / p.relative_to(repo)).read_bytes()}
+
+
+def pyflakes_findings(path):
+    found = []
+
+    class Collect(pyflakes_reporter.Reporter):
+        def __init__(self):
+            super().__init__(None, None)
+
+        def flake(self, message):
+            found.append(message)
+
+        def syntaxError(self, *args):  # noqa: N802 - pyflakes' name
+            found.append(args)
+
+    pyflakes_api.checkPath(str(path), Collect())
+    return found
+
+
+def test_each_migration_changes_only_its_files_which_compile_and_are_f821_f811_clean(migrated_033):
+    assert changed_files(migrated_033) == set().union(*MIGRATIONS.values())  # every other file byte-identical
+    for rel in set().union(*MIGRATIONS.values()):
+        path = migrated_033 / rel
+        compile(path.read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
+        bad = [m for m in pyflakes_findings(path)
+               if isinstance(m, (messages.UndefinedName, messages.RedefinedWhileUnused, tuple))]
+        assert bad == [], bad
+        # No local the change left unread either (ruff F841 in vLLM's own lint).
+        before = {str(m.message_args) for m in pyflakes_findings(vllm_tree("0.33.0") / rel)
+                  if isinstance(m, messages.UnusedVariable)}
+        after = {str(m.message_args) for m in pyflakes_findings(path) if isinstance(m, messages.UnusedVariable)}
+        assert after <= before
+
+
+@pytest.mark.parametrize("family", list(MIGRATIONS))
+def test_each_migration_alone_then_again_is_a_no_op_and_check_passes(tmp_path, family):
+    repo = tmp_path / "tree"
+    shutil.copytree(vllm_tree("0.33.0"), repo, copy_function=os.link)
+    assert runner.invoke(app, ["migrate", family, "--repo", str(repo), "--check"]).exit_code == 1  # pending
+    first = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
+    assert first.exit_code == 0, first.output
+    assert changed_files(repo) == MIGRATIONS[family]
+    snapshot = {rel: (repo / rel).read_bytes() for rel in MIGRATIONS[family]}
+    again = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
+    assert again.exit_code == 0 and "0 changed" in again.output
+    assert {rel: (repo / rel).read_bytes() for rel in MIGRATIONS[family]} == snapshot
+    assert runner.invoke(app, ["migrate", family, "--repo", str(repo), "--check"]).exit_code == 0
+
+
+def test_the_layer_norm_migration_warms_what_the_standalone_step_did(migrated_033):
+    adapter = GdnNormEquivalence(legacy_tree=vllm_tree("0.33.0"), migrated_tree=migrated_033)
+    jit_on = GdnConfig(model="qwen3.5-moe", tp_size=2)
+    legacy, migrated = adapter.legacy_keys(jit_on), adapter.migrated_keys(jit_on)
+    assert len(legacy) >= 3 and legacy == migrated
+    assert adapter.migrated.standalone_keys(jit_on) == set()  # the step is gone: only the registrations warm it
+    jit_off = dataclasses.replace(jit_on, enable_jit_warmup=False)
+    assert adapter.legacy_keys(jit_off) == legacy and adapter.migrated_keys(jit_off) == set()
+
+
+# -- the ll_bf16 router GEMM: vLLM's own orchestrator step against the migrated GateLinear registrations
+
+@dataclasses.dataclass(frozen=True)
+class RouterConfig:
+    arch: str = "sm90"
+    cutedsl: bool = True             # the ll_bf16 CuTe DSL GEMM is available
+    enable_jit_warmup: bool = True
+    gates: tuple = ((7168, 256, "bf16"),)  # (K, N, weight dtype) of each MoE gate
+
+
+class RouterEngine:
+    """GateLinear layers inside a vLLM tree. Stubbed: the platform, the config, CuTe DSL availability and
+    the custom-op registry's class decorator; a gate is a GateLinear whose constructor ran up to its weight."""
+
+    real_modules = ()
+
+    def stubs(self, state):
+        common = {name: placeholder(f"_ll_router_common.{name}") for name in (
+            "current_cuda_stream", "cute_context", "make_fake_gemm_tensors", "use_pdl", "validate_common_gemm_inputs")}
+        pluggable = types.SimpleNamespace(register=lambda name: lambda cls: cls)
+        return {"vllm.platforms": {"current_platform": VllmPlatform(state)},
+                "vllm.config": {"get_current_vllm_config": lambda: state.vllm_config},
+                "vllm.model_executor.custom_op": {"PluggableLayer": pluggable},
+                "vllm.model_executor.kernels.linear.cute_dsl._ll_router_common":
+                    {**common, "is_cutedsl_available": lambda name: state.config.cutedsl}}
+
+    def import_facts(self, config):
+        return config.arch
+
+    def vllm_config(self, config):
+        return types.SimpleNamespace(kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup))
+
+    def gates(self, config):
+        import importlib
+
+        cls = importlib.import_module(LL_BF16_ROUTER_GEMM.construction_module).GateLinear
+        made = []
+        for k, n, dtype in config.gates:
+            gate = cls.__new__(cls)
+            gate.weight = torch.empty(n, k, dtype=getattr(torch, {"bf16": "bfloat16", "fp32": "float32"}[dtype]),
+                                      device="meta")
+            made.append(gate)
+        return made
+
+    def worker(self, config, vllm_config, registry):
+        worker = vllm_worker(vllm_config, registry)
+        model = types.SimpleNamespace(modules=lambda: iter(self.gates(config)))
+        worker.get_model = lambda: model
+        return worker
+
+    def construct(self, config, vllm_config, tree):
+        for gate in self.gates(config):
+            tree.constructor_registrations("GateLinear", {"self": gate, "input_size": gate.weight.shape[1],
+                                                          "output_size": gate.weight.shape[0]})
+
+    def to_key(self, key):
+        return tuple(str(value) for value in dataclasses.astuple(key))
+
+
+ROUTER_CONFIGS = [RouterConfig(arch, cutedsl, jit, gates) for arch in ("sm90", "sm100") for cutedsl in (True, False)
+                  for jit in (True, False) for gates in (
+                      ((7168, 256, "bf16"),),
+                      ((4096, 256, "bf16"), (4096, 256, "bf16"), (7168, 384, "bf16"), (1024, 128, "bf16")),
+                      ((4100, 256, "bf16"),), ((7168, 384, "fp32"),))]
+
+
+def test_the_router_gemm_migration_warms_what_the_orchestrator_step_did(migrated_033):
+    legacy = TreeWarmup(vllm_tree("0.33.0"), LL_BF16_ROUTER_GEMM, RouterEngine())
+    migrated = TreeWarmup(migrated_033, LL_BF16_ROUTER_GEMM, RouterEngine())
+    assert migrated.within(RouterConfig(), lambda: issubclass(
+        type(migrated.sources.module(LL_BF16_ROUTER_GEMM.singleton_module).ll_bf16_gemm_kernel),
+        migrated.sources.module("vllm.model_executor.warmup.jit_warmup").VllmJitKernel))  # it adopted the contract
+    warmed = 0
+    for config in ROUTER_CONFIGS:
+        before, after = legacy.standalone_keys(config), migrated.warmed_keys(config)
+        assert migrated.standalone_keys(config) == set()  # the orchestrator step is gone
+        if config.enable_jit_warmup:
+            assert after == before, config
+            warmed += bool(after)
+        else:  # vLLM ran the step whatever the JIT-warmup switch said; the registry runs only when it is on
+            assert after == set()
+    assert warmed == 4  # CuTe DSL available and a bf16 gate with K % 8 == 0: 2 archs x 2 gate sets
+    sm90 = legacy.standalone_keys(RouterConfig(gates=((4096, 256, "bf16"),)))
+    assert len(sm90) > 2 and {key[0] for key in sm90} == {"dotprod", "splitk"}  # M 1..16 reach both backends
+    short_k = legacy.standalone_keys(RouterConfig(gates=((1024, 128, "bf16"),)))
+    assert sorted(int(key[1]) for key in short_k) == list(range(1, 17))  # K < 2048: one dot-product key per M
