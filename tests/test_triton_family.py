@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 from zerojit.contract import ServingLimits
 from zerojit.migrate.fla_layer_norm.equivalence import MODELS, TP_SIZES, GdnConfig
 from zerojit.migrate.fla_layer_norm.kernel import GatedNorm, LayerNormFwd
@@ -95,3 +97,37 @@ def test_the_key_space_is_every_token_count_a_step_holds():
             launched = {kernel.dispatch(**shape, num_rows=tokens * norm.rows_per_token)
                         for tokens in range(1, limits.max_num_batched_tokens + 1)}
             assert set(kernel.warmup_keys(limits, norm=norm)) == launched
+
+
+def test_every_launch_dispatches_as_vllms_own_launcher_does():
+    """Per launch, not per set: for every row count a step can hold, zerojit's dispatch is the key vLLM 0.33.0's
+    `LayerNormFwdKernel.dispatch` gives for the arguments its `__call__` passes (rows per program from the tree's
+    own `calc_rows_per_block`), run from the release's tree."""
+    from zerojit.codemods.engine_trees import vllm_tree
+    from zerojit.contract.engine_warmup import TreeWarmup
+    from zerojit.migrate.fla_layer_norm.kernel import KERNEL_MODULE
+    from zerojit.migrate.fla_layer_norm.legacy import TORCH_DTYPES, GdnEngine
+    from zerojit.migrate.fla_layer_norm.spec import SPEC
+
+    engine = GdnEngine()
+    tree = TreeWarmup(vllm_tree("0.33.0"), SPEC, engine)
+    for config in (GdnConfig(num_sms=132, tp_size=4), GdnConfig(model="qwen4-exp-v72", num_sms=114, tp_size=8,
+                                                                 dtype="fp16", activation="sigmoid")):
+        norm, kernel = config.norm(), LayerNormFwd(config.num_sms)
+        shape = LayerNormFwd.launch_shape(config.limits(), norm)
+        dtype = TORCH_DTYPES[config.dtype]
+
+        def vllm_keys():
+            module = tree.sources.module(KERNEL_MODULE)
+            vllm_kernel, device = module._LAYER_NORM_FWD_KERNEL, torch.device("cuda", 0)
+            block_n = min(65536 // dtype.itemsize, 1 << (norm.group_size - 1).bit_length())  # as __call__ computes it
+            aligned = {f"{name}_aligned": True for name in ("x", "y", "weight", "bias", "z", "mean", "rstd")}
+            return [engine.to_key(vllm_kernel.dispatch(
+                x_dtype=dtype, y_dtype=dtype, weight_dtype=dtype, bias_dtype=None, z_dtype=dtype, mean_dtype=None,
+                rstd_dtype=torch.float32, **aligned,
+                stride_x_row=norm.group_size, stride_y_row=norm.group_size, stride_z_row=norm.group_size, M=m,
+                N=norm.group_size, BLOCK_N=block_n, ROWS_PER_BLOCK=module.calc_rows_per_block(m, device),
+                norm_before_gate=True, is_rms_norm=True, activation=config.activation)) for m in rows]
+
+        rows = [tokens * norm.rows_per_token for tokens in range(1, 4097)]
+        assert tree.within(config, vllm_keys) == [kernel.dispatch(**shape, num_rows=m) for m in rows]
