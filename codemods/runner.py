@@ -268,10 +268,10 @@ class _Planner:
                 raise SpecError(f"{spec.family}: contract_base: {name} in {home.name} is not an object of a class "
                                 "defined in the repo, so no class can adopt the contract")
             cls_module, cls = found
-            missing = {"get_warmup_keys", "compile"} - {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+            missing = [method for method in ("compile", "get_warmup_keys") if modules.method(cls_module, cls, method) is None]
             if missing:
                 raise SpecError(f"{spec.family}: contract_base: {cls.name} ({cls_module}:{cls.lineno}) does not define "
-                                f"{', '.join(sorted(missing))}: the registry could not warm it; that is a kernel "
+                                f"{', '.join(missing)}: the registry could not warm it; that is a kernel "
                                 "author's change, not a codemod's")
             base_module, _, base = spec.contract_base.rpartition(":")
             self.module(spec, "contract_base", base_module)

@@ -126,9 +126,11 @@ class RepoModules:
         `register_warmup`; or a function or object made by a decorator (factory) defined in the repo that
         builds such an object. A kernel of another library (a plain `@triton.jit` function) is off it.
         """
-        node = self.definition(module, name)
+        asked = f"{module}.{name}"
+        module, name = self.resolve(module, name)  # a name the module imports is judged where it is defined
+        node = self.definition(module, name) if name else None
         if node is None:
-            return f"{module} does not define {name} at the top level"
+            return f"{asked} is not defined at the top level of a module in the repo"
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             factory = node.value.func
             if self._has_register(module, factory) or self._builds_registering(module, factory):
@@ -145,7 +147,8 @@ class RepoModules:
 
     def kernel_class(self, module: str, name: str) -> tuple[str, ast.ClassDef] | None:
         """The repo class `module.name = Class(...)` is an object of, with its module."""
-        node = self.definition(module, name)
+        module, name = self.resolve(module, name)
+        node = self.definition(module, name) if name else None
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             return self._class(module, node.value.func)
         return None

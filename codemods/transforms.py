@@ -9,7 +9,7 @@ never guessed. Imports go through libcst's `AddImportsVisitor` / `RemoveImportsV
 
 Operations are frozen dataclasses (they travel to worker processes); `command(context)`
 makes the codemod, and `apply` runs a file's operations in order, then deletes private
-helpers the change left without a caller.
+helpers the change left without a caller and locals it left unread (when their value is pure).
 """
 
 from __future__ import annotations
@@ -903,13 +903,13 @@ class RemoveDeadLocals:
 
 
 class _RemoveDeadLocals(_StatementRemover):
-    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self.targets = {id(node) for key, node in _dead_locals(tree).items() if key in self.op.names}
-        return super().transform_module_impl(tree)
-
     def __init__(self, context: CodemodContext, op: RemoveDeadLocals):
         super().__init__(context)
         self.op = op
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        self.targets = {id(node) for key, node in _dead_locals(tree).items() if key in self.op.names}
+        return super().transform_module_impl(tree)
 
     def leave_SimpleStatementLine(self, original, updated):
         if len(original.body) == 1 and id(original.body[0]) in self.targets:
@@ -979,7 +979,7 @@ class FileEdit:
 
 
 def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Path) -> FileEdit:
-    """Apply one file's operations in order; then delete private helpers the change left without a use."""
+    """Apply one file's operations in order; then delete private helpers and pure locals the change left unused."""
     module = source_module = cst.parse_module(source)
     manager = FullRepoManager(str(repo), [str(path)], {FullyQualifiedNameProvider})
     names = FullyQualifiedNameProvider.gen_cache(repo, [str(path)])[str(path)]

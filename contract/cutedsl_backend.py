@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache import default_cache_dir, record_artifact
-from .kernel import Outcome
+from .kernel import BackendConfigError, Outcome
 
 TARGETS = {"sm90": ("sm_90a", 132), "sm100": ("sm_100a", 148)}  # H100/H200, B200
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # serving dtype names -> torch attribute names
@@ -33,10 +33,6 @@ def arch_family(arch: str) -> str:
 _counts = threading.local()
 _lock = threading.Lock()
 _configured: tuple[str, str] | None = None
-
-
-class BackendConfigError(RuntimeError):
-    """The CuTe DSL backend cannot be (re)configured as asked in this process."""
 
 
 class _TargetHardware:

@@ -31,6 +31,10 @@ class Outcome(str, enum.Enum):
     CACHED = "cached"
 
 
+class BackendConfigError(RuntimeError):
+    """A compiler backend cannot be used as asked in this process (one line: what and why)."""
+
+
 class Parallelism(str, enum.Enum):
     """How a backend's compiles may overlap: not at all, on threads, or in worker processes.
 

@@ -23,17 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from .cache import default_cache_dir, record_artifact
-from .kernel import Outcome
+from .kernel import BackendConfigError, Outcome
 from .limits import device_capability
 from .monitor import install_triton_hook
 
 _counts = threading.local()
 _lock = threading.Lock()
 _configured: str | None = None
-
-
-class BackendConfigError(RuntimeError):
-    """The Triton backend cannot be used as asked in this process."""
 
 
 class CompileOnlyDriver:
@@ -82,13 +78,14 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
     import triton
     from triton.runtime import driver
 
+    compile_target = target(arch)
     cache = Path(cache_dir) if cache_dir else default_cache_dir("triton")
     cache.mkdir(parents=True, exist_ok=True)
     with _lock:
         if _configured not in (None, arch):
             raise BackendConfigError(f"this process compiles Triton kernels for {_configured}; {arch} needs a process "
                                      "of its own (a kernel's in-memory variants are per target)")
-        driver.set_active(CompileOnlyDriver(target(arch)))
+        driver.set_active(CompileOnlyDriver(compile_target))
         triton.knobs.cache.dir = os.fspath(cache)
         triton.knobs.compilation.listener = _listen
         _configured = arch

@@ -28,7 +28,7 @@ from zerojit.codemods import transaction
 from zerojit.codemods.runner import MigrationError, MigrationResult, check_repo, migrate, write
 from zerojit.codemods.spec import SpecError, load_specs
 from zerojit.contract.cache import CacheDirError
-from zerojit.contract.cutedsl_backend import BackendConfigError
+from zerojit.contract.kernel import BackendConfigError
 from zerojit.contract.engine_sources import NamesOnlyUsed
 from zerojit.contract.engine_warmup import EngineRunError
 from zerojit.contract.executor import default_jobs

@@ -62,10 +62,24 @@ def compile_once():
     return facts
 
 
+def refusals(cache_dir):
+    """One target per process, and NVIDIA targets only: each refusal's one line."""
+    seen = {}
+    for arch in ("sm100", "gfx950"):
+        try:
+            triton_backend.configure(arch, cache_dir)
+        except triton_backend.BackendConfigError as exc:
+            seen[arch] = str(exc)
+    triton_backend.configure("sm90", cache_dir)  # the same target again is fine
+    return seen
+
+
 if __name__ == "__main__":
     check, cache_dir = sys.argv[1], sys.argv[2]
     triton_backend.configure("sm90", cache_dir)
-    if check == "oracle":
+    if check == "refusals":
+        print(json.dumps(refusals(cache_dir)))
+    elif check == "oracle":
         print(json.dumps(jit_hook_oracle(json.loads(sys.argv[3]))))
     elif check == "compile":
         print(json.dumps(compile_once()))

@@ -16,9 +16,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import subprocess
 from typing import Any, ClassVar
 
 from zerojit.contract import CompileKey, JitKernel, KeySpace, Outcome, Range, ServingLimits, Zip, triton_backend
+from zerojit.contract.kernel import BackendConfigError
 
 FAMILY = "fla-layer-norm"
 KERNEL_MODULE = "vllm.third_party.flash_linear_attention.ops.layernorm_guard"
@@ -76,7 +78,11 @@ def engine_kernel() -> Any:
     except ModuleNotFoundError:
         from .legacy import kernel_from_tree
 
-        return kernel_from_tree()
+        try:
+            return kernel_from_tree()
+        except (OSError, subprocess.CalledProcessError, StopIteration) as exc:
+            raise BackendConfigError(f"{FAMILY} compiles vLLM's own kernel: install vllm, or let zerojit fetch vLLM "
+                                     f"{KERNEL_RELEASE}'s sources from PyPI (that failed: {exc})") from None
 
 
 class LayerNormFwd(JitKernel):

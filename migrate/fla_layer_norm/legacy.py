@@ -25,14 +25,14 @@ from typing import Any
 import torch
 
 from zerojit.contract.engine_sources import EngineSources
-from zerojit.contract.engine_warmup import VllmPlatform, vllm_worker
+from zerojit.contract.engine_warmup import EngineRunError, VllmPlatform, vllm_worker
 
 from .kernel import KERNEL_MODULE, KERNEL_RELEASE, LayerNormKey, value_class
+from .spec import SPEC
 
 LEGACY_RELEASE = KERNEL_RELEASE
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 DTYPE_NAMES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
-CONSTRUCTION_CLASS = "QwenGatedDeltaNetAttention"
 
 
 def _triton_stub() -> dict[str, Any]:
@@ -106,7 +106,7 @@ class GdnEngine:
     def construct(self, config: Any, vllm_config: Any, tree: Any) -> None:
         """A Qwen GDN model builds one `QwenGatedDeltaNetAttention` per linear-attention layer."""
         for _ in range(config.shape.gdn_layers):
-            tree.constructor_registrations(CONSTRUCTION_CLASS, {
+            tree.constructor_registrations(SPEC.construction_class[0], {
                 "self": self.layer(config, vllm_config), "config": types.SimpleNamespace(),
                 "vllm_config": vllm_config, "prefix": "", "gqa_interleaved_layout": False, "reduce_results": True})
 
@@ -118,7 +118,8 @@ class GdnEngine:
         differs = {name: getattr(key, name) for name, value in expected.items() if getattr(key, name) != value}
         unaligned = [name for name, aligned in key.input_variant.alignments if not aligned]
         if differs or unaligned:
-            raise ValueError(f"vLLM layer-norm key outside zerojit's launch shape: {differs or unaligned}")
+            raise EngineRunError(f"vLLM's layer-norm key holds a launch zerojit's key does not describe: "
+                                 f"{differs or unaligned}")
         return LayerNormKey(DTYPE_NAMES[key.x_dtype], DTYPE_NAMES[key.weight_dtype], key.N, key.BLOCK_N,
                             key.ROWS_PER_BLOCK, value_class(key.M), value_class(key.stride_x_row),
                             key.IS_RMS_NORM, key.NORM_BEFORE_GATE, key.ACTIVATION)
