@@ -262,8 +262,8 @@ class _Planner:
         name = spec.singleton if spec.singleton in _module_defs(home) else spec.kernel_name
         modules = RepoModules(self.repo, home.name.split(".")[0])
         reason = modules.off_contract(home.name, name)
+        found = modules.kernel_class(home.name, name)
         if reason and spec.contract_base:
-            found = modules.kernel_class(home.name, name)
             if found is None:
                 raise SpecError(f"{spec.family}: contract_base: {name} in {home.name} is not an object of a class "
                                 "defined in the repo, so no class can adopt the contract")
@@ -277,7 +277,7 @@ class _Planner:
             self.module(spec, "contract_base", base_module)
             self.add(cls_module, AdoptContract(cls.name, base_module, base))
         if not reason or spec.contract_base:
-            self._check_registration_arguments(spec, modules, home.name, name)
+            self._check_registration_arguments(spec, modules, found)
         else:
             raise SpecError(f"{spec.family}: the registration calls {spec.kernel_name}.register_warmup(), but "
                             f"{reason}. Put the kernel on the engine's contract first (a class with register_warmup, "
@@ -285,9 +285,9 @@ class _Planner:
                             "name the contract base in contract_base when its class owns get_warmup_keys and compile")
 
     @staticmethod
-    def _check_registration_arguments(spec: MigrationSpec, modules: RepoModules, module: str, name: str) -> None:
+    def _check_registration_arguments(spec: MigrationSpec, modules: RepoModules,
+                                      found: tuple[str, ast.ClassDef] | None) -> None:
         """The registry calls `get_warmup_keys(*args, **kwargs)` with what was registered: they must bind."""
-        found = modules.kernel_class(module, name)
         method = found and modules.method(found[0], found[1], "get_warmup_keys")
         if not method:
             return  # not readable in the repo (a decorator's object, another library's class): nothing to check

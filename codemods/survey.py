@@ -164,21 +164,24 @@ class RepoModules:
                 return hit
         return None
 
-    def _class(self, module: str, expression: ast.expr) -> tuple[str, ast.ClassDef] | None:
-        """The repo class an expression names (`Name`, `module.Name`, `Base[...]`), with its module."""
-        if isinstance(expression, ast.Subscript):
-            expression = expression.value
-        if isinstance(expression, ast.Name):
-            target, name = self.resolve(module, expression.id)
-        elif isinstance(expression, ast.Attribute) and isinstance(expression.value, ast.Name):
-            holder, attribute = self.resolve(module, expression.value.id)
-            if attribute is not None:
+    def reference(self, module: str, node: ast.AST) -> tuple[str, str] | None:
+        """What a name or `module.name` read in `module` refers to in the engine package: (module, name)."""
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            target, name = self.resolve(module, node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            holder, holder_name = self.resolve(module, node.value.id)
+            if holder_name is not None or self.tree(holder) is None:
                 return None
-            target, name = self.resolve(holder, expression.attr)
+            target, name = self.resolve(holder, node.attr)
         else:
             return None
-        node = self.definition(target, name) if name else None
-        return (target, node) if isinstance(node, ast.ClassDef) else None
+        return (target, name) if name and self.ours(target) else None
+
+    def _class(self, module: str, expression: ast.expr) -> tuple[str, ast.ClassDef] | None:
+        """The repo class an expression names (`Name`, `module.Name`, `Base[...]`), with its module."""
+        found = self.reference(module, expression.value if isinstance(expression, ast.Subscript) else expression)
+        node = self.definition(*found) if found else None
+        return (found[0], node) if isinstance(node, ast.ClassDef) else None
 
     def _has_register(self, module: str, expression: ast.expr, depth: int = 0) -> bool:
         """The class `expression` names, or one of its bases in the repo, defines register_warmup."""
@@ -293,7 +296,7 @@ class Survey:
             if node is None:
                 continue
             for ref in ast.walk(node):
-                target = self._reference(current, ref)
+                target = self.modules.reference(current, ref)
                 if target is None or target == (current, name):
                     continue
                 if self._kernel_kind(*target) is not None:
@@ -301,18 +304,6 @@ class Survey:
                 elif depth < FOLLOW_DEPTH and isinstance(self.modules.definition(*target), ast.FunctionDef):
                     pending.append((*target, depth + 1))  # an engine function it calls (methods are not followed)
         return list(found)
-
-    def _reference(self, module: str, node: ast.AST) -> tuple[str, str] | None:
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            target, name = self.modules.resolve(module, node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            holder, holder_name = self.modules.resolve(module, node.value.id)
-            if holder_name is not None or self.modules.tree(holder) is None:
-                return None
-            target, name = self.modules.resolve(holder, node.attr)
-        else:
-            return None
-        return (target, name) if name and self.modules.ours(target) else None
 
     def _kernel_kind(self, module: str, name: str) -> str | None:
         node = self.modules.definition(module, name)

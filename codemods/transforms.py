@@ -875,6 +875,7 @@ def _pure(node: cst.CSTNode) -> bool:
 def _dead_locals(module: cst.Module) -> dict[tuple[str, str], cst.Assign]:
     """Function locals assigned once by a plain `name = <pure value>` and never read, by (function, name)."""
     wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
+    parents = wrapper.resolve(ParentNodeProvider)
     dead: dict[tuple[str, str], cst.Assign] = {}
     for scope in set(wrapper.resolve(ScopeProvider).values()):
         if not isinstance(scope, FunctionScope):
@@ -883,9 +884,9 @@ def _dead_locals(module: cst.Module) -> dict[tuple[str, str], cst.Assign]:
             assignments = list(scope.assignments[name])
             if len(assignments) != 1 or scope.accesses[name] or not isinstance(assignments[0], Assignment):
                 continue
-            parent = wrapper.resolve(ParentNodeProvider).get(assignments[0].node)
+            parent = parents.get(assignments[0].node)
             if isinstance(parent, cst.AssignTarget):
-                statement = wrapper.resolve(ParentNodeProvider)[parent]
+                statement = parents[parent]
                 if isinstance(statement, cst.Assign) and len(statement.targets) == 1 and _pure(statement.value):
                     dead[(scope.name or "", name)] = statement
     return dead

@@ -249,10 +249,7 @@ class TreeWarmup:
                 step = calls_to(tree, spec.orchestrator_module, spec.orchestrator_module, spec.orchestrator_step,
                                 defined_here=True)
                 for site in self._entry_sites(call_sites(tree, step)):
-                    scope = self._entry_scope(orchestrator, site, worker)
-                    if self._gates_hold(site, scope):
-                        args, kwargs = self._arguments(site, scope)
-                        getattr(orchestrator, spec.orchestrator_step)(*args, **kwargs)
+                    self._run(site, self._entry_scope(orchestrator, site, worker))
                 return self._keys(recorded)
             sites = call_sites(tree, calls_to(tree, spec.orchestrator_module, spec.legacy_module,
                                               spec.legacy_function))
@@ -270,9 +267,8 @@ class TreeWarmup:
                 legacy_tree = self._tree(spec.legacy_module)
                 for step in call_sites(legacy_tree, calls_to(legacy_tree, spec.legacy_module, spec.legacy_module,
                                                              spec.legacy_step, defined_here=True)):
-                    if step.function.name == spec.legacy_function and self._gates_hold(step, scope):
-                        step_args, step_kwargs = self._arguments(step, scope)
-                        getattr(legacy, spec.legacy_step)(*step_args, **step_kwargs)
+                    if step.function.name == spec.legacy_function:
+                        self._run(step, scope)
             return self._keys(recorded)
 
     def registered_keys(self, config: Any) -> set:
@@ -285,9 +281,7 @@ class TreeWarmup:
             orchestrator = self.sources.module(self.spec.orchestrator_module)
             tree = self._tree(self.spec.orchestrator_module)
             for site in self._entry_sites(call_sites(tree, method_calls(engine.registry_holder, engine.registry_method))):
-                scope = self._entry_scope(orchestrator, site, worker)
-                if self._gates_hold(site, scope):
-                    self._evaluate(site.call, site, scope, "the registry call")
+                self._run(site, self._entry_scope(orchestrator, site, worker))
             return self._keys(recorded)
 
     def constructor_registrations(self, cls: str, bound: dict[str, Any]) -> None:
@@ -303,20 +297,15 @@ class TreeWarmup:
                      for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None)
         if init is None:
             raise EngineRunError(f"{module} has no {cls}.__init__")
-        kernels = {name for name in (self.spec.singleton, self.spec.private_singleton) if name}
-
-        def registers(call: ast.Call, assigned: dict[str, ast.expr]) -> bool:
-            return (isinstance(call.func, ast.Attribute) and call.func.attr == "register_warmup"
-                    and ast.unparse(call.func.value) in kernels)
-
+        registers = [method_calls(name, "register_warmup") for name in (self.spec.singleton,
+                                                                         self.spec.private_singleton) if name]
         table = import_table(tree, module, self.sources.file_of(module).name == "__init__.py")
-        for site in call_sites(tree, registers, functions=[init]):
+        registering = call_sites(tree, lambda call, assigned: any(m(call, assigned) for m in registers),
+                                 functions=[init])
+        for site in registering:
             read = {n.id for part in (site.call, *(g.test for g in site.gates), *site.assigned.values())
                     for n in ast.walk(part) if isinstance(n, ast.Name)}
-            scope = {name: self._imported(*table[name]) for name in read & table.keys()} | bound
-            if self._gates_hold(site, scope):
-                args, kwargs = self._arguments(site, scope)
-                self._evaluate(site.call.func, site, scope, "the kernel")(*args, **kwargs)
+            self._run(site, {name: self._imported(*table[name]) for name in read & table.keys()} | bound)
 
     def _imported(self, module: str, name: str | None) -> Any:
         imported = self.sources.module(module)
@@ -395,6 +384,12 @@ class TreeWarmup:
         except NameError as exc:
             raise EngineRunError(f"{site.function.name}(): {what} `{ast.unparse(node)}` reads {exc.name!r}, which "
                                  "is neither a module name, a parameter nor a plain assignment before it") from None
+
+    def _run(self, site: CallSite, scope: dict[str, Any]) -> None:
+        """The call at `site`, made as written when its gates hold (callee and arguments evaluated in `scope`)."""
+        if self._gates_hold(site, scope):
+            args, kwargs = self._arguments(site, scope)
+            self._evaluate(site.call.func, site, scope, "the callee")(*args, **kwargs)
 
     def _gates_hold(self, site: CallSite, scope: dict[str, Any]) -> bool:
         return all(bool(self._evaluate(g.test, site, scope, "the gate")) == g.holds_when for g in site.gates)
