@@ -3,7 +3,7 @@
 vLLM expands a kernel's warmup space by interpreting `dispatch` through a restricted AST
 evaluator (`jit_warmup.py`); zerojit declares the space and calls `dispatch` as plain
 Python. Both expand the same kernel for the same server here: vLLM's standalone warmup
-runs from its release tree (the family's legacy side, contract/engine_warmup.py), and the
+runs from its release tree (the family's legacy side, migrate/engine_trees/warmup.py), and the
 key counts are printed side by side (zerojit's Sq = 257 probes are left out of its count).
 
     .venv/bin/python bench/expansion_vs_vllm.py [--repeats N]

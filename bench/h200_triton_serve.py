@@ -16,9 +16,9 @@ import torch
 import torch.nn.functional as F
 import triton
 
-from zerojit.codemods.engine_trees import vllm_tree
-from zerojit.contract.engine_sources import EngineSources
-from zerojit.migrate.fla_layer_norm.kernel import KERNEL_MODULE, KERNEL_RELEASE
+from zerojit.migrate.engine_trees.releases import vllm_tree
+from zerojit.migrate.engine_trees.sources import EngineSources
+from zerojit.migrate.fla_layer_norm.engine_kernel import KERNEL_MODULE, KERNEL_RELEASE
 from zerojit.migrate.fla_layer_norm.presets import QWEN3_NEXT_TP4
 
 EPS = 1e-6

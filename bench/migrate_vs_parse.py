@@ -19,7 +19,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.codemods.runner import migrate
 from zerojit.migrate.families import migration_specs
 from zerojit.migrate.rocm_nvfp4.example import add_legacy_layout

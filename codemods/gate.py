@@ -24,9 +24,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from libcst.helpers import get_absolute_module_from_package
 from pyflakes import checker as pyflakes_checker
 from pyflakes import messages
+
+from .repo import absolute_module
 
 # What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823, F405).
 _BLOCKING = (messages.UndefinedName, messages.UndefinedExport, messages.RedefinedWhileUnused,
@@ -85,11 +86,6 @@ def _new_findings(path: Path, before: str, after: str) -> list[Finding]:
     return out
 
 
-def absolute_module(node: ast.ImportFrom, package: str) -> str:
-    """The absolute module of an `ast` from-import written in `package` (relative levels resolved)."""
-    return get_absolute_module_from_package(package or None, node.module, node.level) or ""
-
-
 def _bindings(tree: ast.AST, package: str) -> dict[str, set[str]]:
     """Local name -> fully qualified names it is bound to by an import anywhere in the file."""
     bound: dict[str, set[str]] = {}
@@ -102,7 +98,7 @@ def _bindings(tree: ast.AST, package: str) -> dict[str, set[str]]:
                     top = alias.name.split(".")[0]
                     bound.setdefault(top, set()).add(top)
         elif isinstance(node, ast.ImportFrom):
-            source = absolute_module(node, package)
+            source = absolute_module(package, node.module, node.level)
             for alias in node.names:
                 bound.setdefault(alias.asname or alias.name, set()).add(f"{source}.{alias.name}")
     return bound
@@ -132,7 +128,7 @@ def _references(path: Path, tree: ast.Module, bound: Mapping[str, set[str]], mod
                 if is_gone(alias.name):
                     yield Finding(path, node.lineno, f"imports {alias.name}, which the migration deletes")
         elif isinstance(node, ast.ImportFrom):
-            source = absolute_module(node, package)
+            source = absolute_module(package, node.module, node.level)
             if is_gone(source):
                 yield Finding(path, node.lineno, f"imports from {source}, which the migration deletes")
             for alias in node.names:

@@ -28,9 +28,9 @@ import libcst as cst
 
 from . import gate, transaction
 from .files import SourceFile, UnreadableSource, discover_paths, read_source
-from .gate import Renamed, absolute_module
+from .gate import Renamed
+from .repo import RepoModules, absolute_module, module_name
 from .spec import MigrationSpec, SpecError
-from .survey import RepoModules
 from .transaction import Write
 from .transforms import (AdoptContract, AnchorError, FileEdit, InsertRegistration, Operation, RemoveLegacyCalls,
                          RenameKernel, apply)
@@ -118,14 +118,6 @@ class _Module:
         return self._tree
 
 
-def module_name(repo: Path, path: Path) -> tuple[str, str]:
-    """(module, package) of a file under the repo root: `vllm/a/b.py` is `vllm.a.b` in `vllm.a`."""
-    parts = path.relative_to(repo).with_suffix("").parts
-    is_package = parts[-1] == "__init__"
-    name = ".".join(parts[:-1] if is_package else parts)
-    return name, name if is_package else ".".join(parts[:-1])
-
-
 def discover(repo: Path, respect_gitignore: bool = True, only: Sequence[Path] = ()) \
         -> tuple[dict[str, _Module], dict[Path, str]]:
     """Every readable module of the run by dotted name, and the files skipped with why.
@@ -164,7 +156,7 @@ def _imports_of(module: _Module, name: str) -> Iterable[str]:
     """Modules `module` imports `name` from (any depth, any form of relative import)."""
     for node in ast.walk(module.tree):
         if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
-            yield absolute_module(node, module.package)
+            yield absolute_module(module.package, node.module, node.level)
 
 
 class _Planner:
@@ -244,8 +236,8 @@ class _Planner:
 
     def _plan_registration(self, spec: MigrationSpec) -> None:
         self._check_contract(spec)
-        for module_name, cls in spec.constructions():
-            home = self.module(spec, "construction_module", module_name)
+        for construction, cls in spec.constructions():
+            home = self.module(spec, "construction_module", construction)
             if not any(isinstance(n, ast.ClassDef) and n.name == cls for n in ast.walk(home.tree)):
                 raise SpecError(f"{spec.family}: construction_class {cls!r} not found in {home.name}")
             lazy = spec.import_style == "lazy" or (spec.import_style == "auto" and self._imports_lazily(home, spec))
@@ -310,7 +302,7 @@ class _Planner:
         """The module imports from the kernel's module only inside functions (never at the top level)."""
         top = {id(n) for n in module.tree.body}
         from_kernel = [n for n in ast.walk(module.tree) if isinstance(n, ast.ImportFrom)
-                       and absolute_module(n, module.package) == spec.singleton_module]
+                       and absolute_module(module.package, n.module, n.level) == spec.singleton_module]
         return bool(from_kernel) and not any(id(n) in top for n in from_kernel) and module.name != spec.singleton_module
 
     def _plan_legacy(self, legacy_name: str, specs: list[MigrationSpec]) -> None:

@@ -20,9 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from zerojit.contract.engine_warmup import call_sites, import_table
-
-from .files import UnreadableSource, discover_paths, read_source
+from .files import discover_paths
+from .repo import RepoModules, call_sites, dotted_name
 
 SURVEY_FORMAT = "zerojit-survey/1"
 KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "kernel")
@@ -56,156 +55,6 @@ class WarmupFinding:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-class RepoModules:
-    """The engine package's modules, parsed on demand, with their import tables."""
-
-    def __init__(self, repo: Path, package: str):
-        self.repo, self.package = repo, package
-        self._trees: dict[str, ast.Module | None] = {}
-        self._imports: dict[str, dict[str, tuple[str, str | None]]] = {}
-        self._definitions: dict[tuple[str, str], ast.stmt | None] = {}
-
-    def path(self, module: str) -> Path | None:
-        base = self.repo / Path(*module.split("."))
-        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
-                return candidate
-        return None
-
-    def tree(self, module: str) -> ast.Module | None:
-        if module not in self._trees:
-            path = self.path(module)
-            try:
-                self._trees[module] = ast.parse(read_source(path).text) if path else None
-            except (SyntaxError, UnreadableSource):
-                self._trees[module] = None
-        return self._trees[module]
-
-    def ours(self, module: str) -> bool:
-        return module == self.package or module.startswith(self.package + ".")
-
-    def imports(self, module: str) -> dict[str, tuple[str, str | None]]:
-        """The module's import table (contract.engine_warmup.import_table), cached."""
-        if module not in self._imports:
-            tree = self.tree(module)
-            is_package = (self.path(module) or Path()).name == "__init__.py"
-            self._imports[module] = import_table(tree, module, is_package) if tree else {}
-        return self._imports[module]
-
-    def definition(self, module: str, name: str) -> ast.stmt | None:
-        if (module, name) not in self._definitions:
-            tree, found = self.tree(module), None
-            for node in tree.body if tree else ():
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-                    found = node
-                elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                                          for t in node.targets):
-                    found = node
-            self._definitions[(module, name)] = found
-        return self._definitions[(module, name)]
-
-    def resolve(self, module: str, name: str, depth: int = 0) -> tuple[str, str | None]:
-        """Where `name` in `module` is defined: (module, name), or (module, None) for a module."""
-        if depth < 4 and self.definition(module, name) is None:
-            source = self.imports(module).get(name)
-            if source is not None:
-                target, attribute = source
-                if attribute is None:
-                    return target, None
-                if self.definition(target, attribute) is None and self.path(f"{target}.{attribute}") is not None:
-                    return f"{target}.{attribute}", None  # `from package import submodule`
-                return self.resolve(target, attribute, depth + 1)
-        return module, name
-
-    def off_contract(self, module: str, name: str) -> str | None:
-        """None when `module.name` can register with the contract (it has `register_warmup`); else why not.
-
-        Read statically: an object whose class, or a base class defined in the repo, defines
-        `register_warmup`; or a function or object made by a decorator (factory) defined in the repo that
-        builds such an object. A kernel of another library (a plain `@triton.jit` function) is off it.
-        """
-        asked = f"{module}.{name}"
-        module, name = self.resolve(module, name)  # a name the module imports is judged where it is defined
-        node = self.definition(module, name) if name else None
-        if node is None:
-            return f"{asked} is not defined at the top level of a module in the repo"
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            factory = node.value.func
-            if self._has_register(module, factory) or self._builds_registering(module, factory):
-                return None
-            return (f"{name} = {ast.unparse(factory)}(...) ({module}:{node.lineno}) makes an object with no "
-                    "register_warmup (neither its class nor a base class in the repo defines one)")
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if any(self._builds_registering(module, decorator) for decorator in node.decorator_list):
-                return None
-            decorators = ", ".join(f"@{_dotted(d)}" for d in node.decorator_list) or "no decorator"
-            return (f"{name} ({module}:{node.lineno}) is a {type(node).__name__.removesuffix('Def').lower()} with "
-                    f"{decorators}: it has no register_warmup (a JITFunction, for one, does not)")
-        return f"{name} ({module}:{node.lineno}) is not an object the contract can register"
-
-    def kernel_class(self, module: str, name: str) -> tuple[str, ast.ClassDef] | None:
-        """The repo class `module.name = Class(...)` is an object of, with its module."""
-        module, name = self.resolve(module, name)
-        node = self.definition(module, name) if name else None
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            return self._class(module, node.value.func)
-        return None
-
-    def method(self, module: str, cls: ast.ClassDef, name: str, depth: int = 0) -> ast.FunctionDef | None:
-        """`cls.name` as the class or its first base in the repo that defines it (None: not found in the repo)."""
-        for item in cls.body:
-            if isinstance(item, ast.FunctionDef) and item.name == name:
-                return item
-        for base in cls.bases:
-            found = self._class(module, base)
-            if found is not None and depth < 8 and (hit := self.method(found[0], found[1], name, depth + 1)):
-                return hit
-        return None
-
-    def reference(self, module: str, node: ast.AST) -> tuple[str, str] | None:
-        """What a name or `module.name` read in `module` refers to in the engine package: (module, name)."""
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            target, name = self.resolve(module, node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            holder, holder_name = self.resolve(module, node.value.id)
-            if holder_name is not None or self.tree(holder) is None:
-                return None
-            target, name = self.resolve(holder, node.attr)
-        else:
-            return None
-        return (target, name) if name and self.ours(target) else None
-
-    def _class(self, module: str, expression: ast.expr) -> tuple[str, ast.ClassDef] | None:
-        """The repo class an expression names (`Name`, `module.Name`, `Base[...]`), with its module."""
-        found = self.reference(module, expression.value if isinstance(expression, ast.Subscript) else expression)
-        node = self.definition(*found) if found else None
-        return (found[0], node) if isinstance(node, ast.ClassDef) else None
-
-    def _has_register(self, module: str, expression: ast.expr, depth: int = 0) -> bool:
-        """The class `expression` names, or one of its bases in the repo, defines register_warmup."""
-        found = self._class(module, expression)
-        if found is None or depth > 8:
-            return False
-        home, cls = found
-        return any(isinstance(item, ast.FunctionDef) and item.name == "register_warmup" for item in cls.body) or \
-            any(self._has_register(home, base, depth + 1) for base in cls.bases)
-
-    def _builds_registering(self, module: str, decorator: ast.expr) -> bool:
-        """A decorator (or decorator factory) defined in the repo whose body builds a registering object."""
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if not isinstance(target, ast.Name):
-            return False
-        home, name = self.resolve(module, target.id)
-        function = self.definition(home, name) if name else None
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return False
-        return any(isinstance(call, ast.Call) and self._has_register(home, call.func) for call in ast.walk(function))
-
-
-def _dotted(node: ast.expr) -> str:
-    return ast.unparse(node.func if isinstance(node, ast.Call) else node)
 
 
 def _is_warmup_name(name: str) -> bool:
@@ -309,7 +158,7 @@ class Survey:
         node = self.modules.definition(module, name)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for decorator in node.decorator_list:
-                dotted = _dotted(decorator)
+                dotted = dotted_name(decorator)
                 last = dotted.rsplit(".", 1)[-1]
                 if last in KERNEL_DECORATORS or "with_warmup" in last:
                     return dotted
@@ -352,7 +201,7 @@ class Survey:
                 continue
             for owner, node in _owned_nodes(tree):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                        and node.func.attr == "register_warmup" and _dotted(node.func.value) in aliases:
+                        and node.func.attr == "register_warmup" and dotted_name(node.func.value) in aliases:
                     registers.append(f"{other}:{node.lineno}")
                 if owner and isinstance(node, ast.Name) and node.id in aliases and isinstance(node.ctx, ast.Load):
                     constructed.append(f"{other}:{owner}")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -27,6 +26,8 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+
+from zerojit.contract.storage import atomic_write, cache_root, file_lock
 
 JOURNAL = "journal.json"
 # Tests set this to space the write steps out, so that a kill can land between any two of them.
@@ -52,7 +53,7 @@ def state_dir(repo: Path) -> Path:
     if (repo / ".git").is_dir():
         return repo / ".git" / "zerojit"
     key = hashlib.sha256(str(repo).encode()).hexdigest()[:16]
-    return Path(os.environ.get("ZEROJIT_CACHE", Path.home() / ".cache" / "zerojit")) / "journals" / key
+    return cache_root() / "journals" / key
 
 
 @contextlib.contextmanager
@@ -60,17 +61,8 @@ def locked(repo: Path, exclusive: bool, on_wait: Callable[[], None] = lambda: No
     """Hold the repo's migration lock (exclusive to write, shared to read); `on_wait` runs if it must wait."""
     folder = state_dir(repo)
     folder.mkdir(parents=True, exist_ok=True)
-    kind = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-    with open(folder / "lock", "a") as handle:
-        try:
-            fcntl.flock(handle, kind | fcntl.LOCK_NB)
-        except BlockingIOError:
-            on_wait()
-            fcntl.flock(handle, kind)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(folder / "lock", shared=not exclusive, on_wait=on_wait):
+        yield
 
 
 def _digest(data: bytes | None) -> str | None:
@@ -82,13 +74,6 @@ def _current(path: Path) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
-
-
-def _atomic_write(path: Path, data: bytes, mode: int, temp: Path) -> None:
-    with open(temp, "wb") as out:
-        out.write(data)
-    os.chmod(temp, mode)
-    os.replace(temp, path)
 
 
 def _pause() -> None:
@@ -119,7 +104,7 @@ def recover(repo: Path) -> int:
             temp.unlink(missing_ok=True)
             if _digest(_current(path)) != entry["before"]:
                 backup = folder / "backup" / str(entry["index"])
-                _atomic_write(path, backup.read_bytes(), entry["mode"], temp)
+                atomic_write(path, backup.read_bytes(), mode=entry["mode"], temp=temp)
                 restored += 1
         journal.unlink()
     shutil.rmtree(folder / "backup", ignore_errors=True)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -37,6 +36,8 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .storage import atomic_write, cache_root, file_lock
 
 if TYPE_CHECKING:
     from .plan import WarmupPlan
@@ -49,8 +50,8 @@ MANIFEST_FORMAT = "zerojit-cache/1"
 
 
 def default_cache_dir(backend: str) -> Path:
-    """Where a backend's cache lives unless told otherwise: $ZEROJIT_CACHE/<backend>, else ~/.cache/zerojit/<backend>."""
-    return Path(os.environ.get("ZEROJIT_CACHE", Path.home() / ".cache" / "zerojit")) / backend
+    """Where a backend's cache lives unless told otherwise: <cache root>/<backend> (contract.storage)."""
+    return cache_root() / backend
 
 
 class CacheDirError(ValueError):
@@ -116,12 +117,8 @@ def check_output_file(path: Path, what: str) -> Path:
 @contextlib.contextmanager
 def locked(cache: CacheDir) -> Iterator[None]:
     """Hold the cache's lock (other warmups on this cache wait) while its zerojit files change."""
-    with open(cache.path / LOCK_FILE, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(cache.path / LOCK_FILE):
+        yield
 
 
 def _read_json(path: Path, what: str, valid: Any, warn: bool) -> dict:
@@ -141,10 +138,7 @@ def _read_json(path: Path, what: str, valid: Any, warn: bool) -> dict:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(handle, "w") as out:
-        json.dump(data, out, sort_keys=True)
-    os.replace(name, path)
+    atomic_write(path, json.dumps(data, sort_keys=True).encode())
 
 
 def _valid_history(data: Any) -> bool:

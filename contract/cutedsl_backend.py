@@ -23,7 +23,6 @@ from .cache import default_cache_dir, record_artifact
 from .kernel import BackendConfigError, Outcome
 
 TARGETS = {"sm90": ("sm_90a", 132), "sm100": ("sm_100a", 148)}  # H100/H200, B200
-TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # serving dtype names -> torch attribute names
 
 
 def arch_family(arch: str) -> str:

@@ -21,7 +21,6 @@ from typing import Any
 from .cache import CacheDirError, can_write, default_cache_dir, record_artifact
 from .kernel import Outcome
 
-TOOLKIT_DIR = default_cache_dir("rocm-toolkit")
 # A gfx950 kernel that does any work is far longer than its `s_endpgm`; FlyDSL's tanh
 # lowering, for one, silently yields a kernel of nothing but that (4 bytes).
 MIN_KERNEL_BYTES = 16
@@ -71,8 +70,9 @@ def configure(arch: str = "gfx950", cache_dir: Path | None = None) -> Path:
     os.environ["FLYDSL_RUNTIME_ENABLE_CACHE"] = "1"
     rocm = os.environ.get("ROCM_PATH")
     if not (rocm and (Path(rocm) / "llvm" / "bin" / "ld.lld").exists()):
-        _zig_lld_wrapper(TOOLKIT_DIR)
-        os.environ["ROCM_PATH"] = str(TOOLKIT_DIR)
+        toolkit = default_cache_dir("rocm-toolkit")
+        _zig_lld_wrapper(toolkit)
+        os.environ["ROCM_PATH"] = str(toolkit)
     install_compile_hook()
     return cache
 

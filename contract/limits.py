@@ -13,6 +13,25 @@ from typing import Any
 KNOWN_ARCHS = ("sm90", "sm100", "sm103", "sm110", "sm120", "sm121", "gfx942", "gfx950")
 KNOWN_DTYPES = ("bf16", "fp16", "fp32", "fp8")
 KNOWN_KV_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4")
+# Serving dtype names -> torch dtype attributes: the one table every backend, family and legacy side reads.
+TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "float8_e4m3fn"}
+
+
+def torch_dtype(name: str) -> Any:
+    """The torch dtype of a serving dtype name ("bf16" -> torch.bfloat16)."""
+    import torch
+
+    return getattr(torch, TORCH_DTYPE_NAMES[name])
+
+
+def serving_dtype(dtype: Any) -> str:
+    """The serving dtype name of a torch dtype (torch.bfloat16 -> "bf16"); KeyError for one without a name."""
+    import torch
+
+    for name, attribute in TORCH_DTYPE_NAMES.items():
+        if dtype == getattr(torch, attribute):
+            return name
+    raise KeyError(dtype)
 
 
 def device_capability(arch: str) -> tuple[int, int]:

@@ -29,8 +29,8 @@ from zerojit.codemods.runner import MigrationError, MigrationResult, check_repo,
 from zerojit.codemods.spec import SpecError, load_specs
 from zerojit.contract.cache import CacheDirError
 from zerojit.contract.kernel import BackendConfigError
-from zerojit.contract.engine_sources import NamesOnlyUsed
-from zerojit.contract.engine_warmup import EngineRunError
+from zerojit.migrate.engine_trees.sources import NamesOnlyUsed
+from zerojit.migrate.engine_trees.warmup import EngineRunError
 from zerojit.contract.executor import default_jobs
 
 from .families import (MAX_LAUNCHES, Family, FamilyError, Preset, WarmupRun, families, get_preset, key_equivalence,

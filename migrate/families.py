@@ -29,7 +29,7 @@ from zerojit.contract import verify_zero_jit
 from zerojit.contract.cache import (ArtifactProblem, CacheDir, CacheDirError, CacheWarning, check_artifacts,
                                     check_output_file, default_cache_dir, fingerprint_mismatch, open_cache_dir,
                                     read_fingerprint, read_history, record_results)
-from zerojit.contract.equivalence import EquivalenceReport, TreeEquivalence, compare, sample_configs
+from zerojit.migrate.engine_trees.equivalence import EquivalenceReport, TreeEquivalence, compare, sample_configs
 from zerojit.contract.executor import start_workers
 
 if TYPE_CHECKING:

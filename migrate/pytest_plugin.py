@@ -12,7 +12,7 @@ warmup did, in a few lines:
 
 Each fails with the table of configurations whose keys differ without an explanation.
 A family is a built-in name or any object with the adapter interface of
-zerojit.contract.equivalence.EquivalenceAdapter (your own kernels).
+zerojit.migrate.engine_trees.equivalence.EquivalenceAdapter (your own kernels).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from zerojit.contract.equivalence import EquivalenceReport, compare, sample_configs
+from zerojit.migrate.engine_trees.equivalence import EquivalenceReport, compare, sample_configs
 
 
 def _check(family: Any, grid: str | None = "full", samples: int = 0, seed: int = 0) -> EquivalenceReport:

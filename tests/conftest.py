@@ -49,7 +49,7 @@ def migrated_029(tmp_path_factory):
     """vLLM 0.29.0 with zerojit's FA4 MLA prefill and Inkling migrations written, and the run's report."""
     from typer.testing import CliRunner
 
-    from zerojit.codemods.engine_trees import vllm_tree
+    from zerojit.migrate.engine_trees.releases import vllm_tree
     from zerojit.migrate.cli import app
 
     repo = tmp_path_factory.mktemp("vllm-0.29.0-migrated")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.codemods.runner import migrate, write
 from zerojit.codemods.spec import SpecError, load_specs
 from zerojit.migrate.cli import app

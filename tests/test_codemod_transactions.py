@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from zerojit.codemods import transaction
-from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE
 
 FAMILIES = ["fa4-mla-prefill", "inkling-rel-attention"]

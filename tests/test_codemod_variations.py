@@ -18,7 +18,7 @@ import pytest
 from pyflakes import checker, messages
 from typer.testing import CliRunner
 
-from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.codemods.runner import MigrationError, migrate, write
 from zerojit.codemods.spec import MigrationSpec, SpecError
 from zerojit.migrate.cli import app

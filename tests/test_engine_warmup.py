@@ -6,8 +6,8 @@ import types
 import pytest
 
 from zerojit.codemods.spec import MigrationSpec
-from zerojit.contract.engine_sources import EngineSources, NamesOnlyUsed
-from zerojit.contract.engine_warmup import Engine, EngineRunError, TreeWarmup
+from zerojit.migrate.engine_trees.sources import EngineSources, NamesOnlyUsed
+from zerojit.migrate.engine_trees.warmup import Engine, EngineRunError, TreeWarmup
 
 ENGINE = Engine(package="eng", entry="kernel_warmup", jit_module="eng.jit", stubs={})
 FILES = {

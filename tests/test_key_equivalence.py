@@ -11,9 +11,9 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.contract import Range
-from zerojit.contract.equivalence import sample_configs
+from zerojit.migrate.engine_trees.equivalence import sample_configs
 from zerojit.migrate.cli import app
 from zerojit.migrate.families import get_family
 from zerojit.migrate.families import key_equivalence as run_equivalence

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-from zerojit.codemods.engine_trees import vllm_tree
+from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.codemods.spec import load_specs
 from zerojit.migrate.cli import app
 

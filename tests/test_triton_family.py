@@ -109,10 +109,11 @@ def test_every_launch_dispatches_as_vllms_own_launcher_does():
     """Per launch, not per set: for every row count a step can hold, zerojit's dispatch is the key vLLM 0.33.0's
     `LayerNormFwdKernel.dispatch` gives for the arguments its `__call__` passes (rows per program from the tree's
     own `calc_rows_per_block`), run from the release's tree."""
-    from zerojit.codemods.engine_trees import vllm_tree
-    from zerojit.contract.engine_warmup import TreeWarmup
-    from zerojit.migrate.fla_layer_norm.kernel import KERNEL_MODULE
-    from zerojit.migrate.fla_layer_norm.legacy import TORCH_DTYPES, GdnEngine
+    from zerojit.migrate.engine_trees.releases import vllm_tree
+    from zerojit.migrate.engine_trees.warmup import TreeWarmup
+    from zerojit.migrate.fla_layer_norm.engine_kernel import KERNEL_MODULE
+    from zerojit.contract.limits import torch_dtype
+    from zerojit.migrate.fla_layer_norm.legacy import GdnEngine
     from zerojit.migrate.fla_layer_norm.spec import SPEC
 
     engine = GdnEngine()
@@ -121,7 +122,7 @@ def test_every_launch_dispatches_as_vllms_own_launcher_does():
                                                                  dtype="fp16", activation="sigmoid")):
         norm, kernel = config.norm(), LayerNormFwd(config.num_sms)
         shape = LayerNormFwd.launch_shape(config.limits(), norm)
-        dtype = TORCH_DTYPES[config.dtype]
+        dtype = torch_dtype(config.dtype)
 
         def vllm_keys():
             module = tree.sources.module(KERNEL_MODULE)

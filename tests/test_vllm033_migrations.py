@@ -3,7 +3,7 @@
 Each must leave every changed file compiling and free of undefined names and redefinitions
 (pyflakes F821/F811), every other file byte-identical, and be a no-op the second time. What the
 migrated tree warms is checked by running it: the legacy orchestrator/step from 0.33.0 itself
-against the migrated tree's own registrations (contract/engine_warmup.py).
+against the migrated tree's own registrations (migrate/engine_trees/warmup.py).
 """
 
 import dataclasses
@@ -18,9 +18,9 @@ from pyflakes import messages
 from pyflakes import reporter as pyflakes_reporter
 from typer.testing import CliRunner
 
-from zerojit.codemods.engine_trees import vllm_tree
-from zerojit.contract.engine_sources import placeholder
-from zerojit.contract.engine_warmup import TreeWarmup, VllmPlatform, vllm_worker
+from zerojit.migrate.engine_trees.releases import vllm_tree
+from zerojit.migrate.engine_trees.sources import placeholder
+from zerojit.migrate.engine_trees.warmup import TreeWarmup, VllmPlatform, vllm_worker
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig, GdnNormEquivalence

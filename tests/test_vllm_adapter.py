@@ -1,7 +1,7 @@
 """zerojit kernels inside vLLM 0.33.0's own JIT warmup registry (its jit_warmup.py, from the wheel).
 
 Stubbed with values for vLLM's registry module: `vllm.distributed.is_global_first_rank`; everything
-else it imports from vLLM is names only (contract/engine_sources.py), e.g. `jit_warmup_triton_helper`,
+else it imports from vLLM is names only (migrate/engine_trees/sources.py), e.g. `jit_warmup_triton_helper`,
 the Triton parallel path these kernels do not take.
 """
 
@@ -16,8 +16,8 @@ from zerojit.contract.vllm_adapter import VllmKernel, arm_after_warmup, limits_f
 from zerojit.migrate.rocm_nvfp4.kernel import (FusedNormRopeKVInsert, IndexDecode, IndexPrefill, SparseDecode,
                                            SparsePrefill, TopK)
 from zerojit.migrate.rocm_nvfp4.model import nvfp4_kv_launchers
-from zerojit.codemods.engine_trees import vllm_tree
-from zerojit.contract.engine_sources import EngineSources
+from zerojit.migrate.engine_trees.releases import vllm_tree
+from zerojit.migrate.engine_trees.sources import EngineSources
 
 REGISTRY = "vllm.model_executor.warmup.jit_warmup"
 

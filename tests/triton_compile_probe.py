@@ -15,10 +15,10 @@ from zerojit.contract.monitor import JitAfterWarmupWarning, JitMonitor
 
 def jit_hook_oracle(configs):
     """Per config: what Triton would compile for vLLM 0.33.0's own standalone warmup, and for zerojit's keys."""
-    from zerojit.codemods.engine_trees import vllm_tree
-    from zerojit.contract.engine_warmup import TreeWarmup
+    from zerojit.migrate.engine_trees.releases import vllm_tree
+    from zerojit.migrate.engine_trees.warmup import TreeWarmup
     from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig
-    from zerojit.migrate.fla_layer_norm.kernel import engine_kernel
+    from zerojit.migrate.fla_layer_norm.engine_kernel import engine_kernel
     from zerojit.migrate.fla_layer_norm.legacy import LEGACY_RELEASE, GdnEngine
     from zerojit.migrate.fla_layer_norm.model import layer_norm_kernel
     from zerojit.migrate.fla_layer_norm.spec import SPEC
@@ -41,7 +41,8 @@ def jit_hook_oracle(configs):
 def compile_once():
     """One key compiled for real: a cubin, then an in-memory hit; an unwarmed variant after warmup is reported."""
     from zerojit.contract import ServingLimits
-    from zerojit.migrate.fla_layer_norm.kernel import GatedNorm, engine_kernel
+    from zerojit.migrate.fla_layer_norm.engine_kernel import engine_kernel
+    from zerojit.migrate.fla_layer_norm.kernel import GatedNorm
     from zerojit.migrate.fla_layer_norm.model import layer_norm_kernel
 
     kernel = layer_norm_kernel(132)

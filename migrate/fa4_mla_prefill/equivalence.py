@@ -25,7 +25,7 @@ import itertools
 from hypothesis import strategies as st
 
 from zerojit.contract import ServingLimits
-from zerojit.contract.equivalence import TreeEquivalence, canonical, keys_via_registry
+from zerojit.migrate.engine_trees.equivalence import TreeEquivalence, canonical, keys_via_registry
 
 from .kernel import SUPPORTED_DIMS, MLADims
 from .legacy import LEGACY_RELEASE, FA4MLAEngine, flash_attn_accepts

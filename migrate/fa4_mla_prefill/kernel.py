@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from zerojit.contract import (Choice, CompileKey, Empty, JitKernel, KeySpace, Outcome, Parallelism, ServingLimits, Zip,
                               cutedsl_backend)
 from zerojit.contract.cutedsl_backend import arch_family
-from zerojit.contract.limits import device_capability
+from zerojit.contract.limits import device_capability, torch_dtype
 
 FAMILY = "fa4-mla-prefill"
 COMPILE_BATCH = 1
@@ -162,7 +162,7 @@ class FA4MLAPrefill(cutedsl_backend.FA4Variants, JitKernel):
         import torch
         from flash_attn.cute.interface import flash_attn_varlen_func
 
-        dtype = getattr(torch, cutedsl_backend.TORCH_DTYPES[key.q_dtype])
+        dtype = torch_dtype(key.q_dtype)
         with cutedsl_backend.fake_cuda():
             def tensor(shape, stride=None):
                 if stride is None:

@@ -2,7 +2,7 @@
 
 The legacy side of `zerojit keys diff` is vLLM 0.29.0 itself: `kernel_warmup` calls
 `fa4_cutedsl_warmup`, whose step `_warm_fa4_mla_prefill` expands
-`FA4MLAPrefillKernel.get_warmup_keys` (contract/engine_warmup.py runs it). The same
+`FA4MLAPrefillKernel.get_warmup_keys` (migrate/engine_trees/warmup.py runs it). The same
 description runs a migrated tree's `FlashAttnPrefillBackend.__init__` registration.
 
 Run from the tree: the spec's modules (orchestrator, legacy module, flash_attn), vLLM's
@@ -15,7 +15,7 @@ jit_warmup, fa_utils and the MLA prefill base. Stubbed with values, and only the
   vllm.v1.attention.backends.mla.prefill.get_mla_prefill_backend (the configured backend:
   the tree's FlashAttnPrefillBackend when FLASH_ATTN is chosen and its own `is_available`
   and `supports_mla_dimensions` accept, ValueError otherwise; a named stand-in for others).
-Everything else vLLM imports is names only (contract/engine_sources.py).
+Everything else vLLM imports is names only (migrate/engine_trees/sources.py).
 """
 
 from __future__ import annotations
@@ -25,17 +25,14 @@ import importlib
 import types
 from typing import Any
 
-import torch
-
-from zerojit.contract.engine_warmup import VllmPlatform, vllm_worker
+from zerojit.contract.limits import serving_dtype, torch_dtype
+from zerojit.migrate.engine_trees.warmup import VllmPlatform, vllm_worker
 
 from .kernel import FA4MLAPrefillKey, MLADims
 
 LEGACY_RELEASE = "0.29.0"
 REAL_MODULES = ("vllm.v1.attention.backends.fa_utils", "vllm.v1.attention.backends.mla.prefill.base")
 FLASH_ATTN = "vllm.v1.attention.backends.mla.prefill.flash_attn"
-TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}
-DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 KV_LORA_RANK = 512
 
 
@@ -96,7 +93,7 @@ class FA4MLAEngine:
         parallel = types.SimpleNamespace(tensor_parallel_size=config.tp_size)
         return types.SimpleNamespace(
             model_config=types.SimpleNamespace(
-                dtype=TORCH_DTYPES[config.dtype], use_mla=config.use_mla, is_diffusion=False, hf_text_config=None,
+                dtype=torch_dtype(config.dtype), use_mla=config.use_mla, is_diffusion=False, hf_text_config=None,
                 max_model_len=model_len, get_num_attention_heads=lambda parallel_config: heads),
             attention_config=types.SimpleNamespace(flash_attn_version=config.forced_fa_version),
             kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
@@ -122,7 +119,7 @@ class FA4MLAEngine:
 
     def to_key(self, key: Any) -> FA4MLAPrefillKey:
         fields = dataclasses.asdict(key)
-        fields["q_dtype"] = DTYPE_NAMES[fields["q_dtype"]]
+        fields["q_dtype"] = serving_dtype(fields["q_dtype"])
         return FA4MLAPrefillKey(**fields)
 
     def backend_fa_version(self, config: Any, qk_head_dim: int, v_head_dim: int | None) -> int | None:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from hypothesis import strategies as st
 
 from zerojit.contract import ServingLimits
-from zerojit.contract.equivalence import TreeEquivalence, keys_via_registry
+from zerojit.migrate.engine_trees.equivalence import TreeEquivalence, keys_via_registry
 
 from .kernel import GatedNorm
 from .legacy import LEGACY_RELEASE, GdnEngine

@@ -14,21 +14,16 @@ dtype therefore compiles a handful of variants however many tokens a step carrie
 from __future__ import annotations
 
 import dataclasses
-import functools
-import importlib
-import subprocess
 from typing import Any, ClassVar
 
 from zerojit.contract import CompileKey, JitKernel, KeySpace, Outcome, Range, ServingLimits, Zip, triton_backend
-from zerojit.contract.kernel import BackendConfigError
+from zerojit.contract.limits import torch_dtype
 
-FAMILY = "fla-layer-norm"
-KERNEL_MODULE = "vllm.third_party.flash_linear_attention.ops.layernorm_guard"
-KERNEL_RELEASE = "0.33.0"  # the tree the kernel is compiled from when vLLM is not installed
+from .engine_kernel import FAMILY, engine_kernel
+
 MAX_ROW_BYTES = 65536      # one program holds a group of at most 64 KB (wider groups are refused)
 MAX_ROWS_PER_BLOCK = 4
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
-TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 # One integer per Triton value class: it specializes 1 as a constant and multiples of 16 as divisible.
 VALUE_CLASS_REPRESENTATIVE = {"one": 1, "div16": 16, "any": 17}
 
@@ -68,21 +63,6 @@ class LayerNormKey(CompileKey):
     is_rms_norm: bool
     norm_before_gate: bool
     activation: str
-
-
-@functools.cache
-def engine_kernel() -> Any:
-    """The engine's JIT'd kernel: from the installed vLLM when there is one, else from vLLM 0.33.0's tree."""
-    try:
-        return importlib.import_module(KERNEL_MODULE).layer_norm_fwd_kernel
-    except ModuleNotFoundError:
-        from .legacy import kernel_from_tree
-
-        try:
-            return kernel_from_tree()
-        except (OSError, subprocess.CalledProcessError, StopIteration) as exc:
-            raise BackendConfigError(f"{FAMILY} compiles vLLM's own kernel: install vllm, or let zerojit fetch vLLM "
-                                     f"{KERNEL_RELEASE}'s sources from PyPI (that failed: {exc})") from None
 
 
 class LayerNormFwd(JitKernel):
@@ -127,10 +107,10 @@ class LayerNormFwd(JitKernel):
         import torch
 
         pointer = triton_backend.Pointer
-        x = getattr(torch, TORCH_DTYPES[key.x_dtype])
+        x = torch_dtype(key.x_dtype)
         fp32 = torch.float32
         stride = VALUE_CLASS_REPRESENTATIVE[key.row_stride]
-        args = (pointer(x), pointer(x), pointer(getattr(torch, TORCH_DTYPES[key.weight_dtype])), None, pointer(x),
+        args = (pointer(x), pointer(x), pointer(torch_dtype(key.weight_dtype)), None, pointer(x),
                 None if key.is_rms_norm else pointer(fp32), pointer(fp32), stride, stride, stride,
                 VALUE_CLASS_REPRESENTATIVE[key.num_rows], key.group_size, 1e-6)
         kwargs = {"BLOCK_N": key.block_n, "ROWS_PER_BLOCK": key.rows_per_block, "HAS_BIAS": False, "HAS_Z": True,

@@ -3,7 +3,7 @@
 The legacy side of `zerojit keys diff` is vLLM 0.33.0 itself: `kernel_warmup` calls
 `qwen_triton_warmup`, which (for a Qwen GDN model type whose GDN layers hold their KV cache)
 calls its step `_warm_gated_rms_norm_kernel`, which expands `LayerNormFwdKernel.get_warmup_keys`
-for the first such layer (contract/engine_warmup.py runs it). A migrated tree's registration
+for the first such layer (migrate/engine_trees/warmup.py runs it). A migrated tree's registration
 runs as `QwenGatedDeltaNetAttention.__init__` wrote it, with the layer's attributes.
 
 Run from the tree: the spec's modules (orchestrator, warmup module, the kernel's module), vLLM's
@@ -24,32 +24,14 @@ from typing import Any
 
 import torch
 
-from zerojit.contract.engine_sources import EngineSources
-from zerojit.contract.engine_warmup import EngineRunError, VllmPlatform, vllm_worker
+from zerojit.contract.limits import serving_dtype, torch_dtype
+from zerojit.migrate.engine_trees.warmup import EngineRunError, VllmPlatform, vllm_worker
 
-from .kernel import KERNEL_MODULE, KERNEL_RELEASE, LayerNormKey, value_class
+from .engine_kernel import KERNEL_RELEASE, triton_stub
+from .kernel import LayerNormKey, value_class
 from .spec import SPEC
 
 LEGACY_RELEASE = KERNEL_RELEASE
-TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-DTYPE_NAMES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
-
-
-def _triton_stub() -> dict[str, Any]:
-    import triton
-    import triton.language as tl
-
-    return {"triton": triton, "tl": tl, "HAS_TRITON": True}
-
-
-def kernel_from_tree() -> Any:
-    """`layer_norm_fwd_kernel` defined by vLLM's own module in the release's tree (fetched once, cached)."""
-    from zerojit.codemods.engine_trees import vllm_tree
-
-    sources = EngineSources(vllm_tree(KERNEL_RELEASE), "vllm", (KERNEL_MODULE,),
-                            {"vllm.triton_utils": _triton_stub()})
-    with sources.installed():
-        return sources.module(KERNEL_MODULE).layer_norm_fwd_kernel
 
 
 class GdnEngine:
@@ -61,7 +43,7 @@ class GdnEngine:
         return {
             "vllm.platforms": {"current_platform": VllmPlatform(state)},
             "vllm.utils.platform_utils": {"num_compute_units": lambda device_id=0: state.config.num_sms},
-            "vllm.triton_utils": _triton_stub(),
+            "vllm.triton_utils": triton_stub(),
             "vllm.model_executor.layers.mamba.mamba_utils": {"is_conv_state_dim_first": lambda: True},
         }
 
@@ -72,7 +54,7 @@ class GdnEngine:
         seqs, tokens, model_len = config.scheduler
         text = types.SimpleNamespace(model_type=config.shape.model_type)
         return types.SimpleNamespace(
-            model_config=types.SimpleNamespace(hf_config=text, hf_text_config=text, dtype=TORCH_DTYPES[config.dtype],
+            model_config=types.SimpleNamespace(hf_config=text, hf_text_config=text, dtype=torch_dtype(config.dtype),
                                                max_model_len=model_len),
             scheduler_config=types.SimpleNamespace(max_num_seqs=seqs, max_num_batched_tokens=tokens),
             kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
@@ -93,7 +75,7 @@ class GdnEngine:
     def layer(self, config: Any, vllm_config: Any) -> types.SimpleNamespace:
         """What `QwenGatedDeltaNetAttention.__init__` has set when it builds its output norm."""
         shape = config.shape
-        norm = types.SimpleNamespace(weight=torch.empty(shape.head_v_dim, dtype=TORCH_DTYPES[config.dtype],
+        norm = types.SimpleNamespace(weight=torch.empty(shape.head_v_dim, dtype=torch_dtype(config.dtype),
                                                         device="meta"),
                                      norm_before_gate=True, activation=config.activation)
         heads = shape.num_v_heads // config.tp_size
@@ -120,7 +102,7 @@ class GdnEngine:
         if differs or unaligned:
             raise EngineRunError(f"vLLM's layer-norm key holds a launch zerojit's key does not describe: "
                                  f"{differs or unaligned}")
-        return LayerNormKey(DTYPE_NAMES[key.x_dtype], DTYPE_NAMES[key.weight_dtype], key.N, key.BLOCK_N,
+        return LayerNormKey(serving_dtype(key.x_dtype), serving_dtype(key.weight_dtype), key.N, key.BLOCK_N,
                             key.ROWS_PER_BLOCK, value_class(key.M), value_class(key.stride_x_row),
                             key.IS_RMS_NORM, key.NORM_BEFORE_GATE, key.ACTIVATION)
 
@@ -130,6 +112,6 @@ def _gdn_cache(config: Any, layer: types.SimpleNamespace) -> list[torch.Tensor]:
     shape = config.shape
     heads_k, heads_v = shape.num_k_heads // config.tp_size, shape.num_v_heads // config.tp_size
     conv_dim = 2 * heads_k * shape.head_k_dim + heads_v * shape.head_v_dim
-    dtype = TORCH_DTYPES[config.dtype]
+    dtype = torch_dtype(config.dtype)
     return [torch.empty(4, conv_dim, layer.conv_kernel_size - 1, dtype=dtype, device="meta"),
             torch.empty(4, heads_v, shape.head_v_dim, shape.head_k_dim, dtype=dtype, device="meta")]

@@ -12,7 +12,7 @@ import itertools
 from hypothesis import strategies as st
 
 from zerojit.contract import ServingLimits
-from zerojit.contract.equivalence import TreeEquivalence, keys_via_registry
+from zerojit.migrate.engine_trees.equivalence import TreeEquivalence, keys_via_registry
 
 from .kernel import InklingModel
 from .legacy import LEGACY_RELEASE, InklingEngine

@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from zerojit.contract import CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip, cutedsl_backend
+from zerojit.contract.limits import torch_dtype
 
 
 FAMILY = "inkling-rel-attention"
@@ -159,8 +160,8 @@ class InklingRelAttention(cutedsl_backend.FA4Variants, JitKernel):
         from .score_mod import relative_bias_score_mod
 
         reqs = num_reqs or self._probe_num_reqs(key)
-        dtype = getattr(torch, cutedsl_backend.TORCH_DTYPES[key.dtype])
-        kv_dtype = getattr(torch, cutedsl_backend.TORCH_DTYPES[key.kv_dtype])
+        dtype = torch_dtype(key.dtype)
+        kv_dtype = torch_dtype(key.kv_dtype)
         total_q = key.max_seqlen_q + reqs - 1
         with cutedsl_backend.fake_cuda():
             def ints(*shape):

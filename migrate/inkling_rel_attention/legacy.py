@@ -3,7 +3,7 @@
 The legacy side of `zerojit keys diff` is vLLM 0.29.0 itself: `kernel_warmup` calls
 `fa4_cutedsl_warmup`, whose step `_warm_inkling_fa4_rel_attention` warms the kernel when
 the HF config is an Inkling config, expanding `InklingFA4RelAttentionKernel.get_warmup_keys`
-(contract/engine_warmup.py runs it). The same description builds a migrated tree's
+(migrate/engine_trees/warmup.py runs it). The same description builds a migrated tree's
 `InklingAttention` layers (global and sliding-window), whose constructor registers.
 
 Run from the tree: the spec's modules (orchestrator, legacy module, the kernel's ops module,
@@ -13,7 +13,7 @@ the attention layer) and vLLM's jit_warmup. Stubbed with values, and only these:
   vllm.config.get_current_vllm_config (the config under test);
   vllm.utils.torch_utils.kv_cache_dtype_str_to_dtype ("auto": the model dtype);
   vllm.models.inkling.configs (InklingModelConfig / InklingMMConfig: the HF config classes).
-Everything else vLLM imports is names only (contract/engine_sources.py): the layer's
+Everything else vLLM imports is names only (migrate/engine_trees/sources.py): the layer's
 linear, norm and short-convolution modules are built as placeholders.
 """
 
@@ -26,13 +26,12 @@ from typing import Any
 
 import torch
 
-from zerojit.contract.engine_warmup import VllmPlatform, vllm_worker
+from zerojit.contract.limits import serving_dtype, torch_dtype
+from zerojit.migrate.engine_trees.warmup import VllmPlatform, vllm_worker
 
 from .kernel import InklingKey
 
 LEGACY_RELEASE = "0.29.0"
-TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-DTYPE_NAMES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
 KV_CACHE_BLOCK = 128
 
 
@@ -67,7 +66,7 @@ class InklingEngine:
         seqs, tokens, model_len = config.scheduler
         hf_class = InklingModelConfig if config.is_inkling else types.SimpleNamespace
         return types.SimpleNamespace(
-            model_config=types.SimpleNamespace(hf_config=hf_class(**config.hf_config()), dtype=TORCH_DTYPES[config.dtype],
+            model_config=types.SimpleNamespace(hf_config=hf_class(**config.hf_config()), dtype=torch_dtype(config.dtype),
                                                max_model_len=model_len),
             scheduler_config=types.SimpleNamespace(max_num_seqs=seqs, max_num_batched_tokens=tokens),
             cache_config=types.SimpleNamespace(cache_dtype="auto", block_size=KV_CACHE_BLOCK),
@@ -94,7 +93,7 @@ class InklingEngine:
     def to_key(self, key: Any) -> InklingKey:
         fields = dataclasses.asdict(key)
         for name in ("dtype", "kv_dtype"):
-            fields[name] = DTYPE_NAMES[fields[name]]
+            fields[name] = serving_dtype(fields[name])
         return InklingKey(**fields)
 
 

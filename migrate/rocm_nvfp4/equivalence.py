@@ -17,7 +17,7 @@ import json
 from hypothesis import strategies as st
 
 from zerojit.contract import ServingLimits
-from zerojit.contract.equivalence import canonical, keys_via_registry
+from zerojit.migrate.engine_trees.equivalence import canonical, keys_via_registry
 
 from .legacy import legacy_keys
 from .model import build_model, nvfp4_kv_launchers

@@ -8,7 +8,6 @@ renamed into place, so an interrupted run never leaves half a tree.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -16,14 +15,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-CACHE = Path(os.environ.get("ZEROJIT_CACHE", Path.home() / ".cache" / "zerojit"))
-
+from zerojit.contract.storage import cache_root
 
 def vllm_tree(version: str) -> Path:
-    tree = CACHE / "trees" / f"vllm-{version}"
+    tree = cache_root() / "trees" / f"vllm-{version}"
     if (tree / "vllm" / "__init__.py").is_file():
         return tree
-    wheels = CACHE / "wheels"
+    wheels = cache_root() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     wheel = next(wheels.glob(f"vllm-{version}-*.whl"), None)
     if wheel is None:

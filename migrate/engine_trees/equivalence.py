@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .engine_warmup import EngineFamily, TreeWarmup
-from .keys import CompileKey, jsonable
-from .limits import ServingLimits
-from .registry import WarmupRegistry
+from zerojit.contract.keys import CompileKey, jsonable
+from zerojit.contract.limits import ServingLimits
+from zerojit.contract.registry import WarmupRegistry
+
+from .warmup import EngineFamily, TreeWarmup
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -142,7 +143,7 @@ def compare(adapter: EquivalenceAdapter, configs: Iterable[Any]) -> EquivalenceR
 class TreeEquivalence:
     """An adapter whose legacy side is an engine release's own code, run from its source tree.
 
-    The family gives its engine description (`engine`, see contract/engine_warmup.py), its
+    The family gives its engine description (`engine`, see migrate/engine_trees/warmup.py), its
     migration spec, the release its migration starts from and `family_keys(config)` (its own
     migrated keys). With `migrated_tree`, the migrated side is that tree instead: the
     registration gates and key logic as a migration left them, run the same way.
@@ -160,7 +161,7 @@ class TreeEquivalence:
     def legacy(self) -> TreeWarmup:
         tree = self._legacy_tree
         if tree is None:
-            from zerojit.codemods.engine_trees import vllm_tree
+            from zerojit.migrate.engine_trees.releases import vllm_tree
 
             try:
                 tree = vllm_tree(self.legacy_release)

@@ -22,12 +22,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from .engine_sources import EngineSources
-from .limits import device_capability
+from zerojit.codemods.repo import CallSite, EngineRunError, call_sites, calls_to, import_table, method_calls
+from zerojit.contract.limits import device_capability
 
-
-class EngineRunError(RuntimeError):
-    """The tree's warmup cannot be run as written (a gate or call this runner cannot follow)."""
+from .sources import EngineSources
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,121 +71,6 @@ class EngineFamily(Protocol):
     def to_key(self, engine_key: Any) -> Any: ...  # the engine's key as the family's CompileKey
 
     def import_facts(self, config: Any) -> Any: ...  # what engine modules decide at import (e.g. the arch)
-
-
-@dataclasses.dataclass(frozen=True)
-class Gate:
-    test: ast.expr
-    holds_when: bool  # False: the call sits in the `else` of `test`, or after `if test: return`
-
-
-@dataclasses.dataclass(frozen=True)
-class CallSite:
-    function: ast.FunctionDef
-    call: ast.Call
-    gates: tuple[Gate, ...]
-    assigned: dict[str, ast.expr]  # `name = value` statements run before the call (the latest per name)
-
-
-Matcher = Callable[[ast.Call, dict[str, ast.expr]], bool]
-
-
-def _exits(block: list[ast.stmt]) -> bool:
-    return bool(block) and isinstance(block[-1], (ast.Return, ast.Raise))
-
-
-def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False,
-               functions: list[ast.FunctionDef] | None = None) -> list[CallSite]:
-    """Every call `matches` accepts in the module's top-level functions (or in `functions`), with the gates
-    it runs under.
-
-    A call inside a loop is refused (it may run any number of times) unless `loops_allowed`.
-    """
-    sites: list[CallSite] = []
-
-    def visit(block: list[ast.stmt], function: ast.FunctionDef, gates: tuple[Gate, ...],
-              assigned: dict[str, ast.expr]) -> None:
-        for statement in block:
-            if isinstance(statement, ast.If):
-                visit(statement.body, function, gates + (Gate(statement.test, True),), dict(assigned))
-                visit(statement.orelse, function, gates + (Gate(statement.test, False),), dict(assigned))
-                if _exits(statement.body) and not statement.orelse:
-                    gates += (Gate(statement.test, False),)
-                continue
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue  # not run by this function
-            inner = [n for n in ast.walk(statement) if isinstance(n, ast.Call) and matches(n, assigned)]
-            if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)) and inner and not loops_allowed:
-                raise EngineRunError(f"{function.name}: the call on line {inner[0].lineno} runs inside a loop")
-            if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try)):
-                for body in (statement.body, *(h.body for h in getattr(statement, "handlers", ())),
-                             getattr(statement, "orelse", []), getattr(statement, "finalbody", [])):
-                    visit(body, function, gates, assigned)
-                continue
-            sites.extend(CallSite(function, call, gates, dict(assigned)) for call in inner)
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                    and isinstance(statement.targets[0], ast.Name):
-                assigned[statement.targets[0].id] = statement.value
-
-    for node in tree.body if functions is None else functions:
-        if isinstance(node, ast.FunctionDef):
-            visit(node.body, node, (), {})
-    return sites
-
-
-def import_table(tree: ast.Module, importer: str, is_package: bool = False) -> dict[str, tuple[str, str | None]]:
-    """Local name -> (module, name) for `from m import name`, (module, None) for `import m [as x]`, anywhere
-    in the file of module `importer` (relative imports resolved against it)."""
-    table: dict[str, tuple[str, str | None]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            source = _absolute(importer, is_package, node.level, node.module)
-            for alias in node.names:
-                table[alias.asname or alias.name] = (source, alias.name)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                bound = alias.name if alias.asname else alias.name.split(".")[0]
-                table[alias.asname or bound] = (bound, None)
-    return table
-
-
-def _absolute(module: str, is_package: bool, level: int, name: str | None) -> str:
-    if not level:
-        return name or ""
-    parts = module.split(".")
-    base = parts if is_package else parts[:-1]
-    base = base[:len(base) - (level - 1)]
-    return ".".join(base + ([name] if name else []))
-
-
-def calls_to(tree: ast.Module, importer: str, module: str, name: str, defined_here: bool = False) -> Matcher:
-    """A matcher for calls of `module.name` however the file of `importer` imports it (or defines it,
-    `defined_here`): by a bound name, or as an attribute of the module bound to a name or spelled out."""
-    table = import_table(tree, importer)
-    parent, _, last = module.rpartition(".")
-    names = {local for local, source in table.items() if source == (module, name)}
-    modules = {local for local, source in table.items() if source in ((parent, last), (module, None))}
-    if defined_here:
-        names.add(name)
-
-    def matches(call: ast.Call, assigned: dict[str, ast.expr]) -> bool:
-        func = call.func
-        if isinstance(func, ast.Name):
-            return func.id in names
-        return (isinstance(func, ast.Attribute) and func.attr == name
-                and (ast.unparse(func.value) in modules or ast.unparse(func.value) == module))
-    return matches
-
-
-def method_calls(holder: str, method: str) -> Matcher:
-    """A matcher for `<...>.holder.method()`, also through a local assigned from `<...>.holder`."""
-    def matches(call: ast.Call, assigned: dict[str, ast.expr]) -> bool:
-        func = call.func
-        if not (isinstance(func, ast.Attribute) and func.attr == method):
-            return False
-        target = assigned.get(func.value.id, func.value) if isinstance(func.value, ast.Name) else func.value
-        return ast.unparse(target).split(".")[-1] == holder
-    return matches
 
 
 class TreeWarmup:

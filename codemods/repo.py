@@ -1,0 +1,293 @@
+"""The static model of an engine repo, read with `ast` and never imported.
+
+One place for what the planner, the survey, the safety gate and the engine-tree runner all
+need to know about a repo's modules: a file's dotted module name, relative imports resolved
+to absolute ones, a module's import table, the calls a function makes and the gates they
+run under, where a name is defined, and whether a kernel object is on the warmup contract.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+from libcst.helpers import get_absolute_module_from_package
+
+from .files import UnreadableSource, read_source
+
+
+def module_name(repo: Path, path: Path) -> tuple[str, str]:
+    """(module, package) of a file under the repo root: `vllm/a/b.py` is `vllm.a.b` in `vllm.a`."""
+    parts = path.relative_to(repo).with_suffix("").parts
+    is_package = parts[-1] == "__init__"
+    name = ".".join(parts[:-1] if is_package else parts)
+    return name, name if is_package else ".".join(parts[:-1])
+
+
+def absolute_module(package: str, module: str | None, level: int) -> str:
+    """The absolute module of `from {'.' * level}{module} import ...` written in `package` ('' past the top)."""
+    return get_absolute_module_from_package(package or None, module, level) or ""
+
+
+class EngineRunError(RuntimeError):
+    """The tree's warmup cannot be run as written (a gate or call this runner cannot follow)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    test: ast.expr
+    holds_when: bool  # False: the call sits in the `else` of `test`, or after `if test: return`
+
+
+@dataclasses.dataclass(frozen=True)
+class CallSite:
+    function: ast.FunctionDef
+    call: ast.Call
+    gates: tuple[Gate, ...]
+    assigned: dict[str, ast.expr]  # `name = value` statements run before the call (the latest per name)
+
+
+Matcher = Callable[[ast.Call, dict[str, ast.expr]], bool]
+
+
+def _exits(block: list[ast.stmt]) -> bool:
+    return bool(block) and isinstance(block[-1], (ast.Return, ast.Raise))
+
+
+def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False,
+               functions: list[ast.FunctionDef] | None = None) -> list[CallSite]:
+    """Every call `matches` accepts in the module's top-level functions (or in `functions`), with the gates
+    it runs under.
+
+    A call inside a loop is refused (it may run any number of times) unless `loops_allowed`.
+    """
+    sites: list[CallSite] = []
+
+    def visit(block: list[ast.stmt], function: ast.FunctionDef, gates: tuple[Gate, ...],
+              assigned: dict[str, ast.expr]) -> None:
+        for statement in block:
+            if isinstance(statement, ast.If):
+                visit(statement.body, function, gates + (Gate(statement.test, True),), dict(assigned))
+                visit(statement.orelse, function, gates + (Gate(statement.test, False),), dict(assigned))
+                if _exits(statement.body) and not statement.orelse:
+                    gates += (Gate(statement.test, False),)
+                continue
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue  # not run by this function
+            inner = [n for n in ast.walk(statement) if isinstance(n, ast.Call) and matches(n, assigned)]
+            if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)) and inner and not loops_allowed:
+                raise EngineRunError(f"{function.name}: the call on line {inner[0].lineno} runs inside a loop")
+            if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try)):
+                for body in (statement.body, *(h.body for h in getattr(statement, "handlers", ())),
+                             getattr(statement, "orelse", []), getattr(statement, "finalbody", [])):
+                    visit(body, function, gates, assigned)
+                continue
+            sites.extend(CallSite(function, call, gates, dict(assigned)) for call in inner)
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                    and isinstance(statement.targets[0], ast.Name):
+                assigned[statement.targets[0].id] = statement.value
+
+    for node in tree.body if functions is None else functions:
+        if isinstance(node, ast.FunctionDef):
+            visit(node.body, node, (), {})
+    return sites
+
+
+def import_table(tree: ast.Module, importer: str, is_package: bool = False) -> dict[str, tuple[str, str | None]]:
+    """Local name -> (module, name) for `from m import name`, (module, None) for `import m [as x]`, anywhere
+    in the file of module `importer` (relative imports resolved against it)."""
+    table: dict[str, tuple[str, str | None]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            source = absolute_module(importer if is_package else importer.rpartition(".")[0], node.module,
+                                     node.level)
+            for alias in node.names:
+                table[alias.asname or alias.name] = (source, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.name if alias.asname else alias.name.split(".")[0]
+                table[alias.asname or bound] = (bound, None)
+    return table
+
+
+def calls_to(tree: ast.Module, importer: str, module: str, name: str, defined_here: bool = False) -> Matcher:
+    """A matcher for calls of `module.name` however the file of `importer` imports it (or defines it,
+    `defined_here`): by a bound name, or as an attribute of the module bound to a name or spelled out."""
+    table = import_table(tree, importer)
+    parent, _, last = module.rpartition(".")
+    names = {local for local, source in table.items() if source == (module, name)}
+    modules = {local for local, source in table.items() if source in ((parent, last), (module, None))}
+    if defined_here:
+        names.add(name)
+
+    def matches(call: ast.Call, assigned: dict[str, ast.expr]) -> bool:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return func.id in names
+        return (isinstance(func, ast.Attribute) and func.attr == name
+                and (ast.unparse(func.value) in modules or ast.unparse(func.value) == module))
+    return matches
+
+
+def method_calls(holder: str, method: str) -> Matcher:
+    """A matcher for `<...>.holder.method()`, also through a local assigned from `<...>.holder`."""
+    def matches(call: ast.Call, assigned: dict[str, ast.expr]) -> bool:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == method):
+            return False
+        target = assigned.get(func.value.id, func.value) if isinstance(func.value, ast.Name) else func.value
+        return ast.unparse(target).split(".")[-1] == holder
+    return matches
+
+
+class RepoModules:
+    """The engine package's modules, parsed on demand, with their import tables."""
+
+    def __init__(self, repo: Path, package: str):
+        self.repo, self.package = repo, package
+        self._trees: dict[str, ast.Module | None] = {}
+        self._imports: dict[str, dict[str, tuple[str, str | None]]] = {}
+        self._definitions: dict[tuple[str, str], ast.stmt | None] = {}
+
+    def path(self, module: str) -> Path | None:
+        base = self.repo / Path(*module.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+        return None
+
+    def tree(self, module: str) -> ast.Module | None:
+        if module not in self._trees:
+            path = self.path(module)
+            try:
+                self._trees[module] = ast.parse(read_source(path).text) if path else None
+            except (SyntaxError, UnreadableSource):
+                self._trees[module] = None
+        return self._trees[module]
+
+    def ours(self, module: str) -> bool:
+        return module == self.package or module.startswith(self.package + ".")
+
+    def imports(self, module: str) -> dict[str, tuple[str, str | None]]:
+        """The module's import table (`import_table`), cached."""
+        if module not in self._imports:
+            tree = self.tree(module)
+            is_package = (self.path(module) or Path()).name == "__init__.py"
+            self._imports[module] = import_table(tree, module, is_package) if tree else {}
+        return self._imports[module]
+
+    def definition(self, module: str, name: str) -> ast.stmt | None:
+        if (module, name) not in self._definitions:
+            tree, found = self.tree(module), None
+            for node in tree.body if tree else ():
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+                    found = node
+                elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                          for t in node.targets):
+                    found = node
+            self._definitions[(module, name)] = found
+        return self._definitions[(module, name)]
+
+    def resolve(self, module: str, name: str, depth: int = 0) -> tuple[str, str | None]:
+        """Where `name` in `module` is defined: (module, name), or (module, None) for a module."""
+        if depth < 4 and self.definition(module, name) is None:
+            source = self.imports(module).get(name)
+            if source is not None:
+                target, attribute = source
+                if attribute is None:
+                    return target, None
+                if self.definition(target, attribute) is None and self.path(f"{target}.{attribute}") is not None:
+                    return f"{target}.{attribute}", None  # `from package import submodule`
+                return self.resolve(target, attribute, depth + 1)
+        return module, name
+
+    def off_contract(self, module: str, name: str) -> str | None:
+        """None when `module.name` can register with the contract (it has `register_warmup`); else why not.
+
+        Read statically: an object whose class, or a base class defined in the repo, defines
+        `register_warmup`; or a function or object made by a decorator (factory) defined in the repo that
+        builds such an object. A kernel of another library (a plain `@triton.jit` function) is off it.
+        """
+        asked = f"{module}.{name}"
+        module, name = self.resolve(module, name)  # a name the module imports is judged where it is defined
+        node = self.definition(module, name) if name else None
+        if node is None:
+            return f"{asked} is not defined at the top level of a module in the repo"
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            factory = node.value.func
+            if self._has_register(module, factory) or self._builds_registering(module, factory):
+                return None
+            return (f"{name} = {ast.unparse(factory)}(...) ({module}:{node.lineno}) makes an object with no "
+                    "register_warmup (neither its class nor a base class in the repo defines one)")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if any(self._builds_registering(module, decorator) for decorator in node.decorator_list):
+                return None
+            decorators = ", ".join(f"@{dotted_name(d)}" for d in node.decorator_list) or "no decorator"
+            return (f"{name} ({module}:{node.lineno}) is a {type(node).__name__.removesuffix('Def').lower()} with "
+                    f"{decorators}: it has no register_warmup (a JITFunction, for one, does not)")
+        return f"{name} ({module}:{node.lineno}) is not an object the contract can register"
+
+    def kernel_class(self, module: str, name: str) -> tuple[str, ast.ClassDef] | None:
+        """The repo class `module.name = Class(...)` is an object of, with its module."""
+        module, name = self.resolve(module, name)
+        node = self.definition(module, name) if name else None
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            return self._class(module, node.value.func)
+        return None
+
+    def method(self, module: str, cls: ast.ClassDef, name: str, depth: int = 0) -> ast.FunctionDef | None:
+        """`cls.name` as the class or its first base in the repo that defines it (None: not found in the repo)."""
+        for item in cls.body:
+            if isinstance(item, ast.FunctionDef) and item.name == name:
+                return item
+        for base in cls.bases:
+            found = self._class(module, base)
+            if found is not None and depth < 8 and (hit := self.method(found[0], found[1], name, depth + 1)):
+                return hit
+        return None
+
+    def reference(self, module: str, node: ast.AST) -> tuple[str, str] | None:
+        """What a name or `module.name` read in `module` refers to in the engine package: (module, name)."""
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            target, name = self.resolve(module, node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            holder, holder_name = self.resolve(module, node.value.id)
+            if holder_name is not None or self.tree(holder) is None:
+                return None
+            target, name = self.resolve(holder, node.attr)
+        else:
+            return None
+        return (target, name) if name and self.ours(target) else None
+
+    def _class(self, module: str, expression: ast.expr) -> tuple[str, ast.ClassDef] | None:
+        """The repo class an expression names (`Name`, `module.Name`, `Base[...]`), with its module."""
+        found = self.reference(module, expression.value if isinstance(expression, ast.Subscript) else expression)
+        node = self.definition(*found) if found else None
+        return (found[0], node) if isinstance(node, ast.ClassDef) else None
+
+    def _has_register(self, module: str, expression: ast.expr, depth: int = 0) -> bool:
+        """The class `expression` names, or one of its bases in the repo, defines register_warmup."""
+        found = self._class(module, expression)
+        if found is None or depth > 8:
+            return False
+        home, cls = found
+        return any(isinstance(item, ast.FunctionDef) and item.name == "register_warmup" for item in cls.body) or \
+            any(self._has_register(home, base, depth + 1) for base in cls.bases)
+
+    def _builds_registering(self, module: str, decorator: ast.expr) -> bool:
+        """A decorator (or decorator factory) defined in the repo whose body builds a registering object."""
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if not isinstance(target, ast.Name):
+            return False
+        home, name = self.resolve(module, target.id)
+        function = self.definition(home, name) if name else None
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        return any(isinstance(call, ast.Call) and self._has_register(home, call.func) for call in ast.walk(function))
+
+
+def dotted_name(node: ast.expr) -> str:
+    """`a.b.c` as written (a call's callee for a call)."""
+    return ast.unparse(node.func if isinstance(node, ast.Call) else node)
