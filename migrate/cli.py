@@ -98,7 +98,7 @@ def families_command(as_json: bool = JsonOption) -> None:
     """List kernel families (installed plug-ins of the `zerojit.families` entry-point group) and their presets."""
     known = families()
     if as_json:
-        print(json.dumps([{"family": f.name, "title": f.title, "backend": f.backend,
+        print(json.dumps([{"family": f.name, "title": f.title, "backend": f.backend_name,
                            "presets": [{"name": p.name, "description": p.description} for p in f.presets],
                            "specs": [spec.family for spec in f.specs]}
                           for f in known.values()], indent=2))
@@ -109,7 +109,7 @@ def families_command(as_json: bool = JsonOption) -> None:
     table.add_column("description")
     for family in known.values():
         for preset in family.presets:
-            table.add_row(escape(family.name), escape(family.backend), escape(preset.name), escape(preset.description))
+            table.add_row(escape(family.name), escape(family.backend_name), escape(preset.name), escape(preset.description))
     out.print(table)
 
 
@@ -212,7 +212,7 @@ def bake(presets: list[str] = typer.Option(..., "--preset", "-p", help="A servin
     failed = 0
     for name in presets:
         family, chosen = _resolve(name)
-        folder = out_dir / family.backend
+        folder = out_dir / family.backend_name
         done = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", chosen.name, "--cache-dir",
                                str(folder), "--jobs", str(jobs), "--json"], capture_output=True, text=True)
         if done.returncode not in (0, 1) or not done.stdout.strip():

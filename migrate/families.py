@@ -73,6 +73,10 @@ class Family:
     # What a cache compiled by this backend is only valid for (called once the backend is configured).
     fingerprint: Callable[[], dict[str, str]] = dict
 
+    @property
+    def backend_name(self) -> str:
+        return self.backend
+
 
 class FamilyError(LookupError):
     """An unknown family, preset or grid (one line, naming the known ones)."""
@@ -142,7 +146,7 @@ def plan_preset(family: Family, preset: Preset) -> tuple[WarmupPlan, Sequence[Ji
 
 def preset_variants(family: Family, preset: Preset, plan: WarmupPlan, cache_dir: Path | None = None) -> dict[str, int]:
     """Distinct backend variants per kernel of a plan (the backend is configured on the cache to resolve them)."""
-    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend))
+    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend_name))
     family.configure_backend(preset, cache.path)
     return {planned.kernel.name: len({planned.kernel.variant(key) for key in planned.keys}) for planned in plan.kernels}
 
@@ -177,7 +181,7 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
     happens is counted in `unbaked_compiles`. `cooperative`: this process is one rank of a
     torch.distributed group that splits the plan (contract.cooperative).
     """
-    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend))
+    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend_name))
     if timeline is not None:
         check_output_file(timeline, "--timeline")
         if importlib.util.find_spec("matplotlib") is None:
