@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from zerojit.contract import cutedsl_backend, execute, verify_zero_jit
+from zerojit.contract import execute, verify_zero_jit
+from zerojit.contract.backends import cutedsl as cutedsl_backend
 from zerojit.migrate.families import get_preset, plan_preset
 
 

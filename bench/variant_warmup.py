@@ -25,8 +25,8 @@ from pathlib import Path
 
 DEFAULT_PRESETS = ("deepseek-v3-h200", "inkling-h200", "deepseek-v3-b200", "minimax-m3-nvfp4-mi355x-tp4")
 BACKEND_START = {  # what one worker does before its first compile: start Python, import and configure the DSL
-    "cutedsl": "from zerojit.contract import cutedsl_backend; cutedsl_backend.configure('sm90', {cache!r})",
-    "flydsl": "from zerojit.contract import flydsl_backend; flydsl_backend.configure('gfx950', {cache!r}); "
+    "cutedsl": "from zerojit.contract.backends import cutedsl as cutedsl_backend; cutedsl_backend.configure('sm90', {cache!r})",
+    "flydsl": "from zerojit.contract.backends import flydsl as flydsl_backend; flydsl_backend.configure('gfx950', {cache!r}); "
               "import flydsl.compiler",
 }
 

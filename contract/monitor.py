@@ -1,8 +1,9 @@
 """JIT monitors: after warmup, any compile in Triton, CuTe DSL or FlyDSL is reported.
 
 Hooks sit on each DSL's compile entry point, never on a launch, so a server that compiles
-nothing pays nothing: FlyDSL's MLIR compile, `cutlass.cute.compile`, and Triton's
-`jit_cache_hook` (called by JIT'd kernels before they compile) plus `triton.compile`.
+nothing pays nothing; each backend installs its own (`contract.backends.*.install_compile_hook`:
+FlyDSL's MLIR compile, `cutlass.cute.compile`, Triton's `jit_cache_hook` plus `triton.compile`)
+and calls `report_compile` here.
 A monitor is off until armed (after warmup); armed in "warn" mode it records the compile
 and warns, in "error" mode it raises before the compile runs, naming backend, kernel and
 specialization.
@@ -90,49 +91,3 @@ def describe(obj: Any, limit: int = 12) -> str:
     attributes = getattr(obj, "__dict__", {})
     fields = {k: v for k, v in attributes.items() if isinstance(v, (bool, int, float, str)) and not k.startswith("_")}
     return ", ".join(f"{k}={v!r}" for k, v in sorted(fields.items())[:limit]) or type(obj).__name__
-
-
-_triton_hooked = False
-_jit_compiling = threading.local()
-
-
-def _specialization(names: list[str], signature: Any, constants: dict) -> str:
-    """A Triton specialization as its argument types and constexpr values (constexprs keyed by argument name)."""
-    named = {names[k[0]] if isinstance(k, tuple) and len(k) == 1 and k[0] < len(names) else k: v
-             for k, v in constants.items()}
-    return f"signature={signature!r}, constexprs={named!r}"
-
-
-def install_triton_hook() -> None:
-    """Report Triton compiles: JIT'd kernels via knobs.runtime.jit_cache_hook, direct calls to triton.compile."""
-    global _triton_hooked
-    with _lock:
-        if _triton_hooked:
-            return
-        import triton
-        import triton.compiler
-        import triton.compiler.compiler as compiler_module
-
-        def before_jit_compile(*, fn: Any = None, compile: Any = None, **_: Any) -> bool:  # noqa: A002 - Triton's names
-            jit_function = getattr(fn, "jit_function", None)
-            _jit_compiling.function = jit_function  # the compile that follows is this one: report it once
-            report_compile("triton", getattr(fn, "name", "?"),
-                           _specialization(getattr(jit_function, "arg_names", []), (compile or {}).get("signature"),
-                                           (compile or {}).get("constants", {})))
-            return False  # a true value would make Triton skip the compile: the monitor only watches
-
-        triton.knobs.runtime.jit_cache_hook = before_jit_compile
-        original = compiler_module.compile
-
-        def compile_and_report(src: Any, *args: Any, **kwargs: Any) -> Any:
-            jit_function = getattr(src, "fn", None)
-            if jit_function is not None and getattr(_jit_compiling, "function", None) is jit_function:
-                _jit_compiling.function = None  # reported by the JIT hook just before
-            else:
-                report_compile("triton", getattr(src, "name", type(src).__name__),
-                               _specialization(getattr(jit_function, "arg_names", []), getattr(src, "signature", None),
-                                               getattr(src, "constants", {})))
-            return original(src, *args, **kwargs)
-
-        compiler_module.compile = triton.compiler.compile = triton.compile = compile_and_report
-        _triton_hooked = True

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -25,9 +24,6 @@ from .kernel import JitKernel
 from .keys import CompileKey
 from .limits import ServingLimits
 from .monitor import MODES, JitMonitor
-
-VLLM_REGISTRY_MODULE = "vllm.model_executor.warmup.jit_warmup"
-
 
 def limits_from_vllm_config(vllm_config: Any, arch: str, kv_cache_dtype: str = "auto") -> ServingLimits:
     """ServingLimits from a VllmConfig (scheduler, model, parallel and speculative configs)."""
@@ -72,15 +68,12 @@ class VllmKernel:
 def install_hooks_for_loaded_dsls() -> list[str]:
     """Hook the compilers of the DSLs this process has loaded (loading another could abort it:
     FlyDSL and CuTe DSL cannot share a process). Returns the DSLs hooked."""
-    from . import cutedsl_backend, flydsl_backend, monitor
+    from . import backends
 
     hooked = []
-    for module, install in (("flydsl", flydsl_backend.install_compile_hook),
-                            ("cutlass", cutedsl_backend.install_compile_hook),
-                            ("triton", monitor.install_triton_hook)):
-        if module in sys.modules:
-            install()
-            hooked.append(module)
+    for backend in backends.loaded():
+        backend.install_compile_hook()
+        hooked.append(backend.DSL_MODULE)
     return hooked
 
 

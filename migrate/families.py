@@ -1,18 +1,20 @@
 """Kernel families, the plug-in unit of zerojit, and the one place that plans, warms and verifies a preset.
 
-A family is found through the entry-point group `zerojit.families` (the built-in three
+A family is found through the entry-point group `zerojit.families` (the built-in ones
 register the same way as an engine's own): each entry names a `Family` object, which
-carries its presets (named serving configurations), how to build the model's layers for
-a preset (the registry's capture window wraps that), how to point its compiler backend at
-a cache, how to draw in-range launches, its key-equivalence adapter and its migration
-specs. The CLI, cooperative ranks, the pytest plugin and the benches all go through
-`plan_preset`, `warm_preset` and `verify_preset` here.
+carries its compiler backend (a `zerojit.contract.backends.Backend`), its presets (named
+serving configurations, each with a model of the family's own `preset_model` type), how to
+build the model's layers for a preset (the registry's capture window wraps that), how to
+draw in-range launches, its key-equivalence adapter and its migration specs. The CLI,
+cooperative ranks, the pytest plugin and the benches all go through `plan_preset`,
+`warm_preset` and `verify_preset` here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import importlib.util
 import shutil
 import tempfile
@@ -20,12 +22,13 @@ import warnings
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from zerojit.codemods.spec import MigrationSpec
 from zerojit.contract import (CoverageReport, JitKernel, Parallelism, ServingLimits, WarmupPlan, WarmupRegistry,
                               execute)
 from zerojit.contract import verify_zero_jit
+from zerojit.contract.backends import Backend
 from zerojit.contract.cache import (ArtifactProblem, CacheDir, CacheDirError, CacheWarning, check_artifacts,
                                     check_output_file, default_cache_dir, fingerprint_mismatch, open_cache_dir,
                                     read_fingerprint, read_history, record_results)
@@ -42,40 +45,66 @@ ENTRY_POINT_GROUP = "zerojit.families"
 MAX_LAUNCHES = 100_000  # per kernel, for verification: far beyond any useful sample, far below memory trouble
 
 Launches = list[tuple[JitKernel, dict[str, Any]]]
+ModelT = TypeVar("ModelT")
 
 
 @dataclasses.dataclass(frozen=True)
-class Preset:
+class Preset(Generic[ModelT]):
+    """A named serving configuration of one family: the engine's limits and what the family's model needs."""
+
     name: str
     family: str
     description: str
     limits: ServingLimits
     num_layers: int = 1
-    model: dict[str, Any] = dataclasses.field(default_factory=dict)
+    model: ModelT | None = None  # an instance of the family's `preset_model` (one dataclass per family)
 
 
 @dataclasses.dataclass(frozen=True)
 class Family:
+    """A kernel family: its backend, presets, model construction, launch sampler, equivalence adapter and specs."""
+
     name: str
     title: str
-    backend: str
+    backend: Backend
     presets: tuple[Preset, ...]
     # Build the model's layers for a preset; returns every kernel the model may launch.
     construct: Callable[[Preset], Sequence[JitKernel]]
-    # Point the backend at the preset's target and at a (vetted) disk cache directory.
-    configure_backend: Callable[[Preset, Path], Any]
     # In-range launches for zero-JIT verification: (preset, kernels, per-kernel count, seed).
     sample_launches: Callable[[Preset, Sequence[JitKernel], int, int], Launches]
-    # The key-equivalence adapter (legacy vs migrated keys over serving-config grids), if any.
-    equivalence: Callable[[], Any] | None = None
+    # The dataclass every preset's `model` is (None: the family's presets carry no model).
+    preset_model: type | None = None
+    # "module:Class" of the key-equivalence adapter, imported only when asked for (it may load engine trees).
+    equivalence: str | None = None
     # The migration specs `zerojit migrate FAMILY` applies.
     specs: tuple[MigrationSpec, ...] = ()
-    # What a cache compiled by this backend is only valid for (called once the backend is configured).
-    fingerprint: Callable[[], dict[str, str]] = dict
+
+    def __post_init__(self) -> None:
+        for preset in self.presets:
+            if preset.family != self.name:
+                raise TypeError(f"preset {preset.name!r} names family {preset.family!r}, not {self.name!r}")
+            if self.preset_model is not None and not isinstance(preset.model, self.preset_model):
+                raise TypeError(f"preset {preset.name!r}: model must be a {self.preset_model.__name__}, "
+                                f"not {type(preset.model).__name__}")
 
     @property
     def backend_name(self) -> str:
-        return self.backend
+        return self.backend.NAME
+
+    def configure_backend(self, preset: Preset, cache_dir: Path) -> Path:
+        """Point the backend at the preset's target and at a (vetted) disk cache directory."""
+        return self.backend.configure(preset.limits.arch, cache_dir)
+
+    def fingerprint(self) -> dict[str, str]:
+        """What a cache this family's backend compiled is only valid for (once the backend is configured)."""
+        return self.backend.fingerprint()
+
+    def equivalence_adapter(self) -> Any:
+        """A new key-equivalence adapter (legacy vs migrated keys over serving-config grids), or None."""
+        if self.equivalence is None:
+            return None
+        module, _, attribute = self.equivalence.partition(":")
+        return getattr(importlib.import_module(module), attribute)()
 
 
 class FamilyError(LookupError):
@@ -191,7 +220,7 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
     if require_baked and (uncovered or problems):
         missing = f"{problems[0]}".removesuffix("; recompiled") if problems else f"{uncovered} planned keys are not in it"
         raise CacheDirError(f"--require-baked: the cache at {cache.path} does not hold this preset: {missing}")
-    setup = (family.configure_backend, (preset, cache.path))
+    setup = (family.backend.configure, (preset.limits.arch, cache.path))  # picklable: a worker runs it first
     workers = min(jobs, uncovered + len(problems))
     # Compiles are coming: start the workers now, so that their imports overlap with this process's.
     pool = start_workers(workers, setup) if not cooperative and workers > 1 and any(
@@ -252,10 +281,10 @@ def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 
     of the family's own modules), for families whose legacy side is engine code.
     """
     family = get_family(family_name)
-    if family.equivalence is None:
+    adapter = family.equivalence_adapter()
+    if adapter is None:
         raise FamilyError(f"family {family_name!r} has no key-equivalence adapter")
     trees = {name: tree for name, tree in (("legacy_tree", legacy_tree), ("migrated_tree", migrated_tree)) if tree}
-    adapter = family.equivalence()
     if trees and not isinstance(adapter, TreeEquivalence):
         raise FamilyError(f"family {family_name!r} has no engine-tree legacy side; --legacy-tree/--migrated-tree "
                           "apply to families whose legacy warmup is engine code")
@@ -287,7 +316,7 @@ def migration_keys_check(result: MigrationResult, grid: str = "smoke") -> dict[s
                 target.write_text(change.after, encoding="utf-8")
         for name in result.families:
             family = get_family(name)
-            tree_based = family.equivalence is not None and isinstance(family.equivalence(), TreeEquivalence)
+            tree_based = isinstance(family.equivalence_adapter(), TreeEquivalence)
             reports[name] = key_equivalence(name, grid, legacy_tree=result.repo, migrated_tree=after) \
                 if tree_based else None
     return reports

@@ -8,7 +8,7 @@ Usage: python fa4_compile_probe.py CHECK CACHE_DIR
 import json
 import sys
 
-from zerojit.contract import cutedsl_backend
+from zerojit.contract.backends import cutedsl as cutedsl_backend
 
 
 def fa4_cache_size():
@@ -104,7 +104,7 @@ def reconfigure(facts):
     except cutedsl_backend.BackendConfigError as exc:
         facts["refused"] = str(exc)
     try:
-        from zerojit.contract import flydsl_backend
+        from zerojit.contract.backends import flydsl as flydsl_backend
 
         flydsl_backend.configure()
     except RuntimeError as exc:

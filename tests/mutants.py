@@ -71,9 +71,9 @@ MUTANTS = (
            'return "div16" if value % 16 == 0 else "any"', 'return "div16" if value % 8 == 0 else "any"',
            ("tests/test_triton_family.py", "-k", "specializations")),
     # Backends, registry, executor, verifier, monitors.
-    Mutant("triton: disk-cache loads counted as compiles", "contract/triton_backend.py",
+    Mutant("triton: disk-cache loads counted as compiles", "contract/backends/triton.py",
            "    if not cache_hit:\n", "    if True:\n", ("tests/test_triton_family.py", "-k", "preset")),
-    Mutant("flydsl: empty-kernel check skipped on cache hits", "contract/flydsl_backend.py",
+    Mutant("flydsl: empty-kernel check skipped on cache hits", "contract/backends/flydsl.py",
            "    if not sizes or min(sizes.values()) < MIN_KERNEL_BYTES:",
            "    if outcome is Outcome.COMPILED and (not sizes or min(sizes.values()) < MIN_KERNEL_BYTES):",
            ("tests/test_rocm_compile.py", "-k", "empty")),

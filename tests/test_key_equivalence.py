@@ -38,7 +38,7 @@ def keys_diff(*args: str) -> tuple[int, dict]:
 def test_full_grid_has_no_unexplained_difference_at_every_tp_size(family):
     report = run_equivalence(family, "full")
     assert report.configs > 300 and report.ok, report.mismatches[:3]
-    assert {config.tp_size for config in get_family(family).equivalence().grids["full"]()} == {1, 2, 4, 8}
+    assert {config.tp_size for config in get_family(family).equivalence_adapter().grids["full"]()} == {1, 2, 4, 8}
 
 
 @pytest.mark.parametrize("family", TREE_FAMILIES)
@@ -52,7 +52,7 @@ def test_the_legacy_side_is_vllm_029_itself(family):
 def test_hypothesis_samples_through_the_plugin_fixture_cover_every_tp_size(key_equivalence, family):
     report = key_equivalence(family, grid=None, samples=120, seed=11)
     assert report.ok and report.configs == 120  # the fixture fails the test on a mismatch; this is the count drawn
-    drawn = sample_configs(get_family(family).equivalence(), 120, 11)
+    drawn = sample_configs(get_family(family).equivalence_adapter(), 120, 11)
     assert {config.tp_size for config in drawn} == {1, 2, 4, 8}
 
 

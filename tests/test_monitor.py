@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zerojit.contract import flydsl_backend
+from zerojit.contract.backends import flydsl as flydsl_backend
 from zerojit.contract.monitor import JitAfterWarmupError, JitAfterWarmupWarning, JitMonitor
 from zerojit.migrate.rocm_nvfp4.kernel import SparseDecode
 from test_fa4_compile import probe

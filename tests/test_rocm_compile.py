@@ -8,7 +8,8 @@ import sys
 import pytest
 import torch
 
-from zerojit.contract import Range, WarmupRegistry, execute, flydsl_backend, verify_zero_jit
+from zerojit.contract import Range, WarmupRegistry, execute, verify_zero_jit
+from zerojit.contract.backends import flydsl as flydsl_backend
 from zerojit.migrate.families import get_preset
 from zerojit.migrate.rocm_nvfp4 import legacy
 from zerojit.migrate.rocm_nvfp4.kernel import THRESHOLDS, IndexPrefill
@@ -83,11 +84,11 @@ def test_empty_kernel_trap_is_refused(cache_dir):
 
     buffer = torch.zeros(BLOCK)
     with pytest.raises(flydsl_backend.EmptyKernelError, match="empty"):
-        flydsl_backend.call_compile_only(tanh_launch, dynamic(buffer), dynamic(buffer.clone()), BLOCK)
+        flydsl_backend.compiled_during(tanh_launch, dynamic(buffer), dynamic(buffer.clone()), BLOCK)
     # FlyDSL persisted the empty variant; the next call is a cache hit and must be refused too.
     compiles = flydsl_backend.compiles_in_this_thread()
     with pytest.raises(flydsl_backend.EmptyKernelError, match="empty"):
-        flydsl_backend.call_compile_only(tanh_launch, dynamic(buffer), dynamic(buffer.clone()), BLOCK)
+        flydsl_backend.compiled_during(tanh_launch, dynamic(buffer), dynamic(buffer.clone()), BLOCK)
     assert flydsl_backend.compiles_in_this_thread() == compiles
 
 

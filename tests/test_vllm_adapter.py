@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from zerojit.contract import flydsl_backend
+from zerojit.contract.backends import flydsl as flydsl_backend
 from zerojit.contract.monitor import JitAfterWarmupError
 from zerojit.contract.vllm_adapter import VllmKernel, arm_after_warmup, limits_from_vllm_config, register_plugin
 from zerojit.migrate.rocm_nvfp4.kernel import (FusedNormRopeKVInsert, IndexDecode, IndexPrefill, SparseDecode,

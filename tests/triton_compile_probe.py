@@ -9,7 +9,7 @@ import json
 import sys
 import warnings
 
-from zerojit.contract import triton_backend
+from zerojit.contract.backends import triton as triton_backend
 from zerojit.contract.monitor import JitAfterWarmupWarning, JitMonitor
 
 

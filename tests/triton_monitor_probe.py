@@ -11,7 +11,8 @@ import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 
-from zerojit.contract.monitor import JitAfterWarmupError, JitMonitor, install_triton_hook
+from zerojit.contract.backends import triton as triton_backend
+from zerojit.contract.monitor import JitAfterWarmupError, JitMonitor
 
 
 @triton.jit
@@ -26,7 +27,7 @@ def source(block):
 
 
 if __name__ == "__main__":
-    install_triton_hook()
+    triton_backend.install_compile_hook()
     facts = {}
     quiet = triton.compile(source(64), target=GPUTarget("cuda", 90, 32))  # before warmup ends: not reported
     facts["cubin_bytes"] = len(quiet.asm["cubin"])

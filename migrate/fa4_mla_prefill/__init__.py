@@ -12,46 +12,34 @@ spec.py         the migration spec (vLLM 0.29.0 -> 0.30.0)
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from zerojit.contract import cutedsl_backend
+from zerojit.contract.backends import cutedsl as cutedsl_backend
 
 from ..families import Family, Preset
 from .kernel import FAMILY as NAME
 from .launches import sample_launches
-from .model import FA4_MLA_PREFILL, FlashAttnPrefillBackend, MLAModel, UpstreamFA4MLAPrefill, selects_flash_attn_prefill
+from .model import (FA4_MLA_PREFILL, FlashAttnPrefillBackend, MLAPresetModel, UpstreamFA4MLAPrefill,
+                    selects_flash_attn_prefill)
 from .presets import PRESETS
 from .spec import SPEC
 
 
-def _construct(preset: Preset):
-    model: MLAModel = preset.model["mla"]
+def _construct(preset: Preset[MLAPresetModel]):
+    model = preset.model.mla
     if not selects_flash_attn_prefill(model):
         return ()
-    kernel = UpstreamFA4MLAPrefill(model.forced_fa_version) if preset.model.get("upstream_keys") else FA4_MLA_PREFILL
+    kernel = UpstreamFA4MLAPrefill(model.forced_fa_version) if preset.model.upstream_keys else FA4_MLA_PREFILL
     backend = FlashAttnPrefillBackend(preset.limits, model, kernel=kernel)
     return (kernel,) if backend.fa_version == 4 else ()
-
-
-def _configure(preset: Preset, cache_dir: Path) -> Path:
-    return cutedsl_backend.configure(preset.limits.arch, cache_dir)
-
-
-def _equivalence():
-    from .equivalence import FA4MLAEquivalence
-
-    return FA4MLAEquivalence()
 
 
 FAMILY = Family(
     name=NAME,
     title="FA4 MLA prefill (CuTe DSL, FlashAttention-4 varlen forward)",
-    backend="cutedsl",
+    backend=cutedsl_backend,
     presets=PRESETS,
+    preset_model=MLAPresetModel,
     construct=_construct,
-    configure_backend=_configure,
     sample_launches=sample_launches,
-    equivalence=_equivalence,
+    equivalence=f"{__name__}.equivalence:FA4MLAEquivalence",
     specs=(SPEC,),
-    fingerprint=cutedsl_backend.fingerprint,
 )

@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from zerojit.contract import (Choice, CompileKey, Empty, JitKernel, KeySpace, Outcome, Parallelism, ServingLimits, Zip,
-                              cutedsl_backend)
-from zerojit.contract.cutedsl_backend import arch_family
+from zerojit.contract import Choice, CompileKey, Empty, JitKernel, KeySpace, Outcome, Parallelism, ServingLimits, Zip
+from zerojit.contract.backends import cutedsl as cutedsl_backend
+from zerojit.contract.backends.cutedsl import arch_family
 from zerojit.contract.limits import device_capability, torch_dtype
 
 FAMILY = "fa4-mla-prefill"
@@ -113,8 +113,8 @@ def keeps_probe(max_seqlen_k: int, num_splits: int, arch: str, dims: MLADims) ->
 class FA4MLAPrefill(cutedsl_backend.FA4Variants, JitKernel):
     name: ClassVar[str] = "fa4_mla_prefill"
     family: ClassVar[str] = FAMILY
-    backend: ClassVar[str] = "cutedsl"
-    parallelism: ClassVar[Parallelism] = Parallelism.PROCESSES  # seconds per compile repay a worker's start-up
+    backend: ClassVar[str] = cutedsl_backend.NAME
+    parallelism: ClassVar[Parallelism] = cutedsl_backend.PARALLELISM
 
     def dispatch(self, *, batch_size: int, dtype: str, num_heads: int, dims: MLADims, max_seqlen_q: int,
                  max_seqlen_k: int, requires_v_padding: bool, causal: bool, fa_version: int,

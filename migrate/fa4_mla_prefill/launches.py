@@ -44,4 +44,4 @@ def prefill_launches(limits: ServingLimits, model: MLAModel, count: int, seed: i
 def sample_launches(preset: Any, kernels: Sequence[JitKernel], per_kernel: int, seed: int):
     """The family's verification hook: prefill launches of the preset's model for every kernel."""
     return [(kernel, inputs) for kernel in kernels
-            for inputs in prefill_launches(preset.limits, preset.model["mla"], per_kernel, seed)]
+            for inputs in prefill_launches(preset.limits, preset.model.mla, per_kernel, seed)]

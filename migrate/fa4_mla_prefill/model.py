@@ -35,6 +35,14 @@ class MLAModel:
         return self.total_heads // limits.tp_size
 
 
+@dataclasses.dataclass(frozen=True)
+class MLAPresetModel:
+    """A preset's model: the MLA model, and whether to expand keys with vLLM 0.30.0's own logic."""
+
+    mla: MLAModel
+    upstream_keys: bool = False
+
+
 class FlashAttnPrefillBackend:
     """MLA prefill on FlashAttention: picks the FA version and, for FA4, registers its warmup."""
 

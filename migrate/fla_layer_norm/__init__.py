@@ -12,43 +12,30 @@ spec.py         the migration spec (vLLM 0.33.0)
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from zerojit.contract import triton_backend
+from zerojit.contract.backends import triton as triton_backend
 
 from ..families import Family, Preset
 from .kernel import FAMILY as NAME
 from .launches import sample_launches
-from .model import QwenGdnAttention
+from .model import GdnPresetModel, QwenGdnAttention
 from .presets import PRESETS
 from .spec import SPEC
 
 
-def _construct(preset: Preset):
-    layers = [QwenGdnAttention(preset.limits, preset.model["norm"], preset.model["num_sms"])
+def _construct(preset: Preset[GdnPresetModel]):
+    layers = [QwenGdnAttention(preset.limits, preset.model.norm, preset.model.num_sms)
               for _ in range(preset.num_layers)]
     return (layers[0].kernel,)
-
-
-def _configure(preset: Preset, cache_dir: Path) -> Path:
-    return triton_backend.configure(preset.limits.arch, cache_dir)
-
-
-def _equivalence():
-    from .equivalence import GdnNormEquivalence
-
-    return GdnNormEquivalence()
 
 
 FAMILY = Family(
     name=NAME,
     title="FLA gated RMS norm of Qwen GDN attention (Triton, vLLM's own kernel)",
-    backend="triton",
+    backend=triton_backend,
     presets=PRESETS,
+    preset_model=GdnPresetModel,
     construct=_construct,
-    configure_backend=_configure,
     sample_launches=sample_launches,
-    equivalence=_equivalence,
+    equivalence=f"{__name__}.equivalence:GdnNormEquivalence",
     specs=(SPEC,),
-    fingerprint=triton_backend.fingerprint,
 )

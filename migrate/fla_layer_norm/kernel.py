@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from zerojit.contract import CompileKey, JitKernel, KeySpace, Outcome, Range, ServingLimits, Zip, triton_backend
+from zerojit.contract import CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip
+from zerojit.contract.backends import triton as triton_backend
 from zerojit.contract.limits import torch_dtype
 
 from .engine_kernel import FAMILY, engine_kernel
@@ -68,7 +69,8 @@ class LayerNormKey(CompileKey):
 class LayerNormFwd(JitKernel):
     name: ClassVar[str] = "fla_layer_norm_fwd"
     family: ClassVar[str] = FAMILY
-    backend: ClassVar[str] = "triton"
+    backend: ClassVar[str] = triton_backend.NAME
+    parallelism: ClassVar[Parallelism] = triton_backend.PARALLELISM
 
     def __init__(self, num_sms: int):
         self.num_sms = num_sms  # the GPU's: rows per program depend on it

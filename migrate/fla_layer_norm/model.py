@@ -5,11 +5,20 @@ All GDN layers of a model share one norm shape, so the registry keeps one regist
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from zerojit.contract import ServingLimits
 
 from .kernel import GatedNorm, LayerNormFwd
+
+
+@dataclasses.dataclass(frozen=True)
+class GdnPresetModel:
+    """A preset's model: the GDN layers' output norm, and the GPU's SM count (rows per program depend on it)."""
+
+    norm: GatedNorm
+    num_sms: int
 
 
 @functools.cache

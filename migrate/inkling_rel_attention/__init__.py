@@ -12,43 +12,31 @@ spec.py         the migration spec (vLLM 0.29.0 -> 0.30.0)
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from zerojit.contract import cutedsl_backend
+from zerojit.contract.backends import cutedsl as cutedsl_backend
 
 from ..families import Family, Preset
 from .kernel import FAMILY as NAME
+from .kernel import InklingModel
 from .launches import sample_launches
 from .model import InklingAttention
 from .presets import PRESETS
 from .spec import SPEC
 
 
-def _construct(preset: Preset):
-    layers = [InklingAttention(preset.limits, preset.model["inkling"], is_local=i % 2 == 1)
+def _construct(preset: Preset[InklingModel]):
+    layers = [InklingAttention(preset.limits, preset.model, is_local=i % 2 == 1)
               for i in range(preset.num_layers)]
     return (layers[0].kernel,)
-
-
-def _configure(preset: Preset, cache_dir: Path) -> Path:
-    return cutedsl_backend.configure(preset.limits.arch, cache_dir)
-
-
-def _equivalence():
-    from .equivalence import InklingEquivalence
-
-    return InklingEquivalence()
 
 
 FAMILY = Family(
     name=NAME,
     title="Inkling FA4 relative attention (CuTe DSL score_mod over paged KV)",
-    backend="cutedsl",
+    backend=cutedsl_backend,
     presets=PRESETS,
+    preset_model=InklingModel,
     construct=_construct,
-    configure_backend=_configure,
     sample_launches=sample_launches,
-    equivalence=_equivalence,
+    equivalence=f"{__name__}.equivalence:InklingEquivalence",
     specs=(SPEC,),
-    fingerprint=cutedsl_backend.fingerprint,
 )

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from zerojit.contract import CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip, cutedsl_backend
+from zerojit.contract import CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip
+from zerojit.contract.backends import cutedsl as cutedsl_backend
 from zerojit.contract.limits import torch_dtype
 
 
@@ -100,8 +101,8 @@ class InklingKey(CompileKey):
 class InklingRelAttention(cutedsl_backend.FA4Variants, JitKernel):
     name: ClassVar[str] = "inkling_fa4_rel_attention"
     family: ClassVar[str] = FAMILY
-    backend: ClassVar[str] = "cutedsl"
-    parallelism: ClassVar[Parallelism] = Parallelism.PROCESSES  # seconds per compile repay a worker's start-up
+    backend: ClassVar[str] = cutedsl_backend.NAME
+    parallelism: ClassVar[Parallelism] = cutedsl_backend.PARALLELISM
 
     def __init__(self, arch: str):
         self.arch = arch

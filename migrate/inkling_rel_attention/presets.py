@@ -15,7 +15,7 @@ _LIMITS = dict(max_num_seqs=256, max_num_batched_tokens=8192, max_model_len=3276
 
 PRESETS = (
     Preset("inkling-h200", NAME, "Inkling (64 heads, TP8) relative attention on H200 (sm_90a): no split-KV",
-           ServingLimits(**_LIMITS, arch="sm90"), num_layers=4, model={"inkling": INKLING_TP8}),
+           ServingLimits(**_LIMITS, arch="sm90"), num_layers=4, model=INKLING_TP8),
     Preset("inkling-b200", NAME, "The same model on B200 (sm_100a): split-KV keys by request count",
-           ServingLimits(**_LIMITS, arch="sm100"), num_layers=4, model={"inkling": INKLING_TP8}),
+           ServingLimits(**_LIMITS, arch="sm100"), num_layers=4, model=INKLING_TP8),
 )

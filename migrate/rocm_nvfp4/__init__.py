@@ -13,9 +13,7 @@ example.py         which adds that layout to a real vLLM tree
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from zerojit.contract import flydsl_backend
+from zerojit.contract.backends import flydsl as flydsl_backend
 
 from ..families import Family, Preset
 from .kernel import FAMILY as NAME
@@ -26,30 +24,19 @@ from .presets import PRESETS
 from .spec import SPEC
 
 
-def _construct(preset: Preset):
-    layers = build_model(preset.limits, preset.num_layers, ModelDims(**preset.model))
+def _construct(preset: Preset[ModelDims]):
+    layers = build_model(preset.limits, preset.num_layers, preset.model)
     return layers[0].launchers if layers else ()
-
-
-def _configure(preset: Preset, cache_dir: Path) -> Path:
-    return flydsl_backend.configure(arch=preset.limits.arch, cache_dir=cache_dir)
-
-
-def _equivalence():
-    from .equivalence import ROCmEquivalence
-
-    return ROCmEquivalence()
 
 
 FAMILY = Family(
     name=NAME,
     title="ROCm NVFP4-KV launchers (MiniMax M3 sparse attention, FlyDSL gfx950)",
-    backend="flydsl",
+    backend=flydsl_backend,
     presets=PRESETS,
+    preset_model=ModelDims,
     construct=_construct,
-    configure_backend=_configure,
     sample_launches=sample_launches,
-    equivalence=_equivalence,
+    equivalence=f"{__name__}.equivalence:ROCmEquivalence",
     specs=(SPEC,),
-    fingerprint=flydsl_backend.fingerprint,
 )

@@ -13,8 +13,8 @@ import abc
 import dataclasses
 from typing import Any, ClassVar
 
-from zerojit.contract import Choice, CompileKey, JitKernel, KeySpace, Outcome, Range, ServingLimits
-from zerojit.contract import flydsl_backend
+from zerojit.contract import Choice, CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits
+from zerojit.contract.backends import flydsl as flydsl_backend
 
 FAMILY = "rocm-nvfp4"
 
@@ -104,7 +104,8 @@ class FlyDSLLauncher(JitKernel):
     """A launcher backed by FlyDSL jit functions, compiled compile-only for gfx950."""
 
     family: ClassVar[str] = FAMILY
-    backend: ClassVar[str] = "flydsl"
+    backend: ClassVar[str] = flydsl_backend.NAME
+    parallelism: ClassVar[Parallelism] = flydsl_backend.PARALLELISM
     # Probe buffer size for compile-only calls; layouts are dynamic, so it never matters.
     PROBE_ELEMENTS: ClassVar[int] = 256
 
@@ -130,7 +131,7 @@ class FlyDSLLauncher(JitKernel):
 
         name, constexprs = self._jit_call(key)
         buffer = torch.zeros(elements, dtype=torch.float32)
-        return flydsl_backend.call_compile_only(
+        return flydsl_backend.compiled_during(
             getattr(kernels, name), kernels.dynamic(buffer), kernels.dynamic(torch.empty_like(buffer)), elements,
             **constexprs)
 

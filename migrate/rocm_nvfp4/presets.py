@@ -6,6 +6,7 @@ from zerojit.contract import ServingLimits
 
 from ..families import Preset
 from .kernel import FAMILY as NAME
+from .kernel import ModelDims
 
 PRESETS = (
     Preset(
@@ -15,6 +16,7 @@ PRESETS = (
         limits=ServingLimits(max_num_seqs=16, max_num_batched_tokens=16384, max_model_len=8192 + 512, tp_size=4,
                              dtype="bf16", kv_cache_dtype="nvfp4", arch="gfx950"),
         num_layers=4,
+        model=ModelDims(),
     ),
     Preset(
         name="minimax-m3-nvfp4-mi355x-tp4-mtp3",
@@ -23,6 +25,7 @@ PRESETS = (
         limits=ServingLimits(max_num_seqs=16, max_num_batched_tokens=16384, max_model_len=8192 + 512, tp_size=4,
                              dtype="bf16", kv_cache_dtype="nvfp4", arch="gfx950", spec_query_lens=(4,)),
         num_layers=4,
+        model=ModelDims(),
     ),
     Preset(
         name="minimax-m3-nvfp4-mi355x-tp8-long",
@@ -31,5 +34,6 @@ PRESETS = (
         limits=ServingLimits(max_num_seqs=64, max_num_batched_tokens=8192, max_model_len=32768, tp_size=8,
                              dtype="bf16", kv_cache_dtype="nvfp4", arch="gfx950", spec_query_lens=(2, 3)),
         num_layers=4,
+        model=ModelDims(),
     ),
 )

@@ -18,13 +18,9 @@ from typing import Any
 from zerojit.contract import Choice, CompileKey, JitKernel, Outcome, Parallelism, Range, ServingLimits
 from zerojit.contract.cache import record_artifact
 
+from . import backend as toy_backend
+
 MAX_DEGREE = 64
-_backend: dict[str, Path | None] = {"cache_dir": None}  # the toy backend's configuration (its disk cache)
-
-
-def configure(cache_dir: Path | None) -> None:
-    """Point every toy kernel without a cache of its own at `cache_dir` (the family's backend set-up)."""
-    _backend["cache_dir"] = cache_dir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,8 +32,8 @@ class PolyKey(CompileKey):
 class PolyKernel(JitKernel):
     name = "toy_poly"
     family = "toy"
-    backend = "python"
-    parallelism = Parallelism.THREADS
+    backend = toy_backend.NAME
+    parallelism = toy_backend.PARALLELISM
 
     def __init__(self, cache_dir: Path | None = None, degree_cap: int | None = None):
         self.cache_dir = cache_dir
@@ -66,9 +62,12 @@ class PolyKernel(JitKernel):
         return hashlib.sha256(self._source(key).encode()).hexdigest()
 
     def compile(self, key: PolyKey) -> Outcome:
+        return toy_backend.compiled_during(self._compile, key)
+
+    def _compile(self, key: PolyKey) -> Outcome:
         if key in self.variants:
             return Outcome.CACHED
-        cache_dir = self.cache_dir or _backend["cache_dir"]
+        cache_dir = self.cache_dir or toy_backend.settings["cache_dir"]
         path = Path(cache_dir) / f"{key.digest()}.marshal" if cache_dir else None
         if path is not None and path.exists():
             record_artifact(path)
@@ -87,7 +86,7 @@ class PolyKernel(JitKernel):
         return namespace[f"poly_{key.degree}_{key.dtype}"](x, coeffs)
 
     def variant_count(self) -> int:
-        return len(self.variants)
+        return toy_backend.variant_count(self)
 
 
 class ProcessPolyKernel(PolyKernel):

@@ -18,8 +18,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .cache import CacheDirError, can_write, default_cache_dir, record_artifact
-from .kernel import Outcome
+from ..cache import CacheDirError, can_write, default_cache_dir, record_artifact
+from ..kernel import Outcome, Parallelism
+
+NAME = "flydsl"
+DSL_MODULE = "flydsl"  # loaded in a process when this module is in sys.modules
+PARALLELISM = Parallelism.SERIAL  # a compile takes 0.07-0.17 s: less than a worker process costs to start
 
 # A gfx950 kernel that does any work is far longer than its `s_endpgm`; FlyDSL's tanh
 # lowering, for one, silently yields a kernel of nothing but that (4 bytes).
@@ -85,7 +89,7 @@ def install_compile_hook() -> None:
             return
         from flydsl.compiler.jit_function import MlirCompiler
 
-        from .monitor import report_compile
+        from ..monitor import report_compile
 
         original = MlirCompiler.compile.__func__
 
@@ -107,7 +111,7 @@ def fingerprint() -> dict[str, str]:
 
     from flydsl.compiler.jit_function import _flydsl_key
 
-    from .cache import environment
+    from ..cache import environment
 
     digest = hashlib.sha256(_flydsl_key().encode()).hexdigest()[:16]
     return {**environment(), "flydsl": version("flydsl"), "flydsl sources and toolkit": digest}
@@ -117,13 +121,13 @@ def compiles_in_this_thread() -> int:
     return getattr(_counts, "value", 0)
 
 
-def call_compile_only(jit_fn: Any, *args: Any, **kwargs: Any) -> Outcome:
+def compiled_during(jit_fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     """Call a FlyDSL jit function compile-only; say whether FlyDSL compiled or found it cached.
 
     The variant must carry real machine code in every kernel (see MIN_KERNEL_BYTES).
     """
     if os.environ.get("COMPILE_ONLY") != "1":
-        raise RuntimeError("FlyDSL backend not configured: call zerojit.contract.flydsl_backend.configure() first")
+        raise RuntimeError("FlyDSL backend not configured: call zerojit.contract.backends.flydsl.configure() first")
     before = compiles_in_this_thread()
     jit_fn(*args, **kwargs)
     outcome = Outcome.CACHED if compiles_in_this_thread() == before else Outcome.COMPILED

@@ -19,8 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .cache import default_cache_dir, record_artifact
-from .kernel import BackendConfigError, Outcome
+from ..cache import default_cache_dir, record_artifact
+from ..kernel import BackendConfigError, Outcome, Parallelism
+
+NAME = "cutedsl"
+DSL_MODULE = "cutlass"  # loaded in a process when this module is in sys.modules
+PARALLELISM = Parallelism.PROCESSES  # seconds per compile repay a worker process's start-up
 
 TARGETS = {"sm90": ("sm_90a", 132), "sm100": ("sm_100a", 148)}  # H100/H200, B200
 
@@ -101,7 +105,7 @@ def _install_compile_hook() -> None:
         return
     import cutlass.cute
 
-    from .monitor import describe, report_compile
+    from ..monitor import describe, report_compile
 
     original = cutlass.cute.compile
 
@@ -159,7 +163,8 @@ def compiled_during(owner: str, fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     booked to `owner`, so kernels sharing FA4 each count only their own variants.
     """
     if _configured is None:
-        raise BackendConfigError("CuTe DSL backend not configured: call zerojit.contract.cutedsl_backend.configure() first")
+        raise BackendConfigError("CuTe DSL backend not configured: call "
+                                 "zerojit.contract.backends.cutedsl.configure() first")
     before_count = getattr(_counts, "value", 0)
     before_keys = set(_fa4_cache())
     with _quiet_fake_tensors():
@@ -179,7 +184,7 @@ def fingerprint() -> dict[str, str]:
     import tvm_ffi
     from flash_attn.cute.cache_utils import _compute_source_fingerprint
 
-    from .cache import environment
+    from ..cache import environment
 
     return {**environment(), "nvidia-cutlass-dsl": cutlass.__version__, "apache-tvm-ffi": tvm_ffi.__version__,
             "flash-attn-4 sources": _compute_source_fingerprint()[:16]}

@@ -22,10 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .cache import default_cache_dir, record_artifact
-from .kernel import BackendConfigError, Outcome
-from .limits import device_capability
-from .monitor import install_triton_hook
+from ..cache import default_cache_dir, record_artifact
+from ..kernel import BackendConfigError, Outcome, Parallelism
+from ..limits import device_capability
+
+NAME = "triton"
+DSL_MODULE = "triton"  # loaded in a process when this module is in sys.modules
+PARALLELISM = Parallelism.SERIAL  # a compile takes about 1.5 s; one kernel per family today, whose few variants do not repay a worker
 
 _counts = threading.local()
 _lock = threading.Lock()
@@ -89,7 +92,7 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
         triton.knobs.cache.dir = os.fspath(cache)
         triton.knobs.compilation.listener = _listen
         _configured = arch
-    install_triton_hook()  # compiles after warmup reach the JIT monitors
+    install_compile_hook()  # compiles after warmup reach the JIT monitors
     # Triton 3.9 warns once that its FP-fusion default will change; the default is what a server runs.
     warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")
     return cache
@@ -110,7 +113,7 @@ def compiled_during(jit_fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     """
     if _configured is None:
         raise BackendConfigError("Triton backend not configured: call "
-                                 "zerojit.contract.triton_backend.configure() first")
+                                 "zerojit.contract.backends.triton.configure() first")
     before = getattr(_counts, "value", 0)
     compiled = jit_fn.warmup(*args, **kwargs)
     if compiled is None or not compiled.asm.get("cubin"):
@@ -174,6 +177,55 @@ def fingerprint() -> dict[str, str]:
     toolchain and the kernel source; the target is part of every key."""
     import triton
 
-    from .cache import environment
+    from ..cache import environment
 
     return {**environment(), "triton": triton.__version__}
+
+
+_hooked = False
+_jit_compiling = threading.local()
+_hook_lock = threading.Lock()
+
+
+def _specialization(names: list[str], signature: Any, constants: dict) -> str:
+    """A Triton specialization as its argument types and constexpr values (constexprs keyed by argument name)."""
+    named = {names[k[0]] if isinstance(k, tuple) and len(k) == 1 and k[0] < len(names) else k: v
+             for k, v in constants.items()}
+    return f"signature={signature!r}, constexprs={named!r}"
+
+
+def install_compile_hook() -> None:
+    """Report Triton compiles: JIT'd kernels via knobs.runtime.jit_cache_hook, direct calls to triton.compile."""
+    global _hooked
+    with _hook_lock:
+        if _hooked:
+            return
+        import triton
+        import triton.compiler
+        import triton.compiler.compiler as compiler_module
+
+        from ..monitor import report_compile
+
+        def before_jit_compile(*, fn: Any = None, compile: Any = None, **_: Any) -> bool:  # noqa: A002 - Triton's names
+            jit_function = getattr(fn, "jit_function", None)
+            _jit_compiling.function = jit_function  # the compile that follows is this one: report it once
+            report_compile("triton", getattr(fn, "name", "?"),
+                           _specialization(getattr(jit_function, "arg_names", []), (compile or {}).get("signature"),
+                                           (compile or {}).get("constants", {})))
+            return False  # a true value would make Triton skip the compile: the monitor only watches
+
+        triton.knobs.runtime.jit_cache_hook = before_jit_compile
+        original = compiler_module.compile
+
+        def compile_and_report(src: Any, *args: Any, **kwargs: Any) -> Any:
+            jit_function = getattr(src, "fn", None)
+            if jit_function is not None and getattr(_jit_compiling, "function", None) is jit_function:
+                _jit_compiling.function = None  # reported by the JIT hook just before
+            else:
+                report_compile("triton", getattr(src, "name", type(src).__name__),
+                               _specialization(getattr(jit_function, "arg_names", []), getattr(src, "signature", None),
+                                               getattr(src, "constants", {})))
+            return original(src, *args, **kwargs)
+
+        compiler_module.compile = triton.compiler.compile = triton.compile = compile_and_report
+        _hooked = True

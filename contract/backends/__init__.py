@@ -1,0 +1,58 @@
+"""Compiler backends: one module per JIT DSL, each implementing the `Backend` protocol as its module API.
+
+cutedsl.py  CuTe DSL / FlashAttention-4 under FakeTensorMode (sm_90a, sm_100a)
+flydsl.py   FlyDSL in compile-only mode (gfx950), with the ziglang LLD
+triton.py   Triton through a compile-only driver (sm_90, sm_100)
+
+A backend module is the implementation (PEP 544: modules may implement protocols), so a
+family names its backend by the module (`backend=cutedsl`) and shared code calls the same
+operations on all of them. A family that brings its own DSL brings a module (or any object)
+with these members. Importing a backend module imports no DSL: each loads its DSL when asked.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..kernel import Outcome, Parallelism
+
+BUILT_IN = ("cutedsl", "flydsl", "triton")
+
+
+@runtime_checkable
+class Backend(Protocol):
+    NAME: str              # the backend's name: a kernel's `backend`, the cache's subfolder, the bake's folder
+    DSL_MODULE: str        # the DSL's top-level module: in sys.modules means this process loaded it
+    PARALLELISM: Parallelism  # how its kernels' compiles may overlap by default
+
+    def configure(self, arch: str, cache_dir: Path | None = None) -> Path:
+        """Target `arch` with the DSL's disk cache under `cache_dir` (refused once the process targets another)."""
+
+    def fingerprint(self) -> dict[str, str]:
+        """What a cache this backend compiled is only valid for (called once configured)."""
+
+    def install_compile_hook(self) -> None:
+        """Hook the DSL's compile entry point once, so real compiles are counted and reach the JIT monitors."""
+
+    def compiled_during(self, handle: Any, *args: Any, **kwargs: Any) -> Outcome:
+        """Run one compile-only call for `handle` (what the backend books variants to); say whether it compiled."""
+
+    def variant_count(self, handle: Any) -> int:
+        """Variants this process holds for `handle`."""
+
+
+def built_in(name: str) -> Backend:
+    """A built-in backend by name."""
+    if name not in BUILT_IN:
+        raise KeyError(f"unknown backend {name!r}; built in: {', '.join(BUILT_IN)}")
+    return importlib.import_module(f"{__name__}.{name}")  # type: ignore[return-value]  # modules implement it
+
+
+def loaded() -> list[Backend]:
+    """The built-in backends whose DSL this process has loaded (hooking one that is not loaded could load it, and
+    FlyDSL and CuTe DSL cannot share a process)."""
+    found = [built_in(name) for name in BUILT_IN]
+    return [backend for backend in found if backend.DSL_MODULE in sys.modules]
