@@ -19,6 +19,8 @@ class SpecError(ValueError):
 
 
 IMPORT_STYLES = ("auto", "module", "lazy")
+VLLM_ORCHESTRATOR = "vllm.model_executor.warmup.kernel_warmup"  # vLLM's warmup orchestrator module
+VLLM_ORCHESTRATOR_ENTRY = "kernel_warmup"  # the function in it that the engine calls at init
 
 
 def _dotted(field: str, value: str) -> None:

@@ -7,14 +7,14 @@ registers the kernel right after it builds its output norm, with that norm's fac
 warmup is on. The other five steps stay in the warmup module.
 """
 
-from zerojit.codemods.spec import MigrationSpec
+from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
 
 SPEC = MigrationSpec(
     family="fla-layer-norm",
     legacy_module="vllm.model_executor.warmup.qwen_triton_warmup",
     legacy_function="qwen_triton_warmup",
     legacy_step="_warm_gated_rms_norm_kernel",
-    orchestrator_module="vllm.model_executor.warmup.kernel_warmup",
+    orchestrator_module=VLLM_ORCHESTRATOR,
     singleton_module="vllm.third_party.flash_linear_attention.ops.layernorm_guard",
     singleton="_LAYER_NORM_FWD_KERNEL",
     construction_module="vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn",
