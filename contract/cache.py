@@ -16,7 +16,11 @@ concurrent warmups on one cache merge instead of overwriting each other:
 A key's artifacts are the backend files its compile wrote or its load read (backends report
 them through `record_artifact`). Before a warmup loads anything, each planned key's
 artifacts are checked against the manifest: a swapped, altered or foreign file is removed so
-that its key recompiles, and the warmup reports it. A read-only cache (a baked cache mounted
+that its key recompiles, and the warmup reports it. The manifest is data from elsewhere (a
+bake is a folder received from another machine): a path in it that resolves outside the
+cache folder, or is not a plain relative path, refuses its entry and touches nothing; a
+manifest that is missing or unreadable while backend files are there vouches for nothing,
+so those files are removed (or, read-only, refused) rather than loaded and blessed. A read-only cache (a baked cache mounted
 read-only) is fine as long as the manifest covers every planned key. A cache baked elsewhere
 applies only where its fingerprint matches (`fingerprint_mismatch` names the first field
 that differs, instead of letting the DSL recompile everything silently).
@@ -47,6 +51,8 @@ HISTORY_FILE = "zerojit-timings.json"
 MANIFEST_FILE = "zerojit-manifest.json"
 LOCK_FILE = "zerojit.lock"
 MANIFEST_FORMAT = "zerojit-cache/1"
+OWN_FILES = {HISTORY_FILE: "timing history", MANIFEST_FILE: "artifact manifest", LOCK_FILE: "lock"}
+PROBE_PREFIX = ".zerojit-probe-"
 
 
 def default_cache_dir(backend: str) -> Path:
@@ -68,33 +74,68 @@ class CacheDir:
     writable: bool
 
 
-def open_cache_dir(path: Path) -> CacheDir:
-    """Create (if needed) and vet a cache directory: a folder, trusted, writable or not."""
+def open_cache_dir(path: Path, backend: str | None = None) -> CacheDir:
+    """Create (if needed) and vet a cache directory: a folder, trusted (every folder in it), writable or not.
+
+    With `backend`, a bake root (the folder `zerojit bake --out` wrote: one folder per backend)
+    stands for its `backend` folder, as `ZEROJIT_CACHE` does; a bake root without one is refused.
+    """
     path = Path(path).expanduser()
     for parent in (path, *path.parents):
         if parent.exists() and not parent.is_dir():
             what = "is a file" if parent == path else f"is under {parent}, which is a file"
             raise CacheDirError(f"cache dir {path} {what}, not a folder")
+    if backend is not None:
+        path = _backend_folder(path, backend)
     if not path.exists():
         try:
             path.mkdir(parents=True, mode=0o700)
         except OSError as exc:
             raise CacheDirError(f"cannot create cache dir {path}: {exc.strerror or exc}") from None
-    info = path.stat()
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise CacheDirError(f"cache dir {path} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}); "
-                            "it holds compiled code the warmup loads: use a folder only you can write "
-                            f"(chmod go-w {path})")
-    if info.st_uid not in (os.getuid(), 0):
-        raise CacheDirError(f"cache dir {path} belongs to another user (uid {info.st_uid}); it holds compiled code "
-                            "the warmup loads: use a folder you or root own")
+    _check_trusted(path, path)
+    for folder, subfolders, _ in os.walk(path):  # a folder others can write lets them swap what loads
+        for name in subfolders:
+            _check_trusted(Path(folder, name), path)
+    for name, what in OWN_FILES.items():
+        own = path / name
+        if (own.exists() or own.is_symlink()) and not (own.is_file() and not own.is_symlink()):
+            raise CacheDirError(f"cache dir {path}: {own} is not a regular file, where zerojit keeps its {what}: "
+                                "remove it")
     return CacheDir(path, can_write(path))
+
+
+def _backend_folder(path: Path, backend: str) -> Path:
+    """`path` itself, or its `backend` folder when `path` is a bake root."""
+    if (path / MANIFEST_FILE).exists() or not path.is_dir():
+        return path
+    if (path / backend / MANIFEST_FILE).is_file():
+        return path / backend
+    baked = sorted(child.name for child in path.iterdir() if (child / MANIFEST_FILE).is_file())
+    if baked:
+        raise CacheDirError(f"cache dir {path} is a bake root holding {', '.join(baked)}, with no {backend} folder for "
+                            f"this preset's backend: bake the preset into it, or give a {backend} cache folder")
+    return path
+
+
+def _check_trusted(folder: Path, cache: Path) -> None:
+    """Refuse a folder of the cache that another user could write or owns (it holds code the warmup loads)."""
+    info = folder.lstat()
+    name = "cache dir" if folder == cache else f"cache dir {cache}: its folder"
+    if stat.S_ISLNK(info.st_mode):
+        info = folder.stat()
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheDirError(f"{name} {folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}); "
+                            "it holds compiled code the warmup loads: use a folder only you can write "
+                            f"(chmod -R go-w {cache})")
+    if info.st_uid not in (os.getuid(), 0):
+        raise CacheDirError(f"{name} {folder} belongs to another user (uid {info.st_uid}); it holds compiled code "
+                            "the warmup loads: use a folder you or root own")
 
 
 def can_write(folder: Path) -> bool:
     """Try it: permission bits say nothing for root, and a read-only mount or an immutable folder says no."""
     try:
-        handle, name = tempfile.mkstemp(prefix=".zerojit-probe-", dir=folder)
+        handle, name = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=folder)
     except OSError:
         return False
     os.close(handle)
@@ -146,10 +187,15 @@ def _valid_history(data: Any) -> bool:
                                           for v in data.values())
 
 
+def _strings(value: Any) -> bool:
+    """A JSON object of strings to strings."""
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
 def _valid_manifest(data: Any) -> bool:
     return (isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT and isinstance(data.get("keys"), dict)
-            and all(isinstance(entry, dict) and isinstance(entry.get("artifacts"), dict)
-                    for entry in data["keys"].values()))
+            and _strings(data.get("fingerprint", {}))
+            and all(isinstance(entry, dict) and _strings(entry.get("artifacts")) for entry in data["keys"].values()))
 
 
 def read_history(cache: CacheDir, warn: bool = True) -> dict[str, float]:
@@ -191,41 +237,89 @@ def file_digest(path: Path) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ArtifactProblem:
-    kernel: str
+    kernel: str | None  # None: the problem is the whole cache's (its manifest)
     key_digest: str
     artifact: str
     why: str
 
     def __str__(self) -> str:
-        return f"{self.kernel}: cached artifact {self.artifact} {self.why}; recompiled"
+        subject = f"{self.kernel}: cached artifact {self.artifact}" if self.kernel else self.artifact
+        return f"{subject} {self.why}; recompiled"
 
 
-def check_artifacts(cache: CacheDir, plan: WarmupPlan) -> tuple[list[ArtifactProblem], int]:
+def inside(cache: CacheDir, relative: Any) -> Path | None:
+    """The file a manifest path names, if it is a plain relative path that stays in the cache (symlinks resolved)."""
+    if not isinstance(relative, str) or not relative or Path(relative).is_absolute():
+        return None
+    path = cache.path / relative
+    root = cache.path.resolve()
+    resolved = path.resolve()
+    return path if resolved != root and resolved.is_relative_to(root) else None
+
+
+def backend_files(cache: CacheDir) -> list[Path]:
+    """Every file in the cache that is not zerojit's own (what the backend wrote, or someone put there)."""
+    found = []
+    for folder, _, names in os.walk(cache.path):
+        for name in names:
+            path = Path(folder, name)
+            if not (path.parent == cache.path and (name in OWN_FILES or name.startswith(PROBE_PREFIX))):
+                found.append(path)
+    return found
+
+
+def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> tuple[list[ArtifactProblem], int]:
     """Check every planned key's artifacts against the manifest; remove the bad ones so their keys recompile.
 
     Returns the problems found and how many planned keys the manifest does not cover (they
     will compile). Raises CacheDirError when the cache is read-only and something must change.
+    An entry naming a path outside the cache (or a folder) is refused and nothing it names is
+    touched; the key's files inside the cache go, so it recompiles. A missing or unreadable
+    manifest in a cache holding backend files vouches for none of them: they all go.
+    `remove=False` only checks (a warmup that will refuse to compile keeps the cache as it is).
     """
-    manifest = read_manifest(cache)
+    manifest_path = cache.path / MANIFEST_FILE
+    manifest = _read_json(manifest_path, "artifact manifest", _valid_manifest, warn=False)
+    if not manifest and (untrusted := backend_files(cache)):
+        state = "unreadable or corrupt" if manifest_path.exists() else "missing"
+        problem = ArtifactProblem(None, "", f"the artifact manifest {manifest_path}",
+                                  f"is {state}, so none of the cache's {len(untrusted)} backend files can be trusted")
+        if not cache.writable and remove:
+            raise CacheDirError(f"cache dir {cache.path} is read-only and would need writing: "
+                                f"{str(problem).removesuffix('; recompiled')}")
+        for path in untrusted if remove else ():
+            path.unlink(missing_ok=True)
+        return [problem], sum(1 for _ in plan.work())
+    entries = manifest.get("keys", {})
     problems: list[ArtifactProblem] = []
+    doomed: list[Path] = []
     uncovered = 0
     for kernel, key in plan.work():
-        entry = manifest.get(key.digest())
+        entry = entries.get(key.digest())
         if entry is None:
             uncovered += 1
             continue
+        found = {relative: inside(cache, relative) for relative in entry["artifacts"]}
+        refused = [relative for relative, path in found.items() if path is None or path.is_dir()]
+        if refused:
+            why = "is a folder" if found[refused[0]] is not None else "lies outside the cache folder"
+            problems.append(ArtifactProblem(kernel.name, key.digest(), refused[0],
+                                            f"{why}: the manifest's entry for this key is refused"))
+            doomed += [path for path in found.values() if path is not None and not path.is_dir()]
+            continue
         for relative, digest in entry["artifacts"].items():
-            path = cache.path / relative
+            path = found[relative]
             if not path.is_file():
                 problems.append(ArtifactProblem(kernel.name, key.digest(), relative, "is missing"))
             elif file_digest(path) != digest:
                 problems.append(ArtifactProblem(kernel.name, key.digest(), relative,
                                                 "does not match the key it was stored for"))
-    if (problems or uncovered) and not cache.writable:
+                doomed.append(path)
+    if (problems or uncovered) and not cache.writable and remove:
         first = f"{problems[0]}" if problems else f"{uncovered} planned keys are not in its manifest"
         raise CacheDirError(f"cache dir {cache.path} is read-only and would need writing: {first.removesuffix('; recompiled')}")
-    for problem in problems:
-        (cache.path / problem.artifact).unlink(missing_ok=True)
+    for path in doomed if remove else ():
+        path.unlink(missing_ok=True)
     return problems, uncovered
 
 
@@ -236,6 +330,14 @@ def record_results(cache: CacheDir, report: WarmupReport, fingerprint: dict[str,
     """
     if not cache.writable:
         return
+    try:
+        _record(cache, report, fingerprint)
+    except OSError as exc:
+        raise CacheDirError(f"cannot record the warmup in cache dir {cache.path}: {exc.strerror or exc} (its compiled "
+                            "files are there, but no manifest vouches for them)") from None
+
+
+def _record(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] | None) -> None:
     root = cache.path.resolve()
     with locked(cache):  # re-read under the lock: another warmup may have written since; it warned already
         history = read_history(cache, warn=False)

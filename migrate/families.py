@@ -175,7 +175,8 @@ def plan_preset(family: Family, preset: Preset) -> tuple[WarmupPlan, Sequence[Ji
 
 def preset_variants(family: Family, preset: Preset, plan: WarmupPlan, cache_dir: Path | None = None) -> dict[str, int]:
     """Distinct backend variants per kernel of a plan (the backend is configured on the cache to resolve them)."""
-    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend_name))
+    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend_name),
+                           family.backend_name)
     family.configure_backend(preset, cache.path)
     return {planned.kernel.name: len({planned.kernel.variant(key) for key in planned.keys}) for planned in plan.kernels}
 
@@ -210,13 +211,14 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
     happens is counted in `unbaked_compiles`. `cooperative`: this process is one rank of a
     torch.distributed group that splits the plan (contract.cooperative).
     """
-    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend_name))
+    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend_name),
+                           family.backend_name)
     if timeline is not None:
         check_output_file(timeline, "--timeline")
         if importlib.util.find_spec("matplotlib") is None:
             raise CacheDirError("--timeline needs matplotlib: pip install 'zerojit[plots]'")
     plan, kernels = plan_preset(family, preset)
-    problems, uncovered = check_artifacts(cache, plan)
+    problems, uncovered = check_artifacts(cache, plan, remove=not require_baked)
     if require_baked and (uncovered or problems):
         missing = f"{problems[0]}".removesuffix("; recompiled") if problems else f"{uncovered} planned keys are not in it"
         raise CacheDirError(f"--require-baked: the cache at {cache.path} does not hold this preset: {missing}")

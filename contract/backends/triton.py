@@ -9,6 +9,14 @@ binds the arguments, computes the specialization with Triton's own code, and com
 real cubin for the target without launching it. Compiles are told apart from disk-cache
 loads by Triton's compilation listener; the variant of a launch is Triton's own JIT cache
 key, read through `knobs.runtime.jit_cache_hook` without compiling.
+
+Triton's stock file cache writes each variant's group file (`__grp__<kernel>.json`, which
+names the variant's files) with absolute paths: a cache copied elsewhere reads the original
+folder's files, and a cache moved away from its original recompiles everything. The
+backend installs `triton_cache.RelocatableCacheManager` instead (`TRITON_CACHE_MANAGER`, inherited by
+worker processes; a serving process needs it too to read a bake, see `SERVING_ENV`): group
+files name their files relative to the variant's folder and are resolved against the folder
+they are read from, so a bake works wherever it is copied or mounted, read-only included.
 """
 
 from __future__ import annotations
@@ -29,6 +37,10 @@ from ..limits import device_capability
 NAME = "triton"
 DSL_MODULE = "triton"  # loaded in a process when this module is in sys.modules
 PARALLELISM = Parallelism.SERIAL  # a compile takes about 1.5 s; one kernel per family today, whose few variants do not repay a worker
+
+CACHE_MANAGER = "zerojit.contract.backends.triton_cache:RelocatableCacheManager"
+SERVING_ENV = {"TRITON_CACHE_MANAGER": CACHE_MANAGER}  # what a serving process needs to load a Triton bake
+GROUP_PREFIX = "__grp__"  # Triton's name for a variant's group file: __grp__<kernel>.json
 
 _counts = threading.local()
 _lock = threading.Lock()
@@ -90,6 +102,7 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
                                      "of its own (a kernel's in-memory variants are per target)")
         driver.set_active(CompileOnlyDriver(compile_target))
         triton.knobs.cache.dir = os.fspath(cache)
+        os.environ.update(SERVING_ENV)  # read by Triton on each lookup, and by every worker process started after
         triton.knobs.compilation.listener = _listen
         _configured = arch
     install_compile_hook()  # compiles after warmup reach the JIT monitors
@@ -99,11 +112,15 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
 
 
 def _listen(*, src: Any, metadata: Any, metadata_group: dict[str, str], times: Any, cache_hit: bool) -> None:
-    """Triton's compilation listener: count real compiles on this thread, report the cache files behind each."""
+    """Triton's compilation listener: count real compiles on this thread, report the cache files behind each
+    (the variant's group file too: it decides which files a lookup loads)."""
     if not cache_hit:
         _counts.value = getattr(_counts, "value", 0) + 1
-    for path in metadata_group.values():
+    for name, path in metadata_group.items():
         record_artifact(path)
+        group = Path(path).with_name(GROUP_PREFIX + name)
+        if group.is_file():
+            record_artifact(group)
 
 
 def compiled_during(jit_fn: Any, *args: Any, **kwargs: Any) -> Outcome:
@@ -229,3 +246,4 @@ def install_compile_hook() -> None:
 
         compiler_module.compile = triton.compiler.compile = triton.compile = compile_and_report
         _hooked = True
+

@@ -1,0 +1,224 @@
+"""A cache folder is data from elsewhere (a bake is shipped): nothing in it can make zerojit touch a file outside
+it, load what its manifest does not vouch for, or stop with a traceback.
+
+The toy kernel (tests/toy_family) compiles real code objects into the cache, so each test runs
+the warmup's own steps as two processes would: check the cache, compile, record.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from zerojit_toy_family.kernel import PolyKernel
+
+from zerojit.contract import ServingLimits, WarmupRegistry, execute
+from zerojit.contract import storage
+from zerojit.contract.cache import (HISTORY_FILE, LOCK_FILE, MANIFEST_FILE, CacheDirError, check_artifacts,
+                                    open_cache_dir, read_fingerprint, record_results)
+
+LIMITS = ServingLimits(max_num_seqs=8, max_num_batched_tokens=512, max_model_len=4096)
+
+
+def plan_for(kernel: PolyKernel):
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        kernel.register_warmup(max_terms=8, dtypes=("bf16",))
+    return registry.plan()
+
+
+def warm(folder: Path):
+    """One warmup as a fresh process runs it: a new kernel object on the cache, checked, compiled, recorded."""
+    cache = open_cache_dir(folder)
+    plan = plan_for(PolyKernel(cache_dir=cache.path))
+    problems, uncovered = check_artifacts(cache, plan)
+    report = execute(plan, show_progress=False)
+    record_results(cache, report, {"Python": "3.x"})
+    return problems, uncovered, report
+
+
+def manifest(folder: Path) -> dict:
+    return json.loads((folder / MANIFEST_FILE).read_text())
+
+
+def test_manifest_paths_outside_the_cache_are_refused_and_nothing_outside_is_touched(tmp_path):
+    cache = tmp_path / "cache"
+    warm(cache)
+    victim, absolute = tmp_path / "victim.txt", tmp_path / "elsewhere" / "victim.txt"
+    absolute.parent.mkdir()
+    victim.write_text("keep me")
+    absolute.write_text("keep me too")
+    data = manifest(cache)
+    first, second = list(data["keys"])[:2]
+    data["keys"][first]["artifacts"]["../victim.txt"] = "0" * 64
+    data["keys"][second]["artifacts"][str(absolute)] = "0" * 64
+    (cache / MANIFEST_FILE).write_text(json.dumps(data))
+    (cache / "outside").symlink_to(tmp_path / "elsewhere")  # a path that looks inside and resolves outside
+    data["keys"][list(data["keys"])[2]]["artifacts"]["outside/victim.txt"] = "0" * 64
+    (cache / MANIFEST_FILE).write_text(json.dumps(data))
+
+    problems, _, report = warm(cache)
+
+    assert victim.read_text() == "keep me" and absolute.read_text() == "keep me too"
+    refused = sorted(p.artifact for p in problems if "outside the cache folder" in p.why)
+    assert refused == sorted(["../victim.txt", str(absolute), "outside/victim.txt"])
+    assert report.count("compiled") == 3 and report.count("failed") == 0  # the refused keys recompiled
+    assert all(not Path(relative).is_absolute() and ".." not in relative
+               for entry in manifest(cache)["keys"].values() for relative in entry["artifacts"])
+
+
+def test_an_artifact_entry_naming_a_folder_is_refused_not_a_traceback(tmp_path):
+    cache = tmp_path / "cache"
+    warm(cache)
+    data = manifest(cache)
+    key = next(iter(data["keys"]))
+    (cache / "a-folder").mkdir(mode=0o700)
+    data["keys"][key]["artifacts"]["a-folder"] = "0" * 64
+    (cache / MANIFEST_FILE).write_text(json.dumps(data))
+    problems, _, report = warm(cache)
+    assert [p.why for p in problems] == ["is a folder: the manifest's entry for this key is refused"]
+    assert (cache / "a-folder").is_dir() and report.count("compiled") == 1
+
+
+@pytest.mark.parametrize("corruption", ["not json", "fingerprint is a list", "missing"])
+def test_a_manifest_that_vouches_for_nothing_never_blesses_what_the_cache_holds(tmp_path, corruption):
+    cache = tmp_path / "cache"
+    warm(cache)
+    artifacts = sorted(cache.glob("*.marshal"))
+    first, second = artifacts[0].read_bytes(), artifacts[1].read_bytes()
+    artifacts[0].write_bytes(second)  # swapped: each file would load as the other key's variant
+    artifacts[1].write_bytes(first)
+    if corruption == "not json":
+        (cache / MANIFEST_FILE).write_text("{ truncated")
+    elif corruption == "fingerprint is a list":
+        data = manifest(cache)
+        data["fingerprint"] = ["Python", "3.x"]
+        (cache / MANIFEST_FILE).write_text(json.dumps(data))
+    else:
+        (cache / MANIFEST_FILE).unlink()
+
+    problems, uncovered, report = warm(cache)
+
+    assert len(problems) == 1 and "none of the cache's" in str(problems[0]) and uncovered == len(report.results)
+    assert report.count("compiled") == len(report.results)  # nothing was loaded from the untrusted files
+    assert read_fingerprint(open_cache_dir(cache)) == {"Python": "3.x"}
+    again, uncovered_again, _ = warm(cache)
+    assert again == [] and uncovered_again == 0
+
+
+def test_check_only_keeps_an_untrusted_cache_as_it_is(tmp_path):
+    cache = tmp_path / "cache"
+    warm(cache)
+    (cache / MANIFEST_FILE).write_text("{ truncated")
+    before = sorted(p.name for p in cache.iterdir())
+    problems, _ = check_artifacts(open_cache_dir(cache), plan_for(PolyKernel(cache_dir=cache)), remove=False)
+    assert problems and sorted(p.name for p in cache.iterdir()) == before
+
+
+@pytest.mark.parametrize("name", [MANIFEST_FILE, LOCK_FILE, HISTORY_FILE])
+def test_a_folder_where_zerojit_keeps_a_file_is_one_line(tmp_path, name):
+    (tmp_path / name).mkdir()
+    with pytest.raises(CacheDirError, match=f"{name} is not a regular file"):
+        open_cache_dir(tmp_path)
+
+
+def test_every_folder_under_the_cache_is_held_to_the_top_folders_trust_rule(tmp_path):
+    cache = tmp_path / "cache"
+    (cache / "variant" / "deeper").mkdir(parents=True)
+    cache.chmod(0o700)
+    (cache / "variant" / "deeper").chmod(0o777)
+    with pytest.raises(CacheDirError, match="deeper is writable by other users"):
+        open_cache_dir(cache)
+    (cache / "variant" / "deeper").chmod(0o755)
+    assert open_cache_dir(cache).path == cache
+
+
+def test_a_bake_root_stands_for_its_backend_folder_and_is_never_compiled_beside(tmp_path):
+    warm(tmp_path / "bake" / "python")
+    assert open_cache_dir(tmp_path / "bake", "python").path == tmp_path / "bake" / "python"
+    assert open_cache_dir(tmp_path / "bake" / "python", "python").path == tmp_path / "bake" / "python"
+    with pytest.raises(CacheDirError, match="is a bake root holding python, with no triton folder"):
+        open_cache_dir(tmp_path / "bake", "triton")
+    assert open_cache_dir(tmp_path / "fresh", "triton").path == tmp_path / "fresh"
+
+
+def test_a_full_disk_while_recording_is_one_line_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    cache = open_cache_dir(tmp_path / "cache")
+    plan = plan_for(PolyKernel(cache_dir=cache.path))
+    report = execute(plan, show_progress=False)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(storage.os, "replace", full)
+    with pytest.raises(CacheDirError, match="cannot record the warmup in cache dir .*No space left on device"):
+        record_results(cache, report)
+    assert not [p for p in cache.path.iterdir() if p.name.startswith((f".{HISTORY_FILE}", f".{MANIFEST_FILE}"))]
+
+
+def test_a_symlinked_subfolder_is_judged_by_what_it_points_to(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    (cache / "link").symlink_to(shared)
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o777
+    with pytest.raises(CacheDirError, match="writable by other users"):
+        open_cache_dir(cache)
+
+
+@pytest.fixture(scope="module")
+def triton_bake(tmp_path_factory):
+    """qwen3-next-h200 baked for real (Triton, 6 variants), then copied away and the original deleted."""
+    from conftest import zerojit
+
+    root = tmp_path_factory.mktemp("triton-bake")
+    done = zerojit("bake", "--preset", "qwen3-next-h200", "--out", str(root / "bake"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    shutil.copytree(root / "bake", root / "copy")
+    shutil.rmtree(root / "bake")
+    return root / "copy"
+
+
+def warmup_json(*args: str) -> dict:
+    from conftest import zerojit
+
+    done = zerojit("warmup", "--preset", "qwen3-next-h200", "--json", *args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def test_a_moved_read_only_triton_bake_loads_every_variant_and_reads_no_other_folder(triton_bake, tmp_path):
+    readonly = tmp_path / "mounted"
+    shutil.copytree(triton_bake, readonly)
+    if subprocess.run(["chattr", "-R", "+i", str(readonly)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        report = warmup_json("--cache-dir", str(readonly), "--require-baked")
+    finally:
+        subprocess.run(["chattr", "-R", "-i", str(readonly)], check=True)
+    assert (report["compiled"], report["cached"], report["failed"]) == (0, 6, 0)
+    groups = list(readonly.rglob("__grp__*.json"))
+    assert len(groups) == 6 and all(not Path(path).is_absolute()
+                                    for group in groups for path in json.loads(group.read_text())["child_paths"].values())
+
+
+def test_a_swapped_triton_group_file_is_recompiled_and_reported(triton_bake, tmp_path):
+    cache = tmp_path / "swapped"
+    shutil.copytree(triton_bake, cache)
+    first, second = sorted((cache / "triton").rglob("__grp__*.json"))[:2]
+    one, other = first.read_bytes(), second.read_bytes()
+    first.write_bytes(other)
+    second.write_bytes(one)
+    report = warmup_json("--cache-dir", str(cache))
+    swapped = {str(path.relative_to(cache / "triton")) for path in (first, second)}
+    assert report["compiled"] == 2 and report["cached"] == 4
+    assert {line.split("cached artifact ")[1].split(" does not match")[0]
+            for line in report["recompiled_artifacts"]} == swapped
