@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -98,21 +99,34 @@ def arm_after_warmup(registry_class: Any, mode: str) -> JitMonitor:
 def register_plugin() -> JitMonitor | None:
     """vLLM general plugin: hook the installed DSL compilers and arm a monitor after JIT warmup.
 
-    It runs inside vLLM's start-up, so it never raises: a bad ZEROJIT_MONITOR or a vLLM
-    without the JIT warmup registry leaves the monitor off with a warning.
+    It runs inside vLLM's start-up, so it never raises, whatever the warnings filter: a bad
+    ZEROJIT_MONITOR or a vLLM without the JIT warmup registry leaves the monitor off with a
+    warning (on stderr when warnings are errors). It also points Triton at zerojit's
+    relocatable cache files, so the process can load a Triton bake from wherever it was copied.
     """
-    mode = os.environ.get("ZEROJIT_MONITOR", "warn")
-    if mode == "off":
-        return None
-    if mode not in MODES:
-        warnings.warn(f"zerojit: ZEROJIT_MONITOR={mode!r} is not one of {', '.join(MODES)} or off; the JIT monitor "
-                      "stays off", RuntimeWarning, stacklevel=2)
-        return None
     try:
+        from .backends import triton
+
+        for name, value in triton.SERVING_ENV.items():
+            os.environ.setdefault(name, value)
+        mode = os.environ.get("ZEROJIT_MONITOR", "warn")
+        if mode == "off":
+            return None
+        if mode not in MODES:
+            _tell(f"zerojit: ZEROJIT_MONITOR={mode!r} is not one of {', '.join(MODES)} or off; the JIT monitor stays "
+                  "off")
+            return None
         from vllm.model_executor.warmup.jit_warmup import JitWarmupRegistry
 
         return arm_after_warmup(JitWarmupRegistry, mode)
     except Exception as exc:  # noqa: BLE001 - a plugin must never stop vLLM from starting
-        warnings.warn(f"zerojit: the JIT monitor stays off ({type(exc).__name__}: {exc})", RuntimeWarning,
-                      stacklevel=2)
+        _tell(f"zerojit: the JIT monitor stays off ({type(exc).__name__}: {exc})")
         return None
+
+
+def _tell(message: str) -> None:
+    """A warning that cannot raise: where the filter makes warnings errors (`-W error`), it goes to stderr."""
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    except Exception:  # noqa: BLE001 - the filter turned the warning into an exception
+        print(f"warning: {message}", file=sys.stderr)

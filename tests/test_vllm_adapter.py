@@ -6,6 +6,9 @@ the Triton parallel path these kernels do not take.
 """
 
 import importlib.metadata
+import os
+import subprocess
+import sys
 import types
 
 import pytest
@@ -112,3 +115,18 @@ def test_plugin_without_vllm_registry_returns_normally(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "vllm", None)  # `import vllm...` fails as if not installed
     with pytest.warns(RuntimeWarning, match="the JIT monitor stays off"):
         assert register_plugin() is None
+
+
+@pytest.mark.parametrize("mode", ["loud", "warn"])  # a bad mode; a good one in a process without vLLM
+def test_the_plugin_never_raises_even_when_warnings_are_errors(mode):
+    """vLLM 0.33.0's load_general_plugins calls each plugin without a try, and `-W error` turns warnings into
+    exceptions: the plugin still returns, and says why the monitor is off on stderr."""
+    load = ("import importlib.metadata as m; "
+            "plugin = next(e for e in m.entry_points(group='vllm.general_plugins') if e.name == 'zerojit_monitors'); "
+            "print(plugin.load()())")
+    env = {**os.environ, "ZEROJIT_MONITOR": mode}
+    done = subprocess.run([sys.executable, "-W", "error", "-c", load], capture_output=True, text=True, env=env,
+                          cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "None" and "the JIT monitor stays off" in done.stderr
+    assert "Traceback" not in done.stderr
