@@ -295,7 +295,7 @@ def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 
     if grid is not None and grid not in adapter.grids:
         raise FamilyError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
     configs = (adapter.grids[grid]() if grid else []) + (sample_configs(adapter, samples, seed) if samples else [])
-    return compare(adapter, configs)
+    return compare(adapter, configs, {"grid": grid, "samples": samples, "seed": seed if samples else None})
 
 
 def migration_keys_check(result: MigrationResult, grid: str = "smoke") -> dict[str, EquivalenceReport | None]:

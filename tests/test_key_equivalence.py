@@ -216,3 +216,15 @@ def test_offline_the_legacy_tree_flag_stands_in_for_the_fetch_and_without_it_one
     missing = run()
     assert missing.returncode == 2 and "pass --legacy-tree PATH" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_a_report_says_what_it_covered_even_with_no_difference():
+    configs = get_family("rocm-nvfp4").equivalence_adapter().grids["smoke"]()
+    code, report = keys_diff("--family", "rocm-nvfp4", "--grid", "smoke", "--samples", "3", "--seed", "5")
+    assert report["inputs"] == {"grid": "smoke", "samples": 3, "seed": 5}
+    assert report["configs"] == len(configs) + 3
+    for field in ("arch", "tp_size", "kv_cache_dtype", "scheduler"):
+        assert sum(report["coverage"][field].values()) == report["configs"], field
+    on_grid = {arch: sum(1 for config in configs if config.arch == arch) for arch in {c.arch for c in configs}}
+    assert all(report["coverage"]["arch"][arch] >= count for arch, count in on_grid.items())
+    assert "dtype" not in report["coverage"]  # ROCm's configs have a KV-cache dtype, no model dtype

@@ -57,6 +57,10 @@ class EquivalenceAdapter(Protocol):
     def intended(self, config: Any, legacy: set[str], migrated: set[str]) -> str | None: ...  # why they differ
 
 
+# What a report says it covered: how many configs had each value of these fields (those a config has).
+COVERAGE_FIELDS = ("arch", "tp_size", "dtype", "kv_cache_dtype", "num_sms", "scheduler")
+
+
 @dataclasses.dataclass
 class ConfigDiff:
     config: Any
@@ -78,6 +82,8 @@ class EquivalenceReport:
     diffs: list[ConfigDiff]
     legacy_source: str = ""
     migrated_source: str = ""
+    coverage: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)  # field -> value -> configs
+    inputs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the grid, samples and seed drawn from
 
     @property
     def mismatches(self) -> list[ConfigDiff]:
@@ -89,9 +95,16 @@ class EquivalenceReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "legacy_source": self.legacy_source, "migrated_source": self.migrated_source,
-                "configs": self.configs, "mismatches": len(self.mismatches),
-                "intended_differences": len(self.diffs) - len(self.mismatches),
+                "configs": self.configs, "inputs": self.inputs, "coverage": self.coverage,
+                "mismatches": len(self.mismatches), "intended_differences": len(self.diffs) - len(self.mismatches),
                 "details": [d.to_dict() for d in self.diffs]}
+
+    def covered(self) -> str:
+        """One line per covered field: `arch: sm90 x12, sm100 x12`, then what the configs were drawn from."""
+        lines = [f"{field}: " + ", ".join(f"{value} x{count}" for value, count in values.items())
+                 for field, values in self.coverage.items()]
+        drawn = ", ".join(f"{name} {value}" for name, value in self.inputs.items() if value is not None)
+        return "\n".join(lines + ([f"drawn from: {drawn}"] if drawn else []))
 
     def table(self, limit: int = 20) -> Table:
         from rich.markup import escape
@@ -99,7 +112,8 @@ class EquivalenceReport:
 
         verdict = "[green]equivalent[/]" if self.ok else f"[red]{len(self.mismatches)} mismatching[/]"
         table = Table(title=f"keys diff {self.family}: {self.configs} configs, {verdict}", show_lines=True,
-                      caption=f"legacy: {escape(self.legacy_source)}\nmigrated: {escape(self.migrated_source)}")
+                      caption=f"legacy: {escape(self.legacy_source)}\nmigrated: {escape(self.migrated_source)}\n"
+                              f"covered: {escape(self.covered())}")
         for column in ("config", "keys (legacy/migrated)", "only legacy", "only migrated", "verdict"):
             table.add_column(column, overflow="fold")
         for diff in (self.mismatches + [d for d in self.diffs if d.intended])[:limit]:
@@ -127,17 +141,26 @@ def _first(keys: list[str], width: int = 90) -> str:
     return text + (f"\n(+{len(keys) - 1} more)" if len(keys) > 1 else "")
 
 
-def compare(adapter: EquivalenceAdapter, configs: Iterable[Any]) -> EquivalenceReport:
+def compare(adapter: EquivalenceAdapter, configs: Iterable[Any], inputs: dict[str, Any] | None = None) \
+        -> EquivalenceReport:
+    """Legacy vs migrated keys for each config; `inputs` (grid, samples, seed) is recorded as given."""
     diffs, count = [], 0
+    coverage: dict[str, dict[str, int]] = {}
     for config in configs:
         count += 1
+        for field in COVERAGE_FIELDS:
+            if hasattr(config, field):
+                value = getattr(config, field)
+                values = coverage.setdefault(field, {})
+                values[str(value)] = values.get(str(value), 0) + 1
         legacy, migrated = adapter.legacy_keys(config), adapter.migrated_keys(config)
         if legacy == migrated:
             continue
         only_legacy, only_migrated = legacy - migrated, migrated - legacy
         diffs.append(ConfigDiff(config, len(legacy), len(migrated), sorted(only_legacy), sorted(only_migrated),
                                 adapter.intended(config, legacy, migrated)))
-    return EquivalenceReport(adapter.family, count, diffs, adapter.legacy_source, adapter.migrated_source)
+    return EquivalenceReport(adapter.family, count, diffs, adapter.legacy_source, adapter.migrated_source,
+                             coverage, dict(inputs or {}))
 
 
 class TreeEquivalence:
