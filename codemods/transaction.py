@@ -12,6 +12,11 @@ without writing.
 The journal lives in `.git/zerojit/` when the repo is a git checkout, otherwise in the
 user's cache keyed by the repo's path: a successful run leaves nothing of its own in the
 tree. One lock per repo in the same place: a second run waits for the first.
+
+A journal is read as untrusted data (a folder anyone could have put one in): it is used only
+when it was written for this repo (its recorded root is this repo), every path it names is
+a file inside the repo (symlinks resolved) with its staging name beside it, and every backup
+holds the bytes the journal says it does. Otherwise recovery refuses it and touches nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from zerojit.contract.storage import atomic_write, cache_root, file_lock
+from zerojit.contract.storage import atomic_write, cache_root, can_write, file_lock
 
 JOURNAL = "journal.json"
 # Tests set this to space the write steps out, so that a kill can land between any two of them.
@@ -60,7 +65,14 @@ def state_dir(repo: Path) -> Path:
 def locked(repo: Path, exclusive: bool, on_wait: Callable[[], None] = lambda: None) -> Iterator[None]:
     """Hold the repo's migration lock (exclusive to write, shared to read); `on_wait` runs if it must wait."""
     folder = state_dir(repo)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exclusive:
+            raise TransactionError(f"{repo} cannot be written: zerojit's state folder {folder} cannot be created "
+                                   f"({exc.strerror or exc}); nothing was written") from None
+        yield  # nobody can write a repo whose state folder cannot even be made: a reader needs no lock
+        return
     with file_lock(folder / "lock", shared=not exclusive, on_wait=on_wait):
         yield
 
@@ -88,13 +100,47 @@ def pending(repo: Path) -> Path | None:
     return journal if journal.is_file() else None
 
 
+def _journal_entries(repo: Path, journal: Path) -> list[dict]:
+    """The journal's entries, each checked to be this repo's (see the module docstring); else TransactionError."""
+    def refuse(why: str) -> TransactionError:
+        return TransactionError(f"the journal {journal} was not written for this repo by zerojit ({why}); "
+                                "nothing was touched: check it, then remove it")
+
+    try:
+        data = json.loads(journal.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise refuse(f"unreadable: {exc}") from None
+    root = Path(repo).resolve()
+    if not isinstance(data, dict) or not isinstance(data.get("files"), list) or \
+            not isinstance(data.get("repo"), str) or Path(data["repo"]).resolve() != root:
+        raise refuse(f"it records the repo {data.get('repo') if isinstance(data, dict) else None!r}")
+    backups = state_dir(repo) / "backup"
+    for index, entry in enumerate(data["files"]):
+        if not (isinstance(entry, dict) and entry.get("index") == index and isinstance(entry.get("path"), str)
+                and isinstance(entry.get("temp"), str) and isinstance(entry.get("mode"), int)
+                and 0 <= entry["mode"] <= 0o7777 and all(isinstance(entry.get(k), (str, type(None)))
+                                                         for k in ("before", "after"))):
+            raise refuse(f"entry {index} is malformed")
+        path, temp = Path(entry["path"]), Path(entry["temp"])
+        if not path.is_absolute() or not path.parent.resolve().is_relative_to(root) or \
+                (path.is_symlink() and not path.resolve().is_relative_to(root)):
+            raise refuse(f"it names {path}, outside the repo")
+        if temp.parent != path.parent or not (temp.name.startswith(f".{path.name}.")
+                                               and temp.name.endswith(".zerojit-new")):
+            raise refuse(f"its staging file {temp} is not beside {path.name}")
+        # Every backup is written before the first file is replaced: a replaced file's backup must be whole.
+        if _digest(_current(path)) != entry["before"] and _digest(_current(backups / str(index))) != entry["before"]:
+            raise refuse(f"the backup of {path} does not hold the bytes it records")
+    return data["files"]
+
+
 def recover(repo: Path) -> int:
     """Put every file of an interrupted write back as it was; returns how many had changed. Hold the lock."""
     folder = state_dir(repo)
     journal = folder / JOURNAL
     restored = 0
     if journal.is_file():
-        entries = json.loads(journal.read_text())["files"]
+        entries = _journal_entries(repo, journal)
         changed_since = [e["path"] for e in entries if _digest(_current(Path(e["path"]))) not in (e["before"], e["after"])]
         if changed_since:
             raise TransactionError(f"an interrupted migration's journal ({journal}) lists files changed since: "
@@ -114,6 +160,9 @@ def recover(repo: Path) -> int:
 def commit(repo: Path, writes: Sequence[Write]) -> None:
     """Write every change or none (see the module docstring). Hold the lock."""
     folder = state_dir(repo)
+    unwritable = sorted({str(w.path.parent) for w in writes if not can_write(w.path.parent)})
+    if unwritable or not can_write(folder):
+        raise TransactionError(f"cannot write {', '.join(unwritable) or folder} (read-only); nothing was written")
     backups = folder / "backup"
     shutil.rmtree(backups, ignore_errors=True)  # left by a run killed after its commit point
     backups.mkdir(parents=True)

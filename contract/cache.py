@@ -34,14 +34,13 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .storage import atomic_write, cache_root, file_lock
+from .storage import PROBE_PREFIX, atomic_write, cache_root, can_write, file_lock
 
 if TYPE_CHECKING:
     from .plan import WarmupPlan
@@ -52,7 +51,6 @@ MANIFEST_FILE = "zerojit-manifest.json"
 LOCK_FILE = "zerojit.lock"
 MANIFEST_FORMAT = "zerojit-cache/1"
 OWN_FILES = {HISTORY_FILE: "timing history", MANIFEST_FILE: "artifact manifest", LOCK_FILE: "lock"}
-PROBE_PREFIX = ".zerojit-probe-"
 
 
 def default_cache_dir(backend: str) -> Path:
@@ -130,17 +128,6 @@ def _check_trusted(folder: Path, cache: Path) -> None:
     if info.st_uid not in (os.getuid(), 0):
         raise CacheDirError(f"{name} {folder} belongs to another user (uid {info.st_uid}); it holds compiled code "
                             "the warmup loads: use a folder you or root own")
-
-
-def can_write(folder: Path) -> bool:
-    """Try it: permission bits say nothing for root, and a read-only mount or an immutable folder says no."""
-    try:
-        handle, name = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=folder)
-    except OSError:
-        return False
-    os.close(handle)
-    os.unlink(name)
-    return True
 
 
 def check_output_file(path: Path, what: str) -> Path:

@@ -14,6 +14,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+PROBE_PREFIX = ".zerojit-probe-"  # the files `can_write` makes and removes at once
+
 
 def cache_root() -> Path:
     """$ZEROJIT_CACHE, else ~/.cache/zerojit."""
@@ -38,6 +40,17 @@ def file_lock(path: Path, *, shared: bool = False, on_wait: Callable[[], None] |
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def can_write(folder: Path) -> bool:
+    """Try it: permission bits say nothing for root, and a read-only mount or an immutable folder says no."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=folder)
+    except OSError:
+        return False
+    os.close(handle)
+    os.unlink(name)
+    return True
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None, temp: Path | None = None) -> None:

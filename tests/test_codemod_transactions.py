@@ -4,6 +4,7 @@ Every run here is the real CLI in its own process (kills and locks are about pro
 """
 
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -217,3 +218,50 @@ def test_repo_inside_a_package_names_the_checkout_root(tmp_path):
     code, _, err = migrate_small(repo / "vllm" / "model_executor")
     assert code == 2 and f"the checkout root (the folder holding it) is {repo}" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def hostile_journal(repo: Path, victim: Path, recorded: Path | None = None) -> Path:
+    """A journal as an interrupted write leaves it, but naming `victim` with a backup of other bytes."""
+    folder = transaction.state_dir(repo)
+    (folder / "backup").mkdir(parents=True)
+    (folder / "backup" / "0").write_bytes(b"overwritten\n")
+    before = hashlib.sha256(b"overwritten\n").hexdigest()
+    entry = {"index": 0, "path": str(victim), "temp": str(victim.with_name(f".{victim.name}.1.zerojit-new")),
+             "before": before, "after": None, "mode": 0o644}
+    journal = folder / transaction.JOURNAL
+    journal.write_text(json.dumps({"repo": str((recorded or repo).resolve()), "files": [entry]}))
+    return journal
+
+
+@pytest.mark.parametrize("case", ["outside the repo", "another repo", "a backup of other bytes"])
+def test_a_hostile_journal_is_refused_and_touches_nothing(tmp_path, case):
+    repo = small_repo(tmp_path)
+    victim = tmp_path / "victim.txt" if case == "outside the repo" else repo / MODEL
+    if case == "outside the repo":
+        victim.write_text("keep me\n")
+    journal = hostile_journal(repo, victim, tmp_path / "elsewhere" if case == "another repo" else None)
+    if case == "a backup of other bytes":
+        (transaction.state_dir(repo) / "backup" / "0").write_bytes(b"not what the journal records\n")
+    kept = victim.read_bytes()
+    for args in (("--recover",), ("--write",)):
+        code, _, err = migrate_small(repo, *args)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "was not written for this repo" in err, err
+        assert "Traceback" not in err and victim.read_bytes() == kept and journal.exists()
+
+
+def test_a_read_only_repo_is_refused_before_anything_is_staged_and_can_still_be_checked(tmp_path):
+    repo = small_repo(tmp_path)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    before = snapshot(repo)
+    if subprocess.run(["chattr", "-R", "+i", str(repo)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        results = [migrate_small(repo, *args) for args in (("--write",), ("--check",), ("--recover",), ())]
+    finally:
+        subprocess.run(["chattr", "-R", "-i", str(repo)], check=True)
+    (write, check, recover, dry) = results
+    assert write[0] == 2 and "cannot be written" in write[2] and len(write[2].strip().splitlines()) == 1, write[2]
+    assert check[0] == 1 and "would change" in check[1] and "Traceback" not in check[2]
+    assert recover[0] == 2 and "cannot be written" in recover[2]
+    assert dry[0] == 0 and "+++ b/" in dry[1]
+    assert snapshot(repo) == before

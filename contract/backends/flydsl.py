@@ -18,7 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..cache import CacheDirError, can_write, default_cache_dir, record_artifact
+from ..cache import CacheDirError, default_cache_dir, record_artifact
+from ..storage import can_write
 from ..kernel import Outcome, Parallelism
 
 NAME = "flydsl"
