@@ -1,0 +1,126 @@
+"""`zerojit migrate`: move an engine repo's legacy warmups onto the contract, by spec, all or nothing."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from zerojit.codemods.runner import MigrationResult, check_repo, migrate, write
+from zerojit.codemods.transaction import TransactionError
+
+from ..families import migration_keys_check
+from .render import print_diff
+from .services import chosen_migrations, migration_lock
+from .shared import TREE_ERRORS, err, fail, out, user_errors
+
+
+def migrate_command(
+    targets: list[str] = typer.Argument(None, metavar="FAMILY... [PATH...]", help="Spec families to apply (the "
+                                        "installed families' specs, see `zerojit families`, and those of --spec), "
+                                        "then optional files, folders or globs that restrict the run."),
+    repo: Path = typer.Option(..., "--repo", help="Checkout root: the folder holding the engine package (vllm/)."),
+    write_changes: bool = typer.Option(False, "--write", help="Apply the changes (default: print a diff)."),
+    check: bool = typer.Option(False, "--check", help="List the files that would change ('would change: PATH'); "
+                                "exit 1 when any, 0 when none."),
+    recover: bool = typer.Option(False, "--recover", help="Roll back a --write that was interrupted (killed), then "
+                                 "stop unless families are named."),
+    spec_file: Optional[Path] = typer.Option(None, "--spec", help="TOML file of [[migration]] specs to use too."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Processes for the libcst transforms."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write a JSON report of the run here."),
+    format_command: Optional[str] = typer.Option(None, "--format", help="A formatter that reads code on stdin and "
+                                                 "writes it to stdout, run on every changed file before the safety "
+                                                 "gate, e.g. 'ruff format -'."),
+    no_ignore: bool = typer.Option(False, "--no-ignore", help="In a git checkout, also read files git ignores."),
+    verify_keys: bool = typer.Option(False, "--verify-keys", help="Before writing, compare the compile keys the tree "
+                                     "warms before and after the planned changes (`keys diff --legacy-tree "
+                                     "--migrated-tree`, smoke grid) for families whose legacy side is engine code; "
+                                     "any unexplained difference refuses the run (exit 1)."),
+) -> None:
+    """Migrate legacy warmup modules in a repo onto the contract (dry run: a unified diff; exit 0).
+
+    Nothing is written unless every edit is safe: the result compiles, pyflakes finds no new
+    undefined name or redefinition, and nothing still refers to what the migration deletes or
+    renames. Otherwise the run is refused (exit 2), one `path:line: why` per problem. A --write
+    is all-or-nothing and survives a kill (the next --write or --recover rolls it back first);
+    a second run on the same repo waits for the first. Errors exit 2 with one line.
+    """
+    if write_changes and check:
+        raise fail("--write and --check exclude each other")
+    with user_errors(*TREE_ERRORS, TransactionError, on_bug="nothing was written unless said above"):
+        repo = check_repo(repo)
+        specs, only = chosen_migrations(targets or [], repo, spec_file, recover)
+        with migration_lock(repo, exclusive=write_changes or recover, recover=recover, say=_say):
+            if not specs:
+                return
+            result = migrate(repo, specs, jobs=jobs, respect_gitignore=not no_ignore,
+                             format_command=shlex.split(format_command) if format_command else (), only=only,
+                             on_progress=_progress(err))
+            keys_kept = not (verify_keys and result.changes) or _keys_kept(result)
+            if write_changes and keys_kept:
+                write(result)
+    if not keys_kept:
+        err.print("refused: the migration changes what the tree warms (nothing written)", highlight=False)
+        raise typer.Exit(1)
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    for path, why in result.skipped.items():
+        err.print(f"[yellow]skipped[/] {escape(path)}: {escape(why)}", highlight=False)
+    if report is not None:
+        report.write_text(json.dumps(result.report(), indent=2) + "\n")
+    summary = result.report()
+    counts = (f"{len(summary['changed'])} changed, {len(summary['deleted'])} deleted, {len(summary['skipped'])} "
+              f"skipped ({result.seconds:.2f} s)")
+    if write_changes:
+        err.print(f"wrote: {counts}", highlight=False)
+    elif check:
+        for change in result.changes:
+            print(f"would change: {change.path.relative_to(repo).as_posix()}")
+        err.print(f"check: {counts}", highlight=False)
+        raise typer.Exit(1 if result.changes else 0)
+    else:
+        print_diff(result, out)
+        err.print(f"dry run (--write applies): {counts}", highlight=False)
+
+
+def _say(text: str) -> None:
+    err.print(escape(text), highlight=False)
+
+
+def _keys_kept(result: MigrationResult) -> bool:
+    """One line per family on whether the planned migration keeps its keys (a table when not); all kept?"""
+    for family, report in migration_keys_check(result).items():
+        if report is None:
+            err.print(f"keys: {escape(family)}: no engine-tree adapter, not checked", highlight=False)
+            continue
+        verdict = "no unexplained difference" if report.ok else f"{len(report.mismatches)} unexplained mismatches"
+        err.print(f"keys: {escape(family)}: {report.configs} configs, {verdict}", highlight=False)
+        if not report.ok:
+            err.print(report.table())
+            return False
+    return True
+
+
+def _progress(console: Console):
+    """A progress bar for runs with many files to transform (none for a handful, or when not on a terminal)."""
+    state: dict = {}
+
+    def update(done: int, total: int) -> None:
+        if total < 20 or not console.is_terminal:
+            return
+        if "bar" not in state:
+            from rich.progress import Progress
+
+            state["bar"] = Progress(console=console, transient=True)
+            state["bar"].start()
+            state["task"] = state["bar"].add_task("migrate", total=total)
+        state["bar"].update(state["task"], completed=done)
+        if done == total:
+            state["bar"].stop()
+
+    return update

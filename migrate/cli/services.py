@@ -1,0 +1,103 @@
+"""What a command does beyond one call into a family or codemod service, as plain functions.
+
+Choosing a migrate run's specs and the paths that restrict it, holding a repo's migration
+lock (rolling back an interrupted --write first), baking one preset in a process of its own,
+writing a survey's draft specs. Plain values in and out, no rich: the commands render.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from zerojit.codemods import transaction
+from zerojit.codemods.runner import MigrationError
+from zerojit.codemods.spec import MigrationSpec, SpecError, load_specs
+from zerojit.codemods.survey import draft_spec
+
+from ..families import migration_specs
+
+
+def split_targets(tokens: list[str], known: set[str], repo: Path) -> tuple[list[str], list[Path]]:
+    """Positional arguments: spec family names, and paths or globs that restrict the run."""
+    families, paths = [], []
+    for token in tokens:
+        if token in known:
+            families.append(token)
+            continue
+        matches = sorted(Path().glob(token) if not Path(token).is_absolute() else Path("/").glob(token.lstrip("/"))) \
+            if any(c in token for c in "*?[") else [Path(token)] if Path(token).exists() else []
+        if not matches and not Path(token).is_absolute() and (repo / token).exists():
+            matches = [repo / token]
+        if not matches:
+            raise SpecError(f"{token!r} is neither a known family ({', '.join(sorted(known))}) nor an existing path")
+        paths += matches
+    return families, paths
+
+
+def chosen_migrations(targets: list[str], repo: Path, spec_file: Path | None,
+                      recover: bool) -> tuple[list[MigrationSpec], list[Path]]:
+    """The specs a migrate run applies (named ones; else every spec of --spec) and the paths that restrict it.
+
+    The installed families' specs, with --spec's on top; no spec at all is refused unless the
+    run only recovers.
+    """
+    specs = migration_specs()
+    from_file = []
+    if spec_file is not None:
+        loaded = load_specs(spec_file)
+        specs.update({spec.family: spec for spec in loaded})
+        from_file = [spec.family for spec in loaded]
+    names, only = split_targets(targets, set(specs), repo)
+    names = names or from_file
+    if not names and not recover:
+        raise SpecError(f"name at least one family; known: {', '.join(sorted(specs))}")
+    return [specs[name] for name in names], only
+
+
+@contextmanager
+def migration_lock(repo: Path, exclusive: bool, recover: bool, say: Callable[[str], None]) -> Iterator[None]:
+    """Hold the repo's migration lock (exclusive for a --write or --recover), waiting for another run if one holds it.
+
+    An interrupted --write left a journal: an exclusive run rolls it back first, any other run
+    is refused (it would read half-written files).
+    """
+    with transaction.locked(repo, exclusive, on_wait=lambda: say(f"waiting for another zerojit migrate on {repo} ...")):
+        if transaction.pending(repo):
+            if not exclusive:
+                raise MigrationError(f"an interrupted --write left a journal ({transaction.pending(repo)}); run "
+                                     "`zerojit migrate --recover --repo REPO` (or --write) to roll it back")
+            restored = transaction.recover(repo)
+            say(f"recovered an interrupted migration: rolled back {restored} files")
+        elif recover:
+            say("no interrupted migration to recover")
+        yield
+
+
+class BakeError(Exception):
+    """A preset's warmup for a bake ended before it could report (the warmup's own last error line)."""
+
+
+def warm_in_own_process(preset: str, cache_dir: Path, jobs: int) -> dict:
+    """`zerojit warmup --json` of one preset in a process of its own (backends cannot share one): its report."""
+    done = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", preset, "--cache-dir",
+                           str(cache_dir), "--jobs", str(jobs), "--json"], capture_output=True, text=True)
+    if done.returncode not in (0, 1) or not done.stdout.strip():
+        raise BakeError((done.stderr.strip().splitlines() or [f"warmup of {preset} exited {done.returncode}"])[-1]
+                        .removeprefix("error: "))
+    return json.loads(done.stdout)
+
+
+def write_draft_specs(findings, folder: Path, orchestrator: str) -> list[Path]:
+    """One TOML spec per warmup a spec can move, named after its function; the files written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for finding in (f for f in findings if f.verdict == "spec"):
+        path = folder / f"{finding.function.strip('_')}.toml"
+        path.write_text(draft_spec(finding, orchestrator), encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,71 @@
+"""What every command shares: the two consoles, the common options, and how a user error ends.
+
+A user error (bad input: an unknown preset, a cache folder others can write, a spec that does
+not parse, ...) prints one `error: ...` line on stderr and exits 2, before anything compiles;
+it never shows a traceback, and its text is never read as rich markup.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from typing import Iterator
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from zerojit.codemods.runner import MigrationError
+from zerojit.codemods.spec import SpecError
+from zerojit.contract.cache import CacheDirError
+from zerojit.contract.kernel import BackendConfigError
+from zerojit.migrate.engine_trees.sources import NamesOnlyUsed
+from zerojit.migrate.engine_trees.warmup import EngineRunError
+
+from ..families import FamilyError
+
+out = Console()
+err = Console(stderr=True, soft_wrap=True)  # messages carry paths: never wrap them
+
+PresetOption = typer.Option(..., "--preset", "-p", help="Serving configuration; see `zerojit families`.")
+JsonOption = typer.Option(False, "--json", help="Print a JSON document to stdout instead of tables.")
+CacheOption = typer.Option(None, "--cache-dir", help="Backend disk cache (default: ~/.cache/zerojit/<backend>). "
+                           "It holds compiled code the warmup loads: it must be a folder only you can write.")
+
+# Bad input a user can give: refused with one line and exit 2, before anything compiles.
+USER_ERRORS = (FamilyError, CacheDirError, BackendConfigError, SpecError, MigrationError)
+# What running an engine tree can refuse with (a missing tree or module, a gate it cannot follow, a stub it lacks).
+TREE_ERRORS = (FileNotFoundError, EngineRunError, NamesOnlyUsed)
+
+
+def fail(message: object, code: int = 2) -> typer.Exit:
+    """Print one `error:` line (the text is never read as rich markup) and return the Exit to raise."""
+    err.print(f"[red]error:[/] {escape(str(message))}", highlight=False)
+    return typer.Exit(code)
+
+
+@contextmanager
+def user_errors(*also: type[Exception], on_bug: str | None = None) -> Iterator[None]:
+    """Decorate a command (or wrap a block) so that USER_ERRORS, and the kinds in `also`, end in one `error:` line, exit 2.
+
+    on_bug: for a command whose exit 1 carries a meaning (migrate: the keys changed), any other
+    exception, a bug, ends in one line too, `internal error (...); <on_bug>`, never in a traceback.
+    """
+    try:
+        yield
+    except USER_ERRORS + also as exc:
+        raise fail(exc) from None
+    except Exception as exc:  # noqa: BLE001 - only with on_bug; an Exit is the command's own verdict
+        if on_bug is None or isinstance(exc, typer.Exit):
+            raise
+        raise fail(f"internal error ({type(exc).__name__}: {exc}); {on_bug}") from None
+
+
+def print_json(document: object) -> None:
+    """The --json output: one indented document on stdout (progress and errors stay on stderr)."""
+    print(json.dumps(document, indent=2))
+
+
+def warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """A `warnings.showwarning` that prints one `warning:` line, never a source excerpt."""
+    err.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False)
