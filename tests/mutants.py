@@ -23,8 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from zerojit.contract.storage import cache_root
+
 ROOT = Path(__file__).resolve().parents[1]
-CACHE = Path(os.environ.get("ZEROJIT_CACHE", Path.home() / ".cache" / "zerojit"))
+CACHE = cache_root()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +111,22 @@ MUTANTS = (
     Mutant("fa4 rules: sm90 unsplit keeps the split-only probes", "migrate/fa4_mla_prefill/equivalence.py",
            "for key in legacy if key.max_seqlen_k < SPLIT_ONLY_K}", "for key in legacy}",
            (K, "-k", "fa4 and full_grid")),
+    # Trust: caches, bakes and journals received from elsewhere.
+    Mutant("cache: a manifest path outside the cache is followed", "contract/cache.py",
+           "    return path if resolved != root and resolved.is_relative_to(root) else None", "    return path",
+           ("tests/test_cache_trust.py", "-k", "outside")),
+    Mutant("cache: a corrupt manifest is rebuilt from what the cache holds", "contract/cache.py",
+           "    if not manifest and (untrusted := backend_files(cache)):", "    if False:",
+           ("tests/test_cache_trust.py", "-k", "vouches_for_nothing")),
+    Mutant("cache: subfolders escape the trust rule", "contract/cache.py",
+           "            _check_trusted(Path(folder, name), path)", "            pass",
+           ("tests/test_cache_trust.py", "-k", "every_folder")),
+    Mutant("triton: a group file of another variant is followed", "contract/backends/triton_cache.py",
+           'or group.get("variant") != self.key:', ":",
+           ("tests/test_cache_trust.py", "-k", "swapped or own_variants")),
+    Mutant("journal: a journal for another repo is replayed", "codemods/transaction.py",
+           'not isinstance(data.get("repo"), str) or Path(data["repo"]).resolve() != root:',
+           'not isinstance(data.get("repo"), str):', ("tests/test_codemod_transactions.py", "-k", "hostile")),
     # Codemods.
     Mutant("codemods: writes are not atomic", "codemods/transaction.py",
            '                os.replace(entry["temp"], write.path)',

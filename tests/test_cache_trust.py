@@ -222,3 +222,29 @@ def test_a_swapped_triton_group_file_is_recompiled_and_reported(triton_bake, tmp
     assert report["compiled"] == 2 and report["cached"] == 4
     assert {line.split("cached artifact ")[1].split(" does not match")[0]
             for line in report["recompiled_artifacts"]} == swapped
+
+
+def test_a_triton_group_file_resolves_only_its_own_variants_files(tmp_path, monkeypatch):
+    """Without the manifest (a key it does not cover), the cache manager itself refuses a group file that was
+    written for another variant, names an absolute path, or climbs out of its folder."""
+    import triton
+
+    from zerojit.contract.backends.triton_cache import RelocatableCacheManager
+
+    monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path))
+    mine, other = RelocatableCacheManager("MINE"), RelocatableCacheManager("OTHER")
+    for manager in (mine, other):
+        cubin = manager.put(b"\x7fELF", "k.cubin")
+        manager.put_group("k.json", {"k.cubin": cubin, "k.json": manager.put("{}", "k.json", binary=False)})
+    assert mine.get_group("k.json") == {"k.cubin": str(tmp_path / "MINE" / "k.cubin"),
+                                        "k.json": str(tmp_path / "MINE" / "k.json")}
+    moved = tmp_path / "moved"
+    shutil.copytree(tmp_path / "MINE", moved / "MINE")
+    monkeypatch.setattr(triton.knobs.cache, "dir", str(moved))
+    assert RelocatableCacheManager("MINE").get_group("k.json")["k.cubin"] == str(moved / "MINE" / "k.cubin")
+    monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path))
+    shutil.copy(tmp_path / "OTHER" / "__grp__k.json", tmp_path / "MINE" / "__grp__k.json")
+    assert mine.get_group("k.json") is None
+    for children in ({"k.cubin": str(tmp_path / "OTHER" / "k.cubin")}, {"k.cubin": "../OTHER/k.cubin"}):
+        (tmp_path / "MINE" / "__grp__k.json").write_text(json.dumps({"variant": "MINE", "child_paths": children}))
+        assert mine.get_group("k.json") is None
