@@ -122,9 +122,9 @@ def _check_trusted(folder: Path, cache: Path) -> None:
     if stat.S_ISLNK(info.st_mode):
         info = folder.stat()
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        fix = f"chmod go-w {folder}" if folder == cache else f"chmod -R go-w {cache}"
         raise CacheDirError(f"{name} {folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}); "
-                            "it holds compiled code the warmup loads: use a folder only you can write "
-                            f"(chmod -R go-w {cache})")
+                            f"it holds compiled code the warmup loads: use a folder only you can write ({fix})")
     if info.st_uid not in (os.getuid(), 0):
         raise CacheDirError(f"{name} {folder} belongs to another user (uid {info.st_uid}); it holds compiled code "
                             "the warmup loads: use a folder you or root own")
