@@ -13,7 +13,9 @@ from pathlib import Path
 
 from zerojit.contract.cache import open_cache_dir
 
-from .families import get_preset, warm_preset
+from .families import FamilyError, get_preset, warm_preset
+
+MAX_RANKS = 64  # local rank processes on one machine: far more than its GPUs, far fewer than would exhaust it
 
 
 def rank_main(rank: int, world_size: int, preset_name: str, cache_dir: Path | None, workdir: str) -> None:
@@ -36,6 +38,8 @@ def cooperative_warmup(preset_name: str, world_size: int, cache_dir: Path | None
     """Spawn `world_size` local ranks for a cooperative warmup; return each rank's summary."""
     import torch.multiprocessing as mp
 
+    if not 1 <= world_size <= MAX_RANKS:
+        raise FamilyError(f"--ranks must be between 1 and {MAX_RANKS}, not {world_size}")
     if cache_dir is not None:
         open_cache_dir(cache_dir)  # refuse a bad cache dir here, in one line, not in every rank
     with tempfile.TemporaryDirectory(prefix="zerojit-ranks-") as workdir:

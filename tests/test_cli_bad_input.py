@@ -205,3 +205,41 @@ def test_concurrent_warmups_merge_their_history_and_manifest(tmp_path):
     cache = CacheDir(tmp_path, True)
     assert len(read_history(cache)) == 50 and len(read_manifest(cache)) == 50
     assert (tmp_path / MANIFEST_FILE).is_file()
+
+
+def test_rank_count_is_bounded_before_any_process_starts():
+    done = zerojit("warmup", "-p", "minimax-m3-nvfp4-mi355x-tp4", "--ranks", "10000")
+    assert_one_error_line(done, "--ranks must be between 1 and 64, not 10000")
+
+
+def test_a_report_that_cannot_be_written_is_refused_before_the_tree_is(tmp_path):
+    from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE
+
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_TREE, repo)
+    before = {path: path.read_bytes() for path in repo.rglob("*.py")}
+    for args in (("--write",), ()):
+        done = zerojit("migrate", "rocm-nvfp4", "--repo", str(repo), "--report", str(tmp_path / "no" / "r.json"),
+                       *args)
+        assert_one_error_line(done, "--report", "does not exist")
+    assert {path: path.read_bytes() for path in repo.rglob("*.py")} == before
+
+
+def test_draft_specs_never_overwrite_and_never_crash(tmp_path, make_read_only):
+    from zerojit.migrate.engine_trees.releases import vllm_tree
+
+    survey = ("survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs")
+    afile = tmp_path / "afile"
+    afile.write_text("mine\n")
+    assert_one_error_line(zerojit(*survey, str(afile)), "is a file, not a folder")
+    drafts = tmp_path / "drafts"
+    assert zerojit(*survey, str(drafts)).returncode == 0
+    first = sorted(drafts.glob("*.toml"))
+    assert first
+    first[0].write_text("edited by hand\n")
+    assert_one_error_line(zerojit(*survey, str(drafts)), "already holds", first[0].name)
+    assert first[0].read_text() == "edited by hand\n"
+    frozen = tmp_path / "frozen"
+    frozen.mkdir()
+    make_read_only(frozen)
+    assert_one_error_line(zerojit(*survey, str(frozen)), "is not writable")

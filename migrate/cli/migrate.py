@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from zerojit.codemods.runner import MigrationResult, check_repo, migrate, write
 from zerojit.codemods.transaction import TransactionError
+from zerojit.contract.cache import check_output_file
 
 from ..families import migration_keys_check
 from .render import print_diff
@@ -53,6 +54,8 @@ def migrate_command(
     if write_changes and check:
         raise fail("--write and --check exclude each other")
     with user_errors(*TREE_ERRORS, TransactionError, on_bug="nothing was written unless said above"):
+        if report is not None:
+            check_output_file(report, "--report")  # before anything is planned or written
         repo = check_repo(repo)
         specs, only = chosen_migrations(targets or [], repo, spec_file, recover)
         with migration_lock(repo, exclusive=write_changes or recover, recover=recover, say=_say):

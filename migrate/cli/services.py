@@ -18,6 +18,8 @@ from zerojit.codemods import transaction
 from zerojit.codemods.runner import MigrationError
 from zerojit.codemods.spec import MigrationSpec, SpecError, load_specs
 from zerojit.codemods.survey import draft_spec
+from zerojit.contract.cache import CacheDirError
+from zerojit.contract.storage import atomic_write, can_write
 
 from ..families import migration_specs
 
@@ -93,11 +95,25 @@ def warm_in_own_process(preset: str, cache_dir: Path, jobs: int) -> dict:
 
 
 def write_draft_specs(findings, folder: Path, orchestrator: str) -> list[Path]:
-    """One TOML spec per warmup a spec can move, named after its function; the files written."""
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for finding in (f for f in findings if f.verdict == "spec"):
-        path = folder / f"{finding.function.strip('_')}.toml"
-        path.write_text(draft_spec(finding, orchestrator), encoding="utf-8")
-        written.append(path)
-    return written
+    """One TOML spec per warmup a spec can move, named after its function; the files written.
+
+    Every destination is checked before the first is written: the folder must be (or become) a
+    writable folder, and no draft overwrites a file that is already there.
+    """
+    drafts = {folder / f"{finding.function.strip('_')}.toml": draft_spec(finding, orchestrator)
+              for finding in findings if finding.verdict == "spec"}
+    if folder.exists() and not folder.is_dir():
+        raise CacheDirError(f"--draft-specs {folder} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CacheDirError(f"--draft-specs {folder}: cannot create it ({exc.strerror or exc})") from None
+    if not can_write(folder):
+        raise CacheDirError(f"--draft-specs {folder} is not writable")
+    existing = [path.name for path in drafts if path.exists() or path.is_symlink()]
+    if existing:
+        raise CacheDirError(f"--draft-specs {folder} already holds {', '.join(existing)}: drafts never overwrite a "
+                            "spec; move it or choose another folder")
+    for path, text in drafts.items():
+        atomic_write(path, text.encode("utf-8"))
+    return list(drafts)

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from zerojit.codemods.runner import check_repo
+from zerojit.codemods.spec import VLLM_ORCHESTRATOR, VLLM_ORCHESTRATOR_ENTRY
 from zerojit.codemods.survey import Survey, survey_report
 
 from .services import write_draft_specs
@@ -19,9 +20,9 @@ from .shared import JsonOption, err, out, print_json, user_errors
 @user_errors(FileNotFoundError)
 def survey_command(
     repo: Path = typer.Option(..., "--repo", help="Checkout root: the folder holding the engine package (vllm/)."),
-    orchestrator: str = typer.Option("vllm.model_executor.warmup.kernel_warmup", "--orchestrator",
+    orchestrator: str = typer.Option(VLLM_ORCHESTRATOR, "--orchestrator",
                                      help="The module whose entry function runs the warmups."),
-    entry: str = typer.Option("kernel_warmup", "--entry", help="The orchestrator's entry function."),
+    entry: str = typer.Option(VLLM_ORCHESTRATOR_ENTRY, "--entry", help="The orchestrator's entry function."),
     draft_specs: Optional[Path] = typer.Option(None, "--draft-specs", help="Write one TOML migration spec per "
                                                "warmup a spec can move, each with a `confirm` list a human empties."),
     as_json: bool = JsonOption,

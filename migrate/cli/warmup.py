@@ -24,7 +24,8 @@ def warmup(preset: str = PresetOption,
            timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write a PNG timeline of the warmup "
                                                    "(needs zerojit[plots])."),
            ranks: int = typer.Option(1, "--ranks", min=1, help="Cooperative warmup: N local rank processes "
-                                     "(torch.distributed, gloo) split the keys and share one disk cache."),
+                                     "(torch.distributed, gloo; at most 64) split the keys and share one disk "
+                                     "cache."),
            cache_dir: Optional[Path] = CacheOption, as_json: bool = JsonOption,
            require_baked: bool = typer.Option(False, "--require-baked", help="The cache is a bake (zerojit bake) made "
                                               "for this environment: a fingerprint mismatch or a planned key it lacks "
