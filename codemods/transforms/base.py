@@ -1,0 +1,124 @@
+"""What every transform shares: refusals, the registry of spec operations, and the libcst command base class."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+from libcst.codemod import CodemodCommand, CodemodContext
+from libcst.codemod.visitors import RemoveImportsVisitor
+from libcst.helpers import get_absolute_module_from_package_for_import
+from libcst.metadata import ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata.name_provider import FullyQualifiedNameVisitor
+
+from .imports import TidyRemoveImports
+from .metadata import NoCopy
+
+if TYPE_CHECKING:
+    from ..planner import Planner
+
+_EMPTY_MODULE = cst.Module(body=[])
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return _EMPTY_MODULE.code_for_node(node)
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """An edit the migration will not make: where, and why."""
+
+    line: int
+    why: str
+
+
+class AnchorError(LookupError):
+    """A spec's anchor is not in the file it should be in."""
+
+
+class Operation:
+    """A spec operation: frozen parameters (they travel to worker processes) and the command that makes its edit.
+
+    Each operation class is registered under the name the run's counts report (`@operation`).
+    One that the planner derives from the specs has a `plan` hook and a stage: the planner
+    calls the hooks in stage order, and a file's operations run in the order they were added.
+    """
+
+    name: ClassVar[str]
+    stage: ClassVar[int | None] = None
+    removes_statements: ClassVar[bool] = False  # removals may leave locals unread (the pipeline then looks)
+
+    def command(self, context: CodemodContext) -> Command:
+        raise NotImplementedError
+
+    @classmethod
+    def plan(cls, planner: Planner) -> None:
+        """Add this operation wherever the planner's specs call for it (see Planner.add)."""
+
+
+OPERATIONS: dict[str, type[Operation]] = {}
+
+
+def operation(name: str, stage: int | None = None):
+    """Register an operation class under `name`; `stage`: when its `plan` hook runs (None: it has none)."""
+    def register(cls: type[Operation]) -> type[Operation]:
+        if name in OPERATIONS:
+            raise ValueError(f"two transforms implement the operation {name!r}: {OPERATIONS[name]} and {cls}")
+        cls.name, cls.stage = name, stage
+        OPERATIONS[name] = cls
+        return cls
+    return register
+
+
+class Command(NoCopy, CodemodCommand, cst.CSTTransformer):
+    """Shared plumbing: fully qualified names, positions, refusals and an edit count.
+
+    A libcst codemod command (so AddImportsVisitor / RemoveImportsVisitor run after it) that
+    visits as a plain CSTTransformer: the matcher dispatch of VisitorBasedCodemodCommand on
+    every node would double a command's cost. Each command declares only the metadata it reads.
+    """
+
+    METADATA_DEPENDENCIES = (ScopeProvider, ParentNodeProvider)
+
+    def __init__(self, context: CodemodContext, op: Operation):
+        CodemodCommand.__init__(self, context)
+        cst.CSTTransformer.__init__(self)
+        self.op = op
+        self.count = 0
+        self.refusals: list[Refusal] = []
+        self.warnings: list[Refusal] = []
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        return tree.visit(self)
+
+    def fqns(self, node: cst.CSTNode) -> set[str]:
+        """What a name or attribute refers to, fully qualified (relative imports and module locals resolved).
+
+        FullyQualifiedNameProvider's answer, computed only for the nodes asked about: the
+        provider itself qualifies every node of the file, which costs more than the scopes.
+        """
+        scope = self.get_metadata(ScopeProvider, node, None)
+        return set() if scope is None else self.qualified(scope, node)
+
+    def qualified(self, scope, node_or_name: cst.CSTNode | str) -> set[str]:
+        """What a node, or a name read in `scope`, refers to there, fully qualified."""
+        module, package = self.context.full_module_name, self.context.full_package_name
+        return {FullyQualifiedNameVisitor._fully_qualify(module, package, q).name
+                for q in scope.get_qualified_names_for(node_or_name)}
+
+    def position(self, node: cst.CSTNode):
+        """Where a node is; resolved only when asked (a refusal, a binding check): positions cost a code pass."""
+        return self.context.wrapper.resolve(PositionProvider).get(node)
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.position(node).start.line
+
+    def refuse(self, node: cst.CSTNode, why: str) -> None:
+        self.refusals.append(Refusal(self.line(node), why))
+
+    def import_source(self, node: cst.ImportFrom) -> str:
+        return get_absolute_module_from_package_for_import(self.context.full_package_name, node) or ""
+
+    def _instantiate_and_run(self, transform, tree: cst.Module) -> cst.Module:
+        return super()._instantiate_and_run(TidyRemoveImports if transform is RemoveImportsVisitor else transform, tree)

@@ -1,0 +1,85 @@
+"""Blocks put back together after statements left them: gaps, comments and the `pass` a block needs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+
+class Rebuilder:
+    """Puts a block back together after statements were removed from it: gaps and comments as a reviewer would.
+
+    A comment directly above a removed statement goes with it only when nothing follows in
+    its block or a blank line separates it from what follows; otherwise it stays,
+    introducing the next statement. Section comments (above a blank line) stay. The next
+    statement takes the wider of the two gaps (none at the start of a block).
+    """
+
+    def __init__(self):
+        self.removed: dict[int, Sequence[cst.EmptyLine]] = {}
+
+    def note(self, original: cst.CSTNode) -> None:
+        self.removed[id(original)] = getattr(original, "leading_lines", ())
+
+    def rebuild(self, original_body: Sequence[cst.CSTNode], updated_body: Sequence[cst.CSTNode]) -> list:
+        kept = iter(updated_body)
+        result: list = []
+        pending: list[Sequence[cst.EmptyLine]] = []
+        for statement in original_body:
+            if id(statement) in self.removed:
+                pending.append(self.removed[id(statement)])
+                continue
+            node = next(kept)
+            if pending and hasattr(node, "leading_lines"):
+                node = node.with_changes(leading_lines=_merge_leading(pending, node.leading_lines, not result))
+            pending = []
+            result.append(node)
+        return result
+
+
+class RebuildsBlocks:
+    """For a transformer that removes statements and notes each in `self.rebuilder`: every block is rebuilt."""
+
+    def leave_Module(self, original, updated):
+        return updated.with_changes(body=self.rebuilder.rebuild(original.body, updated.body))
+
+    leave_IndentedBlock = leave_Module
+
+
+def empty(block: cst.BaseSuite) -> bool:
+    return not block.body
+
+
+def with_pass(node):
+    """A block that must stay (a def, a handler) keeps a `pass` when emptied."""
+    if isinstance(node.body, cst.IndentedBlock) and not node.body.body:
+        return node.with_changes(body=node.body.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])]))
+    if isinstance(node.body, cst.SimpleStatementSuite) and not node.body.body:
+        return node.with_changes(body=node.body.with_changes(body=[cst.Pass()]))
+    return node
+
+
+def _merge_leading(removed: list[Sequence[cst.EmptyLine]], own: Sequence[cst.EmptyLine],
+                   block_start: bool) -> list[cst.EmptyLine]:
+    """Leading lines of the statement after removed ones: section comments stay, the gap is the wider one."""
+    def split(lines):
+        blank = 0
+        while blank < len(lines) and lines[blank].comment is None:
+            blank += 1
+        last_blank = max((i for i, line in enumerate(lines) if line.comment is None), default=-1)
+        return list(lines[:blank]), [l for l in lines[blank:last_blank + 1] if l.comment], list(lines[last_blank + 1:])
+
+    own_gap, _, _ = split(own)
+    follows_directly = not own_gap
+    gap, kept = split(removed[0])[0], []
+    for index, lines in enumerate(removed):
+        _, section, direct = split(lines)
+        kept += section
+        if index == len(removed) - 1 and follows_directly:
+            kept += direct  # it introduced the code after the call: it stays with that code
+    if block_start:
+        gap = []
+    elif len(own_gap) >= len(gap):
+        gap = own_gap
+    return [*gap, *kept, *own[len(own_gap):]]

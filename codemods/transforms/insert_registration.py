@@ -1,0 +1,204 @@
+"""insert_registration: the kernel's registration goes into the constructor that selects it, under its gate."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import ScopeProvider
+
+from .base import AnchorError, Command, Operation, code_of, operation
+
+
+@operation("insert_registration")
+@dataclasses.dataclass(frozen=True)
+class InsertRegistration(Operation):
+    """Insert `if <gate>: <registration>` into `cls.__init__`, after `insert_after` (at any depth) or at the end.
+
+    kernel_module / kernel_name: where the registration's kernel comes from; imported at
+    module level, or inside the inserted block when `lazy`, unless this module binds it.
+    Every name the gate and registration read must be bound where the block goes.
+    """
+
+    cls: str
+    gate: str
+    registration: str
+    insert_after: str
+    kernel_module: str
+    kernel_name: str
+    lazy: bool
+    gate_imports: tuple[str, ...] = ()
+    names: frozenset[str] = frozenset()
+
+    def command(self, context: CodemodContext) -> Command:
+        return _Insert(context, self)
+
+
+class _Insert(Command):
+    METADATA_DEPENDENCIES = (ScopeProvider,)
+
+    def __init__(self, context: CodemodContext, op: InsertRegistration):
+        super().__init__(context, op)
+        self.found_class = False
+        self.init: cst.FunctionDef | None = None
+        self.anchor: cst.BaseStatement | None = None  # the block goes after it (None: at the end of __init__)
+        self.done = False  # already migrated
+        self.needs_import = False
+        self.block: cst.If | None = None
+        self.imported = {alias for line in op.gate_imports for alias in _imported_names(line)}
+        self.registration = op.registration
+        self.alias: str | None = None  # a top-level `from <kernel module> import <kernel> as <alias>`
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if node.name.value != self.op.cls:
+            return
+        self.found_class = True
+        for member in node.body.body:
+            if isinstance(member, cst.FunctionDef) and member.name.value == "__init__":
+                self.init = member
+                self._plan(member)
+
+    def _plan(self, init: cst.FunctionDef) -> None:
+        collector = _Statements()
+        init.body.visit(collector)
+        statements = collector.found
+        forms = {_normalized(self.op.registration)}
+        if self.alias:
+            forms.add(_normalized(_renamed_in(self.op.registration, self.op.kernel_name, self.alias)))
+        if any(form in _normalized(code_of(s)) for s in statements for form in forms):
+            self.done = True
+            return
+        if self.op.insert_after:
+            matches = [s for s in statements if self.op.insert_after in _first_line(s)]
+            if not matches:
+                raise AnchorError(f"{self.op.cls}.__init__ has no statement starting with {self.op.insert_after!r}")
+            self.anchor = matches[0]
+        scope = self.get_metadata(ScopeProvider, init.body.body[0] if init.body.body else init)
+        before = self.position(self.anchor).end.line if self.anchor else float("inf")
+        self.needs_import = not self._bound(scope, self.op.kernel_name, before)
+        if self.needs_import and self.alias:
+            self.needs_import = False  # the module imports the kernel under another name: use that one
+            self.registration = _renamed_in(self.registration, self.op.kernel_name, self.alias)
+        for name in sorted(self.op.names - self.imported - {self.op.kernel_name}):
+            if not self._bound(scope, name, before):
+                self.refuse(init, f"{name} is not bound where the registration goes ({self.op.cls}.__init__); "
+                                  "add it to gate_imports or move insert_after")
+
+    def _bound(self, scope, name: str, before: float) -> bool:
+        """Bound there: a parameter, a global, a builtin, or a local of __init__ assigned above that point."""
+        if name not in scope:
+            return False
+        for assignment in scope[name]:
+            node = getattr(assignment, "node", None)
+            if assignment.scope is not scope or node is None:
+                return True
+            position = self.position(node)
+            if position is None or position.start.line <= before:
+                return True
+        return False
+
+    def leave_IndentedBlock(self, original, updated):
+        if self.done or self.refusals or self.init is None:
+            return updated
+        if self.anchor is None and original is self.init.body:
+            self.count += 1
+            return updated.with_changes(body=[*updated.body, self._block()])
+        if self.anchor is not None and any(statement is self.anchor for statement in original.body):
+            body = []
+            for before, after in zip(original.body, updated.body):
+                if body and body[-1] is self.block and (not after.leading_lines or after.leading_lines[0].comment):
+                    after = after.with_changes(leading_lines=[cst.EmptyLine(indent=False), *after.leading_lines])
+                body.append(after)
+                if before is self.anchor:
+                    body.append(self._block())
+            self.count += 1
+            return updated.with_changes(body=body)
+        return updated
+
+    def _block(self) -> cst.If:
+        # Blank lines of the registration stay blank inside the block (no indentation on them).
+        body = [statement.with_changes(leading_lines=[line.with_changes(indent=line.comment is not None)
+                                                      for line in statement.leading_lines])
+                for statement in cst.parse_module(self.registration.strip() + "\n").body]
+        if self.needs_import and self.op.lazy:
+            body.insert(0, cst.parse_statement(f"from {self.op.kernel_module} import {self.op.kernel_name}\n"))
+        elif self.needs_import:
+            AddImportsVisitor.add_needed_import(self.context, self.op.kernel_module, self.op.kernel_name)
+        for line in self.op.gate_imports:
+            statement = cst.parse_statement(line + "\n").body[0]
+            for alias in statement.names:
+                AddImportsVisitor.add_needed_import(self.context, get_full_name_for_node(statement.module),
+                                                    get_full_name_for_node(alias.name),
+                                                    alias.asname.name.value if alias.asname else None)
+        self.block = cst.If(test=cst.parse_expression(self.op.gate), body=cst.IndentedBlock(body=body),
+                            leading_lines=[cst.EmptyLine(indent=False)])
+        return self.block
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        for line in tree.body:  # a top-level `from <kernel module> import <kernel> as <alias>`
+            for statement in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+                if isinstance(statement, cst.ImportFrom) and not isinstance(statement.names, cst.ImportStar) \
+                        and self.import_source(statement) == self.op.kernel_module:
+                    self.alias = next((a.asname.name.value for a in statement.names if a.asname is not None
+                                       and get_full_name_for_node(a.name) == self.op.kernel_name), self.alias)
+        module = super().transform_module_impl(tree)
+        if not self.found_class:
+            raise AnchorError(f"class {self.op.cls} not found")
+        if self.init is None:
+            raise AnchorError(f"class {self.op.cls} has no __init__")
+        if self.anchor is not None and not (self.done or self.refusals or self.count):
+            self.refuse(self.anchor, f"insert_after {self.op.insert_after!r} matches a statement that is not in an "
+                                     "indented block")
+        return module
+
+
+class _Statements(cst.CSTVisitor):
+    """Every statement of a block, nested blocks included (not nested defs' bodies), in source order."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[cst.BaseStatement] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.BaseStatement):
+            self.found.append(node)
+        return not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.BaseSmallStatement))
+
+
+def _first_line(statement: cst.BaseStatement) -> str:
+    """The statement's own first line: its leading comments and blank lines are not part of it."""
+    return code_of(statement.with_changes(leading_lines=[])).strip().splitlines()[0]
+
+
+class _RenameReads(cst.CSTTransformer):
+    """Every name `old` read as `new`; attribute names and keyword names are not names and stay."""
+
+    def __init__(self, old: str, new: str):
+        super().__init__()
+        self.old, self.new = old, new
+
+    def leave_Name(self, original, updated):
+        return updated.with_changes(value=self.new) if updated.value == self.old else updated
+
+    def leave_Attribute(self, original, updated):
+        return updated.with_changes(attr=original.attr)
+
+    def leave_Arg(self, original, updated):
+        return updated.with_changes(keyword=original.keyword)
+
+
+def _renamed_in(code: str, old: str, new: str) -> str:
+    return cst.parse_module(code).visit(_RenameReads(old, new)).code
+
+
+def _normalized(code: str) -> str:
+    return "".join(code.split())
+
+
+def _imported_names(line: str) -> set[str]:
+    statement = cst.parse_statement(line + "\n").body[0]
+    return {alias.asname.name.value if alias.asname else get_full_name_for_node(alias.name)
+            for alias in statement.names}

@@ -1,0 +1,60 @@
+"""A file's operations applied in order, then the clean-up passes the change calls for."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider
+
+from .base import OPERATIONS, Operation, Refusal
+from .imports import place_new_imports
+from .remove_dead_helper import RemoveHelpers, dead_helpers, references
+from .remove_dead_local import RemoveDeadLocals, dead_locals
+
+
+@dataclasses.dataclass
+class FileEdit:
+    source: str
+    counts: Counter
+    refusals: list[Refusal]
+    warnings: list[Refusal]
+
+
+def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Path) -> FileEdit:
+    """Apply one file's operations in order; then delete private helpers and pure locals the change left unused."""
+    module = source_module = cst.parse_module(source)
+    manager = FullRepoManager(str(repo), [str(path)], {FullyQualifiedNameProvider})
+    names = FullyQualifiedNameProvider.gen_cache(repo, [str(path)])[str(path)]
+    context = CodemodContext(filename=str(path), full_module_name=names.name, full_package_name=names.package,
+                             metadata_manager=manager)
+    counts: Counter[str] = Counter()
+    refusals: list[Refusal] = []
+    warnings: list[Refusal] = []
+    references_before = references(module)
+    for op in operations:
+        command = op.command(context)
+        module = command.transform_module(module)
+        counts[op.name] += command.count
+        refusals += command.refusals
+        warnings += command.warnings
+    module = place_new_imports(source_module, module)
+    dead = dead_helpers(references_before, module)
+    while dead and not refusals:
+        command = RemoveHelpers(frozenset(dead)).command(context)
+        module = command.transform_module(module)
+        counts[RemoveHelpers.name] += command.count
+        dead = dead_helpers(references_before, module)
+    removed = any(counts[name] for name, kind in OPERATIONS.items() if kind.removes_statements)
+    unread_before = set(dead_locals(source_module)) if removed else set()  # only removals leave locals unread
+    unread = set(dead_locals(module)) - unread_before if removed else set()
+    while unread and not refusals:
+        command = RemoveDeadLocals(frozenset(unread)).command(context)
+        module = command.transform_module(module)
+        counts[RemoveDeadLocals.name] += command.count
+        unread = set(dead_locals(module)) - unread_before
+    return FileEdit(module.code, +counts, refusals, warnings)

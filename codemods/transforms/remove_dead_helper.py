@@ -1,0 +1,74 @@
+"""remove_dead_helper: private module-level helpers the change left without a use go too."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.metadata import ParentNodeProvider
+
+from .base import Command, Operation, operation
+from .removal import StatementRemover
+
+
+def _constant_name(statement: cst.CSTNode) -> str | None:
+    """`NAME = value` (or `NAME: type = value`) alone on a module-level line: the name it binds."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+        [small.target] if isinstance(small, cst.AnnAssign) and small.value is not None else []
+    return targets[0].value if len(targets) == 1 and isinstance(targets[0], cst.Name) else None
+
+
+def references(module: cst.Module) -> Counter[str]:
+    """How often each module-level function, class or one-name constant is named in the file's text.
+
+    A word count over the code: a mention in a string or a comment counts as a use, so a
+    helper something might still name is kept.
+    """
+    defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+    defined |= {name for s in module.body if (name := _constant_name(s))}
+    code = module.code
+    return Counter({name: len(re.findall(rf"\b{re.escape(name)}\b", code)) for name in defined})
+
+
+def dead_helpers(before: Counter[str], module: cst.Module) -> set[str]:
+    """Private module-level helpers that had a use besides their definition, and have none now."""
+    return {name for name, uses in references(module).items() if name.startswith("_") and uses <= 1 < before[name]}
+
+
+@operation("remove_dead_helper")
+@dataclasses.dataclass(frozen=True)
+class RemoveHelpers(Operation):
+    """Delete module-level private functions, classes and constants named in `names` (the change left them unused)."""
+
+    names: frozenset[str]
+
+    removes_statements = True
+
+    def command(self, context: CodemodContext) -> Command:
+        return _RemoveHelpers(context, self)
+
+
+class _RemoveHelpers(StatementRemover):
+    METADATA_DEPENDENCIES = (ParentNodeProvider,)
+
+    def leave_FunctionDef(self, original, updated):
+        if original.name.value in self.op.names and \
+                isinstance(self.get_metadata(ParentNodeProvider, original), cst.Module):
+            self.count += 1
+            return self.remove(original)
+        return updated
+
+    leave_ClassDef = leave_FunctionDef
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if _constant_name(original) in self.op.names and \
+                isinstance(self.get_metadata(ParentNodeProvider, original), cst.Module):
+            self.count += 1
+            return self.remove(original)
+        return super().leave_SimpleStatementLine(original, updated)

@@ -1,0 +1,83 @@
+"""remove_dead_local: function locals a removal left unread go, when computing their value does nothing else."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.metadata import Assignment, FunctionScope, ParentNodeProvider, ScopeProvider
+
+from .base import Command, Operation, operation
+from .removal import StatementRemover
+
+
+# Builtins a dead local's value may call and still be dropped with it (no side effect, nothing else to keep).
+_PURE_BUILTINS = frozenset({"abs", "bool", "float", "int", "len", "max", "min", "round", "str", "tuple"})
+
+
+def _pure(node: cst.CSTNode) -> bool:
+    """An expression whose evaluation does nothing but compute it: names, attribute reads, literals,
+    operators, subscripts and calls of a few builtins on such expressions."""
+    if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _pure(node.value)
+    if isinstance(node, cst.BinaryOperation):
+        return _pure(node.left) and _pure(node.right)
+    if isinstance(node, cst.UnaryOperation):
+        return _pure(node.expression)
+    if isinstance(node, cst.BooleanOperation):
+        return _pure(node.left) and _pure(node.right)
+    if isinstance(node, cst.Comparison):
+        return _pure(node.left) and all(_pure(target.comparator) for target in node.comparisons)
+    if isinstance(node, cst.Call):
+        return isinstance(node.func, cst.Name) and node.func.value in _PURE_BUILTINS and \
+            all(_pure(arg.value) and not arg.star for arg in node.args)
+    return False
+
+
+def dead_locals(module: cst.Module) -> dict[tuple[str, str], cst.Assign]:
+    """Function locals assigned once by a plain `name = <pure value>` and never read, by (function, name)."""
+    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
+    parents = wrapper.resolve(ParentNodeProvider)
+    dead: dict[tuple[str, str], cst.Assign] = {}
+    for scope in set(wrapper.resolve(ScopeProvider).values()):
+        if not isinstance(scope, FunctionScope):
+            continue
+        for name in {assignment.name for assignment in scope.assignments}:
+            assignments = list(scope.assignments[name])
+            if len(assignments) != 1 or scope.accesses[name] or not isinstance(assignments[0], Assignment):
+                continue
+            parent = parents.get(assignments[0].node)
+            if isinstance(parent, cst.AssignTarget):
+                statement = parents[parent]
+                if isinstance(statement, cst.Assign) and len(statement.targets) == 1 and _pure(statement.value):
+                    dead[(scope.name or "", name)] = statement
+    return dead
+
+
+@operation("remove_dead_local")
+@dataclasses.dataclass(frozen=True)
+class RemoveDeadLocals(Operation):
+    """Delete plain `name = <pure value>` statements of function locals named in `names` ((function, name)
+    pairs the change left unread): nothing runs differently, and the engine's linter stays quiet (F841)."""
+
+    names: frozenset[tuple[str, str]]
+
+    removes_statements = True
+
+    def command(self, context: CodemodContext) -> Command:
+        return _RemoveDeadLocals(context, self)
+
+
+class _RemoveDeadLocals(StatementRemover):
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        self.targets = {id(node) for key, node in dead_locals(tree).items() if key in self.op.names}
+        return super().transform_module_impl(tree)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(original.body) == 1 and id(original.body[0]) in self.targets:
+            self.count += 1
+            return self.remove(original)
+        return super().leave_SimpleStatementLine(original, updated)
