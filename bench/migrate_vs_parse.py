@@ -1,17 +1,22 @@
-"""`zerojit migrate` over a whole vLLM tree vs a plain libcst parse of every file, in one run.
+"""Each built-in migration's dry run vs a plain libcst parse of its whole tree, side by side in one run.
 
-Both sides use the same number of processes (-j). The migrate side is a dry run of the
-built-in fa4-mla-prefill and inkling-rel-attention specs on vLLM 0.29.0 (where they have
-work to do) and of rocm-nvfp4 on 0.33.0 with the bundled legacy layout added; the parse
-side parses every `.py` of the same tree with libcst.
+Both sides use the same number of processes (-j). The migrations, each on the tree where it
+has work to do: fa4-mla-prefill + inkling-rel-attention on vLLM 0.29.0; fla-layer-norm and
+ll-bf16-router-gemm on 0.33.0 (each alone, then both as one run); rocm-nvfp4 on 0.33.0 with
+the bundled legacy layout wired in. The parse side parses every `.py` of the same tree with
+libcst. A dry run is `migrate` without writing and without --verify-keys; each is timed
+`--repeat` times and the median is shown. The goal is a ratio (parse / dry run) of 30x or
+more for every migration; the exit status is 1 when one falls short.
 
-    .venv/bin/python bench/migrate_vs_parse.py [--version 0.33.0] [-j 2]
+    .venv/bin/python bench/migrate_vs_parse.py [-j 2] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -19,10 +24,19 @@ from pathlib import Path
 
 import libcst as cst
 
-from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.codemods.runner import migrate
+from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
 from zerojit.migrate.rocm_nvfp4.example import add_legacy_layout
+
+GOAL = 30.0
+RUNS = (  # (tree, families migrated in one run)
+    ("0.29.0", ("fa4-mla-prefill", "inkling-rel-attention")),
+    ("0.33.0", ("fla-layer-norm",)),
+    ("0.33.0", ("ll-bf16-router-gemm",)),
+    ("0.33.0", ("fla-layer-norm", "ll-bf16-router-gemm")),
+    ("0.33.0 + ROCm layout", ("rocm-nvfp4",)),
+)
 
 
 def parse(path: Path) -> int:
@@ -38,29 +52,44 @@ def parse_all(tree: Path, jobs: int) -> tuple[float, int]:
     return time.perf_counter() - start, parsed
 
 
+def dry_run(repo: Path, families: tuple[str, ...], jobs: int, repeat: int) -> tuple[float, dict]:
+    specs = migration_specs()
+    seconds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = migrate(repo, [specs[family] for family in families], jobs=jobs)
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds), {**result.report(), "changes": len(result.changes)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--version", default="0.33.0", help="vLLM release for the rocm-nvfp4 run")
     parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3, help="Dry runs per migration (the median is shown).")
     args = parser.parse_args()
-    specs = migration_specs()
     with tempfile.TemporaryDirectory() as scratch:
         rocm_repo = Path(scratch) / "repo"
-        shutil.copytree(vllm_tree(args.version), rocm_repo)
+        shutil.copytree(vllm_tree("0.33.0"), rocm_repo)
         add_legacy_layout(rocm_repo)
-        runs = [("fa4-mla-prefill + inkling-rel-attention", vllm_tree("0.29.0"),
-                 [specs["fa4-mla-prefill"], specs["inkling-rel-attention"]]),
-                (f"rocm-nvfp4 ({args.version} + legacy layout wired in)", rocm_repo, [specs["rocm-nvfp4"]])]
-        for label, repo, chosen in runs:
-            start = time.perf_counter()
-            result = migrate(repo, chosen, jobs=args.jobs)
-            migrate_s = time.perf_counter() - start
-            parse_s, parsed = parse_all(repo, args.jobs)
-            report = result.report()
-            print(f"{label}: {report['files_scanned']} files, {len(result.changes)} changes")
-            print(f"  zerojit migrate (dry run)  {migrate_s:8.2f} s   (ast-parsed {report['files_parsed']} files)")
-            print(f"  libcst parse of every file {parse_s:8.2f} s   ({parsed} files, -j {args.jobs})")
-            print(f"  migrate / parse-all ratio  {migrate_s / parse_s:8.3f}   ({parse_s / migrate_s:.0f}x faster)")
+        trees = {"0.29.0": vllm_tree("0.29.0"), "0.33.0": vllm_tree("0.33.0"), "0.33.0 + ROCm layout": rocm_repo}
+        parses: dict[str, tuple[float, int]] = {}
+        short = []
+        for tree, families in RUNS:
+            migrate_s, report = dry_run(trees[tree], families, args.jobs, args.repeat)
+            if tree not in parses:
+                parses[tree] = parse_all(trees[tree], args.jobs)
+            parse_s, parsed = parses[tree]
+            ratio = parse_s / migrate_s
+            label = " + ".join(families)
+            print(f"{label} on vLLM {tree}: {report['files_scanned']} files, {report['changes']} changes", flush=True)
+            print(f"  dry run (median of {args.repeat})       {migrate_s:8.2f} s   "
+                  f"(ast-parsed {report['files_parsed']} files)")
+            print(f"  libcst parse of every file  {parse_s:8.2f} s   ({parsed} files, -j {args.jobs})")
+            print(f"  parse / dry run             {ratio:8.1f}x  (goal {GOAL:.0f}x)", flush=True)
+            if ratio < GOAL:
+                short.append(label)
+    if short:
+        sys.exit(f"below {GOAL:.0f}x: {', '.join(short)}")
 
 
 if __name__ == "__main__":
