@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -10,10 +13,16 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ScopeProvider
 
+from ..repo import RepoModules, absolute_module
+from ..spec import MigrationSpec, SpecError
+from .adopt_contract import AdoptContract
 from .base import AnchorError, Command, Operation, code_of, operation
 
+if TYPE_CHECKING:
+    from ..planner import Planner, SourceModule
 
-@operation("insert_registration")
+
+@operation("insert_registration", stage=2)
 @dataclasses.dataclass(frozen=True)
 class InsertRegistration(Operation):
     """Insert `if <gate>: <registration>` into `cls.__init__`, after `insert_after` (at any depth) or at the end.
@@ -35,6 +44,107 @@ class InsertRegistration(Operation):
 
     def command(self, context: CodemodContext) -> Command:
         return _Insert(context, self)
+
+    @classmethod
+    def plan(cls, planner: Planner) -> None:
+        """Every spec's registration goes into each of its construction classes (the kernel on the contract first)."""
+        for spec in planner.specs:
+            _check_contract(planner, spec)
+            for construction, name in spec.constructions():
+                home = planner.module(spec, "construction_module", construction)
+                if not any(isinstance(n, ast.ClassDef) and n.name == name for n in ast.walk(home.tree)):
+                    raise SpecError(f"{spec.family}: construction_class {name!r} not found in {home.name}")
+                lazy = spec.import_style == "lazy" or (spec.import_style == "auto" and _imports_lazily(home, spec))
+                planner.add(home.name, cls(
+                    name, spec.gate, spec.registration, spec.insert_after, spec.singleton_module, spec.kernel_name,
+                    lazy, spec.gate_imports, frozenset(spec.binding_names())))
+
+
+def _check_contract(planner: Planner, spec: MigrationSpec) -> None:
+    """A registration on a kernel that has no register_warmup would fail when the layer is built: refuse it,
+    unless the spec adopts the contract for the kernel's class (which must own its keys and compile)."""
+    if not spec.registers_kernel():
+        return
+    home = planner.module(spec, "singleton_module")
+    name = spec.singleton if spec.singleton in home.defs else spec.kernel_name
+    modules = RepoModules(planner.repo, home.name.split(".")[0])
+    reason = modules.off_contract(home.name, name)
+    found = modules.kernel_class(home.name, name)
+    if reason and spec.contract_base:
+        if found is None:
+            raise SpecError(f"{spec.family}: contract_base: {name} in {home.name} is not an object of a class "
+                            "defined in the repo, so no class can adopt the contract")
+        cls_module, cls = found
+        missing = [method for method in ("compile", "get_warmup_keys") if modules.method(cls_module, cls, method) is None]
+        if missing:
+            raise SpecError(f"{spec.family}: contract_base: {cls.name} ({cls_module}:{cls.lineno}) does not define "
+                            f"{', '.join(missing)}: the registry could not warm it; that is a kernel "
+                            "author's change, not a codemod's")
+        base_module, _, base = spec.contract_base.rpartition(":")
+        planner.module(spec, "contract_base", base_module)
+        planner.add(cls_module, AdoptContract(cls.name, base_module, base))
+    if not reason or spec.contract_base:
+        _check_registration_arguments(spec, modules, found)
+    else:
+        raise SpecError(f"{spec.family}: the registration calls {spec.kernel_name}.register_warmup(), but "
+                        f"{reason}. Put the kernel on the engine's contract first (a class with register_warmup, "
+                        "such as vLLM's VllmJitKernel, or a triton_kernel_dispatcher_with_warmup dispatcher), or "
+                        "name the contract base in contract_base when its class owns get_warmup_keys and compile")
+
+
+def _check_registration_arguments(spec: MigrationSpec, modules: RepoModules,
+                                  found: tuple[str, ast.ClassDef] | None) -> None:
+    """The registry calls `get_warmup_keys(*args, **kwargs)` with what was registered: they must bind."""
+    method = found and modules.method(found[0], found[1], "get_warmup_keys")
+    if not method:
+        return  # not readable in the repo (a decorator's object, another library's class): nothing to check
+    call = next(node for node in ast.walk(ast.parse(spec.registration)) if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute) and node.func.attr == "register_warmup")
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return
+    signature = _signature(method)
+    try:
+        signature.bind(None, *call.args, **{k.arg: k.value for k in call.keywords})
+    except TypeError as exc:
+        if call.args or call.keywords or "vllm_config" not in signature.parameters:
+            shown = str(signature).replace("(self, ", "(")
+            raise SpecError(f"{spec.family}: the registration's arguments do not fit {found[1].name}."
+                            f"get_warmup_keys{shown} ({found[0]}:{method.lineno}), which the registry calls "
+                            f"with them: {exc}") from None
+
+
+class _Source(str):
+    """A default value shown as its source text."""
+
+    __repr__ = str.__str__
+
+
+def _signature(function: ast.FunctionDef) -> inspect.Signature:
+    """A function's parameters as `inspect` sees them, read from its source (defaults as their source text)."""
+    arguments, kind = function.args, inspect.Parameter
+
+    def default(node: ast.expr | None) -> object:
+        return kind.empty if node is None else _Source(ast.unparse(node))
+
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+    parameters = [kind(a.arg, kind.POSITIONAL_ONLY if a in arguments.posonlyargs else kind.POSITIONAL_OR_KEYWORD,
+                       default=default(d)) for a, d in zip(positional, defaults)]
+    if arguments.vararg:
+        parameters.append(kind(arguments.vararg.arg, kind.VAR_POSITIONAL))
+    parameters += [kind(a.arg, kind.KEYWORD_ONLY, default=default(d))
+                   for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    if arguments.kwarg:
+        parameters.append(kind(arguments.kwarg.arg, kind.VAR_KEYWORD))
+    return inspect.Signature(parameters)
+
+
+def _imports_lazily(module: SourceModule, spec: MigrationSpec) -> bool:
+    """The module imports from the kernel's module only inside functions (never at the top level)."""
+    top = {id(n) for n in module.tree.body}
+    from_kernel = [n for n in ast.walk(module.tree) if isinstance(n, ast.ImportFrom)
+                   and absolute_module(module.package, n.module, n.level) == spec.singleton_module]
+    return bool(from_kernel) and not any(id(n) in top for n in from_kernel) and module.name != spec.singleton_module
 
 
 class _Insert(Command):

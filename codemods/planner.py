@@ -1,0 +1,151 @@
+"""Planning a migration: the files its specs touch and each file's operations, with every anchor checked.
+
+Planning reads every `.py` file the run may see (codemods.files) as text and keeps only those
+that mention a spec's identifiers (most of a large repo never reaches a parser); the modules
+whose anchors a spec names are parsed with `ast`. Each operation plans itself: the planner
+calls every registered operation's `plan` hook in stage order (codemods.transforms.base),
+which add the operation to the files that need it and record what the migration deletes
+and renames, for the safety gate.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from . import gate
+from .files import SourceFile, UnreadableSource, discover_paths, read_source
+from .repo import absolute_module, module_name
+from .results import MigrationError
+from .spec import MigrationSpec, SpecError
+from .transforms import OPERATIONS, Operation
+
+
+@dataclasses.dataclass
+class SourceModule:
+    """One module of the repo as the run read it; its `ast` is parsed when first asked for."""
+
+    name: str
+    source: SourceFile
+    package: str
+    _tree: ast.Module | None = None
+    _defs: set[str] | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.source.path
+
+    @property
+    def text(self) -> str:
+        return self.source.text
+
+    @property
+    def parsed(self) -> bool:
+        return self._tree is not None
+
+    @property
+    def tree(self) -> ast.Module:
+        if self._tree is None:
+            try:
+                self._tree = ast.parse(self.text, filename=str(self.path))
+            except SyntaxError as exc:
+                raise MigrationError(f"{self.path}:{exc.lineno}: does not parse: {exc.msg}") from None
+        return self._tree
+
+    @property
+    def defs(self) -> set[str]:
+        """Names the module binds at its top level by assignment or definition (not imports)."""
+        if self._defs is None:
+            self._defs = set()
+            for node in self.tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    self._defs.add(node.name)
+                elif isinstance(node, ast.Assign):
+                    self._defs |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                    self._defs.add(node.target.id)
+        return self._defs
+
+    def imports_of(self, name: str) -> Iterable[str]:
+        """Modules this one imports `name` from (any depth, any form of relative import)."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
+                yield absolute_module(self.package, node.module, node.level)
+
+
+def discover(repo: Path, respect_gitignore: bool = True, only: Sequence[Path] = ()) \
+        -> tuple[dict[str, SourceModule], dict[Path, str]]:
+    """Every readable module of the run by dotted name, and the files skipped with why.
+
+    `only`: files or folders that restrict the run (nothing outside them is read or changed).
+    """
+    paths, skipped = discover_paths(repo, respect_gitignore)
+    modules: dict[str, SourceModule] = {}
+    for path in paths:
+        if only and not any(path == root or path.is_relative_to(root) for root in only):
+            continue
+        try:
+            source = read_source(path)
+        except UnreadableSource as exc:
+            skipped[path] = str(exc).split(": ", 1)[1]
+            continue
+        name, package = module_name(repo, path)
+        modules[name] = SourceModule(name, source, package)
+    return modules, skipped
+
+
+class Planner:
+    """Turns specs into per-file operations, checking every anchor the specs name.
+
+    What the operations' plan hooks read: `specs`, `repo`, `modules` (every module of the
+    run), `candidates` (those the text prefilter keeps), `module()` (an anchor, or a
+    SpecError), `migrated()`; what they write: `add()`, and the gate's facts `deleted`
+    (modules), `deleted_functions` and `renamed`.
+    """
+
+    def __init__(self, repo: Path, specs: list[MigrationSpec], respect_gitignore: bool = True,
+                 only: Sequence[Path] = ()):
+        self.repo, self.specs = repo, specs
+        self.modules, self.skipped = discover(repo, respect_gitignore, only)
+        words = {word for spec in specs for word in spec.identifiers()}
+        self.candidates = {name: m for name, m in self.modules.items() if any(w in m.text for w in words)}
+        self.ops: dict[str, list[Operation]] = {}
+        self.deleted: set[str] = set()
+        self.deleted_functions: set[str] = set()
+        self.renamed: list[gate.Renamed] = []
+        self.modules_by_path = {m.path: m for m in self.modules.values()}
+
+    def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> SourceModule:
+        name = name or getattr(spec, field)
+        if name not in self.modules:
+            unreadable = [why for path, why in self.skipped.items() if module_name(self.repo, path)[0] == name]
+            if unreadable:
+                raise SpecError(f"{spec.family}: {field} {name!r} cannot be read: {unreadable[0]}")
+            raise SpecError(f"{spec.family}: {field} {name!r} not found under {self.repo}")
+        return self.modules[name]
+
+    def add(self, module: str, op: Operation) -> None:
+        self.ops.setdefault(module, []).append(op)
+
+    def plan(self) -> None:
+        for kind in sorted((k for k in OPERATIONS.values() if k.stage is not None), key=lambda k: k.stage):
+            kind.plan(self)
+
+    def facts(self) -> gate.Facts:
+        return gate.Facts(frozenset(self.deleted), frozenset(self.deleted_functions), tuple(self.renamed))
+
+    def migrated(self, spec: MigrationSpec) -> bool:
+        """The spec's end state is positively present: every registration inserted, the kernel under its new name."""
+        home = self.modules.get(spec.singleton_module)
+        if home is None or spec.kernel_name not in home.defs:
+            return False
+        if spec.private_singleton and spec.singleton in home.defs:
+            return False
+        # The registration as inserted: the kernel may be named through the module's own alias.
+        registration = re.compile(re.escape("".join(spec.registration.split())).replace(
+            re.escape(spec.kernel_name), r"[A-Za-z_][A-Za-z0-9_]*"))
+        return all(module in self.modules and registration.search("".join(self.modules[module].text.split()))
+                   for module, _ in spec.constructions())

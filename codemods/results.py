@@ -1,0 +1,69 @@
+"""What a migration run gives back: every file's change and the run's report, or why it refused."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections import Counter
+from pathlib import Path
+
+from .files import SourceFile
+from .transaction import Write
+
+
+class MigrationError(RuntimeError):
+    """The migration cannot be planned or checked; nothing was written."""
+
+
+@dataclasses.dataclass
+class FileChange:
+    source: SourceFile  # the file as read: its encoding, BOM and mode are kept
+    after: str | None   # None: deleted
+
+    @property
+    def path(self) -> Path:
+        return self.source.path
+
+    @property
+    def before(self) -> str:
+        return self.source.text
+
+    def write(self) -> Write:
+        """The change as bytes in the file's own encoding (decoding then encoding gives back the bytes read)."""
+        return Write(self.path, self.source.encode(self.source.text),
+                     None if self.after is None else self.source.encode(self.after), self.source.mode)
+
+    def diff(self, repo: Path) -> str:
+        """A unified diff; line endings are the file's own, so a CRLF file's diff shows only the changed lines."""
+        rel = self.path.relative_to(repo).as_posix()
+        return "".join(difflib.unified_diff(
+            self.before.splitlines(keepends=True), (self.after or "").splitlines(keepends=True),
+            fromfile=f"a/{rel}", tofile=f"b/{rel}" if self.after is not None else "/dev/null"))
+
+
+@dataclasses.dataclass
+class MigrationResult:
+    repo: Path
+    families: list[str]
+    changes: list[FileChange]
+    transforms: Counter
+    files_scanned: int
+    files_parsed: int  # with `ast`, for planning; only the files that passed the text prefilter
+    seconds: float
+    warnings: list[str] = dataclasses.field(default_factory=list)  # path:line: what a human should check
+    skipped: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> why it was not read
+
+    def report(self) -> dict:
+        rel = lambda c: c.path.relative_to(self.repo).as_posix()  # noqa: E731
+        return {
+            "repo": str(self.repo),
+            "families": self.families,
+            "changed": sorted(rel(c) for c in self.changes if c.after is not None),
+            "deleted": sorted(rel(c) for c in self.changes if c.after is None),
+            "skipped": self.skipped,
+            "transforms": dict(sorted(self.transforms.items())),
+            "files_scanned": self.files_scanned,
+            "files_parsed": self.files_parsed,
+            "seconds": round(self.seconds, 3),
+            "warnings": self.warnings,
+        }
