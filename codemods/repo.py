@@ -148,24 +148,40 @@ class RepoModules:
     def __init__(self, repo: Path, package: str):
         self.repo, self.package = repo, package
         self._trees: dict[str, ast.Module | None] = {}
+        self.unreadable: dict[str, str] = {}  # module -> why its file cannot be read ("path:line: why")
         self._imports: dict[str, dict[str, tuple[str, str | None]]] = {}
         self._definitions: dict[tuple[str, str], ast.stmt | None] = {}
 
     def path(self, module: str) -> Path | None:
+        """The module's file (None: no such module, or one that is not a regular file, see `unreadable`)."""
         base = self.repo / Path(*module.split("."))
         for candidate in (base.with_suffix(".py"), base / "__init__.py"):
             if candidate.is_file():
                 return candidate
+            if candidate.exists() or candidate.is_symlink():
+                why = "a dangling symlink" if not candidate.exists() else "not a regular file"
+                self.unreadable[module] = f"{candidate}: {why}"
+                return None
         return None
 
     def tree(self, module: str) -> ast.Module | None:
+        """The module parsed (None: missing or unreadable; `unreadable` says why for a file that is there)."""
         if module not in self._trees:
             path = self.path(module)
             try:
-                self._trees[module] = ast.parse(read_source(path).text) if path else None
-            except (SyntaxError, UnreadableSource):
+                self._trees[module] = ast.parse(read_source(path).text, filename=str(path)) if path else None
+            except SyntaxError as exc:
                 self._trees[module] = None
+                where = f"{path}:{exc.lineno}: does not parse" if exc.lineno else f"{path}"  # a null byte: no line
+                self.unreadable[module] = f"{where}: {exc.msg}"
+            except (UnreadableSource, ValueError) as exc:  # ValueError: a null byte, on Python 3.11
+                self._trees[module] = None
+                self.unreadable[module] = str(exc) if isinstance(exc, UnreadableSource) else f"{path}: {exc}"
         return self._trees[module]
+
+    def why_unreadable(self, module: str) -> str | None:
+        """Why a module that is there cannot be read (None: it reads, or it is not there at all)."""
+        return self.unreadable.get(module) if self.tree(module) is None else None
 
     def ours(self, module: str) -> bool:
         return module == self.package or module.startswith(self.package + ".")

@@ -69,6 +69,9 @@ class Survey:
         self.modules = RepoModules(self.repo, orchestrator.split(".")[0])
         self.warmup_package = orchestrator.rpartition(".")[0]
         if self.modules.tree(orchestrator) is None:
+            why = self.modules.why_unreadable(orchestrator)
+            if why:
+                raise FileNotFoundError(f"the orchestrator module {orchestrator} cannot be read: {why}")
             raise FileNotFoundError(f"{repo} has no orchestrator module {orchestrator} (--orchestrator names it)")
         if not isinstance(self.modules.definition(orchestrator, entry), ast.FunctionDef):
             raise FileNotFoundError(f"{orchestrator} defines no function {entry}()")
@@ -113,13 +116,19 @@ class Survey:
         func = call.func
         if isinstance(func, ast.Name):
             target, name = self.modules.resolve(module, func.id)
-            return (target, name) if name and self.modules.definition(target, name) is not None else None
+            return (target, name) if name and self._defines(target, name) else None
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             holder, name = self.modules.resolve(module, func.value.id)
+            if name is None and self.modules.why_unreadable(holder):
+                return holder, func.attr
             if name is None and self.modules.tree(holder) is not None:  # a module's function
                 target, attribute = self.modules.resolve(holder, func.attr)
-                return (target, attribute) if attribute and self.modules.definition(target, attribute) else None
+                return (target, attribute) if attribute and self._defines(target, attribute) else None
         return None
+
+    def _defines(self, module: str, name: str) -> bool:
+        """`module` defines `name`, or cannot be read to tell (then the survey lists it with why, never drops it)."""
+        return self.modules.definition(module, name) is not None or bool(self.modules.why_unreadable(module))
 
     def _calls_in(self, module: str, function: str) -> list[ast.Call]:
         node = self.modules.definition(module, function)
@@ -229,6 +238,9 @@ class Survey:
     # -- verdict ------------------------------------------------------------------------------------
 
     def _verdict(self, module: str, function: str, kind: str, kernels: list[KernelFinding]) -> tuple[str, list[str]]:
+        unreadable = self.modules.why_unreadable(module)
+        if unreadable:
+            return "manual", [f"its module cannot be read: {unreadable}"]
         manual = []
         if "autotune" in function.lower():
             manual.append("autotunes at init (measures configurations on the device); not a set of compile keys")

@@ -163,3 +163,45 @@ def test_a_tree_without_the_orchestrator_is_one_line(tmp_path):
     (tmp_path / "vllm/__init__.py").write_text("")
     result = runner.invoke(app, ["survey", "--repo", str(tmp_path)])
     assert result.exit_code == 2 and "no orchestrator module" in result.output and "Traceback" not in result.output
+
+
+def tree_033_with(tmp_path, relative: str, replace) -> "Path":
+    """vLLM 0.33.0 as hard links, with one file replaced by what `replace(path)` leaves there."""
+    import os
+    import shutil
+
+    repo = tmp_path / "vllm-0.33.0"
+    shutil.copytree(vllm_tree("0.33.0"), repo, copy_function=os.link)
+    target = repo / relative
+    target.unlink()  # never write through the hard link into the cached tree
+    replace(target)
+    return repo
+
+
+def survey_json(repo) -> dict:
+    result = runner.invoke(app, ["survey", "--repo", str(repo), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+QWEN = "vllm/model_executor/warmup/qwen_triton_warmup.py"
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda path: path.write_text("def qwen_triton_warmup(:\n"), r"qwen_triton_warmup\.py:1: does not parse"),
+    (lambda path: path.write_bytes(b"x = 1\x00\n"), r"qwen_triton_warmup\.py: .*null bytes"),
+    (lambda path: __import__("os").mkfifo(path), r"qwen_triton_warmup\.py: not a regular file"),
+], ids=["syntax error", "null byte", "fifo"])
+def test_a_legacy_module_that_cannot_be_read_is_listed_with_why_never_dropped(tmp_path, survey033, damage, why):
+    report = survey_json(tree_033_with(tmp_path, QWEN, damage))
+    assert report["counts"]["warmups"] == survey033["counts"]["warmups"]
+    (qwen,) = [w for w in report["warmups"] if w["function"] == "qwen_triton_warmup"]
+    assert qwen["verdict"] == "manual" and re.search(r"its module cannot be read: .*" + why, qwen["reasons"][0])
+
+
+def test_an_orchestrator_that_does_not_parse_is_named_as_such(tmp_path):
+    repo = tree_033_with(tmp_path, "vllm/model_executor/warmup/kernel_warmup.py",
+                         lambda path: path.write_text("def kernel_warmup(worker:\n"))
+    result = runner.invoke(app, ["survey", "--repo", str(repo)])
+    assert result.exit_code == 2 and "kernel_warmup.py:1: does not parse" in result.output
+    assert "cannot be read" in result.output and "has no orchestrator module" not in result.output
