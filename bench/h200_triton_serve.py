@@ -9,6 +9,7 @@ loads; each output is compared with an fp32 torch reference. Prints one JSON lin
 """
 
 import json
+import os
 import sys
 import time
 
@@ -50,7 +51,9 @@ def main(cache_dir: str, tokens: int) -> dict:
         reference = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * weight.float() * F.silu(z.float())
         worst = max(worst, (out.float() - reference).abs().max().item())
     torch.cuda.synchronize()
-    return {"device": torch.cuda.get_device_name(0), "sms": sms, "triton": triton.__version__, "launches": tokens,
+    return {"device": torch.cuda.get_device_name(0), "sms": sms, "triton": triton.__version__,
+            "cache_manager": os.environ.get("TRITON_CACHE_MANAGER", "Triton's stock FileCacheManager"),
+            "launches": tokens,
             **counts, "max_abs_error_vs_fp32": worst, "seconds": round(time.perf_counter() - started, 2)}
 
 
