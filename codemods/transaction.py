@@ -160,6 +160,8 @@ def recover(repo: Path) -> int:
 def commit(repo: Path, writes: Sequence[Write]) -> None:
     """Write every change or none (see the module docstring). Hold the lock."""
     folder = state_dir(repo)
+    with contextlib.suppress(OSError):  # `locked` makes it; a write without the lock may find none (refused below)
+        folder.mkdir(parents=True, exist_ok=True)
     unwritable = sorted({str(w.path.parent) for w in writes if not can_write(w.path.parent)})
     if unwritable or not can_write(folder):
         raise TransactionError(f"cannot write {', '.join(unwritable) or folder} (read-only); nothing was written")
