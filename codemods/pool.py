@@ -10,7 +10,7 @@ import dataclasses
 import shlex
 import subprocess
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import libcst as cst
@@ -90,21 +90,29 @@ def check_unchanged(job: CheckJob) -> CheckResult:
 
 def run(transforms: Sequence[TransformJob], checks: Sequence[CheckJob], jobs: int,
         on_progress: Callable[[int, int], None]) -> tuple[list[TransformResult], list[CheckResult]]:
-    """Every job's result, in job order; on_progress(done, total) as each transform ends."""
-    results: list[TransformResult] = []
+    """Every job's result, in job order; on_progress(done, total) as each transform ends.
+
+    The pool takes the costliest transforms first, so that it ends with the cheap ones.
+    """
     if jobs > 1 and len(transforms) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            pending = pool.map(transform, transforms)
+            futures = {index: pool.submit(transform, transforms[index])
+                       for index in sorted(range(len(transforms)), key=lambda i: -_cost(transforms[i]))}
             checked = list(pool.map(check_unchanged, checks, chunksize=8))
-            for result in pending:
-                results.append(result)
-                on_progress(len(results), len(transforms))
-    else:
-        for job in transforms:
-            results.append(transform(job))
-            on_progress(len(results), len(transforms))
-        checked = [check_unchanged(job) for job in checks]
-    return results, checked
+            for done, _ in enumerate(as_completed(futures.values()), 1):
+                on_progress(done, len(transforms))
+            return [futures[index].result() for index in range(len(transforms))], checked
+    results: list[TransformResult] = []
+    for job in transforms:
+        results.append(transform(job))
+        on_progress(len(results), len(transforms))
+    return results, [check_unchanged(job) for job in checks]
+
+
+def _cost(job: TransformJob) -> int:
+    """A transform's cost, roughly: its file's length, three times over when an operation removes statements
+    (each removal leaves a new version of the tree, whose scopes are resolved again)."""
+    return len(job.file.source) * (3 if any(op.removes_statements for op in job.operations) else 1)
 
 
 def _format(command: Sequence[str], repo: Path, path: Path, source: str) -> str:

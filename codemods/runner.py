@@ -42,7 +42,7 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_comman
     planner.plan()
     facts = planner.facts()
     file = lambda m: pool.FileJob(m.path, m.name, m.package, m.text)  # noqa: E731
-    # Largest files first: they take longest, and the pool then ends with the small ones.
+    # Largest files first: the order of the run's changes and warnings.
     transforms = sorted((pool.TransformJob(file(planner.modules[name]), tuple(ops), repo, tuple(format_command), facts)
                          for name, ops in planner.ops.items() if name not in planner.deleted),
                         key=lambda job: (-len(job.file.source), str(job.file.path)))

@@ -7,7 +7,7 @@ import dataclasses
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
-from libcst.metadata import ParentNodeProvider, ScopeProvider
+from libcst.metadata import ScopeProvider
 
 from .base import Command, Operation, code_of, operation
 
@@ -27,11 +27,11 @@ class AdoptContract(Operation):
 
 
 class _Adopt(Command):
-    METADATA_DEPENDENCIES = (ParentNodeProvider, ScopeProvider)
+    SKIPS = (cst.BaseStatement,)  # it edits module-level classes only
 
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
         if original.name.value != self.op.cls or \
-                not isinstance(self.get_metadata(ParentNodeProvider, original), cst.Module):
+                not isinstance(self.parent(), cst.Module):
             return updated
         if any(code_of(arg.value).split("[")[0].rsplit(".", 1)[-1] == self.op.base for arg in updated.bases):
             return updated  # adopted already

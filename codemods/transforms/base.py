@@ -7,18 +7,21 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext
-from libcst.codemod.visitors import RemoveImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.helpers import get_absolute_module_from_package_for_import
-from libcst.metadata import ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata import PositionProvider, ScopeProvider
 from libcst.metadata.name_provider import FullyQualifiedNameVisitor
 
-from .imports import TidyRemoveImports
-from .metadata import NoCopy
+from .imports import TidyRemoveImports, TopLevelAddImports, may_remove
+from .metadata import SharedMetadata
 
 if TYPE_CHECKING:
     from ..planner import Planner
 
 _EMPTY_MODULE = cst.Module(body=[])
+# What holds no statement: a command that edits statements and classes need not look inside.
+NO_STATEMENTS = (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.BaseExpression, cst.Parameters, cst.Decorator,
+                 cst.Arg, cst.Annotation)
 
 
 def code_of(node: cst.CSTNode) -> str:
@@ -71,15 +74,19 @@ def operation(name: str, stage: int | None = None):
     return register
 
 
-class Command(NoCopy, CodemodCommand, cst.CSTTransformer):
-    """Shared plumbing: fully qualified names, positions, refusals and an edit count.
+class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
+    """Shared plumbing: fully qualified names, parents, positions, refusals and an edit count.
 
     A libcst codemod command (so AddImportsVisitor / RemoveImportsVisitor run after it) that
     visits as a plain CSTTransformer: the matcher dispatch of VisitorBasedCodemodCommand on
-    every node would double a command's cost. Each command declares only the metadata it reads.
+    every node would double a command's cost. Each command declares only the metadata it reads,
+    resolved on the file's shared wrapper (see .metadata), and counts every edit it makes: one
+    that counted none returns the tree it was given, so that tree's metadata stays in use.
     """
 
-    METADATA_DEPENDENCIES = (ScopeProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (ScopeProvider,)
+    # Node kinds whose insides the command never reads or changes: their children are not visited.
+    SKIPS: tuple[type[cst.CSTNode], ...] = ()
 
     def __init__(self, context: CodemodContext, op: Operation):
         CodemodCommand.__init__(self, context)
@@ -88,9 +95,26 @@ class Command(NoCopy, CodemodCommand, cst.CSTTransformer):
         self.count = 0
         self.refusals: list[Refusal] = []
         self.warnings: list[Refusal] = []
+        self._entered: list[cst.CSTNode] = []  # the nodes whose children are being visited
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        return tree.visit(self)
+        edited = tree.visit(self)
+        return edited if self.count else tree
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        enter = super().on_visit(node) and not isinstance(node, self.SKIPS)
+        if enter:
+            self._entered.append(node)
+        return enter
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        if self._entered and self._entered[-1] is original:
+            self._entered.pop()
+        return super().on_leave(original, updated)
+
+    def parent(self) -> cst.CSTNode:
+        """The parent of the node being visited or left: ParentNodeProvider's answer without its pass over the file."""
+        return self._entered[-1]
 
     def fqns(self, node: cst.CSTNode) -> set[str]:
         """What a name or attribute refers to, fully qualified (relative imports and module locals resolved).
@@ -121,4 +145,11 @@ class Command(NoCopy, CodemodCommand, cst.CSTTransformer):
         return get_absolute_module_from_package_for_import(self.context.full_package_name, node) or ""
 
     def _instantiate_and_run(self, transform, tree: cst.Module) -> cst.Module:
-        return super()._instantiate_and_run(TidyRemoveImports if transform is RemoveImportsVisitor else transform, tree)
+        """libcst's import visitors, as this package runs them (see .imports): the context's import requests
+        accumulate over a file's commands, and libcst runs each visitor again after every later command."""
+        if transform is AddImportsVisitor:
+            return TopLevelAddImports(self.context).transform_module(tree)
+        # RemoveImportsVisitor, the only other visitor libcst runs after a command.
+        if not may_remove(self.context.versions.wrapper(tree), RemoveImportsVisitor._get_imports_from_context(self.context)):
+            return tree
+        return TidyRemoveImports(self.context).transform_module(tree)

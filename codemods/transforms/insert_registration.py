@@ -11,12 +11,12 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import ScopeProvider
+from libcst.metadata import PositionProvider, ScopeProvider
 
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError
 from .adopt_contract import AdoptContract
-from .base import AnchorError, Command, Operation, code_of, operation
+from .base import NO_STATEMENTS, AnchorError, Command, Operation, code_of, operation
 
 if TYPE_CHECKING:
     from ..planner import Planner, SourceModule
@@ -148,6 +148,7 @@ def _imports_lazily(module: SourceModule, spec: MigrationSpec) -> bool:
 
 
 class _Insert(Command):
+    SKIPS = NO_STATEMENTS  # it edits a class's __init__ (nested or not) and the blocks in it
     METADATA_DEPENDENCIES = (ScopeProvider,)
 
     def __init__(self, context: CodemodContext, op: InsertRegistration):
@@ -187,25 +188,30 @@ class _Insert(Command):
                 raise AnchorError(f"{self.op.cls}.__init__ has no statement starting with {self.op.insert_after!r}")
             self.anchor = matches[0]
         scope = self.get_metadata(ScopeProvider, init.body.body[0] if init.body.body else init)
-        before = self.position(self.anchor).end.line if self.anchor else float("inf")
-        self.needs_import = not self._bound(scope, self.op.kernel_name, before)
+        lines = _positions_within(init)
+        before = lines[self.anchor].end.line if self.anchor else float("inf")
+        self.needs_import = not self._bound(scope, self.op.kernel_name, before, lines)
         if self.needs_import and self.alias:
             self.needs_import = False  # the module imports the kernel under another name: use that one
             self.registration = _renamed_in(self.registration, self.op.kernel_name, self.alias)
         for name in sorted(self.op.names - self.imported - {self.op.kernel_name}):
-            if not self._bound(scope, name, before):
+            if not self._bound(scope, name, before, lines):
                 self.refuse(init, f"{name} is not bound where the registration goes ({self.op.cls}.__init__); "
                                   "add it to gate_imports or move insert_after")
 
-    def _bound(self, scope, name: str, before: float) -> bool:
-        """Bound there: a parameter, a global, a builtin, or a local of __init__ assigned above that point."""
+    @staticmethod
+    def _bound(scope, name: str, before: float, lines) -> bool:
+        """Bound there: a parameter, a global, a builtin, or a local of __init__ assigned above that point.
+
+        `lines`: positions within __init__ (see _positions_within); a local of its scope is bound inside it.
+        """
         if name not in scope:
             return False
         for assignment in scope[name]:
             node = getattr(assignment, "node", None)
             if assignment.scope is not scope or node is None:
                 return True
-            position = self.position(node)
+            position = lines.get(node)
             if position is None or position.start.line <= before:
                 return True
         return False
@@ -263,6 +269,12 @@ class _Insert(Command):
             self.refuse(self.anchor, f"insert_after {self.op.insert_after!r} matches a statement that is not in an "
                                      "indented block")
         return module
+
+
+def _positions_within(function: cst.FunctionDef):
+    """Where each node of `function` is, as if the function were a file of its own: the lines are the file's
+    less a constant, so they order the function's statements as the file does, without a pass over the file."""
+    return cst.MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 class _Statements(cst.CSTVisitor):

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import libcst as cst
-from libcst.codemod import CodemodContext
 from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider
 
 from .base import OPERATIONS, Operation, Refusal
 from .imports import place_new_imports
+from .metadata import FileContext, TreeVersions
 from .remove_dead_helper import RemoveHelpers, dead_helpers, references
 from .remove_dead_local import RemoveDeadLocals, dead_locals
 
@@ -26,16 +26,21 @@ class FileEdit:
 
 
 def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Path) -> FileEdit:
-    """Apply one file's operations in order; then delete private helpers and pure locals the change left unused."""
+    """Apply one file's operations in order; then delete private helpers and pure locals the change left unused.
+
+    Every pass shares the file's resolved metadata (see .metadata): it is resolved once per
+    version of the tree, and a pass that changes nothing leaves the version as it was.
+    """
     module = source_module = cst.parse_module(source)
     manager = FullRepoManager(str(repo), [str(path)], {FullyQualifiedNameProvider})
     names = FullyQualifiedNameProvider.gen_cache(repo, [str(path)])[str(path)]
-    context = CodemodContext(filename=str(path), full_module_name=names.name, full_package_name=names.package,
-                             metadata_manager=manager)
+    versions = TreeVersions(manager, str(path))
+    context = FileContext(filename=str(path), full_module_name=names.name, full_package_name=names.package,
+                          metadata_manager=manager, versions=versions)
     counts: Counter[str] = Counter()
     refusals: list[Refusal] = []
     warnings: list[Refusal] = []
-    references_before = references(module)
+    references_before = references(module, source)
     for op in operations:
         command = op.command(context)
         module = command.transform_module(module)
@@ -43,18 +48,19 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
         refusals += command.refusals
         warnings += command.warnings
     module = place_new_imports(source_module, module)
-    dead = dead_helpers(references_before, module)
+    dead = dead_helpers(references_before, module, versions.code(module))
     while dead and not refusals:
         command = RemoveHelpers(frozenset(dead)).command(context)
         module = command.transform_module(module)
         counts[RemoveHelpers.name] += command.count
-        dead = dead_helpers(references_before, module)
+        dead = dead_helpers(references_before, module, versions.code(module))
     removed = any(counts[name] for name, kind in OPERATIONS.items() if kind.removes_statements)
-    unread_before = set(dead_locals(source_module)) if removed else set()  # only removals leave locals unread
-    unread = set(dead_locals(module)) - unread_before if removed else set()
+    # Only removals leave locals unread.
+    unread_before = set(dead_locals(versions.wrapper(source_module))) if removed else set()
+    unread = set(dead_locals(versions.wrapper(module))) - unread_before if removed else set()
     while unread and not refusals:
         command = RemoveDeadLocals(frozenset(unread)).command(context)
         module = command.transform_module(module)
         counts[RemoveDeadLocals.name] += command.count
-        unread = set(dead_locals(module)) - unread_before
-    return FileEdit(module.code, +counts, refusals, warnings)
+        unread = set(dead_locals(versions.wrapper(module))) - unread_before
+    return FileEdit(versions.code(module), +counts, refusals, warnings)

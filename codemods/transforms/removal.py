@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.metadata import ParentNodeProvider
 
 from .base import Command, Operation
 from .blocks import RebuildsBlocks, Rebuilder, empty, with_pass
@@ -33,7 +32,7 @@ class StatementRemover(RebuildsBlocks, Command):
 
     def leave_If(self, original, updated):
         if empty(updated.body):
-            if isinstance(updated.orelse, cst.If) or isinstance(self.get_metadata(ParentNodeProvider, original), cst.If):
+            if isinstance(updated.orelse, cst.If) or isinstance(self.parent(), cst.If):
                 self.refuse(original, "the removed call was the only statement of a branch in an if/elif chain")
                 return updated
             if updated.orelse is None:

@@ -8,7 +8,6 @@ from collections import Counter
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.metadata import ParentNodeProvider
 
 from .base import Command, Operation, operation
 from .removal import StatementRemover
@@ -24,21 +23,24 @@ def _constant_name(statement: cst.CSTNode) -> str | None:
     return targets[0].value if len(targets) == 1 and isinstance(targets[0], cst.Name) else None
 
 
-def references(module: cst.Module) -> Counter[str]:
-    """How often each module-level function, class or one-name constant is named in the file's text.
+def references(module: cst.Module, code: str) -> Counter[str]:
+    """How often each module-level function, class or one-name constant is named in the file's text (`code`).
 
     A word count over the code: a mention in a string or a comment counts as a use, so a
-    helper something might still name is kept.
+    helper something might still name is kept. One pass counts every word; a name with a
+    character that is not a regex word character (a rare identifier) is counted on its own.
     """
     defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
     defined |= {name for s in module.body if (name := _constant_name(s))}
-    code = module.code
-    return Counter({name: len(re.findall(rf"\b{re.escape(name)}\b", code)) for name in defined})
+    words = Counter(re.findall(r"\w+", code))
+    return Counter({name: words[name] if re.fullmatch(r"\w+", name)
+                    else len(re.findall(rf"\b{re.escape(name)}\b", code)) for name in defined})
 
 
-def dead_helpers(before: Counter[str], module: cst.Module) -> set[str]:
+def dead_helpers(before: Counter[str], module: cst.Module, code: str) -> set[str]:
     """Private module-level helpers that had a use besides their definition, and have none now."""
-    return {name for name, uses in references(module).items() if name.startswith("_") and uses <= 1 < before[name]}
+    return {name for name, uses in references(module, code).items()
+            if name.startswith("_") and uses <= 1 < before[name]}
 
 
 @operation("remove_dead_helper")
@@ -55,11 +57,12 @@ class RemoveHelpers(Operation):
 
 
 class _RemoveHelpers(StatementRemover):
-    METADATA_DEPENDENCIES = (ParentNodeProvider,)
+    METADATA_DEPENDENCIES = ()  # the removal's import clean-up resolves scopes, on the shared wrapper
+    SKIPS = (cst.BaseStatement,)  # it removes module-level statements only
 
     def leave_FunctionDef(self, original, updated):
         if original.name.value in self.op.names and \
-                isinstance(self.get_metadata(ParentNodeProvider, original), cst.Module):
+                isinstance(self.parent(), cst.Module):
             self.count += 1
             return self.remove(original)
         return updated
@@ -68,7 +71,7 @@ class _RemoveHelpers(StatementRemover):
 
     def leave_SimpleStatementLine(self, original, updated):
         if _constant_name(original) in self.op.names and \
-                isinstance(self.get_metadata(ParentNodeProvider, original), cst.Module):
+                isinstance(self.parent(), cst.Module):
             self.count += 1
             return self.remove(original)
         return super().leave_SimpleStatementLine(original, updated)

@@ -6,9 +6,9 @@ import dataclasses
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.metadata import Assignment, FunctionScope, ParentNodeProvider, ScopeProvider
+from libcst.metadata import Assignment, FunctionScope, ScopeProvider
 
-from .base import Command, Operation, operation
+from .base import NO_STATEMENTS, Command, Operation, operation
 from .removal import StatementRemover
 
 
@@ -37,11 +37,14 @@ def _pure(node: cst.CSTNode) -> bool:
     return False
 
 
-def dead_locals(module: cst.Module) -> dict[tuple[str, str], cst.Assign]:
-    """Function locals assigned once by a plain `name = <pure value>` and never read, by (function, name)."""
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    parents = wrapper.resolve(ParentNodeProvider)
+def dead_locals(wrapper: cst.MetadataWrapper) -> dict[tuple[str, str], cst.Assign]:
+    """Function locals assigned once by a plain `name = <pure value>` and never read, by (function, name).
+
+    The tree's scopes come from its shared wrapper; the statement that binds a name is found
+    through the file's assignments, only when a scope has an unread local at all.
+    """
     dead: dict[tuple[str, str], cst.Assign] = {}
+    statements: dict[int, cst.Assign] | None = None
     for scope in set(wrapper.resolve(ScopeProvider).values()):
         if not isinstance(scope, FunctionScope):
             continue
@@ -49,12 +52,24 @@ def dead_locals(module: cst.Module) -> dict[tuple[str, str], cst.Assign]:
             assignments = list(scope.assignments[name])
             if len(assignments) != 1 or scope.accesses[name] or not isinstance(assignments[0], Assignment):
                 continue
-            parent = parents.get(assignments[0].node)
-            if isinstance(parent, cst.AssignTarget):
-                statement = parents[parent]
-                if isinstance(statement, cst.Assign) and len(statement.targets) == 1 and _pure(statement.value):
-                    dead[(scope.name or "", name)] = statement
+            if statements is None:
+                statements = _assignments_by_target(wrapper.module)
+            statement = statements.get(id(assignments[0].node))
+            if statement is not None and len(statement.targets) == 1 and _pure(statement.value):
+                dead[(scope.name or "", name)] = statement
     return dead
+
+
+def _assignments_by_target(module: cst.Module) -> dict[int, cst.Assign]:
+    """Each `Assign` of the file under the identity of each node it assigns to (what an AssignTarget holds)."""
+    found: dict[int, cst.Assign] = {}
+
+    class Assigns(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            found.update((id(target.target), node) for target in node.targets)
+
+    module.visit(Assigns())
+    return found
 
 
 @operation("remove_dead_local")
@@ -72,8 +87,9 @@ class RemoveDeadLocals(Operation):
 
 
 class _RemoveDeadLocals(StatementRemover):
+    SKIPS = NO_STATEMENTS  # it removes whole statement lines, at any depth
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self.targets = {id(node) for key, node in dead_locals(tree).items() if key in self.op.names}
+        self.targets = {id(node) for key, node in dead_locals(self.context.wrapper).items() if key in self.op.names}
         return super().transform_module_impl(tree)
 
     def leave_SimpleStatementLine(self, original, updated):

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.helpers import get_absolute_module_from_package_for_import, get_full_name_for_node
-from libcst.metadata import ParentNodeProvider
 
 from ..spec import MigrationSpec, SpecError
 from .base import Command, Operation, operation
@@ -102,14 +101,14 @@ class _RemoveCalls(StatementRemover):
         if target is None:
             return
         self.called.add(id(node.func))
-        parent = self.get_metadata(ParentNodeProvider, node)
+        parent = self.parent()
         if not (isinstance(parent, cst.Expr) and parent.value is node):
             self.refuse(node, f"the result of {target.rsplit('.', 1)[1]}() is used; remove or rewrite that use first")
 
     def _value_use(self, node: cst.CSTNode) -> None:
         target = self._target(node)
         if target and not self.in_import and id(node) not in self.called \
-                and not isinstance(self.get_metadata(ParentNodeProvider, node), cst.FunctionDef):
+                and not isinstance(self.parent(), cst.FunctionDef):
             self.refuse(node, f"{target.rsplit('.', 1)[1]} is used as a value (it escapes; calls through it "
                               "cannot be found): remove that use first")
 
