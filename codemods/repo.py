@@ -177,6 +177,9 @@ class RepoModules:
             except (UnreadableSource, ValueError) as exc:  # ValueError: a null byte, on Python 3.11
                 self._trees[module] = None
                 self.unreadable[module] = str(exc) if isinstance(exc, UnreadableSource) else f"{path}: {exc}"
+            except (RecursionError, MemoryError):  # an expression nested past what the parser can hold
+                self._trees[module] = None
+                self.unreadable[module] = f"{path}: too deeply nested for Python's parser"
         return self._trees[module]
 
     def why_unreadable(self, module: str) -> str | None:

@@ -127,8 +127,10 @@ class Survey:
         return None
 
     def _defines(self, module: str, name: str) -> bool:
-        """`module` defines `name`, or cannot be read to tell (then the survey lists it with why, never drops it)."""
-        return self.modules.definition(module, name) is not None or bool(self.modules.why_unreadable(module))
+        """`module` defines `name`, or is the engine's own module and cannot be read or lacks it (then the survey
+        lists the call with why, never drops it)."""
+        return self.modules.definition(module, name) is not None or bool(self.modules.why_unreadable(module)) or \
+            (self.modules.ours(module) and self.modules.tree(module) is not None and _is_warmup_name(name))
 
     def _calls_in(self, module: str, function: str) -> list[ast.Call]:
         node = self.modules.definition(module, function)
@@ -241,6 +243,8 @@ class Survey:
         unreadable = self.modules.why_unreadable(module)
         if unreadable:
             return "manual", [f"its module cannot be read: {unreadable}"]
+        if self.modules.definition(module, function) is None:
+            return "manual", [f"{module} ({self.modules.path(module)}) defines no {function}(); the orchestrator calls it"]
         manual = []
         if "autotune" in function.lower():
             manual.append("autotunes at init (measures configurations on the device); not a set of compile keys")

@@ -73,6 +73,12 @@ def locked(repo: Path, exclusive: bool, on_wait: Callable[[], None] = lambda: No
                                    f"({exc.strerror or exc}); nothing was written") from None
         yield  # nobody can write a repo whose state folder cannot even be made: a reader needs no lock
         return
+    odd = [path for path in (folder / "lock", folder / JOURNAL, folder / "backup")
+           if (path.exists() or path.is_symlink()) and not (path.is_dir() if path.name == "backup" else path.is_file())
+           or path.is_symlink()]
+    if odd:
+        raise TransactionError(f"zerojit's state folder {folder} holds {odd[0]}, which is not what zerojit keeps "
+                               "there: remove it")
     with file_lock(folder / "lock", shared=not exclusive, on_wait=on_wait):
         yield
 
@@ -118,13 +124,20 @@ def _journal_entries(repo: Path, journal: Path) -> list[dict]:
     for index, entry in enumerate(data["files"]):
         if not (isinstance(entry, dict) and entry.get("index") == index and isinstance(entry.get("path"), str)
                 and isinstance(entry.get("temp"), str) and isinstance(entry.get("mode"), int)
-                and 0 <= entry["mode"] <= 0o7777 and all(isinstance(entry.get(k), (str, type(None)))
+                and 0 <= entry["mode"] <= 0o777 and all(isinstance(entry.get(k), (str, type(None)))
                                                          for k in ("before", "after"))):
             raise refuse(f"entry {index} is malformed")
         path, temp = Path(entry["path"]), Path(entry["temp"])
-        if not path.is_absolute() or not path.parent.resolve().is_relative_to(root) or \
-                (path.is_symlink() and not path.resolve().is_relative_to(root)):
+        try:
+            outside = not path.is_absolute() or not path.parent.resolve().is_relative_to(root) or \
+                (path.is_symlink() and not path.resolve().is_relative_to(root))
+            odd = (path.exists() and not path.is_file()) or (temp.exists() and not temp.is_file())
+        except (OSError, ValueError) as exc:  # a NUL in the name, a name too long
+            raise refuse(f"entry {index} names a path the system refuses ({exc})") from None
+        if outside:
             raise refuse(f"it names {path}, outside the repo")
+        if odd:
+            raise refuse(f"{path} (or its staging file) is not a regular file")
         if temp.parent != path.parent or not (temp.name.startswith(f".{path.name}.")
                                                and temp.name.endswith(".zerojit-new")):
             raise refuse(f"its staging file {temp} is not beside {path.name}")

@@ -91,9 +91,9 @@ def open_cache_dir(path: Path, backend: str | None = None) -> CacheDir:
         except OSError as exc:
             raise CacheDirError(f"cannot create cache dir {path}: {exc.strerror or exc}") from None
     _check_trusted(path, path)
-    for folder, subfolders, _ in os.walk(path):  # a folder others can write lets them swap what loads
-        for name in subfolders:
-            _check_trusted(Path(folder, name), path)
+    for folder, subfolders, files in os.walk(path):  # anything others can write, or that leads out, could be swapped
+        for name in (*subfolders, *files):
+            _check_entry(Path(folder, name), path)
     for name, what in OWN_FILES.items():
         own = path / name
         if (own.exists() or own.is_symlink()) and not (own.is_file() and not own.is_symlink()):
@@ -104,6 +104,9 @@ def open_cache_dir(path: Path, backend: str | None = None) -> CacheDir:
 
 def _backend_folder(path: Path, backend: str) -> Path:
     """`path` itself, or its `backend` folder when `path` is a bake root."""
+    if path.name == backend and (path.parent / MANIFEST_FILE).is_file():
+        raise CacheDirError(f"cache dir {path} would sit inside {path.parent}, which is itself a {backend} cache: "
+                            f"point at {path.parent} itself (or set ZEROJIT_CACHE to the folder above it)")
     if (path / MANIFEST_FILE).exists() or not path.is_dir():
         return path
     if (path / backend / MANIFEST_FILE).is_file():
@@ -115,10 +118,22 @@ def _backend_folder(path: Path, backend: str) -> Path:
     return path
 
 
+def _check_entry(entry: Path, cache: Path) -> None:
+    """A cache holds its own plain files and folders: no symlink (it would load or write outside), no FIFO or
+    device (opening one hangs), nothing others can write."""
+    info = entry.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        raise CacheDirError(f"cache dir {cache} holds a symlink, {entry}: a cache must hold its own files (what a "
+                            "link points to lies outside it); remove the link")
+    if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+        raise CacheDirError(f"cache dir {cache} holds {entry}, which is not a regular file or folder: remove it")
+    _check_trusted(entry, cache)
+
+
 def _check_trusted(folder: Path, cache: Path) -> None:
     """Refuse a folder of the cache that another user could write or owns (it holds code the warmup loads)."""
     info = folder.lstat()
-    name = "cache dir" if folder == cache else f"cache dir {cache}: its folder"
+    name = "cache dir" if folder == cache else f"cache dir {cache}: its {'folder' if folder.is_dir() else 'file'}"
     if stat.S_ISLNK(info.st_mode):
         info = folder.stat()
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
@@ -133,8 +148,10 @@ def _check_trusted(folder: Path, cache: Path) -> None:
 def check_output_file(path: Path, what: str) -> Path:
     """Refuse, before any work, an output file that could not be written at the end."""
     path = Path(path).expanduser()
-    if path.is_dir():
-        raise CacheDirError(f"{what} {path} is a folder, not a file")
+    if path.is_symlink():  # judged by where it writes
+        path = path.resolve()
+    if path.exists() and not path.is_file():
+        raise CacheDirError(f"{what} {path} is {'a folder' if path.is_dir() else 'not a regular file'}, not a file")
     if not path.parent.is_dir():
         raise CacheDirError(f"{what} {path}: folder {path.parent} does not exist")
     if (path.exists() and not os.access(path, os.W_OK)) or not can_write(path.parent):
@@ -157,7 +174,7 @@ def _read_json(path: Path, what: str, valid: Any, warn: bool) -> dict:
         data = json.loads(path.read_text())
         if not valid(data):
             raise ValueError("unexpected content")
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         if warn:
             warnings.warn(f"ignoring {what} {path} ({type(exc).__name__}: {exc}); it is rebuilt", CacheWarning,
                           stacklevel=3)
@@ -238,9 +255,13 @@ def inside(cache: CacheDir, relative: Any) -> Path | None:
     """The file a manifest path names, if it is a plain relative path that stays in the cache (symlinks resolved)."""
     if not isinstance(relative, str) or not relative or Path(relative).is_absolute():
         return None
-    path = cache.path / relative
-    root = cache.path.resolve()
-    resolved = path.resolve()
+    try:
+        path = cache.path / relative
+        root = cache.path.resolve()
+        resolved = path.resolve()
+        path.exists()  # a name the system refuses (a NUL, too long) raises here, not later
+    except (OSError, ValueError):
+        return None
     return path if resolved != root and resolved.is_relative_to(root) else None
 
 
@@ -268,6 +289,9 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
     manifest_path = cache.path / MANIFEST_FILE
     manifest = _read_json(manifest_path, "artifact manifest", _valid_manifest, warn=False)
     if not manifest and (untrusted := backend_files(cache)):
+        if not (manifest_path.exists() or (cache.path / LOCK_FILE).exists()):
+            raise CacheDirError(f"cache dir {cache.path} holds {len(untrusted)} files and no zerojit manifest or lock: "
+                                "it is not a zerojit cache (give an empty folder, a cache zerojit made, or a bake)")
         state = "unreadable or corrupt" if manifest_path.exists() else "missing"
         problem = ArtifactProblem(None, "", f"the artifact manifest {manifest_path}",
                                   f"is {state}, so none of the cache's {len(untrusted)} backend files can be trusted")
@@ -287,12 +311,13 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
             uncovered += 1
             continue
         found = {relative: inside(cache, relative) for relative in entry["artifacts"]}
-        refused = [relative for relative, path in found.items() if path is None or path.is_dir()]
+        refused = [relative for relative, path in found.items()
+                   if path is None or (path.exists() and not path.is_file())]
         if refused:
-            why = "is a folder" if found[refused[0]] is not None else "lies outside the cache folder"
+            why = "is not a regular file" if found[refused[0]] is not None else "lies outside the cache folder"
             problems.append(ArtifactProblem(kernel.name, key.digest(), refused[0],
                                             f"{why}: the manifest's entry for this key is refused"))
-            doomed += [path for path in found.values() if path is not None and not path.is_dir()]
+            doomed += [path for path in found.values() if path is not None and path.is_file()]
             continue
         for relative, digest in entry["artifacts"].items():
             path = found[relative]
@@ -307,6 +332,8 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
         raise CacheDirError(f"cache dir {cache.path} is read-only and would need writing: {first.removesuffix('; recompiled')}")
     for path in doomed if remove else ():
         path.unlink(missing_ok=True)
+    if remove and cache.writable:
+        (cache.path / LOCK_FILE).touch()  # marks the folder as zerojit's before the backend writes into it
     return problems, uncovered
 
 

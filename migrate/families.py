@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from zerojit.contract import WarmupReport
 
 ENTRY_POINT_GROUP = "zerojit.families"
+TIMELINE_FORMATS = (".png", ".svg", ".pdf")  # what the timeline plot writes, by the file's suffix
 MAX_LAUNCHES = 100_000  # per kernel, for verification: far beyond any useful sample, far below memory trouble
 
 Launches = list[tuple[JitKernel, dict[str, Any]]]
@@ -215,6 +216,8 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
                            family.backend_name)
     if timeline is not None:
         check_output_file(timeline, "--timeline")
+        if timeline.suffix.lower() not in TIMELINE_FORMATS:
+            raise CacheDirError(f"--timeline {timeline}: name a {', '.join(TIMELINE_FORMATS)} file")
         if importlib.util.find_spec("matplotlib") is None:
             raise CacheDirError("--timeline needs matplotlib: pip install 'zerojit[plots]'")
     plan, kernels = plan_preset(family, preset)
@@ -295,6 +298,9 @@ def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 
     if grid is not None and grid not in adapter.grids:
         raise FamilyError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
     configs = (adapter.grids[grid]() if grid else []) + (sample_configs(adapter, samples, seed) if samples else [])
+    if not configs:
+        source = f"grid {grid!r} holds no configs" if grid else "no grid"
+        raise FamilyError(f"{family_name}: nothing to compare ({source}, and no --samples)")
     return compare(adapter, configs, {"grid": grid, "samples": samples, "seed": seed if samples else None})
 
 

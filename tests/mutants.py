@@ -119,7 +119,7 @@ MUTANTS = (
            "    if not manifest and (untrusted := backend_files(cache)):", "    if False:",
            ("tests/test_cache_trust.py", "-k", "vouches_for_nothing")),
     Mutant("cache: subfolders escape the trust rule", "contract/cache.py",
-           "            _check_trusted(Path(folder, name), path)", "            pass",
+           "            _check_entry(Path(folder, name), path)", "            pass",
            ("tests/test_cache_trust.py", "-k", "every_folder")),
     Mutant("triton: a group file of another variant is followed", "contract/backends/triton_cache.py",
            'or group.get("variant") != self.key:', ":",

@@ -58,17 +58,16 @@ def test_manifest_paths_outside_the_cache_are_refused_and_nothing_outside_is_tou
     first, second = list(data["keys"])[:2]
     data["keys"][first]["artifacts"]["../victim.txt"] = "0" * 64
     data["keys"][second]["artifacts"][str(absolute)] = "0" * 64
-    (cache / MANIFEST_FILE).write_text(json.dumps(data))
-    (cache / "outside").symlink_to(tmp_path / "elsewhere")  # a path that looks inside and resolves outside
-    data["keys"][list(data["keys"])[2]]["artifacts"]["outside/victim.txt"] = "0" * 64
+    data["keys"][list(data["keys"])[2]]["artifacts"]["a\u0000b"] = "0" * 64  # a name the system refuses
+    data["keys"][list(data["keys"])[3]]["artifacts"]["x" * 5000] = "0" * 64
     (cache / MANIFEST_FILE).write_text(json.dumps(data))
 
     problems, _, report = warm(cache)
 
     assert victim.read_text() == "keep me" and absolute.read_text() == "keep me too"
     refused = sorted(p.artifact for p in problems if "outside the cache folder" in p.why)
-    assert refused == sorted(["../victim.txt", str(absolute), "outside/victim.txt"])
-    assert report.count("compiled") == 3 and report.count("failed") == 0  # the refused keys recompiled
+    assert refused == sorted(["../victim.txt", str(absolute), "a\u0000b", "x" * 5000])
+    assert report.count("compiled") == 4 and report.count("failed") == 0  # the refused keys recompiled
     assert all(not Path(relative).is_absolute() and ".." not in relative
                for entry in manifest(cache)["keys"].values() for relative in entry["artifacts"])
 
@@ -82,7 +81,7 @@ def test_an_artifact_entry_naming_a_folder_is_refused_not_a_traceback(tmp_path):
     data["keys"][key]["artifacts"]["a-folder"] = "0" * 64
     (cache / MANIFEST_FILE).write_text(json.dumps(data))
     problems, _, report = warm(cache)
-    assert [p.why for p in problems] == ["is a folder: the manifest's entry for this key is refused"]
+    assert [p.why for p in problems] == ["is not a regular file: the manifest's entry for this key is refused"]
     assert (cache / "a-folder").is_dir() and report.count("compiled") == 1
 
 
@@ -162,16 +161,38 @@ def test_a_full_disk_while_recording_is_one_line_and_leaves_no_temporary_file(tm
     assert not [p for p in cache.path.iterdir() if p.name.startswith((f".{HISTORY_FILE}", f".{MANIFEST_FILE}"))]
 
 
-def test_a_symlinked_subfolder_is_judged_by_what_it_points_to(tmp_path):
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    shared.chmod(0o777)
-    cache = tmp_path / "cache"
-    cache.mkdir(mode=0o700)
-    (cache / "link").symlink_to(shared)
-    assert stat.S_IMODE(shared.stat().st_mode) == 0o777
-    with pytest.raises(CacheDirError, match="writable by other users"):
-        open_cache_dir(cache)
+def test_a_cache_holds_its_own_files_only(tmp_path):
+    """A symlink inside the cache would load (or recompile into) what lies outside; a FIFO would hang the reader;
+    a file others can write could be swapped."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for make, why in ((lambda c: (c / "variant").symlink_to(elsewhere), "holds a symlink"),
+                      (lambda c: (c / "k.marshal").symlink_to(elsewhere / "evil"), "holds a symlink"),
+                      (lambda c: os.mkfifo(c / "__grp__k.json"), "not a regular file or folder"),
+                      (lambda c: ((c / "k.marshal").write_bytes(b""), (c / "k.marshal").chmod(0o666)),
+                       "writable by other users")):
+        cache = tmp_path / f"cache-{why[:4]}-{len(list(tmp_path.iterdir()))}"
+        cache.mkdir(mode=0o700)
+        make(cache)
+        with pytest.raises(CacheDirError, match=why):
+            open_cache_dir(cache)
+
+
+def test_a_folder_zerojit_never_used_is_refused_not_emptied(tmp_path):
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True, mode=0o700)
+    folder.chmod(0o700)
+    (folder / "notes.txt").write_text("precious")
+    (folder / "sub" / "main.py").write_text("code")
+    with pytest.raises(CacheDirError, match="is not a zerojit cache"):
+        warm(folder)
+    assert (folder / "notes.txt").read_text() == "precious" and (folder / "sub" / "main.py").exists()
+
+
+def test_a_backend_folder_given_as_the_cache_root_is_refused(tmp_path):
+    warm(tmp_path / "bake" / "python")
+    with pytest.raises(CacheDirError, match="which is itself a python cache"):
+        open_cache_dir(tmp_path / "bake" / "python" / "python", "python")
 
 
 @pytest.fixture(scope="module")

@@ -243,3 +243,16 @@ def test_draft_specs_never_overwrite_and_never_crash(tmp_path, make_read_only):
     frozen.mkdir()
     make_read_only(frozen)
     assert_one_error_line(zerojit(*survey, str(frozen)), "is not writable")
+
+
+def test_a_timeline_of_a_format_the_plot_cannot_write_is_refused_before_compiling(toy_family_site, tmp_path):
+    cache = tmp_path / "cache"
+    assert_one_error_line(warm_toy(toy_family_site, cache, "--timeline", str(tmp_path / "t.json")),
+                          "name a .png, .svg, .pdf file")
+    assert_one_error_line(warm_toy(toy_family_site, cache, "--timeline", "/dev/full"), "not a regular file")
+    assert not list(cache.glob("*.marshal"))
+
+
+def test_a_keys_diff_that_compares_nothing_is_refused():
+    done = zerojit("keys", "diff", "--family", "rocm-nvfp4", "--grid", "none")
+    assert_one_error_line(done, "nothing to compare")

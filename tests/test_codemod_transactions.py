@@ -265,3 +265,17 @@ def test_a_read_only_repo_is_refused_before_anything_is_staged_and_can_still_be_
     assert recover[0] == 2 and "cannot be written" in recover[2]
     assert dry[0] == 0 and "+++ b/" in dry[1]
     assert snapshot(repo) == before
+
+
+def test_a_journal_naming_a_folder_or_odd_state_files_are_refused_not_stuck(tmp_path):
+    repo = small_repo(tmp_path)
+    journal = hostile_journal(repo, repo / "vllm" / "model_executor")  # a folder inside the repo
+    code, _, err = migrate_small(repo, "--recover")
+    assert code == 2 and "not a regular file" in err and "remove it" in err and "internal error" not in err
+    journal.unlink()
+    shutil.rmtree(transaction.state_dir(repo) / "backup")
+    lock = transaction.state_dir(repo) / "lock"
+    lock.unlink(missing_ok=True)
+    os.mkfifo(lock)  # opening it would block forever
+    code, _, err = migrate_small(repo, "--write")
+    assert code == 2 and "holds" in err and "remove it" in err

@@ -205,3 +205,14 @@ def test_an_orchestrator_that_does_not_parse_is_named_as_such(tmp_path):
     result = runner.invoke(app, ["survey", "--repo", str(repo)])
     assert result.exit_code == 2 and "kernel_warmup.py:1: does not parse" in result.output
     assert "cannot be read" in result.output and "has no orchestrator module" not in result.output
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda path: path.write_text("pass\n"), r"defines no b12x_warmup\(\)"),
+    (lambda path: path.write_text("x = " + " + ".join(["1"] * 50000) + "\n"), r"too deeply nested|does not parse"),
+], ids=["no such function", "nested past the parser"])
+def test_a_warmup_whose_module_lacks_it_or_defeats_the_parser_is_listed(tmp_path, survey033, damage, why):
+    report = survey_json(tree_033_with(tmp_path, "vllm/model_executor/warmup/b12x_warmup.py", damage))
+    assert report["counts"]["warmups"] == survey033["counts"]["warmups"]
+    (b12x,) = [w for w in report["warmups"] if w["function"] == "b12x_warmup"]
+    assert b12x["verdict"] == "manual" and re.search(why, b12x["reasons"][0])

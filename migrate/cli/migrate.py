@@ -14,6 +14,7 @@ from rich.markup import escape
 from zerojit.codemods.runner import MigrationResult, check_repo, migrate, write
 from zerojit.codemods.transaction import TransactionError
 from zerojit.contract.cache import check_output_file
+from zerojit.contract.storage import atomic_write
 
 from ..families import migration_keys_check
 from .render import print_diff
@@ -75,7 +76,11 @@ def migrate_command(
     for path, why in result.skipped.items():
         err.print(f"[yellow]skipped[/] {escape(path)}: {escape(why)}", highlight=False)
     if report is not None:
-        report.write_text(json.dumps(result.report(), indent=2) + "\n")
+        try:
+            atomic_write(report, (json.dumps(result.report(), indent=2) + "\n").encode())
+        except OSError as exc:
+            raise fail(f"--report {report}: {exc.strerror or exc}" + (" (the tree was written)" if write_changes
+                                                                        else "")) from None
     summary = result.report()
     counts = (f"{len(summary['changed'])} changed, {len(summary['deleted'])} deleted, {len(summary['skipped'])} "
               f"skipped ({result.seconds:.2f} s)")
