@@ -358,11 +358,18 @@ def _record(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] |
         history.update({r.key.digest(): round(r.seconds, 4) for r in report.results if r.outcome == "compiled"})
         _write_json(cache.path / HISTORY_FILE, history)
         keys = read_manifest(cache, warn=False)
-        for result in report.results:
+        found = [{str(path.relative_to(root)): file_digest(path) for path in map(_resolved, result.artifacts)
+                  if path.is_relative_to(root) and path.is_file()} for result in report.results]
+        vouched = {item for entry in keys.values() for item in entry["artifacts"].items()} | {
+            item for result, artifacts in zip(report.results, found) if result.outcome == "compiled"
+            for item in artifacts.items()}
+        unvouched: set[str] = set()
+        for result, artifacts in zip(report.results, found):
             if result.outcome == "failed":
                 continue
-            artifacts = {str(path.relative_to(root)): file_digest(path) for path in map(_resolved, result.artifacts)
-                         if path.is_relative_to(root) and path.is_file()}
+            if result.outcome == "cached" and not set(artifacts.items()) <= vouched:
+                unvouched |= {relative for relative, digest in artifacts.items() if (relative, digest) not in vouched}
+                continue  # loaded from a file no manifest entry vouched for: never blessed
             previous = keys.get(result.key.digest(), {}).get("artifacts", {})
             if artifacts or not previous:
                 keys[result.key.digest()] = {"kernel": result.kernel, "key": json.loads(result.key.to_json()),
@@ -371,6 +378,12 @@ def _record(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] |
         if fingerprint and report.count("compiled"):
             manifest["fingerprint"] = fingerprint
         _write_json(cache.path / MANIFEST_FILE, manifest)
+        for relative in sorted(unvouched):
+            (cache.path / relative).unlink(missing_ok=True)
+    if unvouched:
+        warnings.warn(f"cache dir {cache.path}: {len(unvouched)} files were loaded that no manifest entry vouched for "
+                      f"({', '.join(sorted(unvouched)[:3])}); they were removed, not recorded, and their keys "
+                      "recompile next time", CacheWarning, stacklevel=3)
 
 
 def _resolved(path: str) -> Path:

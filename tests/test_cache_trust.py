@@ -20,8 +20,8 @@ from zerojit_toy_family.kernel import PolyKernel
 
 from zerojit.contract import ServingLimits, WarmupRegistry, execute
 from zerojit.contract import storage
-from zerojit.contract.cache import (HISTORY_FILE, LOCK_FILE, MANIFEST_FILE, CacheDirError, check_artifacts,
-                                    open_cache_dir, read_fingerprint, record_results)
+from zerojit.contract.cache import (HISTORY_FILE, LOCK_FILE, MANIFEST_FILE, CacheDirError, CacheWarning,
+                                    check_artifacts, open_cache_dir, read_fingerprint, record_results)
 
 LIMITS = ServingLimits(max_num_seqs=8, max_num_batched_tokens=512, max_model_len=4096)
 
@@ -227,8 +227,8 @@ def test_a_moved_read_only_triton_bake_loads_every_variant_and_reads_no_other_fo
         subprocess.run(["chattr", "-R", "-i", str(readonly)], check=True)
     assert (report["compiled"], report["cached"], report["failed"]) == (0, 6, 0)
     groups = list(readonly.rglob("__grp__*.json"))
-    assert len(groups) == 6 and all(not Path(path).is_absolute()
-                                    for group in groups for path in json.loads(group.read_text())["child_paths"].values())
+    children = [path for group in groups for path in json.loads(group.read_text())["child_paths"].values()]
+    assert len(groups) == 6 and children and not any(Path(path).is_absolute() for path in children)
 
 
 def test_a_swapped_triton_group_file_is_recompiled_and_reported(triton_bake, tmp_path):
@@ -269,3 +269,21 @@ def test_a_triton_group_file_resolves_only_its_own_variants_files(tmp_path, monk
     for children in ({"k.cubin": str(tmp_path / "OTHER" / "k.cubin")}, {"k.cubin": "../OTHER/k.cubin"}):
         (tmp_path / "MINE" / "__grp__k.json").write_text(json.dumps({"variant": "MINE", "child_paths": children}))
         assert mine.get_group("k.json") is None
+
+
+def test_a_file_no_manifest_entry_vouches_for_is_never_blessed(tmp_path):
+    """A planned key the manifest does not list, whose file someone put there (another key's variant): the
+    warmup may load it, but it is not recorded as valid, it is removed, and the next warmup recompiles it."""
+    cache = tmp_path / "cache"
+    warm(cache)
+    data = manifest(cache)
+    victim = next(iter(data["keys"]))
+    (victim_file,) = data["keys"].pop(victim)["artifacts"]
+    other_file = next(relative for entry in data["keys"].values() for relative in entry["artifacts"])
+    (cache / victim_file).write_bytes((cache / other_file).read_bytes())  # the wrong variant, under its name
+    (cache / MANIFEST_FILE).write_text(json.dumps(data))
+    with pytest.warns(CacheWarning, match="no manifest entry vouched for"):
+        _, uncovered, report = warm(cache)
+    assert uncovered == 1 and victim not in manifest(cache)["keys"] and not (cache / victim_file).exists()
+    _, uncovered, report = warm(cache)
+    assert uncovered == 1 and report.count("compiled") == 1 and victim in manifest(cache)["keys"]

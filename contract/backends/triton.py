@@ -36,7 +36,7 @@ from ..limits import device_capability
 
 NAME = "triton"
 DSL_MODULE = "triton"  # loaded in a process when this module is in sys.modules
-PARALLELISM = Parallelism.SERIAL  # a compile takes about 1.5 s; one kernel per family today, whose few variants do not repay a worker
+PARALLELISM = Parallelism.SERIAL  # about 1.5 s a compile, a few variants a kernel: less than workers cost to start
 
 CACHE_MANAGER = "zerojit.contract.backends.triton_cache:RelocatableCacheManager"
 SERVING_ENV = {"TRITON_CACHE_MANAGER": CACHE_MANAGER}  # what a serving process needs to load a Triton bake
