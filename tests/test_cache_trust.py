@@ -11,7 +11,6 @@ import errno
 import json
 import os
 import shutil
-import stat
 import subprocess
 from pathlib import Path
 
