@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
-from libcst.metadata import ScopeProvider
 
 from .base import Command, Operation, code_of, operation
 
@@ -29,13 +29,18 @@ class AdoptContract(Operation):
 class _Adopt(Command):
     SKIPS = (cst.BaseStatement,)  # it edits module-level classes only
 
+    @functools.cached_property
+    def scopes(self):
+        """It reads the module's scope only: no function body is needed."""
+        return self.outlined_scopes(keep=lambda function: False)
+
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
         if original.name.value != self.op.cls or \
                 not isinstance(self.parent(), cst.Module):
             return updated
         if any(code_of(arg.value).split("[")[0].rsplit(".", 1)[-1] == self.op.base for arg in updated.bases):
             return updated  # adopted already
-        scope = self.get_metadata(ScopeProvider, original)
+        scope = self.scopes[original]
         bound = f"{self.op.base_module}.{self.op.base}" in self.qualified(scope, self.op.base)
         if self.op.base in scope and not bound:
             self.refuse(original, f"{self.op.base} already names something else in this module; adopt the contract "

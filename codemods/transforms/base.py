@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.helpers import get_absolute_module_from_package_for_import
-from libcst.metadata import PositionProvider, ScopeProvider
+from libcst.metadata import PositionProvider, Scope, ScopeProvider
 from libcst.metadata.name_provider import FullyQualifiedNameVisitor
 
 from .imports import TidyRemoveImports, TopLevelAddImports, may_remove
-from .metadata import SharedMetadata
+from .metadata import SharedMetadata, outline_scopes
 
 if TYPE_CHECKING:
     from ..planner import Planner
 
 _EMPTY_MODULE = cst.Module(body=[])
-# What holds no statement: a command that edits statements and classes need not look inside.
-NO_STATEMENTS = (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.BaseExpression, cst.Parameters, cst.Decorator,
-                 cst.Arg, cst.Annotation)
 
 
 def code_of(node: cst.CSTNode) -> str:
@@ -79,12 +79,14 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
 
     A libcst codemod command (so AddImportsVisitor / RemoveImportsVisitor run after it) that
     visits as a plain CSTTransformer: the matcher dispatch of VisitorBasedCodemodCommand on
-    every node would double a command's cost. Each command declares only the metadata it reads,
-    resolved on the file's shared wrapper (see .metadata), and counts every edit it makes: one
-    that counted none returns the tree it was given, so that tree's metadata stays in use.
+    every node would double a command's cost. Each command declares only the metadata it reads
+    (libcst resolves a class's and its bases' declarations before the visit), resolved on the
+    file's shared wrapper (see .metadata); scopes are read through `scopes`, resolved when first
+    asked for. It counts every edit it makes: one that counted none returns the tree it was
+    given, so that tree's metadata stays in use.
     """
 
-    METADATA_DEPENDENCIES = (ScopeProvider,)
+    METADATA_DEPENDENCIES = ()
     # Node kinds whose insides the command never reads or changes: their children are not visited.
     SKIPS: tuple[type[cst.CSTNode], ...] = ()
 
@@ -116,13 +118,30 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
         """The parent of the node being visited or left: ParentNodeProvider's answer without its pass over the file."""
         return self._entered[-1]
 
+    @functools.cached_property
+    def scopes(self) -> Mapping[cst.CSTNode, Scope]:
+        """The scope of each node this command asks about: ScopeProvider's, on the file's shared wrapper.
+
+        A command that asks only about some functions resolves them on the file's outline instead
+        (`outlined_scopes`).
+        """
+        return self.context.wrapper.resolve(ScopeProvider)
+
+    def outlined_scopes(self, keep: Callable[[cst.FunctionDef], bool], unless: re.Pattern | None = None) \
+            -> Mapping[cst.CSTNode, Scope]:
+        """The scopes of every node but those in the functions `keep` leaves out, from the file's outline when the
+        file allows one (metadata.outline_scopes), else the file's own."""
+        module = self.context.wrapper.module
+        scopes = outline_scopes(module, self.context.versions.code(module), keep, unless)
+        return self.context.wrapper.resolve(ScopeProvider) if scopes is None else scopes
+
     def fqns(self, node: cst.CSTNode) -> set[str]:
         """What a name or attribute refers to, fully qualified (relative imports and module locals resolved).
 
         FullyQualifiedNameProvider's answer, computed only for the nodes asked about: the
         provider itself qualifies every node of the file, which costs more than the scopes.
         """
-        scope = self.get_metadata(ScopeProvider, node, None)
+        scope = self.scopes.get(node)
         return set() if scope is None else self.qualified(scope, node)
 
     def qualified(self, scope, node_or_name: cst.CSTNode | str) -> set[str]:
@@ -150,6 +169,7 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
         if transform is AddImportsVisitor:
             return TopLevelAddImports(self.context).transform_module(tree)
         # RemoveImportsVisitor, the only other visitor libcst runs after a command.
-        if not may_remove(self.context.versions.wrapper(tree), RemoveImportsVisitor._get_imports_from_context(self.context)):
+        versions = self.context.versions
+        if not may_remove(versions.wrapper(tree), versions.code(tree), RemoveImportsVisitor._get_imports_from_context(self.context)):
             return tree
         return TidyRemoveImports(self.context).transform_module(tree)

@@ -1,10 +1,14 @@
-"""Blocks put back together after statements left them: gaps, comments and the `pass` a block needs."""
+"""Blocks: what holds no statement, and blocks put back together after statements left them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import libcst as cst
+
+# What holds no statement (nor a class or an import inside one): a pass over statements need not look inside.
+NO_STATEMENTS = (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.BaseExpression, cst.Parameters, cst.Decorator,
+                 cst.Arg, cst.Annotation)
 
 
 class Rebuilder:

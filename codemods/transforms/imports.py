@@ -2,21 +2,53 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, GatherUnusedImportsVisitor, RemoveImportsVisitor
+from libcst.codemod.visitors import (AddImportsVisitor, GatherExportsVisitor, GatherNamesFromStringAnnotationsVisitor,
+                                     GatherUnusedImportsVisitor, RemoveImportsVisitor)
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, ScopeProvider
 
-from .blocks import RebuildsBlocks, Rebuilder, empty, with_pass
-from .metadata import SharedMetadata
+from .blocks import NO_STATEMENTS, RebuildsBlocks, Rebuilder, empty, with_pass
+from .metadata import SharedMetadata, outline_scopes
 
 _NOT_AN_IMPORT = cst.SimpleStatementLine([cst.Pass()])
+_EMPTY = cst.Module(body=[])
 
 
-class TopLevelAddImports(SharedMetadata, AddImportsVisitor):
+class _PlainDispatch:
+    """For one of libcst's matcher-decoratable visitors that has no matcher decorators: dispatch as a plain visitor.
+
+    Its matcher bookkeeping on every node costs three times the visit itself; with no
+    matchers it decides nothing, and libcst then calls the plain dispatch (CSTVisitor's or
+    CSTTransformer's), which is what runs here. A class that has some keeps libcst's.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        plain = self._matchers or self._extra_visit_funcs or self._extra_leave_funcs
+        self._plain = None if plain else cst.CSTTransformer if isinstance(self, cst.CSTTransformer) else cst.CSTVisitor
+
+    def on_visit(self, node):
+        return super().on_visit(node) if self._plain is None else self._plain.on_visit(self, node)
+
+    def on_leave(self, original, *updated):
+        return super().on_leave(original, *updated) if self._plain is None \
+            else self._plain.on_leave(self, original, *updated)
+
+    def on_visit_attribute(self, node, attribute):
+        return super().on_visit_attribute(node, attribute) if self._plain is None \
+            else self._plain.on_visit_attribute(self, node, attribute)
+
+    def on_leave_attribute(self, original, attribute):
+        return super().on_leave_attribute(original, attribute) if self._plain is None \
+            else self._plain.on_leave_attribute(self, original, attribute)
+
+
+class TopLevelAddImports(SharedMetadata, _PlainDispatch, AddImportsVisitor):
     """libcst's AddImportsVisitor, walking only the module's top-level import lines: all it reads or changes.
 
     Its gatherer reads the first statement (a docstring?) and the import lines that open the
@@ -50,8 +82,26 @@ def _imports_on(statement: cst.CSTNode) -> bool:
         any(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
 
 
-class _GatherUnusedImports(GatherUnusedImportsVisitor):
+class _Exports(_PlainDispatch, GatherExportsVisitor):
+    pass
+
+
+class _StringAnnotations(_PlainDispatch, GatherNamesFromStringAnnotationsVisitor):
+    pass
+
+
+class _GatherUnusedImports(_PlainDispatch, GatherUnusedImportsVisitor):
     """libcst's unused-import finder, also for `from . import module` (libcst skips imports without a module)."""
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        """GatherUnusedImportsVisitor.visit_Module (libcst 1.9), its two gatherers dispatching plainly."""
+        exports = _Exports(self.context)
+        node.visit(exports)
+        self._exported_names = exports.explicit_exported_objects
+        annotations = _StringAnnotations(self.context, typing_functions=self._typing_functions)
+        node.visit(annotations)
+        self._string_annotation_names = annotations.names
+        return True
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         if node.module is None and not isinstance(node.names, cst.ImportStar):
@@ -60,7 +110,7 @@ class _GatherUnusedImports(GatherUnusedImportsVisitor):
         return super().visit_ImportFrom(node)
 
 
-class TidyRemoveImports(SharedMetadata, RebuildsBlocks, RemoveImportsVisitor):
+class TidyRemoveImports(SharedMetadata, RebuildsBlocks, _PlainDispatch, RemoveImportsVisitor):
     """libcst's import removal, with the same gaps and comments rule as every other removal here.
 
     When it removes nothing it returns the tree it was given (libcst rebuilds each import it
@@ -112,46 +162,62 @@ class TidyRemoveImports(SharedMetadata, RebuildsBlocks, RemoveImportsVisitor):
                                                            cst.ClassDef)) else updated
 
 
-def may_remove(wrapper: cst.MetadataWrapper, requested: Sequence[tuple[str, str | None, str | None]]) -> bool:
+def may_remove(wrapper: cst.MetadataWrapper, code: str, requested: Sequence[tuple[str, str | None, str | None]]) \
+        -> bool:
     """Whether libcst's import removal, asked for `requested` ((module, name, alias) as RemoveImportsVisitor keeps
-    them), could remove anything from this tree.
+    them), could remove anything from this tree (whose text is `code`).
 
     It removes only an import it was asked about that is not in use, and an import whose name
     has a reference is in use (GatherUnusedImportsVisitor.is_in_use, its first test): when every
     import of a requested name is referenced, the removal would leave the tree as it is, so
     its passes over the file (unused-import gathering, qualified names, the rewrite) are skipped.
+    References are looked for first on an outline (metadata.outline_scopes: a reference found
+    there is one in the file) that keeps, for each name asked about, the first function that
+    mentions it; the file's own scopes are resolved only for an import the outline does not
+    show referenced.
     """
     names = {name if name is not None else module for module, name, _ in requested}
+    asked = [(statement, alias) for statement in import_statements(wrapper.module) for alias in statement.names
+             if alias.evaluated_name in names]
+    unmet = {(alias.evaluated_alias or alias.evaluated_name).split(".")[0] for _, alias in asked}
+
+    def first_to_mention(function: cst.FunctionDef) -> bool:
+        mentioned = {word for word in unmet if re.search(rf"\b{re.escape(word)}\b", _EMPTY.code_for_node(function))}
+        unmet.difference_update(mentioned)
+        return bool(mentioned)
+
+    outline = outline_scopes(wrapper.module, code, keep=first_to_mention) if asked else None
+    if outline is not None:
+        asked = [(statement, alias) for statement, alias in asked
+                 if statement not in outline or not _referenced(outline[statement], alias)]
+    if not asked:
+        return False
     scopes = wrapper.resolve(ScopeProvider)
-    for statement in _imports(wrapper.module):
-        for alias in statement.names:
-            if alias.evaluated_name in names and not _referenced(scopes.get(statement), alias):
-                return True
-    return False
+    # GatherUnusedImportsVisitor never counts an import it finds no scope for as unused.
+    return any(scopes.get(statement) is not None and not _referenced(scopes[statement], alias)
+               for statement, alias in asked)
 
 
 def _referenced(scope, alias: cst.ImportAlias) -> bool:
-    if scope is None:  # GatherUnusedImportsVisitor never counts such an import as unused
-        return True
     bound = alias.evaluated_alias or alias.evaluated_name
     prefixes = [bound] if alias.evaluated_alias else [bound.rsplit(".", i)[0] for i in range(bound.count(".") + 1)]
     return any(isinstance(assignment, ImportAssignment) and assignment.references
                for name in prefixes for assignment in scope[name])
 
 
-def _imports(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:
-    """Every import statement of the file but star imports, at any depth."""
+def import_statements(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:
+    """Every import statement of the file but star imports, at any depth (the walk enters statements only)."""
     found: list[cst.Import | cst.ImportFrom] = []
 
     class Imports(cst.CSTVisitor):
-        def visit_Import(self, node: cst.Import) -> bool:
-            found.append(node)
-            return False
-
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-            if not isinstance(node.names, cst.ImportStar):
-                found.append(node)
-            return False
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, (cst.Import, cst.ImportFrom)):
+                if not isinstance(node.names, cst.ImportStar):
+                    found.append(node)
+                return False
+            if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                return any(isinstance(small, (cst.Import, cst.ImportFrom)) for small in node.body)
+            return not isinstance(node, NO_STATEMENTS)
 
     module.visit(Imports())
     return found

@@ -11,12 +11,13 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import PositionProvider, ScopeProvider
+from libcst.metadata import PositionProvider
 
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError
 from .adopt_contract import AdoptContract
-from .base import NO_STATEMENTS, AnchorError, Command, Operation, code_of, operation
+from .base import AnchorError, Command, Operation, code_of, operation
+from .blocks import NO_STATEMENTS
 
 if TYPE_CHECKING:
     from ..planner import Planner, SourceModule
@@ -149,7 +150,6 @@ def _imports_lazily(module: SourceModule, spec: MigrationSpec) -> bool:
 
 class _Insert(Command):
     SKIPS = NO_STATEMENTS  # it edits a class's __init__ (nested or not) and the blocks in it
-    METADATA_DEPENDENCIES = (ScopeProvider,)
 
     def __init__(self, context: CodemodContext, op: InsertRegistration):
         super().__init__(context, op)
@@ -187,7 +187,7 @@ class _Insert(Command):
             if not matches:
                 raise AnchorError(f"{self.op.cls}.__init__ has no statement starting with {self.op.insert_after!r}")
             self.anchor = matches[0]
-        scope = self.get_metadata(ScopeProvider, init.body.body[0] if init.body.body else init)
+        scope = self._init_scope(init)
         lines = _positions_within(init)
         before = lines[self.anchor].end.line if self.anchor else float("inf")
         self.needs_import = not self._bound(scope, self.op.kernel_name, before, lines)
@@ -198,6 +198,12 @@ class _Insert(Command):
             if not self._bound(scope, name, before, lines):
                 self.refuse(init, f"{name} is not bound where the registration goes ({self.op.cls}.__init__); "
                                   "add it to gate_imports or move insert_after")
+
+    def _init_scope(self, init: cst.FunctionDef):
+        """The scope of __init__'s body: on the file's outline that keeps __init__ and the functions around it."""
+        around = {id(node) for node in self._entered}
+        scopes = self.outlined_scopes(keep=lambda function: function is init or id(function) in around)
+        return scopes[init.body.body[0] if init.body.body else init]
 
     @staticmethod
     def _bound(scope, name: str, before: float, lines) -> bool:

@@ -34,13 +34,13 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
     module = source_module = cst.parse_module(source)
     manager = FullRepoManager(str(repo), [str(path)], {FullyQualifiedNameProvider})
     names = FullyQualifiedNameProvider.gen_cache(repo, [str(path)])[str(path)]
-    versions = TreeVersions(manager, str(path))
+    versions = TreeVersions(manager, str(path), module, source)
     context = FileContext(filename=str(path), full_module_name=names.name, full_package_name=names.package,
                           metadata_manager=manager, versions=versions)
     counts: Counter[str] = Counter()
     refusals: list[Refusal] = []
     warnings: list[Refusal] = []
-    references_before = references(module, source)
+    references_before = references(module, versions.code(module))
     for op in operations:
         command = op.command(context)
         module = command.transform_module(module)

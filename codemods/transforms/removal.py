@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import RemoveImportsVisitor
 
 from .base import Command, Operation
 from .blocks import RebuildsBlocks, Rebuilder, empty, with_pass
@@ -24,8 +27,13 @@ class StatementRemover(RebuildsBlocks, Command):
 
     def remove(self, original: cst.CSTNode) -> cst.RemovalSentinel:
         self.rebuilder.note(original)
-        self.remove_unused_import_by_node(original)
+        RemoveImportsVisitor.remove_unused_import_by_node(self.removal_context, original)
         return cst.RemoveFromParent()
+
+    @functools.cached_property
+    def removal_context(self) -> CodemodContext:
+        """The context in which libcst finds the imports a removed statement used (by the statement's scopes)."""
+        return self.context
 
     def leave_SimpleStatementLine(self, original, updated):
         return updated if updated.body else self.remove(original)

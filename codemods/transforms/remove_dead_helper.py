@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections import Counter
 
@@ -10,6 +11,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from .base import Command, Operation, operation
+from .metadata import ResolvedScopes, outline_scopes
 from .removal import StatementRemover
 
 
@@ -57,8 +59,18 @@ class RemoveHelpers(Operation):
 
 
 class _RemoveHelpers(StatementRemover):
-    METADATA_DEPENDENCIES = ()  # the removal's import clean-up resolves scopes, on the shared wrapper
     SKIPS = (cst.BaseStatement,)  # it removes module-level statements only
+
+    @functools.cached_property
+    def removal_context(self) -> CodemodContext:
+        """Only the removed helpers' own scopes are read: from the outline that keeps them, with a removed class's
+        methods (metadata.outline_scopes)."""
+        module = self.context.wrapper.module
+        methods = {id(node) for statement in module.body if isinstance(statement, cst.ClassDef)
+                   and statement.name.value in self.op.names for node in _functions_in(statement)}
+        scopes = outline_scopes(module, self.context.versions.code(module),
+                                keep=lambda function: function.name.value in self.op.names or id(function) in methods)
+        return self.context if scopes is None else dataclasses.replace(self.context, wrapper=ResolvedScopes(scopes))
 
     def leave_FunctionDef(self, original, updated):
         if original.name.value in self.op.names and \
@@ -75,3 +87,14 @@ class _RemoveHelpers(StatementRemover):
             self.count += 1
             return self.remove(original)
         return super().leave_SimpleStatementLine(original, updated)
+
+
+def _functions_in(node: cst.CSTNode) -> list[cst.FunctionDef]:
+    found: list[cst.FunctionDef] = []
+
+    class Functions(cst.CSTVisitor):
+        def visit_FunctionDef(self, function: cst.FunctionDef) -> None:
+            found.append(function)
+
+    node.visit(Functions())
+    return found

@@ -8,7 +8,8 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.metadata import Assignment, FunctionScope, ScopeProvider
 
-from .base import NO_STATEMENTS, Command, Operation, operation
+from .base import Command, Operation, operation
+from .blocks import NO_STATEMENTS
 from .removal import StatementRemover
 
 
@@ -40,35 +41,37 @@ def _pure(node: cst.CSTNode) -> bool:
 def dead_locals(wrapper: cst.MetadataWrapper) -> dict[tuple[str, str], cst.Assign]:
     """Function locals assigned once by a plain `name = <pure value>` and never read, by (function, name).
 
-    The tree's scopes come from its shared wrapper; the statement that binds a name is found
-    through the file's assignments, only when a scope has an unread local at all.
+    The tree's scopes come from its shared wrapper. Only a name can be what an `Assign` binds
+    (a parameter's, a def's or an import's binding is another node), and the statement that
+    binds it is looked up in the function's own assignments, gathered when first needed.
     """
     dead: dict[tuple[str, str], cst.Assign] = {}
-    statements: dict[int, cst.Assign] | None = None
     for scope in set(wrapper.resolve(ScopeProvider).values()):
         if not isinstance(scope, FunctionScope):
             continue
+        statements: dict[int, cst.Assign] | None = None
         for name in {assignment.name for assignment in scope.assignments}:
             assignments = list(scope.assignments[name])
-            if len(assignments) != 1 or scope.accesses[name] or not isinstance(assignments[0], Assignment):
+            if len(assignments) != 1 or scope.accesses[name] or not isinstance(assignments[0], Assignment) \
+                    or not isinstance(assignments[0].node, cst.Name):
                 continue
             if statements is None:
-                statements = _assignments_by_target(wrapper.module)
+                statements = _assignments_by_target(scope.node)
             statement = statements.get(id(assignments[0].node))
             if statement is not None and len(statement.targets) == 1 and _pure(statement.value):
                 dead[(scope.name or "", name)] = statement
     return dead
 
 
-def _assignments_by_target(module: cst.Module) -> dict[int, cst.Assign]:
-    """Each `Assign` of the file under the identity of each node it assigns to (what an AssignTarget holds)."""
+def _assignments_by_target(function: cst.CSTNode) -> dict[int, cst.Assign]:
+    """Each `Assign` in a function under the identity of each node it assigns to (what an AssignTarget holds)."""
     found: dict[int, cst.Assign] = {}
 
     class Assigns(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> None:
             found.update((id(target.target), node) for target in node.targets)
 
-    module.visit(Assigns())
+    function.visit(Assigns())
     return found
 
 

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.helpers import get_absolute_module_from_package_for_import, get_full_name_for_node
+from libcst.metadata import ScopeProvider
 
 from ..spec import MigrationSpec, SpecError
 from .base import Command, Operation, operation
+from .imports import import_statements
 from .removal import StatementRemover
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ class RemoveLegacyCalls(Operation):
 
 
 class _RemoveCalls(StatementRemover):
+    METADATA_DEPENDENCIES = (ScopeProvider,)
     def __init__(self, context: CodemodContext, op: RemoveLegacyCalls):
         super().__init__(context, op)
         self.called: set[int] = set()
@@ -132,22 +135,17 @@ def _names_binding(tree: cst.Module, package: str, targets: frozenset[str]) -> s
     def leads_to(name: str) -> bool:
         return any(t == name or t.startswith(name + ".") for t in targets)
 
-    class Imports(cst.CSTVisitor):
-        def visit_Import(self, node: cst.Import) -> bool:
+    for node in import_statements(tree):
+        if isinstance(node, cst.Import):
             for alias in node.names:
                 name = get_full_name_for_node(alias.name)
                 if leads_to(name):
                     bound.add(alias.asname.name.value if alias.asname else name.split(".")[0])
-            return False
-
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        else:
             source = get_absolute_module_from_package_for_import(package, node) or ""
-            for alias in () if isinstance(node.names, cst.ImportStar) else node.names:
+            for alias in node.names:
                 if leads_to(f"{source}.{get_full_name_for_node(alias.name)}"):
                     bound.add(alias.asname.name.value if alias.asname else get_full_name_for_node(alias.name))
-            return False
-
-    tree.visit(Imports())
     return bound
 
 

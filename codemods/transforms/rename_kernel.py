@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.metadata import ScopeProvider
 
 from ..gate import Renamed
 from ..spec import SpecError
-from .base import Command, Operation, Refusal, operation
+from .base import Command, Operation, Refusal, code_of, operation
 
 if TYPE_CHECKING:
     from ..planner import Planner
+
+_ATTRIBUTE_BUILTINS = re.compile(r"\b(getattr|hasattr|setattr)\b")
 
 
 @operation("rename_kernel", stage=1)
@@ -64,7 +67,13 @@ class RenameKernel(Operation):
 
 
 class _Rename(Command):
-    METADATA_DEPENDENCIES = (ScopeProvider,)
+    @functools.cached_property
+    def scopes(self):
+        """It asks only about names spelled like the kernel's old name and about getattr/hasattr/setattr calls, so
+        functions that name neither need no scopes: resolved on the outline keeping the functions that name it,
+        when the file does not name those builtins at all."""
+        word = re.compile(rf"\b{re.escape(self.op.old)}\b")
+        return self.outlined_scopes(keep=lambda function: bool(word.search(code_of(function))), unless=_ATTRIBUTE_BUILTINS)
 
     def __init__(self, context: CodemodContext, op: RenameKernel):
         super().__init__(context, op)

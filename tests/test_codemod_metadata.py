@@ -1,0 +1,136 @@
+"""The transforms' shared metadata gives libcst's own answers, on real vLLM 0.33.0 files.
+
+The outline's scopes are the whole file's (against libcst's ScopeProvider on the whole file,
+for every name read or bound outside the outlined functions' own scopes); an import removal
+judged a no-op is one for libcst's RemoveImportsVisitor; the imports a removed helper used
+are those libcst finds with the whole file's scopes.
+"""
+
+import dataclasses
+import re
+from collections import Counter
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import RemoveImportsVisitor
+from libcst.helpers import get_absolute_module_from_package_for_import
+from libcst.metadata import ScopeProvider
+
+from zerojit.codemods.repo import module_name
+from zerojit.codemods.transforms.imports import import_statements, may_remove
+from zerojit.codemods.transforms.metadata import ResolvedScopes, outline_scopes
+from zerojit.migrate.engine_trees.releases import vllm_tree
+
+
+def functions(module: cst.Module) -> list[cst.FunctionDef]:
+    found = []
+
+    class Functions(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            found.append(node)
+
+    module.visit(Functions())
+    return found
+
+
+def names_outside(module: cst.Module, skipped: list[cst.FunctionDef]) -> list[cst.Name]:
+    """Every Name node of the file but those in the scopes of `skipped`: their bodies and parameters."""
+    inside = {id(node) for function in skipped for part in (function.body, function.params) for node in _subtree(part)}
+    found = []
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            if id(node) not in inside:
+                found.append(node)
+
+    module.visit(Names())
+    return found
+
+
+def _subtree(node: cst.CSTNode) -> list[cst.CSTNode]:
+    nodes = [node]
+    for child in node.children:
+        nodes += _subtree(child)
+    return nodes
+
+
+def answers(scope, node: cst.Name):
+    """What a transform may ask a scope about a name: bound?, its bindings, what it refers to."""
+    if scope is None:
+        return None
+    return (type(scope).__name__, getattr(scope, "name", None), node.value in scope,
+            sorted((type(a).__name__, a.name, type(getattr(a, "node", None)).__name__) for a in scope[node.value]),
+            sorted((q.name, q.source.name) for q in scope.get_qualified_names_for(node)))
+
+
+def sample():
+    tree = vllm_tree("0.33.0")
+    paths = sorted(tree.rglob("*.py"))[::100] + [tree / "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
+                                                 tree / "vllm/model_executor/layers/fused_moe/router/gate_linear.py"]
+    return [p for p in paths if not re.search(r"\b(global|nonlocal)\b", p.read_text(encoding="utf-8"))]
+
+
+def test_the_outline_resolves_every_name_outside_the_outlined_functions_as_the_whole_file_does():
+    for path in sample():
+        source = path.read_text(encoding="utf-8")
+        module = cst.parse_module(source)
+        every = functions(module)
+        kept = {id(f) for f in every[::2]}  # every other function kept whole, the rest outlined
+        outline = outline_scopes(module, source, keep=lambda f: id(f) in kept)
+        full = cst.MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
+        for name in names_outside(module, [f for f in every if id(f) not in kept]):
+            assert answers(outline.get(name), name) == answers(full.get(name), name), (path, name.value)
+
+
+def test_a_file_that_declares_a_name_global_or_nonlocal_gets_no_outline():
+    for source in ("x = 1\ndef f():\n    global x\n    x = 2\n", "def f():\n    y = 1\n    def g():\n        nonlocal y\n"):
+        assert outline_scopes(cst.parse_module(source), source, keep=lambda f: False) is None
+
+
+def contexts(path, module):
+    """A full-scope context for the file, as the transforms' context is made (module and package names)."""
+    repo = vllm_tree("0.33.0")
+    name, package = module_name(repo, path)
+    return CodemodContext(filename=str(path), full_module_name=name, full_package_name=package,
+                          wrapper=cst.MetadataWrapper(module, unsafe_skip_copy=True))
+
+
+def requests(module: cst.Module, package: str):
+    """Every import of the file as RemoveImportsVisitor is asked to remove it: (module, name, alias)."""
+    found = []
+    for statement in import_statements(module):
+        for alias in statement.names:
+            if isinstance(statement, cst.Import):
+                found.append((alias.evaluated_name, None, alias.evaluated_alias))
+            else:
+                source = get_absolute_module_from_package_for_import(package, statement)
+                found.append((source, alias.evaluated_name, alias.evaluated_alias))
+    return found
+
+
+def test_an_import_removal_judged_a_no_op_leaves_the_file_as_libcst_leaves_it():
+    for path in sample()[:8]:
+        source = path.read_text(encoding="utf-8")
+        module = cst.parse_module(source)
+        context = contexts(path, module)
+        every = requests(module, context.full_package_name)
+        for asked in [every, *([item] for item in every[:3])]:
+            if not may_remove(context.wrapper, source, asked):
+                removed = RemoveImportsVisitor(dataclasses.replace(context, wrapper=None), asked).transform_module(module)
+                assert removed.code == source, (path, asked)
+
+
+def test_the_imports_a_removed_helper_used_are_found_on_its_outline_as_on_the_file():
+    for path in sample()[:12]:
+        source = path.read_text(encoding="utf-8")
+        module = cst.parse_module(source)
+        helpers = [s for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+        for helper in helpers:
+            inside = {id(f) for f in functions(helper)}
+            outline = outline_scopes(module, source, keep=lambda f: id(f) in inside)
+            full, outlined = contexts(path, module), contexts(path, module)
+            outlined = dataclasses.replace(outlined, wrapper=ResolvedScopes(outline))
+            for context in (full, outlined):
+                RemoveImportsVisitor.remove_unused_import_by_node(context, helper)
+            assert Counter(RemoveImportsVisitor._get_imports_from_context(outlined)) == \
+                Counter(RemoveImportsVisitor._get_imports_from_context(full)), (path, helper.name.value)
