@@ -145,6 +145,13 @@ def _check_trusted(folder: Path, cache: Path) -> None:
                             "the warmup loads: use a folder you or root own")
 
 
+def claim(folder: Path) -> None:
+    """Mark a folder a backend compiles into as zerojit's (its lock file): a warmup may then judge, and remove,
+    what it holds; a folder without the mark or a manifest is never emptied. A read-only one stays as it is."""
+    with contextlib.suppress(OSError):
+        (Path(folder) / LOCK_FILE).touch()
+
+
 def check_output_file(path: Path, what: str) -> Path:
     """Refuse, before any work, an output file that could not be written at the end."""
     path = Path(path).expanduser()

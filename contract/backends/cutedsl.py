@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..cache import default_cache_dir, record_artifact
+from ..cache import claim, default_cache_dir, record_artifact
 from ..kernel import BackendConfigError, Outcome, Parallelism
 
 NAME = "cutedsl"
@@ -73,6 +73,7 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
             raise BackendConfigError("CuTe DSL cannot load in a process that already loaded FlyDSL (their MLIR "
                                      "runtimes collide and the process aborts); compile each backend in its own process")
         cache.mkdir(parents=True, exist_ok=True)
+        claim(cache)
         os.environ.update({
             "FLASH_ATTENTION_ARCH": target,
             "CUTE_DSL_ARCH": target,

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..cache import CacheDirError, default_cache_dir, record_artifact
+from ..cache import CacheDirError, claim, default_cache_dir, record_artifact
 from ..storage import can_write
 from ..kernel import Outcome, Parallelism
 
@@ -66,6 +66,7 @@ def configure(arch: str = "gfx950", cache_dir: Path | None = None) -> Path:
                            "runtimes collide and the process aborts); compile each backend in its own process")
     cache = Path(cache_dir) if cache_dir else default_cache_dir("flydsl")
     cache.mkdir(parents=True, exist_ok=True)
+    claim(cache)
     if not can_write(cache):
         raise CacheDirError(f"cache dir {cache} is read-only, and FlyDSL takes a write lock on an artifact to load "
                             "it (flydsl 0.5): give it a writable copy of the cache")

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..cache import default_cache_dir, record_artifact
+from ..cache import claim, default_cache_dir, record_artifact
 from ..kernel import BackendConfigError, Outcome, Parallelism
 from ..limits import device_capability
 
@@ -96,6 +96,7 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
     compile_target = target(arch)
     cache = Path(cache_dir) if cache_dir else default_cache_dir("triton")
     cache.mkdir(parents=True, exist_ok=True)
+    claim(cache)
     with _lock:
         if _configured not in (None, arch):
             raise BackendConfigError(f"this process compiles Triton kernels for {_configured}; {arch} needs a process "
