@@ -156,6 +156,13 @@ MUTANTS = (
     Mutant("codemods: exporter strings not renamed", "codemods/transforms/rename_kernel.py",
            "        if self.in_exporter and value == self.op.old:", "        if False:",
            ("tests/test_codemod_repo.py", "tests/test_codemod_variations.py")),
+    Mutant("codemods: the outline is used where a function binds a global", "codemods/transforms/metadata.py",
+           "    if _BINDS_OUTSIDE.search(code) or (unless is not None and unless.search(code)):",
+           "    if unless is not None and unless.search(code):", ("tests/test_codemod_metadata.py", "-k", "global")),
+    Mutant("codemods: every import counts as referenced, so unused ones stay", "codemods/transforms/imports.py",
+           "    bound = alias.evaluated_alias or alias.evaluated_name\n",
+           "    return True\n    bound = alias.evaluated_alias or alias.evaluated_name\n",
+           ("tests/test_codemod_transforms.py",)),
 )
 
 
