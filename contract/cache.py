@@ -344,21 +344,24 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
     return problems, uncovered
 
 
-def record_results(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] | None = None) -> None:
+def record_results(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] | None = None,
+                   peers_compile: bool = False) -> None:
     """Merge this warmup's compile times and artifacts into the cache's history and manifest, under the lock.
 
     `fingerprint`: what the artifacts compiled here are valid for; recorded when something compiled.
+    A key loaded from files nothing vouches for is not recorded (and the files go), unless
+    `peers_compile`: cooperative ranks load what their peers compiled in the same run.
     """
     if not cache.writable:
         return
     try:
-        _record(cache, report, fingerprint)
+        _record(cache, report, fingerprint, peers_compile)
     except OSError as exc:
         raise CacheDirError(f"cannot record the warmup in cache dir {cache.path}: {exc.strerror or exc} (its compiled "
                             "files are there, but no manifest vouches for them)") from None
 
 
-def _record(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] | None) -> None:
+def _record(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] | None, peers_compile: bool) -> None:
     root = cache.path.resolve()
     with locked(cache):  # re-read under the lock: another warmup may have written since; it warned already
         history = read_history(cache, warn=False)
@@ -374,7 +377,7 @@ def _record(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] |
         for result, artifacts in zip(report.results, found):
             if result.outcome == "failed":
                 continue
-            if result.outcome == "cached" and not set(artifacts.items()) <= vouched:
+            if result.outcome == "cached" and not peers_compile and not set(artifacts.items()) <= vouched:
                 unvouched |= {relative for relative, digest in artifacts.items() if (relative, digest) not in vouched}
                 continue  # loaded from a file no manifest entry vouched for: never blessed
             previous = keys.get(result.key.digest(), {}).get("artifacts", {})

@@ -221,7 +221,8 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
         if importlib.util.find_spec("matplotlib") is None:
             raise CacheDirError("--timeline needs matplotlib: pip install 'zerojit[plots]'")
     plan, kernels = plan_preset(family, preset)
-    problems, uncovered = check_artifacts(cache, plan, remove=not require_baked)
+    # Cooperative ranks start unsynchronized: a late rank would judge an early one's fresh compiles as untrusted.
+    problems, uncovered = check_artifacts(cache, plan, remove=not (require_baked or cooperative))
     if require_baked and (uncovered or problems):
         missing = f"{problems[0]}".removesuffix("; recompiled") if problems else f"{uncovered} planned keys are not in it"
         raise CacheDirError(f"--require-baked: the cache at {cache.path} does not hold this preset: {missing}")
@@ -244,7 +245,7 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
     finally:
         if pool is not None:
             pool.shutdown()
-    record_results(cache, report, here)
+    record_results(cache, report, here, peers_compile=cooperative)
     if timeline is not None:
         from zerojit.contract.timeline import plot_timeline
 
