@@ -152,7 +152,7 @@ MUTANTS = (
            "        planner.add(cls_module, AdoptContract(cls.name, base_module, base))", "        pass",
            ("tests/test_vllm033_migrations.py", "-k", "router")),
     Mutant("codemods: locals left unread by a removal are kept", "codemods/transforms/pipeline.py",
-           "    unread = set(dead_locals(versions.wrapper(module))) if removed else set()",
+           "    unread = set(dead_locals(versions.wrapper(module))) - unread_before if removed else set()",
            "    unread = set()", ("tests/test_vllm033_migrations.py", "-k", "f821")),
     Mutant("codemods: exporter strings not renamed", "codemods/transforms/rename_kernel.py",
            "        if self.in_exporter and value == self.op.old:", "        if False:",

@@ -55,10 +55,9 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
         counts[RemoveHelpers.name] += command.count
         dead = dead_helpers(references_before, module, versions.code(module))
     removed = any(counts[name] for name, kind in OPERATIONS.items() if kind.removes_statements)
-    # Only removals leave locals unread; those unread before the change are not the change's to remove.
-    unread = set(dead_locals(versions.wrapper(module))) if removed else set()
-    unread_before = set(dead_locals(versions.wrapper(source_module))) if unread else set()
-    unread -= unread_before
+    # Only removals leave locals unread.
+    unread_before = set(dead_locals(versions.wrapper(source_module))) if removed else set()
+    unread = set(dead_locals(versions.wrapper(module))) - unread_before if removed else set()
     while unread and not refusals:
         command = RemoveDeadLocals(frozenset(unread)).command(context)
         module = command.transform_module(module)

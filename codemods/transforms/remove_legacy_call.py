@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import functools
-import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.helpers import get_absolute_module_from_package_for_import, get_full_name_for_node
+from libcst.metadata import ScopeProvider
 
 from ..spec import MigrationSpec, SpecError
-from .base import Command, Operation, code_of, operation
+from .base import Command, Operation, operation
 from .imports import import_statements
-from .metadata import ResolvedScopes
 from .removal import StatementRemover
 
 if TYPE_CHECKING:
@@ -55,6 +53,7 @@ class RemoveLegacyCalls(Operation):
 
 
 class _RemoveCalls(StatementRemover):
+    METADATA_DEPENDENCIES = (ScopeProvider,)
     def __init__(self, context: CodemodContext, op: RemoveLegacyCalls):
         super().__init__(context, op)
         self.called: set[int] = set()
@@ -64,18 +63,6 @@ class _RemoveCalls(StatementRemover):
         self.bound = _names_binding(tree, self.context.full_package_name, self.op.functions)
         self.bound |= {f.rsplit(".", 1)[1] for f in self.op.functions if f.rsplit(".", 1)[0] == self.context.full_module_name}
         return super().transform_module_impl(tree)
-
-    @functools.cached_property
-    def scopes(self):
-        """It asks only about names and attributes whose first name could bind a legacy function, and removes only
-        statements that call one: the outline keeps the functions that mention such a name."""
-        words = re.compile(r"\b(" + "|".join(map(re.escape, sorted(self.bound))) + r")\b")
-        return self.outlined_scopes(keep=lambda function: bool(self.bound) and bool(words.search(code_of(function))))
-
-    @functools.cached_property
-    def removal_context(self) -> CodemodContext:
-        """What it removes lies in those functions: libcst finds the imports it used on the same scopes."""
-        return dataclasses.replace(self.context, wrapper=ResolvedScopes(self.scopes))
 
     def _target(self, node: cst.CSTNode) -> str | None:
         """The legacy function a name or attribute denotes (resolved only when its first name could bind one)."""

@@ -17,7 +17,7 @@ from .base import Command, Operation, Refusal, code_of, operation
 if TYPE_CHECKING:
     from ..planner import Planner
 
-_BUILTINS_MODULE = re.compile(r"\bbuiltins\b")
+_ATTRIBUTE_BUILTINS = re.compile(r"\b(getattr|hasattr|setattr)\b")
 
 
 @operation("rename_kernel", stage=1)
@@ -69,12 +69,11 @@ class RenameKernel(Operation):
 class _Rename(Command):
     @functools.cached_property
     def scopes(self):
-        """It asks only about names spelled like the kernel's old name and about calls of getattr, hasattr and
-        setattr, so a function that names none of them needs no scopes: resolved on the outline that keeps those
-        that do. A call reaches one of these builtins by its name, or through the `builtins` module (then the
-        file's own scopes are used)."""
-        words = re.compile(rf"\b({re.escape(self.op.old)}|getattr|hasattr|setattr)\b")
-        return self.outlined_scopes(keep=lambda function: bool(words.search(code_of(function))), unless=_BUILTINS_MODULE)
+        """It asks only about names spelled like the kernel's old name and about getattr/hasattr/setattr calls, so
+        functions that name neither need no scopes: resolved on the outline keeping the functions that name it,
+        when the file does not name those builtins at all."""
+        word = re.compile(rf"\b{re.escape(self.op.old)}\b")
+        return self.outlined_scopes(keep=lambda function: bool(word.search(code_of(function))), unless=_ATTRIBUTE_BUILTINS)
 
     def __init__(self, context: CodemodContext, op: RenameKernel):
         super().__init__(context, op)
