@@ -102,7 +102,7 @@ MUTANTS = (
     Mutant("engine run: gates ignored", "migrate/engine_trees/warmup.py",
            'return all(bool(self._evaluate(g.test, site, scope, "the gate")) == g.holds_when for g in site.gates)',
            "return True", (K, "-k", "broken_gate or legacy_side")),
-    Mutant("engine run: `if ...: return` before a call ignored", "migrate/engine_trees/warmup.py",
+    Mutant("engine run: `if ...: return` before a call ignored", "codemods/repo.py",
            "                if _exits(statement.body) and not statement.orelse:", "                if False:",
            ("tests/test_engine_warmup.py",)),
     Mutant("engine sources: a names-only value decides silently", "migrate/engine_trees/sources.py",

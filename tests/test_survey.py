@@ -165,7 +165,7 @@ def test_a_tree_without_the_orchestrator_is_one_line(tmp_path):
     assert result.exit_code == 2 and "no orchestrator module" in result.output and "Traceback" not in result.output
 
 
-def tree_033_with(tmp_path, relative: str, replace) -> "Path":
+def tree_033_with(tmp_path, relative: str, replace):
     """vLLM 0.33.0 as hard links, with one file replaced by what `replace(path)` leaves there."""
     import os
     import shutil
