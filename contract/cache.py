@@ -303,8 +303,7 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
         problem = ArtifactProblem(None, "", f"the artifact manifest {manifest_path}",
                                   f"is {state}, so none of the cache's {len(untrusted)} backend files can be trusted")
         if not cache.writable and remove:
-            raise CacheDirError(f"cache dir {cache.path} is read-only and would need writing: "
-                                f"{str(problem).removesuffix('; recompiled')}")
+            raise _needs_writing(cache, str(problem))
         for path in untrusted if remove else ():
             path.unlink(missing_ok=True)
         return [problem], sum(1 for _ in plan.work())
@@ -335,13 +334,16 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
                                                 "does not match the key it was stored for"))
                 doomed.append(path)
     if (problems or uncovered) and not cache.writable and remove:
-        first = f"{problems[0]}" if problems else f"{uncovered} planned keys are not in its manifest"
-        raise CacheDirError(f"cache dir {cache.path} is read-only and would need writing: {first.removesuffix('; recompiled')}")
+        raise _needs_writing(cache, str(problems[0]) if problems else f"{uncovered} planned keys are not in its manifest")
     for path in doomed if remove else ():
         path.unlink(missing_ok=True)
     if remove and cache.writable:
-        (cache.path / LOCK_FILE).touch()  # marks the folder as zerojit's before the backend writes into it
+        claim(cache.path)  # the folder is zerojit's before the backend writes into it
     return problems, uncovered
+
+
+def _needs_writing(cache: CacheDir, what: str) -> CacheDirError:
+    return CacheDirError(f"cache dir {cache.path} is read-only and would need writing: {what.removesuffix('; recompiled')}")
 
 
 def record_results(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] | None = None,
