@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import gate
 from .files import SourceFile, UnreadableSource, discover_paths, read_source
+from .guards import GatePlan
 from .repo import absolute_module, module_name
 from .results import MigrationError
 from .spec import MigrationSpec, SpecError
@@ -116,6 +117,7 @@ class Planner:
         self.deleted: set[str] = set()
         self.deleted_functions: set[str] = set()
         self.renamed: list[gate.Renamed] = []
+        self.gate_plans: list[GatePlan] = []  # each registration's gate against the legacy call's guards
         self.modules_by_path = {m.path: m for m in self.modules.values()}
 
     def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> SourceModule:

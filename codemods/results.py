@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from .files import SourceFile
+from .guards import GatePlan
 from .transaction import Write
 
 
@@ -52,6 +53,12 @@ class MigrationResult:
     seconds: float
     warnings: list[str] = dataclasses.field(default_factory=list)  # path:line: what a human should check
     skipped: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> why it was not read
+    gates: list[GatePlan] = dataclasses.field(default_factory=list)  # each registration's gate vs the legacy call's
+    leftovers: list[str] = dataclasses.field(default_factory=list)  # path:line: legacy code left in place, and why
+
+    def differences(self) -> list[str]:
+        """Every intended difference between a legacy call's guards and its registration's gate, in words."""
+        return list(dict.fromkeys(f"{plan.family}: {d.render()}" for plan in self.gates for d in plan.differences))
 
     def report(self) -> dict:
         rel = lambda c: c.path.relative_to(self.repo).as_posix()  # noqa: E731
@@ -66,4 +73,7 @@ class MigrationResult:
             "files_parsed": self.files_parsed,
             "seconds": round(self.seconds, 3),
             "warnings": self.warnings,
+            "gates": [plan.report() for plan in self.gates],
+            "intended_differences": self.differences(),
+            "leftovers": self.leftovers,
         }

@@ -21,6 +21,8 @@ class SpecError(ValueError):
 IMPORT_STYLES = ("auto", "module", "lazy")
 VLLM_ORCHESTRATOR = "vllm.model_executor.warmup.kernel_warmup"  # vLLM's warmup orchestrator module
 VLLM_ORCHESTRATOR_ENTRY = "kernel_warmup"  # the function in it that the engine calls at init
+VLLM_REGISTRY_HOLDER = "jit_warmup_registry"  # the model runner's attribute holding the warmup registry
+VLLM_REGISTRY_WARMUP = "warmup"  # the registry's method the orchestrator calls to compile every registration
 
 
 def _dotted(field: str, value: str) -> None:
@@ -60,8 +62,17 @@ class MigrationSpec:
     What comes:
       construction_module / construction_class: the class(es) whose `__init__` selects the
           kernel (a list for several; `module:Class` for a class in another module);
-          `registration` is inserted there under `gate`, after the first statement (at any
-          depth) whose first line contains `insert_after` (at the end when empty).
+          `registration` is inserted there, after the first statement (at any depth) whose
+          first line contains `insert_after` (at the end when empty), and before every early
+          `return` of the constructor that comes before that point.
+      gate: the registration's condition, in the construction site's names. Empty (the
+          default): the tree's own, read from the guards the legacy call ran under
+          (codemods.guards) and written in the site's names. Written: checked against the
+          tree's; a difference refuses the migration unless `intended_differences` lists it.
+      intended_differences: [condition, reason] pairs: a condition the legacy call ran under
+          that the registration drops (as the tree writes it), or one the registration adds
+          (as the site writes it), with why that is meant; the CLI, the JSON report and the PR
+          body state each in words.
       gate_imports: `from module import name` lines the gate or registration needs.
       contract_base: `module:Class` of the engine's contract base class (vLLM's
           `vllm.model_executor.warmup.jit_warmup:VllmJitKernel`), when the kernel's class already
@@ -82,7 +93,8 @@ class MigrationSpec:
     construction_module: str
     construction_class: str | tuple[str, ...]
     registration: str
-    gate: str
+    gate: str = ""
+    intended_differences: tuple[tuple[str, str], ...] = ()
     legacy_module: str = ""
     legacy_function: str = ""
     legacy_step: str = ""
@@ -100,6 +112,7 @@ class MigrationSpec:
             object.__setattr__(self, "construction_class", (self.construction_class,))
         object.__setattr__(self, "gate_imports", tuple(self.gate_imports))
         object.__setattr__(self, "confirm", tuple(self.confirm))
+        object.__setattr__(self, "intended_differences", tuple(tuple(d) for d in self.intended_differences))
         for field in ("orchestrator_module", "singleton_module", "construction_module"):
             _dotted(field, getattr(self, field))
         _identifier("singleton", self.singleton)
@@ -137,11 +150,17 @@ class MigrationSpec:
             _identifier("contract_base", base)
         if self.import_style not in IMPORT_STYLES:
             raise SpecError(f"spec field import_style={self.import_style!r}: one of {', '.join(IMPORT_STYLES)}")
-        for field, mode in (("registration", "exec"), ("gate", "eval")):
+        checked = [("registration", self.registration, "exec")]
+        checked += [("gate", self.gate, "eval")] if self.gate.strip() else []
+        checked += [("intended_differences", condition, "eval") for condition, _ in self.intended_differences]
+        for field, value, mode in checked:
             try:
-                ast.parse(getattr(self, field), mode=mode)
+                ast.parse(value, mode=mode)
             except SyntaxError as exc:
-                raise SpecError(f"spec field {field}={getattr(self, field)!r}: not valid Python ({exc.msg})") from None
+                raise SpecError(f"spec field {field}={value!r}: not valid Python ({exc.msg})") from None
+        for condition, reason in self.intended_differences:
+            if not reason.strip():
+                raise SpecError(f"spec field intended_differences: {condition!r} needs a reason")
         if self.kernel_name not in _free_names(self.registration, "exec"):
             raise SpecError(f"spec field registration={self.registration!r}: must use {self.kernel_name}")
         for line in self.gate_imports:
@@ -160,6 +179,10 @@ class MigrationSpec:
                 ok = isinstance(value, str) or (isinstance(value, (list, tuple)) and value
                                                 and all(isinstance(v, str) for v in value))
                 expected = "a string or a list of strings"
+            elif field.name == "intended_differences":
+                ok = isinstance(value, (list, tuple)) and all(
+                    isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in value)
+                expected = "a list of [condition, reason] pairs of strings"
             elif field.name in ("gate_imports", "confirm"):
                 ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
                 expected = "a list of strings"
@@ -185,7 +208,8 @@ class MigrationSpec:
 
     def binding_names(self) -> set[str]:
         """Names the inserted gate and registration read (each must be bound where it goes)."""
-        return _free_names(self.gate, "eval") | _free_names(self.registration, "exec")
+        gate = _free_names(self.gate, "eval") if self.gate.strip() else set()
+        return gate | _free_names(self.registration, "exec")
 
     def registers_kernel(self) -> bool:
         """The registration calls `<kernel>.register_warmup(...)` (so the kernel must have that method)."""

@@ -10,7 +10,9 @@ from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
 # `_warmup_ll_bf16_router_gemm`, an inline step of 0.33.0's orchestrator: on sm90+, when the ll_bf16 CuTe DSL
 # GEMM is available, it warms M = 1..16 for every bf16 `GateLinear` weight whose K is a multiple of 8.
 # `LLBf16Gemm` already owns its keys and compile but is no VllmJitKernel: it adopts the contract's base.
-# Each GateLinear registers its own shape under the same conditions, with the M bound its forward uses.
+# Each GateLinear registers its own shape, with the M bound its forward uses, under the step's own guards: the
+# orchestrator's capability check is read from the tree (codemods.guards), the availability check and the weight's
+# facts are the registration's own.
 LL_BF16_ROUTER_GEMM = MigrationSpec(
     family="ll-bf16-router-gemm",
     orchestrator_module=VLLM_ORCHESTRATOR,
@@ -20,8 +22,6 @@ LL_BF16_ROUTER_GEMM = MigrationSpec(
     contract_base="vllm.model_executor.warmup.jit_warmup:VllmJitKernel",
     construction_module="vllm.model_executor.layers.fused_moe.router.gate_linear",
     construction_class="GateLinear",
-    gate="get_current_vllm_config().kernel_config.enable_jit_warmup and current_platform.has_device_capability(90)",
-    gate_imports=("from vllm.config import get_current_vllm_config",),
     registration="""from vllm.model_executor.kernels.linear.cute_dsl.ll_bf16 import (
     is_available as is_ll_bf16_gemm_available,
 )

@@ -13,6 +13,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import PositionProvider
 
+from .. import guards
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError
 from .adopt_contract import AdoptContract
@@ -48,17 +49,57 @@ class InsertRegistration(Operation):
 
     @classmethod
     def plan(cls, planner: Planner) -> None:
-        """Every spec's registration goes into each of its construction classes (the kernel on the contract first)."""
+        """Every spec's registration goes into each of its construction classes (the kernel on the contract first),
+        gated as the tree gated the legacy call (codemods.guards)."""
         for spec in planner.specs:
             _check_contract(planner, spec)
+            modules = RepoModules(planner.repo, spec.singleton_module.split(".")[0])
+            done = planner.migrated(spec)
+            legacy = [] if done else guards.legacy_guards(modules, spec)
+            registry = [] if done else guards.registry_guards(modules, spec)
             for construction, name in spec.constructions():
                 home = planner.module(spec, "construction_module", construction)
-                if not any(isinstance(n, ast.ClassDef) and n.name == name for n in ast.walk(home.tree)):
+                node = next((n for n in ast.walk(home.tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
+                if node is None:
                     raise SpecError(f"{spec.family}: construction_class {name!r} not found in {home.name}")
+                init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+                gate, imports = spec.gate, spec.gate_imports
+                if init is not None and not done:
+                    gate, more = _gate(planner, modules, spec, home, init, legacy, registry)
+                    imports = tuple(dict.fromkeys((*imports, *more)))
                 lazy = spec.import_style == "lazy" or (spec.import_style == "auto" and _imports_lazily(home, spec))
                 planner.add(home.name, cls(
-                    name, spec.gate, spec.registration, spec.insert_after, spec.singleton_module, spec.kernel_name,
-                    lazy, spec.gate_imports, frozenset(spec.binding_names())))
+                    name, gate, spec.registration, spec.insert_after, spec.singleton_module, spec.kernel_name,
+                    lazy, imports, frozenset(spec.binding_names() | _free_names(gate))))
+
+
+def _gate(planner: Planner, modules: RepoModules, spec: MigrationSpec, home: SourceModule, init: ast.FunctionDef,
+          legacy: list[guards.Atom], registry: list[guards.Atom]) -> tuple[str, tuple[str, ...]]:
+    """The registration's gate at this site: the spec's, checked against the tree's guards, or the tree's own."""
+    where = f"{home.path.relative_to(planner.repo).as_posix()}:{init.lineno}"
+    frame = guards.site_frame(modules, home.name, init)
+    inside = guards.registration_guards(modules, frame, spec.registration, spec.kernel_name)
+    written = guards.spec_gate_atoms(modules, frame, spec.gate)
+    differences, refusals = guards.compare(modules, spec, frame, legacy, registry, inside + written, where)
+    if refusals:
+        raise SpecError(f"{spec.family}: the registration's gate differs from the guards the legacy call ran "
+                        "under:\n" + "\n".join(refusals))
+    gate, imports = spec.gate, ()
+    if not spec.gate.strip():
+        covered = {a.canonical for a in inside + registry} | {d.atom.canonical for d in differences}
+        carried = [a for a in legacy if not a.per_layer and a.canonical not in covered]
+        gate, imports = guards.render_gate(modules, home.name, init, carried, where)
+    planner.gate_plans.append(guards.GatePlan(spec.family, where, tuple(legacy), tuple(registry), gate, imports,
+                                              tuple(differences), tuple(a for a in legacy if a.per_layer)))
+    return gate, imports
+
+
+def _free_names(gate: str) -> set[str]:
+    if not gate.strip():
+        return set()
+    tree = ast.parse(gate, mode="eval")
+    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - stored
 
 
 def _check_contract(planner: Planner, spec: MigrationSpec) -> None:
@@ -158,7 +199,7 @@ class _Insert(Command):
         self.anchor: cst.BaseStatement | None = None  # the block goes after it (None: at the end of __init__)
         self.done = False  # already migrated
         self.needs_import = False
-        self.block: cst.If | None = None
+        self.block: cst.BaseStatement | None = None  # the last statement inserted
         self.imported = {alias for line in op.gate_imports for alias in _imported_names(line)}
         self.registration = op.registration
         self.alias: str | None = None  # a top-level `from <kernel module> import <kernel> as <alias>`
@@ -227,7 +268,7 @@ class _Insert(Command):
             return updated
         if self.anchor is None and original is self.init.body:
             self.count += 1
-            return updated.with_changes(body=[*updated.body, self._block()])
+            return updated.with_changes(body=[*updated.body, *self._block()])
         if self.anchor is not None and any(statement is self.anchor for statement in original.body):
             body = []
             for before, after in zip(original.body, updated.body):
@@ -235,12 +276,12 @@ class _Insert(Command):
                     after = after.with_changes(leading_lines=[cst.EmptyLine(indent=False), *after.leading_lines])
                 body.append(after)
                 if before is self.anchor:
-                    body.append(self._block())
+                    body += self._block()
             self.count += 1
             return updated.with_changes(body=body)
         return updated
 
-    def _block(self) -> cst.If:
+    def _block(self) -> list[cst.BaseStatement]:
         # Blank lines of the registration stay blank inside the block (no indentation on them).
         body = [statement.with_changes(leading_lines=[line.with_changes(indent=line.comment is not None)
                                                       for line in statement.leading_lines])
@@ -255,9 +296,14 @@ class _Insert(Command):
                 AddImportsVisitor.add_needed_import(self.context, get_full_name_for_node(statement.module),
                                                     get_full_name_for_node(alias.name),
                                                     alias.asname.name.value if alias.asname else None)
-        self.block = cst.If(test=cst.parse_expression(self.op.gate), body=cst.IndentedBlock(body=body),
-                            leading_lines=[cst.EmptyLine(indent=False)])
-        return self.block
+        if self.op.gate.strip():
+            self.block = cst.If(test=cst.parse_expression(self.op.gate), body=cst.IndentedBlock(body=body),
+                                leading_lines=[cst.EmptyLine(indent=False)])
+            return [self.block]
+        # No gate: the statements themselves, the first after a blank line.
+        body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *body[0].leading_lines])
+        self.block = body[-1]
+        return body
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         for line in tree.body:  # a top-level `from <kernel module> import <kernel> as <alias>`

@@ -75,6 +75,10 @@ def migrate_command(
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for path, why in result.skipped.items():
         err.print(f"[yellow]skipped[/] {escape(path)}: {escape(why)}", highlight=False)
+    for difference in result.differences():
+        err.print(f"[cyan]intended difference:[/] {escape(difference)}", highlight=False)
+    for leftover in result.leftovers:
+        err.print(f"[cyan]left in place:[/] {escape(leftover)}", highlight=False)
     if report is not None:
         try:
             atomic_write(report, (json.dumps(result.report(), indent=2) + "\n").encode())

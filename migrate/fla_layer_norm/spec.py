@@ -3,8 +3,9 @@
 `qwen_triton_warmup` warms six kernels; its first step, `_warm_gated_rms_norm_kernel`, warms
 `_LAYER_NORM_FWD_KERNEL`, which is already a `VllmJitKernel` (its own keys, dispatch and
 compile) that nothing registers. The step and its call go; each `QwenGatedDeltaNetAttention`
-registers the kernel right after it builds its output norm, with that norm's facts, when JIT
-warmup is on. The other five steps stay in the warmup module.
+registers the kernel right after it builds its output norm, with that norm's facts. The other
+five steps stay in the warmup module. The step's model-type gate goes, on purpose: the layer
+that registers is the Qwen GDN layer, whichever model builds it.
 """
 
 from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
@@ -31,7 +32,11 @@ SPEC = MigrationSpec(
     is_rms_norm=True,
     activation=self.norm.activation,
 )""",
-    gate="vllm_config.kernel_config.enable_jit_warmup",
+    intended_differences=[(
+        "model_type not in _QWEN_MODEL_TYPES",
+        "every model that builds a QwenGatedDeltaNetAttention layer runs this kernel, so each registers it "
+        "(InternS2-Mobius builds it too and is now warmed); the model-type list named only the Qwen models",
+    )],
     # The layer's module imports the FLA ops package at the top, which imports layernorm_guard: a top-level
     # import costs nothing (the module's only other import of it sits inside a function).
     import_style="module",
