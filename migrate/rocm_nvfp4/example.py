@@ -35,5 +35,6 @@ def add_legacy_layout(repo: Path) -> str:
         _CALL_ANCHOR, _CALL_ANCHOR + '\n    if "vllm.model_executor.models.minimax_m3" in sys.modules:\n'
         "        rocm_nvfp4_kv_warmup(worker.vllm_config)\n", 1,
     )
+    orchestrator.unlink()  # a new file, not a write through: the tree may be a hard-linked copy of a cached one
     orchestrator.write_text(wired)
     return original
