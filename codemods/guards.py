@@ -121,9 +121,9 @@ def _negated(test: ast.expr) -> ast.expr:
     return ast.UnaryOp(ast.Not(), test)
 
 
-def _conjuncts(test: ast.expr) -> list[ast.expr]:
+def conjuncts(test: ast.expr) -> list[ast.expr]:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return [part for value in test.values for part in _conjuncts(value)]
+        return [part for value in test.values for part in conjuncts(value)]
     return [test]
 
 
@@ -152,7 +152,9 @@ class _Canonical(ast.NodeTransformer):
             if attribute is None:
                 return ast.Name(module)
             target, defined = self.modules.resolve(module, attribute)
-            return ast.Name(f"{target}.{defined}" if defined else target)
+            found = ast.Name(f"{target}.{defined}" if defined else target)
+            found.local = name  # how the tree spells it: the site may import it under the same name
+            return found
         if self.modules.definition(frame.module, name) is not None:
             return ast.Name(f"{frame.module}.{name}")
         if hasattr(builtins, name):
@@ -222,10 +224,10 @@ def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: _Frame) -> list
     for gate in gates:
         condition = gate.test if gate.holds_when else _negated(gate.test)
         spelled = {ast.dump(gate.test), ast.dump(condition)}
-        for part in _conjuncts(condition):
+        for part in conjuncts(condition):
             form = canonical(modules, part, frame)
             text = ast.unparse(form)
-            per_layer = WORKER in text and any(f"{WORKER}.{state}" in text for state in _MODEL_STATE)
+            per_layer = SELF in text or any(f"{WORKER}.{state}" in text for state in _MODEL_STATE)
             found.append(Atom(text, ast.unparse(part), _where(modules, frame.module, gate.test), per_layer, form,
                               frozenset(spelled | {ast.dump(part), ast.dump(form)})))
     return found
@@ -235,8 +237,8 @@ def _sites(modules: RepoModules, module: str, matcher, function: ast.FunctionDef
     return call_sites(modules.tree(module), matcher, loops_allowed=True, functions=[function])
 
 
-class _ChainError(SpecError):
-    pass
+class GuardsUnreadable(SpecError):
+    """The legacy call's guards cannot be read (the planner reports it with the run's other refusals)."""
 
 
 def _chain_into(modules: RepoModules, spec: MigrationSpec, module: str, callee_module: str, callee: str,
@@ -245,18 +247,24 @@ def _chain_into(modules: RepoModules, spec: MigrationSpec, module: str, callee_m
     tree = modules.tree(module)
     sites = _sites(modules, module, calls_to(tree, module, callee_module, callee, defined_here), frame.function)
     if not sites:
-        raise _ChainError(f"{spec.family}: {module}.{frame.function.name} does not call {callee} where the "
-                          "guards can be read (not at the function's top level or under its if/with/try blocks)")
+        for helper in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n is not frame.function):
+            if _sites(modules, module, calls_to(tree, module, callee_module, callee, defined_here), helper) and \
+                    _sites(modules, module, calls_to(tree, module, module, helper.name, True), frame.function):
+                inner = _chain_into(modules, spec, module, module, helper.name, frame, atoms, defined_here=True)
+                return _chain_into(modules, spec, module, callee_module, callee, inner, atoms, defined_here)
+        raise GuardsUnreadable(f"{_where(modules, module, frame.function)}: {frame.function.name} does not call "
+                               f"{callee} as a plain statement of its own body or of its if/with/try blocks, so "
+                               "the guards the legacy call runs under cannot be read")
     shapes = {tuple(a.canonical for a in _atoms(modules, site.gates, _with(frame, site))) for site in sites}
     if len(shapes) > 1:
-        raise _ChainError(f"{spec.family}: {module}.{frame.function.name} calls {callee} from {len(sites)} places "
+        raise GuardsUnreadable(f"{spec.family}: {module}.{frame.function.name} calls {callee} from {len(sites)} places "
                           f"under different guards ({_where(modules, module, sites[0].call)}); one registration "
                           "gate cannot stand for them")
     site = sites[0]
     atoms += _atoms(modules, site.gates, _with(frame, site))
     target = _function(modules, callee_module, callee)
     if target is None:
-        raise _ChainError(f"{spec.family}: {callee_module}.{callee} is not a function the guards can be read from")
+        raise GuardsUnreadable(f"{spec.family}: {callee_module}.{callee} is not a function the guards can be read from")
     return _Frame(callee_module, target, {}, _bind(target, site.call, _with(frame, site)))
 
 
@@ -329,7 +337,26 @@ def site_frame(modules: RepoModules, module: str, init: ast.FunctionDef,
     arguments: dict[str, tuple[ast.expr, _Frame | None]] = {"self": (ast.Name(SELF), None)}
     if "vllm_config" in _parameters(init):
         arguments["vllm_config"] = (ast.Name(CONFIG), None)
-    return _Frame(module, init, {}, arguments, dict(extra_imports or {}))
+    return _Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}))
+
+
+def _site_locals(init: ast.FunctionDef) -> dict[str, ast.expr]:
+    """`name = value` statements of the constructor's own body (not its branches), the first per name."""
+    found: dict[str, ast.expr] = {}
+    for statement in init.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name):
+            found.setdefault(statement.targets[0].id, statement.value)
+    return found
+
+
+def config_name(modules: RepoModules, frame: _Frame) -> str | None:
+    """The constructor's own name for the engine config (a parameter, or a local assigned from an accessor)."""
+    for name in ("vllm_config", "config"):
+        if name in frame.arguments or name in frame.assigned:
+            if ast.unparse(canonical(modules, ast.Name(name), frame)) == CONFIG:
+                return name
+    return None
 
 
 def registration_guards(modules: RepoModules, frame: _Frame, registration: str, kernel: str) -> list[Atom]:
@@ -347,8 +374,7 @@ def registration_guards(modules: RepoModules, frame: _Frame, registration: str, 
     for site in sites[:1]:
         found = _atoms(modules, site.gates, _Frame(inner.module, inner.function, dict(site.assigned),
                                                    inner.arguments, imports))
-    return [dataclasses.replace(a, where="registration", per_layer=a.per_layer or SELF in a.canonical)
-            for a in found]
+    return [dataclasses.replace(a, where="registration") for a in found]
 
 
 def spec_gate_atoms(modules: RepoModules, frame: _Frame, gate: str) -> list[Atom]:
@@ -370,9 +396,9 @@ def compare(modules: RepoModules, spec: MigrationSpec, frame: _Frame, legacy: li
             migrated: list[Atom], site_where: str) -> tuple[list[Difference], list[str]]:
     """Differences between the legacy guards and the migrated gate (with the registry's), and refusals.
 
-    With no gate in the spec, every legacy condition that can be written at the site is carried (so it is no
-    difference); one that cannot be is refused, unless listed as intended."""
-    carried = not spec.gate.strip()
+    Every legacy condition that can be written at the site and that the spec does not drop on purpose is
+    carried into the gate (so it is no difference); one that cannot be written there is refused. A condition
+    the spec's gate or registration adds is refused unless listed as intended."""
     refusals, differences, used = [], [], set()
     have = {a.canonical for a in migrated} | {a.canonical for a in registry}
     wanted = {a.canonical for a in legacy}
@@ -388,20 +414,19 @@ def compare(modules: RepoModules, spec: MigrationSpec, frame: _Frame, legacy: li
         if atom.per_layer or atom.canonical in have:
             continue
         reason = intended(atom)
-        if reason is None and carried and atom.expressible:
+        if reason is None and atom.expressible:
             continue
         if reason is not None:
             differences.append(Difference("dropped", atom, reason))
         elif not atom.expressible:
             refusals.append(f"{atom.where}: the legacy call runs only when `{atom.written}`, which cannot be "
-                            f"written at {site_where} (it reads `{atom.canonical}`)")
-        else:
-            refusals.append(f"{atom.where}: the legacy call runs only when `{atom.written}`; the registration at "
-                            f"{site_where} does not require it. Legacy gate: {_shown(legacy)}; migrated gate: "
-                            f"{_shown(migrated + registry)}. List it in intended_differences with a reason if "
-                            "that is meant")
+                            f"written at {site_where} (it reads `{atom.canonical}`). List it in "
+                            "intended_differences with a reason if the site need not check it")
+    implied = {f"{CONFIG} is not None"}  # the legacy call always had a config
     for atom in migrated + registry:
-        if atom.per_layer or atom.canonical in wanted or atom.canonical in {d.atom.canonical for d in differences}:
+        if atom.per_layer or atom.canonical in wanted | implied or \
+                atom.canonical in {d.atom.canonical for d in differences} or \
+                (atom not in registry and atom.canonical in {r.canonical for r in registry}):
             continue
         reason = intended(atom)
         if reason is None and atom in registry:
@@ -425,19 +450,25 @@ def _shown(atoms: list[Atom]) -> str:
     return " and ".join(f"`{g}`" for g in dict.fromkeys(gates)) or "(none)"
 
 
-def _top_level_names(modules: RepoModules, module: str) -> dict[str, str]:
-    """Qualified name -> the local name a module binds to it at its top level (imports and definitions)."""
-    tree, bound = modules.tree(module), {}
+def _top_level_binding(modules: RepoModules, module: str, qualified: str) -> str | None:
+    """The local name `module` binds at its top level to the qualified name (an import or a definition), if any."""
+    tree = modules.tree(module)
+    home, _, last = qualified.rpartition(".")
     for node in tree.body if tree else ():
-        if isinstance(node, ast.ImportFrom) or isinstance(node, ast.Import):
-            for local in (a.asname or a.name.split(".")[0] for a in node.names):
-                source = modules.imports(module).get(local)
-                if source is not None:
-                    target, name = source if source[1] is None else modules.resolve(*source)
-                    bound.setdefault(f"{target}.{name}" if name else target, local)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            bound.setdefault(f"{module}.{node.name}", node.name)
-    return bound
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and f"{module}.{node.name}" == qualified:
+            return node.name
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".")[0]
+            source = modules.imports(module).get(local)
+            if source is None or (source[1] is None and source[0] != qualified) or \
+                    (source[1] is not None and source[1] != last and source[0] != qualified):
+                continue
+            target, name = source if source[1] is None else modules.resolve(*source)
+            if (f"{target}.{name}" if name else target) == qualified:
+                return local
+    return None
 
 
 def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms: list[Atom],
@@ -449,11 +480,10 @@ def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms:
     parameter, or the engine's non-raising accessor (never one that asserts outside a config
     context, which would break building the layer in a unit test).
     """
-    bound = _top_level_names(modules, module)
-    taken = set(_locals(init)) | set(_parameters(init)) | set(bound.values()) | \
+    taken = set(_locals(init)) | set(_parameters(init)) | \
         {n.id for n in ast.walk(modules.tree(module)) if isinstance(n, ast.Name)}
     imports: dict[str, str] = {}
-    config_param = "vllm_config" in _parameters(init)
+    config = config_name(modules, site_frame(modules, module, init))
     uses_config = False
 
     class Site(ast.NodeTransformer):
@@ -461,23 +491,26 @@ def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms:
             nonlocal uses_config
             if node.id == CONFIG:
                 uses_config = True
-                return ast.Name("vllm_config")
+                return ast.Name(config or "vllm_config")
             if "." not in node.id:
                 return node
-            if node.id in bound:
-                return ast.Name(bound[node.id])
+            local = _top_level_binding(modules, module, node.id)
+            if local is not None:
+                return ast.Name(local)
             home, _, name = node.id.rpartition(".")
             if modules.definition(home, name) is None:
                 raise SpecError(f"{where}: the tree's gate reads the module {node.id}; write the gate in the spec")
-            if name in taken and imports.get(name) != home:
-                raise SpecError(f"{where}: the tree's gate reads {node.id}, but {name} already names something "
-                                f"else in {module}; write the gate in the spec")
-            imports[name] = home
-            return ast.Name(name)
+            for local in dict.fromkeys((name, getattr(node, "local", name))):
+                if local not in taken or imports.get(local) == (home, name):
+                    imports[local] = (home, name)
+                    return ast.Name(local)
+            raise SpecError(f"{where}: the tree's gate reads {node.id}, but {name} already names something else "
+                            f"in {module}; write the gate in the spec")
 
     parts = [ast.unparse(Site().visit(copy.deepcopy(a.expression))) for a in atoms]
-    lines = tuple(f"from {home} import {name}" for name, home in sorted(imports.items()))
-    if uses_config and not config_param:
+    lines = tuple(f"from {home} import {name}" + (f" as {local}" if local != name else "")
+                  for local, (home, name) in sorted(imports.items()))
+    if uses_config and not config:
         accessor = f"{modules.package}.config"
         if modules.definition(*modules.resolve(accessor, _CONFIG_ACCESSORS[1])) is None:
             raise SpecError(f"{where}: the tree's gate reads the engine config, which {module} cannot reach: no "

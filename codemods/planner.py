@@ -21,7 +21,7 @@ from .files import SourceFile, UnreadableSource, discover_paths, read_source
 from .guards import GatePlan
 from .repo import absolute_module, module_name
 from .results import MigrationError
-from .spec import MigrationSpec, SpecError
+from .spec import MigrationSpec, SpecError, normalized
 from .transforms import OPERATIONS, Operation
 
 
@@ -118,6 +118,7 @@ class Planner:
         self.deleted_functions: set[str] = set()
         self.renamed: list[gate.Renamed] = []
         self.gate_plans: list[GatePlan] = []  # each registration's gate against the legacy call's guards
+        self.refusals: list[str] = []  # "path:line: why" found while planning, reported with the transforms'
         self.modules_by_path = {m.path: m for m in self.modules.values()}
 
     def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> SourceModule:
@@ -146,8 +147,8 @@ class Planner:
             return False
         if spec.private_singleton and spec.singleton in home.defs:
             return False
-        # The registration as inserted: the kernel may be named through the module's own alias.
-        registration = re.compile(re.escape("".join(spec.registration.split())).replace(
+        # The registration's call as inserted: the kernel may be named through the module's own alias.
+        registration = re.compile(re.escape(normalized(spec.registration_call())).replace(
             re.escape(spec.kernel_name), r"[A-Za-z_][A-Za-z0-9_]*"))
-        return all(module in self.modules and registration.search("".join(self.modules[module].text.split()))
+        return all(module in self.modules and registration.search(normalized(self.modules[module].text))
                    for module, _ in spec.constructions())

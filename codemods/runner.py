@@ -49,7 +49,7 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_comman
     checks = [pool.CheckJob(file(m), facts) for m in planner.candidates.values()
               if m.name not in planner.ops and m.name not in planner.deleted]
     results, checked = pool.run(transforms, checks, jobs, on_progress or (lambda done, total: None))
-    errors = [result.error for result in results if result.error]
+    errors = planner.refusals + [result.error for result in results if result.error]
     rel = lambda path: path.relative_to(repo).as_posix()  # noqa: E731
     errors += [f"{rel(result.path)}:{r.line}: {r.why}" for result in results if result.edit
                for r in result.edit.refusals]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import tomllib
 from pathlib import Path
 
@@ -217,6 +218,14 @@ class MigrationSpec:
                    and node.func.attr == "register_warmup" and isinstance(node.func.value, ast.Name)
                    and node.func.value.id == self.kernel_name for node in ast.walk(ast.parse(self.registration)))
 
+    def registration_call(self) -> str:
+        """The source of the registration's `register_warmup(...)` call (the last statement when it has none):
+        what shows a site is migrated, whatever a formatter or an import sorter did to the lines around it."""
+        tree = ast.parse(self.registration)
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "register_warmup"]
+        return ast.get_source_segment(self.registration, calls[0] if calls else tree.body[-1])
+
     def identifiers(self) -> tuple[str, ...]:
         """Words a file must contain to be touched by this spec (the cheap prefilter)."""
         words = [self.singleton, self.kernel_name, *(cls for _, cls in self.constructions())]
@@ -225,6 +234,11 @@ class MigrationSpec:
         else:
             words.append(self.orchestrator_step)
         return tuple(dict.fromkeys(words))
+
+
+def normalized(code: str) -> str:
+    """Code with its layout gone (whitespace, and the trailing commas a formatter adds or drops), for comparison."""
+    return re.sub(r",([)\]}])", r"\1", "".join(code.split()))
 
 
 def load_specs(path: Path) -> list[MigrationSpec]:

@@ -128,8 +128,13 @@ def test_call_inside_try_except_goes_with_its_try(repo):
 def test_call_in_one_branch_of_an_if_else(repo):
     edit(repo, ORCH, CALL, "        if worker.model_config.use_mla:\n            fa4_cutedsl_warmup(worker)\n"
                            "        else:\n            logger.info('no MLA')\n")
-    text = migrated(repo)[ORCH]
-    assert "        if not worker.model_config.use_mla:\n            logger.info('no MLA')\n" in text
+    texts = migrated(repo)
+    assert "        if not worker.model_config.use_mla:\n            logger.info('no MLA')\n" in texts[ORCH]
+    # The fork's own guard goes with each registration, in the site's names (its config).
+    for site in ("vllm/v1/attention/backends/mla/prefill/flash_attn.py", "vllm/models/inkling/nvidia/attention.py"):
+        gate = next(n.test for n in ast.walk(ast.parse(texts[site])) if isinstance(n, ast.If)
+                    and "register_warmup" in ast.unparse(n.body[0]))
+        assert "vllm_config.model_config.use_mla" in [ast.unparse(v) for v in gate.values], site
 
 
 def test_getattr_by_literal_name_is_renamed(repo):
@@ -279,11 +284,16 @@ def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(repo):
     assert "_warmup_kimi_k3_gemm_rs_ar()" in orchestrator
     assert blocking(orchestrator) - blocking(before) == set()
     layer = (repo / GATE_LINEAR).read_text()
-    assert ("            from vllm.model_executor.kernels.linear.cute_dsl.ll_bf16 import _LL_BF16_GEMM_KERNEL\n"
-            "            _LL_BF16_GEMM_KERNEL.register_warmup(\n"
-            "                shapes=((input_size, output_size),),\n"
-            "                m_values=range(1, 17),\n"
-            "            )\n") in layer
+    gate = next(n for n in ast.walk(ast.parse(layer)) if isinstance(n, ast.If) and "register_warmup" in ast.unparse(n)
+                and "vllm_config is not None" in ast.unparse(n.test))
+    # The spec's gate, then the guards the tree ran the step under: the orchestrator's capability check, and the
+    # step's own early return, checked after its lazy import (the layer imports the kernel's module only lazily).
+    assert ast.unparse(gate.test).endswith(" and current_platform.has_device_capability(90)")
+    inner = [n for n in gate.body if isinstance(n, ast.If)]
+    assert [ast.unparse(n.test) for n in inner] == ["is_ll_bf16_gemm_available()"]
+    assert "import is_available as is_ll_bf16_gemm_available" in ast.unparse(gate)
+    assert ast.unparse(inner[0].body) == \
+        "_LL_BF16_GEMM_KERNEL.register_warmup(shapes=((input_size, output_size),), m_values=range(1, 17))"
     assert "ll_bf16_gemm_kernel" not in layer  # its lazy imports and uses follow the rename
     kernel = (repo / "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py").read_text()
     assert "class LLBf16Gemm(VllmJitKernel):" in kernel  # it adopted the contract: register_warmup exists now

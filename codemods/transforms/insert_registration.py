@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -15,7 +16,7 @@ from libcst.metadata import PositionProvider
 
 from .. import guards
 from ..repo import RepoModules, absolute_module
-from ..spec import MigrationSpec, SpecError
+from ..spec import MigrationSpec, SpecError, normalized
 from .adopt_contract import AdoptContract
 from .base import AnchorError, Command, Operation, code_of, operation
 from .blocks import NO_STATEMENTS
@@ -43,39 +44,61 @@ class InsertRegistration(Operation):
     lazy: bool
     gate_imports: tuple[str, ...] = ()
     names: frozenset[str] = frozenset()
+    call: str = ""  # the registration's register_warmup call: found in __init__, the site is migrated already
+    inner_gate: str = ""  # checked inside the block, after `inner_imports` (names imported only in functions)
+    inner_imports: tuple[str, ...] = ()
 
     def command(self, context: CodemodContext) -> Command:
         return _Insert(context, self)
 
     @classmethod
     def plan(cls, planner: Planner) -> None:
-        """Every spec's registration goes into each of its construction classes (the kernel on the contract first),
-        gated as the tree gated the legacy call (codemods.guards)."""
+        """Every spec's registration goes into each of its construction classes and into the subclasses that
+        replace their constructor (the kernel on the contract first), gated as the tree gated the legacy call."""
         for spec in planner.specs:
             _check_contract(planner, spec)
             modules = RepoModules(planner.repo, spec.singleton_module.split(".")[0])
             done = planner.migrated(spec)
-            legacy = [] if done else guards.legacy_guards(modules, spec)
-            registry = [] if done else guards.registry_guards(modules, spec)
+            try:
+                legacy = [] if done else guards.legacy_guards(modules, spec)
+                registry = [] if done else guards.registry_guards(modules, spec)
+            except guards.GuardsUnreadable as exc:
+                planner.refusals.append(str(exc))  # beside the transforms' refusals, which often say more
+                continue
             for construction, name in spec.constructions():
                 home = planner.module(spec, "construction_module", construction)
                 node = next((n for n in ast.walk(home.tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
                 if node is None:
                     raise SpecError(f"{spec.family}: construction_class {name!r} not found in {home.name}")
                 init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-                gate, imports = spec.gate, spec.gate_imports
-                if init is not None and not done:
-                    gate, more = _gate(planner, modules, spec, home, init, legacy, registry)
-                    imports = tuple(dict.fromkeys((*imports, *more)))
-                lazy = spec.import_style == "lazy" or (spec.import_style == "auto" and _imports_lazily(home, spec))
-                planner.add(home.name, cls(
-                    name, gate, spec.registration, spec.insert_after, spec.singleton_module, spec.kernel_name,
-                    lazy, imports, frozenset(spec.binding_names() | _free_names(gate))))
+                sites = [(home, name, init, spec.insert_after)]
+                # A subclass whose constructor never runs this one's registers too (or the run refuses).
+                sites += [(sub_home, sub, sub_init, spec.insert_after if spec.insert_after in
+                           ast.get_source_segment(sub_home.text, sub_init) else "")
+                          for sub_home, sub, sub_init in _replacing_subclasses(planner, modules, home.name, name)]
+                for site_home, site_class, site_init, anchor in sites:
+                    gate = _SiteGate(spec.gate, spec.gate_imports) if done or site_init is None else \
+                        _gate(planner, modules, spec, site_home, site_init, legacy, registry)
+                    lazy = spec.import_style == "lazy" or (spec.import_style == "auto"
+                                                           and _imports_lazily(site_home, spec))
+                    planner.add(site_home.name, cls(
+                        site_class, gate.gate, spec.registration, anchor, spec.singleton_module, spec.kernel_name,
+                        lazy, gate.imports, frozenset(spec.binding_names() | _free_names(gate.gate)),
+                        spec.registration_call(), gate.inner_gate, gate.inner_imports))
+
+
+@dataclasses.dataclass(frozen=True)
+class _SiteGate:
+    gate: str  # the block's condition
+    imports: tuple[str, ...]  # imports it needs at the module's top
+    inner_gate: str = ""  # conditions that need a name the module imports only inside functions: checked after
+    inner_imports: tuple[str, ...] = ()  # ... those imports, made inside the block
 
 
 def _gate(planner: Planner, modules: RepoModules, spec: MigrationSpec, home: SourceModule, init: ast.FunctionDef,
-          legacy: list[guards.Atom], registry: list[guards.Atom]) -> tuple[str, tuple[str, ...]]:
-    """The registration's gate at this site: the spec's, checked against the tree's guards, or the tree's own."""
+          legacy: list[guards.Atom], registry: list[guards.Atom]) -> _SiteGate:
+    """The registration's gate at this site: the tree's guards in the site's names, after the spec's own gate
+    (checked against them: a difference the spec does not list as intended refuses the run)."""
     where = f"{home.path.relative_to(planner.repo).as_posix()}:{init.lineno}"
     frame = guards.site_frame(modules, home.name, init)
     inside = guards.registration_guards(modules, frame, spec.registration, spec.kernel_name)
@@ -84,14 +107,56 @@ def _gate(planner: Planner, modules: RepoModules, spec: MigrationSpec, home: Sou
     if refusals:
         raise SpecError(f"{spec.family}: the registration's gate differs from the guards the legacy call ran "
                         "under:\n" + "\n".join(refusals))
-    gate, imports = spec.gate, ()
-    if not spec.gate.strip():
-        covered = {a.canonical for a in inside + registry} | {d.atom.canonical for d in differences}
-        carried = [a for a in legacy if not a.per_layer and a.canonical not in covered]
-        gate, imports = guards.render_gate(modules, home.name, init, carried, where)
-    planner.gate_plans.append(guards.GatePlan(spec.family, where, tuple(legacy), tuple(registry), gate, imports,
-                                              tuple(differences), tuple(a for a in legacy if a.per_layer)))
-    return gate, imports
+    covered = {a.canonical for a in inside + written + registry} | {d.atom.canonical for d in differences}
+    carried = [a for a in legacy if not a.per_layer and a.canonical not in covered]
+    rendered = [guards.render_gate(modules, home.name, init, [atom], where) for atom in carried]
+    inner = [(text, lines) for text, lines in rendered
+             if any(_imported_only_in_functions(home, line.split()[1]) for line in lines)]
+    outer = [part for part in rendered if part not in inner]
+    gate = [*(guards.conjuncts(ast.parse(spec.gate, mode="eval").body) if spec.gate.strip() else []),
+            *(ast.parse(text, mode="eval").body for text, _ in outer)]
+    joined = lambda parts: " and ".join(dict.fromkeys(parts))  # noqa: E731
+    found = _SiteGate(
+        spec.gate.strip() if gate and not outer else joined(ast.unparse(part) for part in gate),
+        tuple(dict.fromkeys((*spec.gate_imports, *(line for _, lines in outer for line in lines)))),
+        joined(text for text, _ in inner), tuple(dict.fromkeys(line for _, lines in inner for line in lines)))
+    planner.gate_plans.append(guards.GatePlan(
+        spec.family, where, tuple(legacy), tuple(registry), " and ".join(filter(None, (found.gate, found.inner_gate))),
+        found.imports + found.inner_imports, tuple(differences), tuple(a for a in legacy if a.per_layer)))
+    return found
+
+
+def _imported_only_in_functions(module: SourceModule, source: str) -> bool:
+    """The module imports from `source` inside functions and never at its top level (so a new import waits too)."""
+    found = [n for n in ast.walk(module.tree) if isinstance(n, ast.ImportFrom)
+             and absolute_module(module.package, n.module, n.level) == source]
+    top = {id(n) for n in module.tree.body}
+    return bool(found) and not any(id(n) in top for n in found)
+
+
+def _replacing_subclasses(planner: Planner, modules: RepoModules, module: str, name: str) \
+        -> list[tuple[SourceModule, str, ast.FunctionDef]]:
+    """Subclasses of `module.name` anywhere in the repo (at any depth) whose `__init__` never calls the parent's."""
+    wanted, found, queue = {modules.resolve(module, name)}, [], [name]
+    while queue:
+        parent = queue.pop()
+        word = re.compile(rf"\b{re.escape(parent)}\b")
+        for home in [m for m in planner.modules.values() if parent in m.text and word.search(m.text)]:
+            for node in ast.walk(home.tree):
+                if not isinstance(node, ast.ClassDef) or not any(
+                        word.search(ast.unparse(b)) for b in node.bases):
+                    continue
+                bases = {modules.reference(home.name, b.value if isinstance(b, ast.Subscript) else b)
+                         for b in node.bases}
+                if not bases & wanted or modules.resolve(home.name, node.name) in wanted:
+                    continue
+                wanted.add(modules.resolve(home.name, node.name))
+                queue.append(node.name)
+                init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+                if init is not None and not any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                                                and c.func.attr == "__init__" for c in ast.walk(init)):
+                    found.append((home, node.name, init))
+    return found
 
 
 def _free_names(gate: str) -> set[str]:
@@ -183,10 +248,7 @@ def _signature(function: ast.FunctionDef) -> inspect.Signature:
 
 def _imports_lazily(module: SourceModule, spec: MigrationSpec) -> bool:
     """The module imports from the kernel's module only inside functions (never at the top level)."""
-    top = {id(n) for n in module.tree.body}
-    from_kernel = [n for n in ast.walk(module.tree) if isinstance(n, ast.ImportFrom)
-                   and absolute_module(module.package, n.module, n.level) == spec.singleton_module]
-    return bool(from_kernel) and not any(id(n) in top for n in from_kernel) and module.name != spec.singleton_module
+    return module.name != spec.singleton_module and _imported_only_in_functions(module, spec.singleton_module)
 
 
 class _Insert(Command):
@@ -200,9 +262,10 @@ class _Insert(Command):
         self.done = False  # already migrated
         self.needs_import = False
         self.block: cst.BaseStatement | None = None  # the last statement inserted
-        self.imported = {alias for line in op.gate_imports for alias in _imported_names(line)}
+        self.imported = {alias for line in (*op.gate_imports, *op.inner_imports) for alias in _imported_names(line)}
         self.registration = op.registration
         self.alias: str | None = None  # a top-level `from <kernel module> import <kernel> as <alias>`
+        self.exits: list[cst.SimpleStatementLine] = []  # returns above the insertion point: it goes before each
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.name.value != self.op.cls:
@@ -217,10 +280,11 @@ class _Insert(Command):
         collector = _Statements()
         init.body.visit(collector)
         statements = collector.found
-        forms = {_normalized(self.op.registration)}
+        call = self.op.call or self.op.registration
+        forms = {normalized(call)}
         if self.alias:
-            forms.add(_normalized(_renamed_in(self.op.registration, self.op.kernel_name, self.alias)))
-        if any(form in _normalized(code_of(s)) for s in statements for form in forms):
+            forms.add(normalized(_renamed_in(call, self.op.kernel_name, self.alias)))
+        if any(form in normalized(code_of(s)) for s in statements for form in forms):
             self.done = True
             return
         if self.op.insert_after:
@@ -231,6 +295,10 @@ class _Insert(Command):
         scope = self._init_scope(init)
         lines = _positions_within(init)
         before = lines[self.anchor].end.line if self.anchor else float("inf")
+        self.exits = [s for s in statements if isinstance(s, cst.SimpleStatementLine)
+                      and any(isinstance(small, cst.Return) for small in s.body) and lines[s].start.line < before]
+        self._check_exits(init, statements, lines)
+        before = min([before, *(lines[s].start.line - 1 for s in self.exits)])
         self.needs_import = not self._bound(scope, self.op.kernel_name, before, lines)
         if self.needs_import and self.alias:
             self.needs_import = False  # the module imports the kernel under another name: use that one
@@ -239,6 +307,34 @@ class _Insert(Command):
             if not self._bound(scope, name, before, lines):
                 self.refuse(init, f"{name} is not bound where the registration goes ({self.op.cls}.__init__); "
                                   "add it to gate_imports or move insert_after")
+
+    def _check_exits(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
+        """Every path of the constructor must reach the registration: it also goes before each `return` above
+        the insertion point, which is refused where the attributes it reads are not yet set there."""
+        reads = {n.attr.value for n in _nodes(cst.parse_module(self.op.registration + "\n" + (self.op.gate or "")),
+                                               cst.Attribute)
+                 if isinstance(n.value, cst.Name) and n.value.value == "self"}
+        assigned: dict[str, list[int]] = {}
+        base_init = []
+        for statement in (s for s in statements if isinstance(s, cst.SimpleStatementLine)):
+            for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign, cst.Call)):
+                target = node.target if not isinstance(node, cst.Call) else None
+                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                        and target.value.value == "self":
+                    assigned.setdefault(target.attr.value, []).append(lines[statement].start.line)
+                elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                        and node.func.attr.value == "__init__":
+                    base_init.append(lines[statement].start.line)
+        for exit_ in self.exits:
+            line = lines[exit_].start.line
+            late = sorted(a for a in reads if a in assigned and min(assigned[a]) > line)
+            if not late and base_init and min(base_init) > line and reads - set(assigned):
+                late = sorted(reads - set(assigned))  # set by the base initializer, which has not run yet
+            if late:
+                self.refuse(exit_, f"{self.op.cls}.__init__ returns here, before the registration, and the "
+                                   f"registration reads self.{', self.'.join(late)}, not set yet at this return: "
+                                   "every path must register, so move insert_after above this return or migrate "
+                                   "this constructor by hand")
 
     def _init_scope(self, init: cst.FunctionDef):
         """The scope of __init__'s body: on the file's outline that keeps __init__ and the functions around it."""
@@ -266,30 +362,38 @@ class _Insert(Command):
     def leave_IndentedBlock(self, original, updated):
         if self.done or self.refusals or self.init is None:
             return updated
-        if self.anchor is None and original is self.init.body:
-            self.count += 1
-            return updated.with_changes(body=[*updated.body, *self._block()])
-        if self.anchor is not None and any(statement is self.anchor for statement in original.body):
-            body = []
-            for before, after in zip(original.body, updated.body):
-                if body and body[-1] is self.block and (not after.leading_lines or after.leading_lines[0].comment):
-                    after = after.with_changes(leading_lines=[cst.EmptyLine(indent=False), *after.leading_lines])
-                body.append(after)
-                if before is self.anchor:
-                    body += self._block()
-            self.count += 1
-            return updated.with_changes(body=body)
-        return updated
+        exits = {id(statement) for statement in self.exits}
+        at_end = self.anchor is None and original is self.init.body
+        if not at_end and not any(s is self.anchor or id(s) in exits for s in original.body):
+            return updated
+        body = []
+        for before, after in zip(original.body, updated.body):
+            if id(before) in exits:  # a return that would skip the registration: it runs first
+                body += self._block()
+            if body and body[-1] is self.block and (not after.leading_lines or after.leading_lines[0].comment):
+                after = after.with_changes(leading_lines=[cst.EmptyLine(indent=False), *after.leading_lines])
+            body.append(after)
+            if before is self.anchor:
+                body += self._block()
+        if at_end and not (original.body and id(original.body[-1]) in exits):
+            body += self._block()
+        self.count += 1
+        return updated.with_changes(body=body)
 
     def _block(self) -> list[cst.BaseStatement]:
         # Blank lines of the registration stay blank inside the block (no indentation on them).
         body = [statement.with_changes(leading_lines=[line.with_changes(indent=line.comment is not None)
                                                       for line in statement.leading_lines])
                 for statement in cst.parse_module(self.registration.strip() + "\n").body]
+        lazy = [cst.parse_statement(line + "\n") for line in self.op.inner_imports]
         if self.needs_import and self.op.lazy:
-            body.insert(0, cst.parse_statement(f"from {self.op.kernel_module} import {self.op.kernel_name}\n"))
+            lazy.insert(0, cst.parse_statement(f"from {self.op.kernel_module} import {self.op.kernel_name}\n"))
         elif self.needs_import:
             AddImportsVisitor.add_needed_import(self.context, self.op.kernel_module, self.op.kernel_name)
+        if self.op.inner_gate:
+            body = [cst.If(test=cst.parse_expression(self.op.inner_gate), body=cst.IndentedBlock(body=body),
+                           leading_lines=[cst.EmptyLine(indent=False)] if lazy else [])]
+        body = lazy + body
         for line in self.op.gate_imports:
             statement = cst.parse_statement(line + "\n").body[0]
             for alias in statement.names:
@@ -342,6 +446,20 @@ class _Statements(cst.CSTVisitor):
         return not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.BaseSmallStatement))
 
 
+def _nodes(tree: cst.CSTNode, kinds) -> list:
+    """Every node of `kinds` in `tree` (nested functions included)."""
+    found = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, kinds):
+                found.append(node)
+            return True
+
+    tree.visit(Collect())
+    return found
+
+
 def _first_line(statement: cst.BaseStatement) -> str:
     """The statement's own first line: its leading comments and blank lines are not part of it."""
     return code_of(statement.with_changes(leading_lines=[])).strip().splitlines()[0]
@@ -366,10 +484,6 @@ class _RenameReads(cst.CSTTransformer):
 
 def _renamed_in(code: str, old: str, new: str) -> str:
     return cst.parse_module(code).visit(_RenameReads(old, new)).code
-
-
-def _normalized(code: str) -> str:
-    return "".join(code.split())
 
 
 def _imported_names(line: str) -> set[str]:
