@@ -200,6 +200,8 @@ def check_references(path: Path, module: str, package: str, source: str, facts: 
         return [], []  # a file that never parsed is not the migration's to judge
     bound = _bindings(tree, package)
     found = list(_references(path, tree, bound, module, package, facts))
+    if _BY_STRING.search(source):  # a module imported by a string: the text names how
+        found += _looked_up_by_string(path, tree, bound, module, package, facts)
     flagged = {f.line for f in found}
     warnings = [Finding(path, number, f"still mentions {renamed.old} (a comment or docstring?)")
                 for renamed in facts.renamed for number, text in enumerate(source.splitlines(), 1)
@@ -221,3 +223,102 @@ def _computed_names(path: Path, tree: ast.Module, bound: Mapping[str, set[str]],
                 and _dotted(node.args[0], bound) & watched:
             yield Finding(path, node.lineno, "reads an attribute of a migrated module by a computed name; check it "
                                              "names no renamed kernel")
+
+
+_IMPORTERS_BY_STRING = {"importlib.import_module", "importlib.__import__", "__import__"}
+_BY_STRING = re.compile(r"\b(import_module|__import__)\b")
+_ATTRIBUTE_FUNCTIONS = ("getattr", "hasattr", "setattr")
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _looked_up_by_string(path: Path, tree: ast.Module, bound: Mapping[str, set[str]], module: str, package: str,
+                         facts: Facts) -> Iterable[Finding]:
+    """The old name read off an exporter that the code imports by a literal string: `getattr` / `hasattr` /
+    `setattr(<import>, "old")` and `<import>.old`, where <import> is `importlib.import_module("exporter")`,
+    `__import__("exporter", fromlist=[...])`, an attribute of one (a submodule), or a name assigned from one in the
+    same function (or an enclosing one, or at module level, where the function does not bind the name itself)."""
+    renamed = {(exporter, r.old): r for r in facts.renamed for exporter in r.exporters}
+    if not renamed:
+        return
+
+    def modules_of(node: ast.AST, names: Mapping[str, set[str]]) -> set[str]:
+        if isinstance(node, ast.Attribute):
+            return {f"{m}.{node.attr}" for m in modules_of(node.value, names)}
+        if isinstance(node, ast.NamedExpr):
+            return modules_of(node.value, names)
+        if isinstance(node, ast.Name):
+            return names.get(node.id, set())
+        imported = _imported_by_string(node, bound, module, package)
+        return {imported} if imported else set()
+
+    def scope(node: ast.AST, outer: Mapping[str, set[str]]) -> Iterable[Finding]:
+        own = list(_own_nodes(node))
+        bound_here = {n.id for n in own if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} \
+            | {n.arg for n in own if isinstance(n, ast.arg)} \
+            | {n.asname or n.name.split(".")[0] for n in own if isinstance(n, ast.alias)} \
+            | {n.name for n in own if isinstance(n, _SCOPES) and not isinstance(n, ast.Lambda)}
+        names = {name: modules for name, modules in outer.items() if name not in bound_here}
+        for n in sorted((n for n in own if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and n.value),
+                        key=lambda n: (n.lineno, n.col_offset)):
+            for target in getattr(n, "targets", None) or [n.target]:
+                if isinstance(target, ast.Name) and (modules := modules_of(n.value, names)):
+                    names.setdefault(target.id, set()).update(modules)
+        for n in own:
+            if isinstance(n, ast.Attribute):
+                target, attr, how = n.value, n.attr, "an attribute"
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _ATTRIBUTE_FUNCTIONS \
+                    and len(n.args) > 1 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str):
+                target, attr, how = n.args[0], n.args[1].value, f"{n.func.id}()"
+            else:
+                continue
+            for exporter in sorted(modules_of(target, names)):
+                if (exporter, attr) in renamed:
+                    yield Finding(path, n.lineno, f"looks up {attr!r} by name ({how}) on {exporter}, imported by a "
+                                                  f"string: the kernel is now {renamed[exporter, attr].new}")
+        for n in own:
+            if isinstance(n, _SCOPES):
+                yield from scope(n, outer if isinstance(node, ast.ClassDef) else names)
+
+    yield from scope(tree, {})
+
+
+def _own_nodes(scope: ast.AST) -> Iterable[ast.AST]:
+    """The nodes of a scope, without the insides of the functions, lambdas and classes in it (those themselves are
+    included)."""
+    pending = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            pending += ast.iter_child_nodes(node)
+
+
+def _imported_by_string(node: ast.AST, bound: Mapping[str, set[str]], module: str, package: str) -> str | None:
+    """The module a call `importlib.import_module(...)` or `__import__(...)` with literal arguments returns."""
+    if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    callee = _dotted(node.func, bound) | ({node.func.id} if isinstance(node.func, ast.Name) else set())
+    if not callee & _IMPORTERS_BY_STRING:
+        return None
+    by_path = "importlib.import_module" in callee
+    args = dict(zip(("name", "package") if by_path else ("name", "globals", "locals", "fromlist", "level"), node.args))
+    args |= {k.arg: k.value for k in node.keywords if k.arg}
+    const = {key: arg.value for key, arg in args.items() if isinstance(arg, ast.Constant)}
+    name = const.get("name")
+    if not isinstance(name, str):
+        return None
+    if by_path:
+        level = len(name) - len(name.lstrip("."))
+        if not level:
+            return name
+        here = {"__package__": package, "__name__": module}
+        base = here.get(args["package"].id) if isinstance(args.get("package"), ast.Name) else const.get("package")
+        return (absolute_module(base, name[level:] or None, level) or None) if isinstance(base, str) else None
+    level = const.get("level", 0 if "level" not in args else None)
+    fromlist = args.get("fromlist", ast.Constant(None))
+    if not isinstance(level, int) or not isinstance(fromlist, (ast.List, ast.Tuple, ast.Constant)):
+        return None
+    listed = bool(fromlist.value if isinstance(fromlist, ast.Constant) else fromlist.elts)
+    # Without a fromlist, __import__("a.b") returns the first module named: `a` (relative: the package's child).
+    named = name if listed else name.partition(".")[0]
+    return (absolute_module(package, named or None, level) or None) if level else named
