@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from importlib.util import resolve_name
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -18,6 +19,12 @@ if TYPE_CHECKING:
     from ..planner import Planner
 
 _ATTRIBUTE_BUILTINS = re.compile(r"\b(getattr|hasattr|setattr)\b")
+_ATTRIBUTE_FUNCTIONS = frozenset({"builtins.getattr", "builtins.hasattr", "builtins.setattr"})
+# A file can import a module named by a string only through these (the text prefilter, then the callees).
+_BY_STRING = re.compile(r"\b(import_module|__import__)\b")
+_IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "importlib.__import__"})
+# In the set of modules an expression may be: one named at run time, and a value that is no such import.
+_COMPUTED, _OTHER = "<a module named at run time>", "<not an import by name>"
 
 
 @operation("rename_kernel", stage=1)
@@ -28,7 +35,10 @@ class RenameKernel(Operation):
     exporters: modules that define or re-export it (`exporter.old` are its fully qualified
     names). In an exporter, string literals equal to `old` are renamed too (lazy-export
     tables, `__all__`); anywhere, dotted strings `exporter.old` and the name argument of
-    `getattr` / `hasattr` on an exporter module.
+    `getattr` / `hasattr` on an exporter module. A module imported by a literal string
+    (`importlib.import_module("exporter")`, `__import__("exporter", fromlist=[...])`, directly
+    or through a name assigned from it) counts as the exporter: `getattr(mod, "old")` and
+    `mod.old` are renamed, and refused where the module's name is computed at run time.
     """
 
     old: str
@@ -120,27 +130,139 @@ class _Rename(Command):
                                            if item.name.value == self.op.old else item for item in updated.names])
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
-        if original.attr.value == self.op.old and self._renames(original):
+        if original.attr.value == self.op.old \
+                and (self._renames(original) or self._looked_up_by_string(original, original.value)):
             self.count += 1
             return updated.with_changes(attr=cst.Name(self.op.new))
         return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        """getattr / hasattr on an exporter module name the kernel by string."""
-        if not (self.fqns(original.func) & {"builtins.getattr", "builtins.hasattr", "builtins.setattr"}) \
-                or len(original.args) < 2 or not (self.fqns(original.args[0].value) & self.op.exporters):
+        """getattr / hasattr / setattr on an exporter module name the kernel by string; so may __import__'s fromlist."""
+        callee = self.fqns(original.func)
+        if callee & _IMPORTERS:
+            return self._fromlist(original, updated)
+        if not callee & _ATTRIBUTE_FUNCTIONS or len(original.args) < 2:
             return updated
-        name = original.args[1].value
+        target, name = original.args[0].value, original.args[1].value
         if not isinstance(name, cst.SimpleString):
-            module = min(self.fqns(original.args[0].value) & self.op.exporters)
-            self.warnings.append(Refusal(self.line(original), f"a computed attribute name of {module} may name "
-                                                              f"{self.op.old}; check it by hand"))
+            modules = self.fqns(target) | (self.imported(target) if self.by_string else set())
+            if modules & self.op.exporters:
+                self.warnings.append(Refusal(self.line(original), f"a computed attribute name of "
+                                                                  f"{min(modules & self.op.exporters)} may name "
+                                                                  f"{self.op.old}; check it by hand"))
             return updated
-        if name.evaluated_value != self.op.old:
+        if name.evaluated_value != self.op.old \
+                or not (self.fqns(target) & self.op.exporters or self._looked_up_by_string(original, target)):
             return updated
         args = list(updated.args)
         args[1] = args[1].with_changes(value=_restring(name, self.op.new))
         self.count += 1
+        return updated.with_changes(args=args)
+
+    # A module imported by a string.
+
+    @functools.cached_property
+    def by_string(self) -> bool:
+        """Whether the file may import a module by a string at all (the text names import_module or __import__)."""
+        return bool(_BY_STRING.search(self.context.versions.code(self.context.wrapper.module)))
+
+    def imported(self, node: cst.BaseExpression) -> frozenset[str]:
+        """The modules `node` may be where it is an import of a module named by a string (`import_module("a.b")`,
+        `__import__(...)`), an attribute of one (a submodule), or a name assigned from one; empty where it is none.
+        _COMPUTED stands for a module named at run time, _OTHER for another value a name may hold."""
+        if isinstance(node, cst.Attribute):
+            return frozenset(m if m in (_COMPUTED, _OTHER) else f"{m}.{node.attr.value}"
+                             for m in self.imported(node.value))
+        if isinstance(node, cst.NamedExpr):
+            return self.imported(node.value)
+        if isinstance(node, cst.Call):
+            return frozenset({self._import_of(node)}) if self.fqns(node.func) & _IMPORTERS else frozenset()
+        if not isinstance(node, cst.Name) or (scope := self.scopes.get(node)) is None:
+            return frozenset()
+        modules = set()
+        for assignment in scope[node.value]:
+            value = base = self._assigned.get(id(getattr(assignment, "node", None)))
+            while isinstance(base, cst.Attribute):
+                base = base.value
+            if not (isinstance(value, cst.Name) and value.value == "None"):  # `mod = None` before the import
+                modules |= (self.imported(value) if isinstance(base, cst.Call) else set()) or {_OTHER}
+        return frozenset(modules) if modules - {_OTHER} else frozenset()
+
+    @functools.cached_property
+    def _assigned(self) -> dict[int, cst.BaseExpression]:
+        """The value of each plain assignment to a name (`=`, annotated, `:=`), by the target's Name node: what
+        ScopeProvider's assignments point at."""
+        collector = _Assignments()
+        self.context.wrapper.module.visit(collector)
+        return collector.values
+
+    def _import_of(self, call: cst.Call, whole: bool = False) -> str:
+        """The module a call of import_module / __import__ returns (`whole`: the one it imports, which __import__
+        without a fromlist does not return), or _COMPUTED where its arguments are not literals."""
+        by_path = "importlib.import_module" in self.fqns(call.func)
+        params = ("name", "package") if by_path else ("name", "globals", "locals", "fromlist", "level")
+        args = {}
+        for index, arg in enumerate(call.args):
+            if arg.star or (arg.keyword is None and index >= len(params)):
+                return _COMPUTED
+            args[arg.keyword.value if arg.keyword else params[index]] = arg.value
+        name = _literal(args.get("name"))
+        if name is None:
+            return _COMPUTED
+        if by_path:
+            package = args.get("package")
+            here = {"__package__": self.context.full_package_name, "__name__": self.context.full_module_name}
+            return _resolved(name, here.get(package.value) if isinstance(package, cst.Name) else _literal(package))
+        level = args.get("level")
+        if not (level is None or isinstance(level, cst.Integer)):
+            return _COMPUTED
+        depth = 0 if level is None else level.evaluated_value
+        module = _resolved("." * depth + name, self.context.full_package_name)
+        if whole or module == _COMPUTED:
+            return module
+        fromlist = args.get("fromlist")
+        if fromlist is None or (isinstance(fromlist, cst.Name) and fromlist.value == "None"):
+            listed = False
+        elif isinstance(fromlist, (cst.List, cst.Tuple)):
+            listed = bool(fromlist.elements)
+        else:
+            return _COMPUTED
+        # Without a fromlist, __import__("a.b.c") returns `a` (relative: the package's first named child).
+        return module if listed else module[: len(module) - len(name) + len(name.partition(".")[0])]
+
+    def _looked_up_by_string(self, node: cst.CSTNode, target: cst.BaseExpression) -> bool:
+        """Whether `node`, a lookup of the kernel's old name on `target`, reads it from an exporter imported by a
+        string; refused where the module may be an exporter but the migration cannot tell."""
+        modules = self.imported(target) if self.by_string else frozenset()
+        exporters = modules & self.op.exporters
+        if _COMPUTED in modules:
+            self.refuse(node, f"looks up {self.op.old} on a module imported by a name computed at run time, which "
+                              f"may be {_one_of(self.op.exporters)}, where the kernel is now {self.op.new}: name "
+                              "the module by a literal string, or import the kernel by name")
+        elif exporters and modules - exporters:
+            others = sorted(modules - exporters - {_OTHER}) or ["another value"]
+            self.refuse(node, f"looks up {self.op.old} on a name that may be {min(exporters)}, where the kernel is "
+                              f"now {self.op.new}, or {others[0]}: the migration cannot rename only one of them")
+        return bool(exporters) and modules <= exporters
+
+    def _fromlist(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """`__import__("exporter", fromlist=["old"])` names the kernel too."""
+        for index, arg in enumerate(original.args):
+            if (arg.keyword.value if arg.keyword else index) in ("fromlist", 3):
+                break
+        else:
+            return updated
+        if not isinstance(arg.value, (cst.List, cst.Tuple)) or self._import_of(original, whole=True) \
+                not in self.op.exporters:
+            return updated
+        renamed = [element.with_changes(value=_restring(element.value, self.op.new))
+                   if isinstance(element.value, cst.SimpleString) and element.value.evaluated_value == self.op.old
+                   else element for element in updated.args[index].value.elements]
+        if renamed == list(updated.args[index].value.elements):
+            return updated
+        self.count += 1
+        args = list(updated.args)
+        args[index] = args[index].with_changes(value=args[index].value.with_changes(elements=renamed))
         return updated.with_changes(args=args)
 
     def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
@@ -158,3 +280,42 @@ def _restring(node: cst.SimpleString, text: str) -> cst.SimpleString:
     """The same string literal (prefix and quotes kept) with new text."""
     start = len(node.prefix) + len(node.quote)
     return node.with_changes(value=node.value[:start] + text + node.quote)
+
+
+def _resolved(name: str, package: str | None) -> str:
+    """An absolute module name, from one that may be relative to `package`; _COMPUTED where it cannot be."""
+    try:
+        return resolve_name(name, package)
+    except (ImportError, ValueError):
+        return _COMPUTED
+
+
+def _one_of(modules: frozenset[str]) -> str:
+    return " or ".join(sorted(modules)[:3]) + (f" (or {len(modules) - 3} more)" if len(modules) > 3 else "")
+
+
+def _literal(node: cst.BaseExpression | None) -> str | None:
+    """The text of a string literal (implicitly concatenated ones too); None for anything else."""
+    value = node.evaluated_value if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else None
+    return value if isinstance(value, str) else None
+
+
+class _Assignments(cst.CSTVisitor):
+    """Collects the value of each plain assignment to a name, by the target's Name node."""
+
+    def __init__(self):
+        super().__init__()
+        self.values: dict[int, cst.BaseExpression] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.values[id(target.target)] = node.value
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self.values[id(node.target)] = node.value
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        if isinstance(node.target, cst.Name):
+            self.values[id(node.target)] = node.value
