@@ -119,6 +119,7 @@ class Planner:
         self.renamed: list[gate.Renamed] = []
         self.gate_plans: list[GatePlan] = []  # each registration's gate against the legacy call's guards
         self.refusals: list[str] = []  # "path:line: why" found while planning, reported with the transforms'
+        self.leftovers: list[str] = []  # "path:line: what" legacy code the migration leaves in place, for a human
         self.modules_by_path = {m.path: m for m in self.modules.values()}
 
     def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> SourceModule:

@@ -26,27 +26,77 @@ from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig, GdnNormEquivalence
 
 runner = CliRunner()
-MIGRATIONS = {
-    "fla-layer-norm": {"vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
-                       "vllm/model_executor/warmup/qwen_triton_warmup.py"},
-    "ll-bf16-router-gemm": {"vllm/model_executor/layers/fused_moe/router/gate_linear.py",
-                            "vllm/model_executor/warmup/kernel_warmup.py",
-                            "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py"},
-}
+FLA = {"vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
+       "vllm/model_executor/warmup/qwen_triton_warmup.py"}
+ROUTER = {"vllm/model_executor/layers/fused_moe/router/gate_linear.py",
+          "vllm/model_executor/warmup/kernel_warmup.py",
+          "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py"}
+MIGRATIONS = {"fla-layer-norm": FLA, "ll-bf16-router-gemm": ROUTER}
+LL_BF16 = "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py"
+
+# 0.33.0's LLBf16Gemm.dispatch, and the same decision written in the subset VllmJitKernel's initializer traces
+# (one name per assignment, one CompileKey(...) return, no dict literals): the change a kernel author makes before the class
+# can adopt the contract. The fork's keys are checked against the release's own dispatch below.
+RELEASE_DISPATCH = """        tuned_bs, tuned_splitk = _arch_tuned_configs()
+        if M <= _DEFAULT_DOTPROD_MAX_M or K < 2048:
+            bs = tuned_bs.get((K, N), {}).get(M, _DEFAULT_DOTPROD_BS)
+            return self.CompileKey(
+                backend="dotprod", M=M, K=K, bs=bs, output_dtype=output_dtype
+            )
+
+        split_k, num_stages = tuned_splitk.get((K, N), {}).get(
+            M, _DEFAULT_SPLITK_CONFIG
+        )
+        return self.CompileKey(
+            backend="splitk",
+            split_k=split_k,
+            num_stages=num_stages,
+            output_dtype=output_dtype,
+        )
+"""
+TRACEABLE_DISPATCH = """        tuned = _arch_tuned_configs()
+        dotprod = M <= _DEFAULT_DOTPROD_MAX_M or K < 2048
+        splitk = tuned[1].get((K, N), dict()).get(M, _DEFAULT_SPLITK_CONFIG)
+        return self.CompileKey(
+            backend="dotprod" if dotprod else "splitk",
+            M=M if dotprod else 0,
+            K=K if dotprod else 0,
+            bs=tuned[0].get((K, N), dict()).get(M, _DEFAULT_DOTPROD_BS) if dotprod else 0,
+            split_k=0 if dotprod else splitk[0],
+            num_stages=0 if dotprod else splitk[1],
+            output_dtype=output_dtype,
+        )
+"""
+
+
+def replace_file(path, text):
+    """A new file, never a write through: these trees are hard-linked copies of the cached release."""
+    path.unlink()
+    path.write_text(text)
 
 
 @pytest.fixture(scope="module")
-def migrated_033(tmp_path_factory):
-    """vLLM 0.33.0 with every built-in 0.33.0 migration written (the cached tree, hard-linked: writes replace)."""
-    repo = tmp_path_factory.mktemp("vllm-0.33.0-migrated") / "tree"
+def fork_033(tmp_path_factory):
+    """vLLM 0.33.0 whose LLBf16Gemm.dispatch its author made traceable (nothing else differs)."""
+    repo = tmp_path_factory.mktemp("vllm-0.33.0-traceable") / "tree"
     shutil.copytree(vllm_tree("0.33.0"), repo, copy_function=os.link)
+    source = (repo / LL_BF16).read_text()
+    assert source.count(RELEASE_DISPATCH) == 1
+    replace_file(repo / LL_BF16, source.replace(RELEASE_DISPATCH, TRACEABLE_DISPATCH))
+    return repo
+
+
+@pytest.fixture(scope="module")
+def migrated_033(tmp_path_factory, fork_033):
+    """That fork with every built-in 0.33.0 migration written (hard-linked: writes replace)."""
+    repo = tmp_path_factory.mktemp("vllm-0.33.0-migrated") / "tree"
+    shutil.copytree(fork_033, repo, copy_function=os.link)
     result = runner.invoke(app, ["migrate", *MIGRATIONS, "--repo", str(repo), "--write", "-j", "2"])
     assert result.exit_code == 0, result.output
     return repo
 
 
-def changed_files(repo):
-    original = vllm_tree("0.33.0")
+def changed_files(repo, original):
     assert sorted(p.relative_to(repo) for p in repo.rglob("*.py")) == \
         sorted(p.relative_to(original) for p in original.rglob("*.py"))  # nothing deleted or created
     return {p.relative_to(repo).as_posix() for p in repo.rglob("*.py")
@@ -70,29 +120,45 @@ def pyflakes_findings(path):
     return found
 
 
-def test_each_migration_changes_only_its_files_which_compile_and_are_f821_f811_clean(migrated_033):
-    assert changed_files(migrated_033) == set().union(*MIGRATIONS.values())  # every other file byte-identical
-    for rel in set().union(*MIGRATIONS.values()):
+def test_each_migration_changes_only_its_files_which_compile_and_are_f821_f811_clean(migrated_033, fork_033):
+    assert changed_files(migrated_033, fork_033) == FLA | ROUTER  # every other file byte-identical
+    for rel in FLA | ROUTER:
         path = migrated_033 / rel
         compile(path.read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
         bad = [m for m in pyflakes_findings(path)
                if isinstance(m, (messages.UndefinedName, messages.RedefinedWhileUnused, tuple))]
         assert bad == [], bad
         # No local the change left unread either (ruff F841 in vLLM's own lint).
-        before = {str(m.message_args) for m in pyflakes_findings(vllm_tree("0.33.0") / rel)
+        before = {str(m.message_args) for m in pyflakes_findings(fork_033 / rel)
                   if isinstance(m, messages.UnusedVariable)}
         after = {str(m.message_args) for m in pyflakes_findings(path) if isinstance(m, messages.UnusedVariable)}
         assert after <= before
 
 
-@pytest.mark.parametrize("family", list(MIGRATIONS))
-def test_each_migration_alone_then_again_is_a_no_op_and_check_passes(tmp_path, family):
+def test_the_router_gemm_migration_refuses_the_release_whose_dispatch_the_contract_cannot_trace(tmp_path):
+    """Adopting VllmJitKernel means running its initializer, which traces dispatch; 0.33.0's cannot be traced
+    (a tuple assignment, two returns), so the adoption would be half-done: refused, with the tree's own reason."""
     repo = tmp_path / "tree"
     shutil.copytree(vllm_tree("0.33.0"), repo, copy_function=os.link)
+    before = {p: p.read_bytes() for p in repo.rglob("*.py")}
+    result = runner.invoke(app, ["migrate", "ll-bf16-router-gemm", "--repo", str(repo), "--write"])
+    assert result.exit_code == 2, result.output
+    assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before
+    line = 1 + (repo / LL_BF16).read_text().splitlines().index(
+        "    def dispatch(")
+    assert f"{LL_BF16}:{line}:" in result.output
+    assert "require one name: tuned_bs, tuned_splitk = _arch_tuned_configs()" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("family", list(MIGRATIONS))
+def test_each_migration_alone_then_again_is_a_no_op_and_check_passes(tmp_path, fork_033, family):
+    repo = tmp_path / "tree"
+    original = vllm_tree("0.33.0") if family == "fla-layer-norm" else fork_033
+    shutil.copytree(original, repo, copy_function=os.link)
     assert runner.invoke(app, ["migrate", family, "--repo", str(repo), "--check"]).exit_code == 1  # pending
     first = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
     assert first.exit_code == 0, first.output
-    assert changed_files(repo) == MIGRATIONS[family]
+    assert changed_files(repo, original) == MIGRATIONS[family]
     snapshot = {rel: (repo / rel).read_bytes() for rel in MIGRATIONS[family]}
     again = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
     assert again.exit_code == 0 and "0 changed" in again.output
@@ -196,3 +262,27 @@ def test_the_router_gemm_migration_warms_what_the_orchestrator_step_did(migrated
     assert len(sm90) > 2 and {key[0] for key in sm90} == {"dotprod", "splitk"}  # M 1..16 reach both backends
     short_k = legacy.standalone_keys(RouterConfig(gates=((1024, 128, "bf16"),)))
     assert sorted(int(key[1]) for key in short_k) == list(range(1, 17))  # K < 2048: one dot-product key per M
+
+
+def test_the_adopted_class_passes_the_trees_own_contract_path(migrated_033):
+    """vLLM's VllmJitKernel from the migrated tree over the adopted LLBf16Gemm: the base's initializer ran
+    (the traced dispatch gives compile_key), its keys come from get_warmup_keys with the registration's
+    arguments, and the registry's capture -> warmup() compiles them (recorded, compile-only)."""
+    tree = TreeWarmup(migrated_033, LL_BF16_ROUTER_GEMM, RouterEngine())
+    source = (migrated_033 / LL_BF16).read_text()
+    assert 'class LLBf16Gemm(VllmJitKernel["LLBf16Gemm.CompileKey"]):' in source  # as its sibling LLFp32WGemm
+    assert "    def dispatch(  # type: ignore[override]\n" in source
+
+    def contract_path():
+        kernel = tree.sources.module(LL_BF16_ROUTER_GEMM.singleton_module).ll_bf16_gemm_kernel
+        shapes, m_values = ((4096, 256), (1024, 128)), range(1, 17)
+        keys = kernel.get_warmup_keys(shapes=shapes, m_values=m_values)
+        for k, n in shapes:
+            for m in m_values:
+                expected = kernel.dispatch(M=m, K=k, N=n)
+                assert kernel.compile_key({"M": m, "K": k, "N": n}) == expected and expected in keys
+        return keys
+
+    keys = tree.within(RouterConfig(gates=((4096, 256, "bf16"), (1024, 128, "bf16"))), contract_path)
+    warmed = tree.warmed_keys(RouterConfig(gates=((4096, 256, "bf16"), (1024, 128, "bf16"))))
+    assert warmed == {RouterEngine().to_key(key) for key in keys} and len(warmed) > 16

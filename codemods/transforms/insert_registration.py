@@ -17,7 +17,7 @@ from libcst.metadata import PositionProvider
 from .. import guards
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError, normalized
-from .adopt_contract import AdoptContract
+from .adopt_contract import adoption, shadowed_state
 from .base import AnchorError, Command, Operation, code_of, operation
 from .blocks import NO_STATEMENTS
 
@@ -189,7 +189,13 @@ def _check_contract(planner: Planner, spec: MigrationSpec) -> None:
                             "author's change, not a codemod's")
         base_module, _, base = spec.contract_base.rpartition(":")
         planner.module(spec, "contract_base", base_module)
-        planner.add(cls_module, AdoptContract(cls.name, base_module, base))
+        adopt, why = adoption(modules, cls_module, cls, base_module, base)
+        if why:
+            raise SpecError(f"{spec.family}: contract_base: {why}; the class cannot take the base's initializer, "
+                            "and adopting the base without it leaves compile_key() and the registry's cache "
+                            "broken. Make dispatch traceable first (a kernel author's change)")
+        planner.add(cls_module, adopt)
+        planner.leftovers += shadowed_state(modules, cls_module, cls, base_module, base)
     if not reason or spec.contract_base:
         _check_registration_arguments(spec, modules, found)
     else:
