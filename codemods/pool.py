@@ -1,4 +1,4 @@
-"""The worker pool: each changed file's transforms, formatter and per-file gate, and the reference check of the rest.
+"""The worker pool: each changed file's transforms, style, formatter and per-file gate; the reference check of the rest.
 
 Workers receive and return small frozen dataclasses (they are pickled to and from the
 processes); with one job, or one file to change, everything runs in this process.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from . import gate
+from . import gate, style
 from .results import MigrationError
 from .transforms import AnchorError, FileEdit, Operation, apply
 
@@ -37,6 +37,7 @@ class TransformJob:
     repo: Path
     format_command: tuple[str, ...]
     facts: gate.Facts
+    style: style.Style
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +62,7 @@ class CheckResult:
 
 
 def transform(job: TransformJob) -> TransformResult:
-    """Worker: one file's operations, the formatter, then the safety gate on the result."""
+    """Worker: one file's operations, the repo's style on what they changed, the formatter, then the safety gate."""
     file = job.file
     try:
         edit = apply(file.source, job.operations, path=file.path, repo=job.repo)
@@ -71,12 +72,22 @@ def transform(job: TransformJob) -> TransformResult:
         return TransformResult(file.path, None, error=f"{file.path}: {exc}")
     if edit.refusals:
         return TransformResult(file.path, edit)
-    try:
-        if job.format_command and edit.source != file.source:
-            edit = dataclasses.replace(edit, source=_format(job.format_command, job.repo, file.path, edit.source))
-    except MigrationError as exc:
-        return TransformResult(file.path, None, error=str(exc))
-    violations = gate.check_file(file.path, file.source, edit.source) if edit.source != file.source else []
+    violations: list[gate.Finding] = []
+    if edit.source != file.source:
+        try:
+            original = job.style.lint(file.path, file.source)
+            source = style.restyle(job.style, file.path, file.source, edit.source, original)
+            if job.format_command:
+                source = _format(job.format_command, job.repo, file.path, source)
+            edit = dataclasses.replace(edit, source=source)
+        except MigrationError as exc:
+            return TransformResult(file.path, None, error=str(exc))
+        violations = gate.check_file(file.path, file.source, edit.source)
+        try:
+            violations += style.check(job.style, file.path, file.source, edit.source, original)
+        except MigrationError as exc:
+            if not violations:  # else the run is refused already, and ruff failing on it says nothing new
+                return TransformResult(file.path, None, error=str(exc))
     found, warnings = gate.check_references(file.path, file.module, file.package, edit.source, job.facts)
     return TransformResult(file.path, edit, tuple(violations + found), tuple(warnings))
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import pool, transaction
+from .leftovers import leftovers
 from .planner import Planner
 from .results import FileChange, MigrationError, MigrationResult
 from .spec import MigrationSpec, SpecError
@@ -78,10 +79,14 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_comman
         raise MigrationError("refused by the safety gate; nothing was written:\n"
                              + "\n".join(f.render(repo) for f in sorted(violations, key=lambda f: (str(f.path), f.line))))
     warnings += [f.render(repo) for f in notes]
+    after = {c.path: (c.before, c.after) for c in changes if c.after is not None}
+    texts = {m.path: m.text for m in planner.modules.values() if m.name not in planner.deleted} | \
+        {path: new for path, (_, new) in after.items()}
+    left = planner.leftovers + leftovers(repo, specs[0].singleton_module.split(".")[0], after, texts)
     parsed = sum(m.parsed for m in planner.modules.values())
     skipped = {path.relative_to(repo).as_posix(): why for path, why in sorted(planner.skipped.items())}
     return MigrationResult(repo, [s.family for s in specs], changes, counts, len(planner.modules), parsed,
-                           time.perf_counter() - started, warnings, skipped, planner.gate_plans, planner.leftovers)
+                           time.perf_counter() - started, warnings, skipped, planner.gate_plans, left)
 
 
 def check_repo(repo: Path) -> Path:

@@ -246,10 +246,14 @@ def test_a_spec_that_registers_a_plain_triton_kernel_is_refused_on_vllm_033(tmp_
 def test_format_hook_output_is_what_the_gate_sees(repo):
     import sys
 
-    tabs = [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.read().replace('    ', '\\t'))"]
-    result = migrate(repo, [SPECS["fa4-mla-prefill"]], format_command=tabs)
+    stamp = [sys.executable, "-c", "import sys; sys.stdout.write('# formatted\\n' + sys.stdin.read())"]
+    result = migrate(repo, [SPECS["fa4-mla-prefill"]], format_command=stamp)
     flash = next(c.after for c in result.changes if c.path.name == "flash_attn.py")
-    assert "\t\tif (\n\t\t\tvllm_config.kernel_config.enable_jit_warmup" in flash  # the formatter's output
+    assert flash.startswith("# formatted\n")  # the formatter's output is what is written
+    # Indenting with tabs: the gate checks that output too, and ruff finds what the original did not have.
+    tabs = [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.read().replace('    ', '\\t'))"]
+    with pytest.raises(MigrationError, match=r"refused by the safety gate(.|\n)*flash_attn\.py:\d+: ruff W191 "):
+        migrate(repo, [SPECS["fa4-mla-prefill"]], format_command=tabs)
     broken = f"{sys.executable} -c \"print('def broken(:')\""
     result = CliRunner().invoke(app, ["migrate", "fa4-mla-prefill", "--repo", str(repo), "--format", broken])
     assert result.exit_code == 2 and "would not compile" in result.output
@@ -319,7 +323,8 @@ def test_several_construction_classes_and_an_unbound_name(repo):
     result = migrate(repo, [spec])
     flash = next(c.after for c in result.changes if c.path.name == "flash_attn.py")
     # The flash-attn backend's module never imported the Inkling kernel: the import is added there.
-    assert "from vllm.models.inkling.nvidia.ops.fa4_rel_attention import _INKLING_FA4_REL_ATTENTION_KERNEL" in flash
+    imported = {(n.module, a.name) for n in ast.parse(flash).body if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert ("vllm.models.inkling.nvidia.ops.fa4_rel_attention", "_INKLING_FA4_REL_ATTENTION_KERNEL") in imported
     assert flash.count("_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()") == 1
     unbound = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]), "gate": "engine_config.enable_jit_warmup"})
     with pytest.raises(MigrationError, match="engine_config is not bound where the registration goes"):

@@ -11,12 +11,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from zerojit.codemods.runner import MigrationResult, check_repo, migrate, write
+from zerojit.codemods.runner import check_repo, migrate, write
 from zerojit.codemods.transaction import TransactionError
 from zerojit.contract.cache import check_output_file
 from zerojit.contract.storage import atomic_write
 
 from ..families import migration_keys_check
+from ..pr_body import pr_body as pr_body_text
 from .render import print_diff
 from .services import chosen_migrations, migration_lock
 from .shared import TREE_ERRORS, err, fail, out, user_errors
@@ -43,6 +44,10 @@ def migrate_command(
                                      "warms before and after the planned changes (`keys diff --legacy-tree "
                                      "--migrated-tree`, smoke grid) for families whose legacy side is engine code; "
                                      "any unexplained difference refuses the run (exit 1)."),
+    pr_body: Optional[Path] = typer.Option(None, "--pr-body", help="Write a Markdown pull-request description here: "
+                                           "what moved where, the gates, the --verify-keys check's table (it runs "
+                                           "that check), the intended differences with their reasons, what is left "
+                                           "in place. Written on a dry run too; never over an existing file."),
 ) -> None:
     """Migrate legacy warmup modules in a repo onto the contract (dry run: a unified diff; exit 0).
 
@@ -57,6 +62,10 @@ def migrate_command(
     with user_errors(*TREE_ERRORS, TransactionError, on_bug="nothing was written unless said above"):
         if report is not None:
             check_output_file(report, "--report")  # before anything is planned or written
+        if pr_body is not None:
+            check_output_file(pr_body, "--pr-body")
+            if pr_body.exists():
+                raise fail(f"--pr-body {pr_body} exists; zerojit never writes over it (remove it or name another)")
         repo = check_repo(repo)
         specs, only = chosen_migrations(targets or [], repo, spec_file, recover)
         with migration_lock(repo, exclusive=write_changes or recover, recover=recover, say=_say):
@@ -65,7 +74,8 @@ def migrate_command(
             result = migrate(repo, specs, jobs=jobs, respect_gitignore=not no_ignore,
                              format_command=shlex.split(format_command) if format_command else (), only=only,
                              on_progress=_progress(err))
-            keys_kept = not (verify_keys and result.changes) or _keys_kept(result)
+            checked = migration_keys_check(result) if result.changes and (verify_keys or pr_body) else {}
+            keys_kept = _keys_kept(checked)
             if write_changes and keys_kept:
                 write(result)
     if not keys_kept:
@@ -85,6 +95,13 @@ def migrate_command(
         except OSError as exc:
             raise fail(f"--report {report}: {exc.strerror or exc}" + (" (the tree was written)" if write_changes
                                                                         else "")) from None
+    if pr_body is not None:
+        command = shlex.join(["zerojit", "migrate", *(targets or []), "--repo", str(repo)])
+        try:
+            atomic_write(pr_body, pr_body_text(result, checked, command).encode())
+        except OSError as exc:
+            raise fail(f"--pr-body {pr_body}: {exc.strerror or exc}" + (" (the tree was written)" if write_changes
+                                                                         else "")) from None
     summary = result.report()
     counts = (f"{len(summary['changed'])} changed, {len(summary['deleted'])} deleted, {len(summary['skipped'])} "
               f"skipped ({result.seconds:.2f} s)")
@@ -104,9 +121,9 @@ def _say(text: str) -> None:
     err.print(escape(text), highlight=False)
 
 
-def _keys_kept(result: MigrationResult) -> bool:
+def _keys_kept(checked: dict) -> bool:
     """One line per family on whether the planned migration keeps its keys (a table when not); all kept?"""
-    for family, report in migration_keys_check(result).items():
+    for family, report in checked.items():
         if report is None:
             err.print(f"keys: {escape(family)}: no engine-tree adapter, not checked", highlight=False)
             continue

@@ -1,0 +1,106 @@
+"""Legacy code a migration leaves in place, found after the edit, for the summary, the report and the PR body.
+
+The transforms remove what only the legacy step used and is private; what is public stays,
+since something outside the repo may import it. A reviewer still needs to hear of it:
+  * a public function or class the removed code called or imported, that nothing in the repo
+    names any more (e.g. 0.33.0's `warmup_layer_norm_fwd`, once its only caller is gone);
+  * a field of a dataclass of a changed module that the removed code read and nothing reads now
+    (e.g. `_QwenGDNWarmupConfig.norm_before_gate`): still filled, never used.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from .repo import RepoModules, module_name
+
+
+def leftovers(repo: Path, package: str, changed: Mapping[Path, tuple[str, str]], texts: Mapping[Path, str]) \
+        -> list[str]:
+    """`path:line: what` for each leftover. `changed`: path -> (before, after) of each changed file;
+    `texts`: every file of the run as it is after the migration (changed files included, deleted ones not)."""
+    modules = RepoModules(repo, package)
+    found = []
+    for path, (before, after) in sorted(changed.items()):
+        module = module_name(repo, path)[0]
+        gone = _used_names(before) - _used_names(after)
+        found += _orphaned_helpers(repo, modules, module, before, gone, texts)
+        found += _unread_fields(repo, path, before, after)
+    return list(dict.fromkeys(found))
+
+
+def _used_names(source: str) -> set[str]:
+    """Names a file imports from elsewhere or calls (what removed code may have been the last user of)."""
+    tree = ast.parse(source)
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+    names |= {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    return names
+
+
+def _orphaned_helpers(repo: Path, modules: RepoModules, module: str, before: str, gone: Iterable[str],
+                      texts: Mapping[Path, str]) -> list[str]:
+    tree, found = ast.parse(before), []
+    imported = {alias.asname or alias.name: (node, alias.name) for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    for local in sorted(gone):
+        if local not in imported:
+            continue
+        node, name = imported[local]
+        source = modules.imports(module).get(local)
+        if source is None or source[1] is None or name.startswith("_"):
+            continue
+        home, defined = modules.resolve(*source)
+        definition = modules.definition(home, defined) if defined else None
+        if not isinstance(definition, (ast.FunctionDef, ast.ClassDef)) or not modules.ours(home):
+            continue
+        word = re.compile(rf"\b{re.escape(defined)}\b")
+        uses = sum(len(word.findall(text)) for text in texts.values() if defined in text)
+        home_path = modules.path(home)
+        if home_path not in texts:
+            continue  # deleted with the legacy module
+        own = len(word.findall(texts.get(home_path) or home_path.read_text())) if home_path else 0
+        if uses - own == 0 and own <= 1 + _exported(modules, home, defined):
+            where = modules.path(home).relative_to(repo).as_posix()
+            found.append(f"{where}:{definition.lineno}: {defined}() is public and kept, but nothing in the repo "
+                         "calls it any more (the removed legacy step was its only caller)")
+    return found
+
+
+def _exported(modules: RepoModules, module: str, name: str) -> int:
+    """1 when the module lists `name` in `__all__` (one more mention that is not a use)."""
+    tree = modules.tree(module)
+    for node in tree.body if tree else ():
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return int(any(isinstance(e, ast.Constant) and e.value == name for e in getattr(node.value, "elts", ())))
+    return 0
+
+
+def _unread_fields(repo: Path, path: Path, before: str, after: str) -> list[str]:
+    """Dataclass fields of the file read (through a parameter annotated with the class) before, not after."""
+    found = []
+    tree = ast.parse(after)
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and any(
+            "dataclass" in ast.unparse(d) for d in n.decorator_list)):
+        fields = {n.target.id: n.lineno for n in cls.body if isinstance(n, ast.AnnAssign)
+                  and isinstance(n.target, ast.Name)}
+        was, now = _field_reads(ast.parse(before), cls.name), _field_reads(tree, cls.name)
+        for field in sorted(set(fields) & (was - now)):
+            found.append(f"{path.relative_to(repo).as_posix()}:{fields[field]}: {cls.name}.{field} is still filled "
+                         "but nothing reads it any more (the removed legacy step did)")
+    return found
+
+
+def _field_reads(tree: ast.Module, cls: str) -> set[str]:
+    """Attributes read off a parameter or local annotated with `cls` (`config: cls`, `cls | None`)."""
+    reads = set()
+    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        typed = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
+                 if a.annotation is not None and re.search(rf"\b{re.escape(cls)}\b", ast.unparse(a.annotation))}
+        typed |= {n.target.id for n in ast.walk(function) if isinstance(n, ast.AnnAssign)
+                  and isinstance(n.target, ast.Name) and re.search(rf"\b{re.escape(cls)}\b", ast.unparse(n.annotation))}
+        reads |= {n.attr for n in ast.walk(function) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+                  and isinstance(n.value, ast.Name) and n.value.id in typed}
+    return reads
