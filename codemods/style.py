@@ -91,16 +91,16 @@ class Style:
     def _run(self, args: Sequence[str], path: Path, source: str) -> str:
         rel = path.relative_to(self.repo).as_posix() if path.is_absolute() else str(path)
         command = [*self.ruff, *args, "--no-cache", *self.settings, "--stdin-filename", rel, "-"]
-        try:
-            done = subprocess.run(command, input=source, capture_output=True, text=True, cwd=self.repo,
+        try:  # bytes both ways: ruff speaks UTF-8, and a CRLF file keeps its line endings
+            done = subprocess.run(command, input=source.encode("utf-8"), capture_output=True, cwd=self.repo,
                                   timeout=120)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise MigrationError(f"ruff {args[0]} on {rel}: {exc}") from None
         if done.returncode != 0:
-            lines = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
+            lines = done.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit {done.returncode}"]
             reason = next((line for line in lines if line.startswith(("error", "ruff failed"))), lines[0])
             raise MigrationError(f"ruff {args[0]} failed on {rel}: {reason}")
-        return done.stdout
+        return done.stdout.decode("utf-8")
 
     def lint(self, path: Path, source: str, rules: str = GATE_RULES) -> list[Diagnostic]:
         """ruff's findings (syntax errors left out: the gate's compile check has those)."""
