@@ -19,6 +19,7 @@ from .leftovers import leftovers
 from .planner import Planner
 from .results import FileChange, MigrationError, MigrationResult
 from .spec import MigrationSpec, SpecError
+from .style import repo_style
 
 __all__ = ["MigrationError", "MigrationResult", "check_repo", "migrate", "write"]
 
@@ -43,8 +44,11 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_comman
     planner.plan()
     facts = planner.facts()
     file = lambda m: pool.FileJob(m.path, m.name, m.package, m.text)  # noqa: E731
+    # The repo's ruff settings, or vLLM's with the engine packages (the modules' first component) first-party.
+    style = repo_style(repo, {name.split(".")[0] for name in planner.ops}) if planner.ops else None
     # Largest files first: the order of the run's changes and warnings.
-    transforms = sorted((pool.TransformJob(file(planner.modules[name]), tuple(ops), repo, tuple(format_command), facts)
+    transforms = sorted((pool.TransformJob(file(planner.modules[name]), tuple(ops), repo, tuple(format_command), facts,
+                                           style)
                          for name, ops in planner.ops.items() if name not in planner.deleted),
                         key=lambda job: (-len(job.file.source), str(job.file.path)))
     checks = [pool.CheckJob(file(m), facts) for m in planner.candidates.values()
