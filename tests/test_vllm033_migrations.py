@@ -25,6 +25,8 @@ from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig, GdnNormEquivalence
 
+from vllm033_forks import LL_BF16, make_dispatch_traceable
+
 runner = CliRunner()
 FLA = {"vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
        "vllm/model_executor/warmup/qwen_triton_warmup.py"}
@@ -32,57 +34,13 @@ ROUTER = {"vllm/model_executor/layers/fused_moe/router/gate_linear.py",
           "vllm/model_executor/warmup/kernel_warmup.py",
           "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py"}
 MIGRATIONS = {"fla-layer-norm": FLA, "ll-bf16-router-gemm": ROUTER}
-LL_BF16 = "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py"
-
-# 0.33.0's LLBf16Gemm.dispatch, and the same decision written in the subset VllmJitKernel's initializer traces
-# (one name per assignment, one CompileKey(...) return, no dict literals): the change a kernel author makes before the class
-# can adopt the contract. The fork's keys are checked against the release's own dispatch below.
-RELEASE_DISPATCH = """        tuned_bs, tuned_splitk = _arch_tuned_configs()
-        if M <= _DEFAULT_DOTPROD_MAX_M or K < 2048:
-            bs = tuned_bs.get((K, N), {}).get(M, _DEFAULT_DOTPROD_BS)
-            return self.CompileKey(
-                backend="dotprod", M=M, K=K, bs=bs, output_dtype=output_dtype
-            )
-
-        split_k, num_stages = tuned_splitk.get((K, N), {}).get(
-            M, _DEFAULT_SPLITK_CONFIG
-        )
-        return self.CompileKey(
-            backend="splitk",
-            split_k=split_k,
-            num_stages=num_stages,
-            output_dtype=output_dtype,
-        )
-"""
-TRACEABLE_DISPATCH = """        tuned = _arch_tuned_configs()
-        dotprod = M <= _DEFAULT_DOTPROD_MAX_M or K < 2048
-        splitk = tuned[1].get((K, N), dict()).get(M, _DEFAULT_SPLITK_CONFIG)
-        return self.CompileKey(
-            backend="dotprod" if dotprod else "splitk",
-            M=M if dotprod else 0,
-            K=K if dotprod else 0,
-            bs=tuned[0].get((K, N), dict()).get(M, _DEFAULT_DOTPROD_BS) if dotprod else 0,
-            split_k=0 if dotprod else splitk[0],
-            num_stages=0 if dotprod else splitk[1],
-            output_dtype=output_dtype,
-        )
-"""
-
-
-def replace_file(path, text):
-    """A new file, never a write through: these trees are hard-linked copies of the cached release."""
-    path.unlink()
-    path.write_text(text)
-
 
 @pytest.fixture(scope="module")
 def fork_033(tmp_path_factory):
     """vLLM 0.33.0 whose LLBf16Gemm.dispatch its author made traceable (nothing else differs)."""
     repo = tmp_path_factory.mktemp("vllm-0.33.0-traceable") / "tree"
     shutil.copytree(vllm_tree("0.33.0"), repo, copy_function=os.link)
-    source = (repo / LL_BF16).read_text()
-    assert source.count(RELEASE_DISPATCH) == 1
-    replace_file(repo / LL_BF16, source.replace(RELEASE_DISPATCH, TRACEABLE_DISPATCH))
+    make_dispatch_traceable(repo)
     return repo
 
 

@@ -153,10 +153,21 @@ def _replacing_subclasses(planner: Planner, modules: RepoModules, module: str, n
                 wanted.add(modules.resolve(home.name, node.name))
                 queue.append(node.name)
                 init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-                if init is not None and not any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                                                and c.func.attr == "__init__" for c in ast.walk(init)):
+                if init is not None and not _calls_parent_init(modules, home.name, init, wanted):
                     found.append((home, node.name, init))
     return found
+
+
+def _calls_parent_init(modules: RepoModules, module: str, init: ast.FunctionDef, parents: set) -> bool:
+    """`super().__init__(...)`, or `Parent.__init__(self, ...)` naming one of `parents`, somewhere in `init`."""
+    for call in (n for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "__init__"):
+        holder = call.func.value
+        if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Name) and holder.func.id == "super":
+            return True
+        if modules.reference(module, holder) in parents:
+            return True
+    return False
 
 
 def _free_names(gate: str) -> set[str]:

@@ -1,0 +1,207 @@
+"""Registrations carry the tree's own gates on every constructor path, and say what they change in words.
+
+Each case is a fork of vLLM 0.33.0 with one ordinary change (tests/vllm033_forks.py), migrated
+with the built-in specs. What the registration must be gated on is read off the fork's own
+source by the test (the condition it wrote), never from zerojit's output.
+"""
+
+import ast
+import dataclasses
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from vllm033_forks import GATE_LINEAR, GDN_LAYER, ORCHESTRATOR, copy_033, edit, make_dispatch_traceable, replace_file
+from zerojit.codemods.runner import migrate
+from zerojit.codemods.spec import SpecError
+from zerojit.migrate.cli import app
+from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
+from zerojit.migrate.fla_layer_norm.spec import SPEC as FLA
+
+runner = CliRunner()
+QWEN_CALL = "    qwen_triton_warmup(worker.model_runner, worker.vllm_config.model_config)\n"
+NORM = "        self.norm = RMSNormGated(\n"
+
+
+def registrations(text: str, kernel: str = "") -> list[tuple[list[str], ast.stmt]]:
+    """Each `<kernel>.register_warmup` call statement with the tests of the `if`s around it, outermost first."""
+    found = []
+
+    def visit(body, tests):
+        for statement in body:
+            if isinstance(statement, ast.If):
+                visit(statement.body, tests + [ast.unparse(statement.test)])
+                visit(statement.orelse, tests + [f"not ({ast.unparse(statement.test)})"])
+            elif isinstance(statement, (ast.FunctionDef, ast.ClassDef, ast.With, ast.For, ast.Try)):
+                visit(statement.body, tests)
+            elif f"{kernel}.register_warmup" in ast.unparse(statement):
+                found.append((tests, statement))
+    visit(ast.parse(text).body, [])
+    return found
+
+
+def written(repo, *families, args=()):
+    result = runner.invoke(app, ["migrate", *families, "--repo", str(repo), "--write", *args])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def refused(repo, *families, spec=None):
+    before = {p: p.read_bytes() for p in repo.rglob("*.py")}
+    result = migrate_cli(repo, families, spec)
+    assert result.exit_code == 2, result.output
+    assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before  # nothing written
+    return " ".join(result.output.split())
+
+
+def migrate_cli(repo, families, spec):
+    extra = ["--spec", str(spec)] if spec else []
+    return runner.invoke(app, ["migrate", *families, "--repo", str(repo), "--write", *extra])
+
+
+def test_a_forks_own_orchestrator_gate_goes_with_the_registration(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    condition = "current_platform.is_device_capability_family(100)"
+    edit(repo, ORCHESTRATOR, QWEN_CALL, f"    if {condition}:\n    " + QWEN_CALL)
+    written(repo, "fla-layer-norm")
+    [(tests, _)] = registrations((repo / GDN_LAYER).read_text())
+    assert tests == [condition]  # the same condition, in the layer's own names (it imports current_platform)
+
+
+def test_the_router_gemm_follows_a_forks_capability_gate_and_reads_the_config_without_asserting(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    make_dispatch_traceable(repo)
+    edit(repo, ORCHESTRATOR, "    if current_platform.has_device_capability(90):\n        _warmup_ll_bf16_router_gemm(",
+         "    if current_platform.has_device_capability(100) and "
+         "worker.vllm_config.parallel_config.tensor_parallel_size > 1:\n        _warmup_ll_bf16_router_gemm(")
+    written(repo, "ll-bf16-router-gemm")
+    layer = (repo / GATE_LINEAR).read_text()
+    [(tests, _)] = registrations(layer, LL_BF16_ROUTER_GEMM.kernel_name)
+    outer = " ".join(tests[0].split())
+    assert "current_platform.has_device_capability(100)" in outer and "(90)" not in outer
+    # GateLinear has no vllm_config: the non-raising accessor, checked before use (a unit test builds the layer
+    # with no config set; get_current_vllm_config() would assert there).
+    assert "(vllm_config := get_current_vllm_config_or_none()) is not None" in outer
+    assert "vllm_config.parallel_config.tensor_parallel_size > 1" in outer
+    assert "get_current_vllm_config()" not in layer
+    assert tests[1:] and "is_ll_bf16_gemm_available()" in tests[-1]  # the step's own early return, kept
+
+
+def test_a_written_gate_the_tree_does_not_have_is_refused_with_both_gates_unless_listed(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    spec = tmp_path / "spec.toml"
+    table = {f.name: getattr(FLA, f.name) for f in dataclasses.fields(FLA)
+             if getattr(FLA, f.name) != f.default and f.name != "intended_differences"}
+    table.update(family="fla-rocm", gate="current_platform.is_rocm()")
+    spec.write_text("\n".join(["[[migration]]"] + [f"{key} = {json.dumps(value)}" for key, value in table.items()])
+                    + "\n")
+    why = refused(repo, "fla-rocm", spec=spec)
+    assert f"{GDN_LAYER}:" in why and "the registration requires `current_platform.is_rocm()`, which the legacy " \
+        "call did not" in why
+    assert "Legacy gate: `model_type in _QWEN_MODEL_TYPES`; migrated gate: `current_platform.is_rocm()`" in why
+    listed = spec.read_text() + 'intended_differences = [["model_type not in _QWEN_MODEL_TYPES", "any model"], ' \
+                                '["current_platform.is_rocm()", "this fork warms it on ROCm only"]]\n'
+    spec.write_text(listed)
+    result = written(repo, "fla-rocm", args=["--spec", str(spec), "--report", str(tmp_path / "r.json")])
+    said = " ".join(result.output.split())
+    assert "the registration is warmed only when it holds: this fork warms it on ROCm only" in said
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert any("this fork warms it on ROCm only" in words for words in report["intended_differences"])
+
+
+def test_an_early_return_before_the_registration_point_is_refused_naming_its_line(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, GDN_LAYER, "        self.num_k_heads = config.linear_num_key_heads\n",
+         "        if prefix.endswith('.draft'):\n            return\n"
+         "        self.num_k_heads = config.linear_num_key_heads\n")
+    line = 1 + (repo / GDN_LAYER).read_text().splitlines().index("            return")
+    why = refused(repo, "fla-layer-norm")
+    assert f"{GDN_LAYER}:{line}:" in why and "returns here, before the registration" in why and "self.norm" in why
+
+
+def test_an_early_return_where_the_registration_can_run_gets_it_first(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, GDN_LAYER, "        self.out_proj = RowParallelLinear(\n",
+         "        if prefix.endswith('.draft'):\n            return\n\n        self.out_proj = RowParallelLinear(\n")
+    spec = dataclasses.replace(FLA, insert_after="")  # at the end of __init__, so the return skips it
+    result = migrate(repo, [spec])
+    layer = next(c.after for c in result.changes if c.path.name == "qwen_gdn_linear_attn.py")
+    init = next(n for n in ast.walk(ast.parse(layer)) if isinstance(n, ast.FunctionDef) and n.name == "__init__"
+                and "RMSNormGated" in ast.unparse(n))
+    early = next(n for n in init.body if isinstance(n, ast.If) and "draft" in ast.unparse(n.test))
+    assert "register_warmup" in ast.unparse(early.body[0]) and isinstance(early.body[-1], ast.Return)
+    assert "register_warmup" in ast.unparse(init.body[-1])  # and at the end, for the path that does not return
+
+
+SUBCLASS = '''from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention
+from vllm.model_executor.layers.layernorm import RMSNormGated
+
+
+class ForkGatedDeltaNet(QwenGatedDeltaNetAttention):
+    def __init__(self, config, vllm_config, prefix=""):
+        torch.nn.Module.__init__(self)
+        self.tp_size = 1
+        self.num_v_heads = config.linear_num_value_heads
+        self.head_v_dim = config.linear_value_head_dim
+        self.norm = RMSNormGated(self.head_v_dim, eps=1e-6, group_size=None, norm_before_gate=True)
+
+
+class KeepsTheParent(QwenGatedDeltaNetAttention):
+    def __init__(self, config, vllm_config, prefix=""):
+        super().__init__(config, vllm_config, prefix)
+'''
+
+
+def test_a_subclass_that_replaces_the_constructor_registers_too_or_is_refused(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    fork = repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py"
+    replace_file(fork, "import torch\n" + SUBCLASS)
+    written(repo, "fla-layer-norm")
+    classes = {n.name: n for n in ast.parse(fork.read_text()).body if isinstance(n, ast.ClassDef)}
+    assert len(registrations(ast.unparse(classes["ForkGatedDeltaNet"]))) == 1
+    assert registrations(ast.unparse(classes["KeepsTheParent"])) == []  # it runs the parent's, which registers
+
+    other = copy_033(tmp_path / "other")
+    replace_file(other / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py",
+                 "import torch\n" + SUBCLASS.replace("config, vllm_config, prefix", "config, prefix"))
+    why = refused(other, "fla-layer-norm")
+    assert "fork_gdn.py" in why and "vllm_config is not bound where the registration goes (ForkGatedDeltaNet" in why
+
+
+def test_the_pr_body_and_summary_state_the_intended_differences_and_what_is_left(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    body = tmp_path / "pr.md"
+    result = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--pr-body", str(body)])
+    assert result.exit_code == 0, result.output
+    text = body.read_text()
+    orchestrator = (repo / ORCHESTRATOR).read_text().splitlines()
+    jit_line = 1 + next(i for i, line in enumerate(orchestrator) if line.strip() == "if enable_jit_warmup:")
+    # Both changes of behaviour, in words, where the tree makes them.
+    assert f"kernel_warmup.py:{jit_line}: the legacy call ran whatever `enable_jit_warmup`" in text
+    assert "the legacy call ran only when `model_type in _QWEN_MODEL_TYPES`; the registration does not" in text
+    guard = (repo / "vllm/third_party/flash_linear_attention/ops/layernorm_guard.py").read_text().splitlines()
+    helper_line = 1 + next(i for i, line in enumerate(guard) if line.startswith("def warmup_layer_norm_fwd("))
+    assert f"layernorm_guard.py:{helper_line}: warmup_layer_norm_fwd() is public and kept" in text
+    assert "_QwenGDNWarmupConfig.norm_before_gate is still filled but nothing reads it" in text
+    row = next(line for line in text.splitlines() if line.startswith("| `fla-layer-norm` |"))
+    assert "vllm 0.33.0" in row and row.split("|")[4].strip() == "0"  # mismatches, from the key check
+    for said in ("model_type in _QWEN_MODEL_TYPES", "warmup_layer_norm_fwd() is public and kept"):
+        assert said in " ".join(result.output.split())  # the CLI summary says it too
+    again = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--pr-body", str(body)])
+    assert again.exit_code == 2 and "never writes over it" in again.output
+
+
+def test_an_unreadable_legacy_call_is_refused_not_guessed(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, ORCHESTRATOR, QWEN_CALL, "    for step in (qwen_triton_warmup,):\n"
+                                        "        step(worker.model_runner, worker.vllm_config.model_config)\n")
+    why = refused(repo, "fla-layer-norm")
+    assert f"{ORCHESTRATOR}:" in why and "qwen_triton_warmup" in why
+
+
+@pytest.mark.parametrize("spec", [LL_BF16_ROUTER_GEMM, FLA])
+def test_built_in_specs_write_no_gate_of_their_own(spec):
+    assert spec.gate == ""  # the tree's guards, read at each run, are the gate
+    with pytest.raises(SpecError, match="needs a reason"):
+        dataclasses.replace(spec, intended_differences=(("x", " "),))

@@ -1,0 +1,77 @@
+"""Forks of vLLM 0.33.0 for the migration tests: a copied release with one ordinary change a fork would make.
+
+Trees are hard-linked copies of the cached release, so every change replaces its file (never a write
+through, which would change the cache).
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+from zerojit.migrate.engine_trees.releases import vllm_tree
+
+LL_BF16 = "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py"
+ORCHESTRATOR = "vllm/model_executor/warmup/kernel_warmup.py"
+GDN_LAYER = "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py"
+GATE_LINEAR = "vllm/model_executor/layers/fused_moe/router/gate_linear.py"
+
+# 0.33.0's LLBf16Gemm.dispatch, and the same decision written in the subset VllmJitKernel's initializer traces
+# (one name per assignment, one CompileKey(...) return, no dict literals): the change a kernel author makes before the class
+# can adopt the contract. The fork's keys are checked against the release's own dispatch below.
+RELEASE_DISPATCH = """        tuned_bs, tuned_splitk = _arch_tuned_configs()
+        if M <= _DEFAULT_DOTPROD_MAX_M or K < 2048:
+            bs = tuned_bs.get((K, N), {}).get(M, _DEFAULT_DOTPROD_BS)
+            return self.CompileKey(
+                backend="dotprod", M=M, K=K, bs=bs, output_dtype=output_dtype
+            )
+
+        split_k, num_stages = tuned_splitk.get((K, N), {}).get(
+            M, _DEFAULT_SPLITK_CONFIG
+        )
+        return self.CompileKey(
+            backend="splitk",
+            split_k=split_k,
+            num_stages=num_stages,
+            output_dtype=output_dtype,
+        )
+"""
+TRACEABLE_DISPATCH = """        tuned = _arch_tuned_configs()
+        dotprod = M <= _DEFAULT_DOTPROD_MAX_M or K < 2048
+        splitk = tuned[1].get((K, N), dict()).get(M, _DEFAULT_SPLITK_CONFIG)
+        return self.CompileKey(
+            backend="dotprod" if dotprod else "splitk",
+            M=M if dotprod else 0,
+            K=K if dotprod else 0,
+            bs=tuned[0].get((K, N), dict()).get(M, _DEFAULT_DOTPROD_BS) if dotprod else 0,
+            split_k=0 if dotprod else splitk[0],
+            num_stages=0 if dotprod else splitk[1],
+            output_dtype=output_dtype,
+        )
+"""
+
+
+
+
+
+
+def copy_033(where: Path) -> Path:
+    shutil.copytree(vllm_tree("0.33.0"), where, copy_function=os.link)
+    return where
+
+
+def replace_file(path: Path, text: str) -> None:
+    """A new file, never a write through."""
+    if path.exists():
+        path.unlink()
+    path.write_text(text)
+
+
+def edit(repo: Path, rel: str, old: str, new: str) -> None:
+    """Replace the one occurrence of `old` in the file."""
+    text = (repo / rel).read_text()
+    assert text.count(old) == 1, (rel, old)
+    replace_file(repo / rel, text.replace(old, new))
+
+
+def make_dispatch_traceable(repo: Path) -> None:
+    edit(repo, LL_BF16, RELEASE_DISPATCH, TRACEABLE_DISPATCH)
