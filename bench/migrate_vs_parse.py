@@ -1,9 +1,9 @@
 """Each built-in migration's dry run vs a plain libcst parse of its whole tree, side by side in one run.
 
 Both sides use the same number of processes (-j). The migrations, each on the tree where it
-has work to do: fa4-mla-prefill + inkling-rel-attention on vLLM 0.29.0; fla-layer-norm and
-ll-bf16-router-gemm on 0.33.0 (each alone, then both as one run); rocm-nvfp4 on 0.33.0 with
-the bundled legacy layout wired in. The parse side parses every `.py` of the same tree with
+has work to do: fa4-mla-prefill + inkling-rel-attention on vLLM 0.29.0; fla-layer-norm on
+0.33.0; rocm-nvfp4 on 0.33.0 with the bundled legacy layout wired in. (ll-bf16-router-gemm
+refuses the 0.33.0 release, whose LLBf16Gemm.dispatch VllmJitKernel cannot trace.) The parse side parses every `.py` of the same tree with
 libcst. A dry run is `migrate` without writing and without --verify-keys; each is timed
 `--repeat` times and the median is shown. The goal is a ratio (parse / dry run) of 30x or
 more for every migration; the exit status is 1 when one falls short.
@@ -33,8 +33,6 @@ GOAL = 30.0
 RUNS = (  # (tree, families migrated in one run)
     ("0.29.0", ("fa4-mla-prefill", "inkling-rel-attention")),
     ("0.33.0", ("fla-layer-norm",)),
-    ("0.33.0", ("ll-bf16-router-gemm",)),
-    ("0.33.0", ("fla-layer-norm", "ll-bf16-router-gemm")),
     ("0.33.0 + ROCm layout", ("rocm-nvfp4",)),
 )
 

@@ -18,6 +18,7 @@ import pytest
 from pyflakes import checker, messages
 from typer.testing import CliRunner
 
+from tree_forks import copy_release, edit, make_029_dispatch_traceable
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.codemods.runner import MigrationError, migrate, write
 from zerojit.codemods.spec import MigrationSpec, SpecError
@@ -36,17 +37,7 @@ IMPORT = "from vllm.model_executor.warmup.fa4_cutedsl_warmup import (\n    fa4_c
 @pytest.fixture
 def repo(tmp_path):
     """A copy of vLLM 0.29.0 made of hard links (fast); every write here and in the tool replaces files."""
-    root = tmp_path / "repo"
-    shutil.copytree(vllm_tree("0.29.0"), root, copy_function=os.link)
-    return root
-
-
-def edit(repo: Path, rel: str, old: str, new: str) -> None:
-    path = repo / rel
-    text = path.read_text()
-    assert old in text, (rel, old)
-    path.unlink()  # break the hard link: never write through to the cached tree
-    path.write_text(text.replace(old, new, 1))
+    return copy_release("0.29.0", tmp_path / "repo")
 
 
 def add(repo: Path, rel: str, text: str) -> None:
@@ -274,10 +265,19 @@ ROUTER_GEMM = dict(
     contract_base="vllm.model_executor.warmup.jit_warmup:VllmJitKernel",  # LLBf16Gemm owns keys and compile
 )
 GATE_LINEAR = "vllm/model_executor/layers/fused_moe/router/gate_linear.py"
+LL_BF16 = "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py"
 
 
-def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(repo):
+@pytest.fixture
+def router_repo(repo):
+    """0.29.0 whose LLBf16Gemm.dispatch its author made traceable (the release's cannot take VllmJitKernel)."""
+    make_029_dispatch_traceable(repo)
+    return repo
+
+
+def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(router_repo):
     """0.29.0's inline `_warmup_ll_bf16_router_gemm` step: the orchestrator stays; the kernel is imported lazily."""
+    repo = router_repo
     spec = MigrationSpec(**ROUTER_GEMM)
     before = (repo / ORCH).read_text()
     write(migrate(repo, [spec]))
@@ -300,7 +300,8 @@ def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(repo):
         "_LL_BF16_GEMM_KERNEL.register_warmup(shapes=((input_size, output_size),), m_values=range(1, 17))"
     assert "ll_bf16_gemm_kernel" not in layer  # its lazy imports and uses follow the rename
     kernel = (repo / "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py").read_text()
-    assert "class LLBf16Gemm(VllmJitKernel):" in kernel  # it adopted the contract: register_warmup exists now
+    assert "class LLBf16Gemm(VllmJitKernel):" in kernel  # adopted (no sibling there parameterizes the base)
+    assert "super().__init__()" in kernel  # and its __init__ runs the base's
     assert "from vllm.model_executor.warmup.jit_warmup import VllmJitKernel\n" in kernel
     assert migrate(repo, [spec]).changes == []
 
@@ -310,9 +311,18 @@ def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(repo):
     ({"registration": "_LL_BF16_GEMM_KERNEL.register_warmup(shape=(input_size, output_size))"},
      "do not fit LLBf16Gemm.get_warmup_keys(*, shapes, m_values)"),
 ])
-def test_a_kernel_off_the_contract_or_a_registration_its_keys_cannot_take_is_refused(repo, change, why):
+def test_a_kernel_off_the_contract_or_a_registration_its_keys_cannot_take_is_refused(router_repo, change, why):
     with pytest.raises(SpecError, match=re.escape(why)):
-        migrate(repo, [MigrationSpec(**{**ROUTER_GEMM, **change})])
+        migrate(router_repo, [MigrationSpec(**{**ROUTER_GEMM, **change})])
+
+
+def test_a_class_whose_dispatch_the_base_cannot_trace_is_refused(repo):
+    """The release's dispatch: the tree's own VllmJitKernel.__init__ refuses it, so the adoption would be half."""
+    line = 1 + (repo / LL_BF16).read_text().splitlines().index("    def dispatch(self, *, M: int, K: int, N: int) "
+                                                              "-> CompileKey:")
+    with pytest.raises(SpecError, match=re.escape(f"{LL_BF16}:{line}: VllmJitKernel.__init__ from the tree cannot "
+                                                  "take LLBf16Gemm.dispatch")):
+        migrate(repo, [MigrationSpec(**ROUTER_GEMM)])
 
 
 def test_several_construction_classes_and_an_unbound_name(repo):
@@ -327,6 +337,11 @@ def test_several_construction_classes_and_an_unbound_name(repo):
     assert ("vllm.models.inkling.nvidia.ops.fa4_rel_attention", "_INKLING_FA4_REL_ATTENTION_KERNEL") in imported
     assert flash.count("_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()") == 1
     unbound = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]), "gate": "engine_config.enable_jit_warmup"})
+    with pytest.raises(SpecError, match="the registration requires `engine_config.enable_jit_warmup`, which the "
+                                        "legacy call did not"):
+        migrate(repo, [unbound])  # a name the site does not bind is no condition the legacy call ran under
+    unbound = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]),
+                               "registration": "_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup(engine_config)"})
     with pytest.raises(MigrationError, match="engine_config is not bound where the registration goes"):
         migrate(repo, [unbound])
 

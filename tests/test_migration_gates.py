@@ -1,6 +1,6 @@
 """Registrations carry the tree's own gates on every constructor path, and say what they change in words.
 
-Each case is a fork of vLLM 0.33.0 with one ordinary change (tests/vllm033_forks.py), migrated
+Each case is a fork of vLLM 0.33.0 with one ordinary change (tests/tree_forks.py), migrated
 with the built-in specs. What the registration must be gated on is read off the fork's own
 source by the test (the condition it wrote), never from zerojit's output.
 """
@@ -12,7 +12,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from vllm033_forks import GATE_LINEAR, GDN_LAYER, ORCHESTRATOR, copy_033, edit, make_dispatch_traceable, replace_file
+from tree_forks import GATE_LINEAR, GDN_LAYER, ORCHESTRATOR, copy_033, edit, make_dispatch_traceable, replace_file
 from zerojit.codemods.runner import migrate
 from zerojit.codemods.spec import SpecError
 from zerojit.migrate.cli import app

@@ -25,7 +25,7 @@ from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig, GdnNormEquivalence
 
-from vllm033_forks import LL_BF16, make_dispatch_traceable
+from tree_forks import LL_BF16, make_dispatch_traceable
 
 runner = CliRunner()
 FLA = {"vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",

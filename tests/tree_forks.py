@@ -1,4 +1,4 @@
-"""Forks of vLLM 0.33.0 for the migration tests: a copied release with one ordinary change a fork would make.
+"""Forks of vLLM releases for the migration tests: a copied release with one ordinary change a fork would make.
 
 Trees are hard-linked copies of the cached release, so every change replaces its file (never a write
 through, which would change the cache).
@@ -54,9 +54,13 @@ TRACEABLE_DISPATCH = """        tuned = _arch_tuned_configs()
 
 
 
-def copy_033(where: Path) -> Path:
-    shutil.copytree(vllm_tree("0.33.0"), where, copy_function=os.link)
+def copy_release(version: str, where: Path) -> Path:
+    shutil.copytree(vllm_tree(version), where, copy_function=os.link)
     return where
+
+
+def copy_033(where: Path) -> Path:
+    return copy_release("0.33.0", where)
 
 
 def replace_file(path: Path, text: str) -> None:
@@ -75,3 +79,22 @@ def edit(repo: Path, rel: str, old: str, new: str) -> None:
 
 def make_dispatch_traceable(repo: Path) -> None:
     edit(repo, LL_BF16, RELEASE_DISPATCH, TRACEABLE_DISPATCH)
+
+
+# 0.29.0's dispatch (no output dtype yet), and its traceable form.
+RELEASE_029_DISPATCH = """        tuned_bs, tuned_splitk = _arch_tuned_configs()
+        if M <= _DEFAULT_DOTPROD_MAX_M or K < 2048:
+            bs = tuned_bs.get((K, N), {}).get(M, _DEFAULT_DOTPROD_BS)
+            return self.CompileKey(backend="dotprod", M=M, K=K, bs=bs)
+
+        split_k, num_stages = tuned_splitk.get((K, N), {}).get(
+            M, _DEFAULT_SPLITK_CONFIG
+        )
+        return self.CompileKey(backend="splitk", split_k=split_k, num_stages=num_stages)
+"""
+TRACEABLE_029_DISPATCH = "\n".join(line for line in TRACEABLE_DISPATCH.splitlines()
+                                   if "output_dtype" not in line) + "\n"
+
+
+def make_029_dispatch_traceable(repo: Path) -> None:
+    edit(repo, LL_BF16, RELEASE_029_DISPATCH, TRACEABLE_029_DISPATCH)
