@@ -5,8 +5,8 @@ it. The transforms print what libcst gives them (long lines, imports where they 
 so after them each changed file goes through ruff, in the repo's settings:
   * imports sorted (ruff's isort fix, `I001`), except in a block the original file had
     unsorted already (a fork's order is its own business);
-  * only the changed line ranges formatted (`ruff format --range`): every line the
-    migration did not write stays byte for byte as it was.
+  * only the changed line ranges formatted (`ruff format --range`, which widens a range to
+    the statements it touches): every other line stays byte for byte as it was.
 Then the gate compares ruff's findings on the original and migrated file: any new one
 (lint, or a changed range ruff format would still rewrite) refuses the run.
 
