@@ -150,7 +150,9 @@ class _Canonical(ast.NodeTransformer):
         if source is not None:
             module, attribute = source
             if attribute is None:
-                return ast.Name(module)
+                found = ast.Name(module)
+                found.module = name  # a module the tree imports as `name`
+                return found
             target, defined = self.modules.resolve(module, attribute)
             found = ast.Name(f"{target}.{defined}" if defined else target)
             found.local = name  # how the tree spells it: the site may import it under the same name
@@ -392,15 +394,21 @@ def _matches(entry: str, atom: Atom, modules: RepoModules, frame: _Frame) -> boo
     return ast.dump(parsed) in atom.spellings or ast.unparse(canonical(modules, parsed, frame)) == atom.canonical
 
 
+def holds_at_site(frame: _Frame) -> set[str]:
+    """Conditions true wherever the site's constructor runs (canonical): its own module is loaded."""
+    return {f"{frame.module!r} in sys.modules"}
+
+
 def compare(modules: RepoModules, spec: MigrationSpec, frame: _Frame, legacy: list[Atom], registry: list[Atom],
-            migrated: list[Atom], site_where: str) -> tuple[list[Difference], list[str]]:
-    """Differences between the legacy guards and the migrated gate (with the registry's), and refusals.
+            migrated: list[Atom], site_where: str) -> tuple[list[Difference], list[str], list[str]]:
+    """Differences between the legacy guards and the migrated gate (with the registry's), refusals, and warnings
+    (an intended difference this tree does not have: a spec may serve trees whose guards differ).
 
     Every legacy condition that can be written at the site and that the spec does not drop on purpose is
     carried into the gate (so it is no difference); one that cannot be written there is refused. A condition
     the spec's gate or registration adds is refused unless listed as intended."""
     refusals, differences, used = [], [], set()
-    have = {a.canonical for a in migrated} | {a.canonical for a in registry}
+    have = {a.canonical for a in migrated} | {a.canonical for a in registry} | holds_at_site(frame)
     wanted = {a.canonical for a in legacy}
 
     def intended(atom: Atom) -> str | None:
@@ -438,11 +446,10 @@ def compare(modules: RepoModules, spec: MigrationSpec, frame: _Frame, legacy: li
             refusals.append(f"{site_where}: the registration requires `{atom.written}`, which the legacy call "
                             f"did not. Legacy gate: {_shown(legacy)}; migrated gate: {_shown(migrated + registry)}. "
                             "List it in intended_differences with a reason if that is meant")
-    for index, (entry, _) in enumerate(spec.intended_differences):
-        if index not in used:
-            refusals.append(f"{spec.family}: intended_differences entry `{entry}` matches no difference between "
-                            f"the legacy gate ({_shown(legacy)}) and the migrated one ({_shown(migrated + registry)})")
-    return differences, refusals
+    unused = [f"{spec.family}: intended_differences entry `{entry}` matches no difference between the legacy gate "
+              f"({_shown(legacy)}) and the migrated one at {site_where} ({_shown(migrated + registry)})"
+              for index, (entry, _) in enumerate(spec.intended_differences) if index not in used]
+    return differences, refusals, unused
 
 
 def _shown(atoms: list[Atom]) -> str:
@@ -492,6 +499,12 @@ def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms:
             if node.id == CONFIG:
                 uses_config = True
                 return ast.Name(config or "vllm_config")
+            if getattr(node, "module", None) is not None:  # a module: the site must import it already
+                local = _top_level_binding(modules, module, node.id)
+                if local is None:
+                    raise SpecError(f"{where}: the tree's gate reads the module {node.id}, which {module} does not "
+                                    "import; write the gate in the spec or list the condition as intended")
+                return ast.Name(local)
             if "." not in node.id:
                 return node
             local = _top_level_binding(modules, module, node.id)

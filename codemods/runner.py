@@ -63,7 +63,7 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_comman
     changes, counts = [], Counter()
     violations = [f for check in checked for f in check.violations]
     notes = [f for check in checked for f in check.warnings]
-    warnings: list[str] = []
+    warnings: list[str] = list(planner.warnings)
     for result in results:
         counts.update(result.edit.counts)
         warnings += [f"{rel(result.path)}:{w.line}: {w.why}" for w in result.edit.warnings]

@@ -170,6 +170,38 @@ MUTANTS = (
            "    bound = alias.evaluated_alias or alias.evaluated_name\n",
            "    return True\n    bound = alias.evaluated_alias or alias.evaluated_name\n",
            ("tests/test_codemod_transforms.py",)),
+    # The tree's own gates, every constructor path, the contract all of it.
+    Mutant("guards: a legacy guard the site can write is not carried", "codemods/transforms/insert_registration.py",
+           "    carried = [a for a in legacy if not a.per_layer and a.canonical not in covered]",
+           "    carried = []", ("tests/test_migration_gates.py", "-k", "own_orchestrator_gate or capability_gate")),
+    Mutant("guards: the config read through the asserting accessor", "codemods/guards.py",
+           'parts.insert(0, f"(vllm_config := {_CONFIG_ACCESSORS[1]}()) is not None")',
+           'parts.insert(0, f"(vllm_config := {_CONFIG_ACCESSORS[0]}()) is not None")',
+           ("tests/test_migration_gates.py", "-k", "capability_gate")),
+    Mutant("guards: a written gate's extra condition is let through", "codemods/guards.py",
+           "        if reason is not None:\n            differences.append(Difference(\"added\", atom, reason))\n"
+           "        else:\n            refusals.append(",
+           "        if reason is not None:\n            differences.append(Difference(\"added\", atom, reason))\n"
+           "        elif False:\n            refusals.append(",
+           ("tests/test_migration_gates.py", "-k", "written_gate")),
+    Mutant("paths: an early return before the registration is ignored", "codemods/transforms/insert_registration.py",
+           "and any(isinstance(small, cst.Return) for small in s.body) and lines[s].start.line < before]",
+           "and False]", ("tests/test_migration_gates.py", "-k", "early_return")),
+    Mutant("paths: subclasses that replace the constructor are not looked for",
+           "codemods/transforms/insert_registration.py",
+           "                          for sub_home, sub, sub_init in _replacing_subclasses(planner, modules, home.name, name)]",
+           "                          for sub_home, sub, sub_init in []]",
+           ("tests/test_migration_gates.py", "-k", "subclass")),
+    Mutant("adoption: __init__ no longer runs the base's", "codemods/transforms/adopt_contract.py",
+           "                else member for member in updated.body.body]",
+           "                and False else member for member in updated.body.body]",
+           ("tests/test_vllm033_migrations.py", "-k", "contract_path")),
+    Mutant("adoption: the tree's base initializer is not run over dispatch", "codemods/transforms/adopt_contract.py",
+           "    why = probe_base_initializer(modules, base_module, base, cls_module, cls)\n",
+           "    why = None\n", ("tests/test_codemod_variations.py", "-k", "dispatch_the_base")),
+    Mutant("leftovers: a public helper with no caller left goes unsaid", "codemods/leftovers.py",
+           "        if uses - own == 0 and own <= 1 + _exported(modules, home, defined):",
+           "        if False:", ("tests/test_migration_gates.py", "-k", "pr_body")),
 )
 
 

@@ -143,13 +143,17 @@ def migrate_small(repo: Path, *args: str) -> tuple[int, str, str]:
 
 
 def test_crlf_stays_crlf_and_the_diff_shows_only_changed_lines(tmp_path):
+    lf = small_repo(tmp_path / "lf")
     repo = small_repo(tmp_path)
     model = repo / MODEL
     model.write_bytes(model.read_bytes().replace(b"\n", b"\r\n"))
     code, diff, _ = migrate_small(repo)
     assert code == 0
-    section = diff.split(f"+++ b/{MODEL}")[1].split("--- a/")[0]
-    assert sum(line.startswith(("+", "-")) for line in section.splitlines()) == 5  # 1 import changed, 3 lines added
+
+    def changed(text):
+        section = text.split(f"+++ b/{MODEL}")[1].split("--- a/")[0]
+        return [line.rstrip("\r") for line in section.splitlines() if line.startswith(("+", "-"))]
+    assert changed(diff) == changed(migrate_small(lf)[1])  # the same lines as the LF file's own migration
     assert migrate_small(repo, "--write")[0] == 0
     data = model.read_bytes()
     assert b"register_warmup" in data and data.count(b"\n") == data.count(b"\r\n")

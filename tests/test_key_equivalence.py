@@ -193,6 +193,11 @@ construction_class = "InklingAttention"
 registration = "_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()"
 gate = "vllm_config.kernel_config.enable_jit_warmup and get_tensor_model_parallel_world_size() < 4"
 ''')
+    gated = runner.invoke(app, ["migrate", "--repo", str(repo), "--spec", str(spec), "--write", "--verify-keys"])
+    assert gated.exit_code == 2 and "get_tensor_model_parallel_world_size() < 4" in gated.output  # not the tree's
+    # A spec that claims the condition as intended passes the gate check; the keys still show what it loses.
+    spec.write_text(spec.read_text() + 'intended_differences = [["get_tensor_model_parallel_world_size() < 4", '
+                    '"claimed"], ["not isinstance(hf_config, (InklingMMConfig, InklingModelConfig))", "the layer"]]\n')
     result = runner.invoke(app, ["migrate", "--repo", str(repo), "--spec", str(spec), "--write", "--verify-keys"])
     assert result.exit_code == 1 and "unexplained mismatches" in result.output and "nothing written" in result.output
     assert (repo / "vllm/model_executor/warmup/fa4_cutedsl_warmup.py").exists()  # nothing written

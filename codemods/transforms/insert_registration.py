@@ -103,11 +103,13 @@ def _gate(planner: Planner, modules: RepoModules, spec: MigrationSpec, home: Sou
     frame = guards.site_frame(modules, home.name, init)
     inside = guards.registration_guards(modules, frame, spec.registration, spec.kernel_name)
     written = guards.spec_gate_atoms(modules, frame, spec.gate)
-    differences, refusals = guards.compare(modules, spec, frame, legacy, registry, inside + written, where)
+    differences, refusals, unused = guards.compare(modules, spec, frame, legacy, registry, inside + written, where)
+    planner.warnings += unused
     if refusals:
         raise SpecError(f"{spec.family}: the registration's gate differs from the guards the legacy call ran "
                         "under:\n" + "\n".join(refusals))
-    covered = {a.canonical for a in inside + written + registry} | {d.atom.canonical for d in differences}
+    covered = {a.canonical for a in inside + written + registry} | {d.atom.canonical for d in differences} | \
+        guards.holds_at_site(frame)
     carried = [a for a in legacy if not a.per_layer and a.canonical not in covered]
     rendered = [guards.render_gate(modules, home.name, init, [atom], where) for atom in carried]
     inner = [(text, lines) for text, lines in rendered
