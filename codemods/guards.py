@@ -479,8 +479,11 @@ def _top_level_binding(modules: RepoModules, module: str, qualified: str) -> str
 
 
 def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms: list[Atom],
-                where: str) -> tuple[str, tuple[str, ...]]:
+                where: str, removed: frozenset[str] = frozenset()) -> tuple[str, tuple[str, ...]]:
     """The atoms as one condition in the site's names, and the imports it needs there.
+
+    `removed`: modules whose code the migration removes from (the legacy warmup, the orchestrator's step):
+    a condition that needs a name from one of them is refused rather than imported from code that goes.
 
     A qualified name the module binds at its top level is written with that binding; any
     other is imported (`from m import n`). The config is the constructor's `vllm_config`
@@ -511,6 +514,10 @@ def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms:
             if local is not None:
                 return ast.Name(local)
             home, _, name = node.id.rpartition(".")
+            if home in removed:
+                raise SpecError(f"{where}: the tree's gate reads {name} from {home}, the legacy warmup code this "
+                                "migration removes; write the gate in the spec, or list the condition in "
+                                "intended_differences with a reason")
             if modules.definition(home, name) is None:
                 raise SpecError(f"{where}: the tree's gate reads the module {node.id}; write the gate in the spec")
             for local in dict.fromkeys((name, getattr(node, "local", name))):

@@ -205,3 +205,17 @@ def test_built_in_specs_write_no_gate_of_their_own(spec):
     assert spec.gate == ""  # the tree's guards, read at each run, are the gate
     with pytest.raises(SpecError, match="needs a reason"):
         dataclasses.replace(spec, intended_differences=(("x", " "),))
+
+
+def test_a_guard_that_reads_the_legacy_code_being_removed_is_refused_not_imported(tmp_path):
+    """A fork's step guarded by a helper of the warmup module: importing it from code that goes would break."""
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, "vllm/model_executor/warmup/qwen_triton_warmup.py",
+         "    max_num_tokens = max(1, int(runner.max_num_tokens))\n",
+         "    max_num_tokens = max(1, int(runner.max_num_tokens))\n    if not _norm_warmup_wanted(model_config):\n"
+         "        return\n")
+    edit(repo, "vllm/model_executor/warmup/qwen_triton_warmup.py", "\n\ndef _warm_gated_rms_norm_kernel(",
+         "\n\ndef _norm_warmup_wanted(model_config) -> bool:\n    return model_config.dtype is not None\n\n\n"
+         "def _warm_gated_rms_norm_kernel(")
+    why = refused(repo, "fla-layer-norm")
+    assert "reads _norm_warmup_wanted from vllm.model_executor.warmup.qwen_triton_warmup" in why

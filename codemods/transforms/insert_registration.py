@@ -111,7 +111,8 @@ def _gate(planner: Planner, modules: RepoModules, spec: MigrationSpec, home: Sou
     covered = {a.canonical for a in inside + written + registry} | {d.atom.canonical for d in differences} | \
         guards.holds_at_site(frame)
     carried = [a for a in legacy if not a.per_layer and a.canonical not in covered]
-    rendered = [guards.render_gate(modules, home.name, init, [atom], where) for atom in carried]
+    removed = frozenset(filter(None, (spec.legacy_module, spec.orchestrator_module)))
+    rendered = [guards.render_gate(modules, home.name, init, [atom], where, removed) for atom in carried]
     inner = [(text, lines) for text, lines in rendered
              if any(_imported_only_in_functions(home, line.split()[1]) for line in lines)]
     outer = [part for part in rendered if part not in inner]
