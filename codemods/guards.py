@@ -324,13 +324,20 @@ def _reaches_kernel(modules: RepoModules, module: str, spec: MigrationSpec):
 
 def registry_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
     """The conditions under which the orchestrator runs the registry's warmup (what every registration is under)."""
-    frame = _entry(modules, spec)
-    sites = _sites(modules, spec.orchestrator_module, method_calls(VLLM_REGISTRY_HOLDER, VLLM_REGISTRY_WARMUP),
-                   frame.function)
+    frame, atoms = _entry(modules, spec), []
+    module, tree = spec.orchestrator_module, modules.tree(spec.orchestrator_module)
+    registry = method_calls(VLLM_REGISTRY_HOLDER, VLLM_REGISTRY_WARMUP)
+    sites = _sites(modules, module, registry, frame.function)
+    helper = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n is not frame.function
+                   and _sites(modules, module, registry, n)), None) if not sites else None
+    if helper is not None and _sites(modules, module, calls_to(tree, module, module, helper.name, True),
+                                     frame.function):  # the entry runs the registry through a helper of its own
+        frame = _chain_into(modules, spec, module, module, helper.name, frame, atoms, defined_here=True)
+        sites = _sites(modules, module, registry, frame.function)
     if not sites:
         raise SpecError(f"{spec.family}: {spec.orchestrator_module}.{VLLM_ORCHESTRATOR_ENTRY} never calls "
                         f"{VLLM_REGISTRY_HOLDER}.{VLLM_REGISTRY_WARMUP}(): a registration would warm nothing")
-    return _atoms(modules, sites[0].gates, _with(frame, sites[0]))
+    return atoms + _atoms(modules, sites[0].gates, _with(frame, sites[0]))
 
 
 def site_frame(modules: RepoModules, module: str, init: ast.FunctionDef,

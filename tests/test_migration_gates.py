@@ -219,3 +219,20 @@ def test_a_guard_that_reads_the_legacy_code_being_removed_is_refused_not_importe
          "def _warm_gated_rms_norm_kernel(")
     why = refused(repo, "fla-layer-norm")
     assert "reads _norm_warmup_wanted from vllm.model_executor.warmup.qwen_triton_warmup" in why
+
+
+def test_the_registry_run_through_an_orchestrator_helper_is_followed(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    text = (repo / ORCHESTRATOR).read_text()
+    start = text.index("    enable_jit_warmup = worker.vllm_config.kernel_config.enable_jit_warmup\n")
+    end = text.index(QWEN_CALL)
+    block = text[start:end]
+    helper = "\n\ndef _run_registry(worker, enable_jit_warmup):\n" + block.split("\n", 1)[1]
+    helper = helper.replace("    if enable_jit_warmup:", "    if enable_jit_warmup and current_platform.is_cuda():")
+    rewritten = text[:start] + block.split("\n", 1)[0] + "\n    _run_registry(worker, enable_jit_warmup)\n\n" + \
+        text[end:]
+    rewritten = rewritten.replace("\n\ndef kernel_warmup(", helper.rstrip() + "\n\n\ndef kernel_warmup(", 1)
+    replace_file(repo / ORCHESTRATOR, rewritten)
+    written(repo, "fla-layer-norm", args=["--report", str(tmp_path / "r.json")])
+    [plan] = json.loads((tmp_path / "r.json").read_text())["gates"]
+    assert [atom["written"] for atom in plan["registry_gate"]] == ["enable_jit_warmup", "current_platform.is_cuda()"]
