@@ -310,7 +310,7 @@ def migration_keys_check(result: MigrationResult, grid: str = "smoke") -> dict[s
 
     The tree as it is now is the legacy side; a temporary copy of its changed packages with
     the planned changes applied is the migrated side (nothing in the repo is touched). None
-    for a family without an engine-tree adapter.
+    for a family without an engine-tree adapter, or a spec without a family room.
     """
     reports: dict[str, EquivalenceReport | None] = {}
     with tempfile.TemporaryDirectory(prefix="zerojit-verify-keys-") as temporary:
@@ -324,8 +324,8 @@ def migration_keys_check(result: MigrationResult, grid: str = "smoke") -> dict[s
             else:
                 target.write_text(change.after, encoding="utf-8")
         for name in result.families:
-            family = get_family(name)
-            tree_based = isinstance(family.equivalence_adapter(), TreeEquivalence)
+            family = families().get(name)  # a spec without a family room (engine_specs) has no adapter
+            tree_based = family is not None and isinstance(family.equivalence_adapter(), TreeEquivalence)
             reports[name] = key_equivalence(name, grid, legacy_tree=result.repo, migrated_tree=after) \
                 if tree_based else None
     return reports

@@ -49,7 +49,9 @@ def migrated_033(tmp_path_factory, fork_033):
     """That fork with every built-in 0.33.0 migration written (hard-linked: writes replace)."""
     repo = tmp_path_factory.mktemp("vllm-0.33.0-migrated") / "tree"
     shutil.copytree(fork_033, repo, copy_function=os.link)
-    result = runner.invoke(app, ["migrate", *MIGRATIONS, "--repo", str(repo), "--write", "-j", "2"])
+    body = repo.parent / "pr.md"
+    result = runner.invoke(app, ["migrate", *MIGRATIONS, "--repo", str(repo), "--write", "-j", "2",
+                                 "--pr-body", str(body)])
     assert result.exit_code == 0, result.output
     return repo
 
@@ -244,3 +246,16 @@ def test_the_adopted_class_passes_the_trees_own_contract_path(migrated_033):
     keys = tree.within(RouterConfig(gates=((4096, 256, "bf16"), (1024, 128, "bf16"))), contract_path)
     warmed = tree.warmed_keys(RouterConfig(gates=((4096, 256, "bf16"), (1024, 128, "bf16"))))
     assert warmed == {RouterEngine().to_key(key) for key in keys} and len(warmed) > 16
+
+
+def test_the_pr_body_of_both_migrations_states_each_change_of_behaviour(migrated_033, fork_033):
+    text = " ".join((migrated_033.parent / "pr.md").read_text().split())
+    for family in MIGRATIONS:  # both legacy steps ran whatever the JIT-warmup switch said
+        assert f"{family}: vllm/model_executor/warmup/kernel_warmup.py:" in text
+    assert text.count("the legacy call ran whatever `enable_jit_warmup`") == 2
+    assert "the legacy call ran only when `model_type in _QWEN_MODEL_TYPES`; the registration does not" in text
+    gates = text.split("## Gates")[1].split("## Intended differences")[0]
+    # The router GEMM's registration is gated by the orchestrator's own capability check, read from the fork.
+    assert "`current_platform.has_device_capability(90)`" in gates
+    orchestrator = (fork_033 / "vllm/model_executor/warmup/kernel_warmup.py").read_text()
+    assert "    if current_platform.has_device_capability(90):\n        _warmup_ll_bf16_router_gemm(" in orchestrator
