@@ -31,6 +31,7 @@ CONFIG = "@vllm_config"  # the engine's config, however a scope reaches it
 WORKER = "@worker"  # the orchestrator's argument
 SELF = "@self"  # the object under construction at the site
 UNKNOWN = "@local"  # a local the reader cannot follow (a loop variable, an unpacked tuple)
+CAUGHT = "@caught"  # the legacy call's failures were caught (a `try` around it)
 _MODEL_STATE = ("model_runner", "get_model", "model")  # what a worker holds that is the model, not config
 _CONFIG_ACCESSORS = ("get_current_vllm_config", "get_current_vllm_config_or_none")
 
@@ -58,6 +59,11 @@ class Atom:
     spellings: frozenset[str] = dataclasses.field(default=frozenset(), compare=False, repr=False)
 
     @property
+    def caught(self) -> bool:
+        """Not a condition: the legacy call ran inside a `try` that caught its failures."""
+        return self.canonical.startswith(CAUGHT)
+
+    @property
     def expressible(self) -> bool:
         return WORKER not in self.canonical and UNKNOWN not in self.canonical and SELF not in self.canonical
 
@@ -66,7 +72,7 @@ class Atom:
 class Difference:
     """A way the migrated gate differs from the legacy one, with why that is intended."""
 
-    kind: str  # "dropped": the legacy call required it; "added": the registration requires it
+    kind: str  # "dropped": the legacy call required it; "added": the registration requires it; "uncaught"
     atom: Atom
     reason: str
 
@@ -75,6 +81,9 @@ class Difference:
         if self.atom.canonical.replace("@", "") not in (self.atom.written, self.atom.canonical) \
                 and len(self.atom.canonical) < 80:
             condition += f" (`{self.atom.canonical.replace('@', '')}`)"
+        if self.kind == "uncaught":
+            return f"{self.atom.where}: the legacy call's failures were caught ({self.atom.written}); the " \
+                   f"registration's are not: {self.reason}"
         if self.kind == "dropped":
             return f"{self.atom.where}: the legacy call ran only when {condition}; the registration does not " \
                    f"require it: {self.reason}"
@@ -168,6 +177,9 @@ class _Canonical(ast.NodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
         node = self.generic_visit(node)
         value = node.value
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == WORKER \
+                and value.attr == "model_runner" and node.attr == "vllm_config":
+            return ast.Name(CONFIG)  # the runner's config is the worker's
         if isinstance(value, ast.Name) and value.id == WORKER:
             if node.attr == "vllm_config":
                 return ast.Name(CONFIG)
@@ -179,6 +191,9 @@ class _Canonical(ast.NodeTransformer):
             if name and self.modules.definition(resolved, name) is not None:
                 return ast.Name(f"{resolved}.{name}")  # `module.name`: the name where it is defined
         return node
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> ast.expr:
+        return self.visit(node.value)  # `(x := v)` tests v
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         node = self.generic_visit(node)
@@ -229,10 +244,26 @@ def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: _Frame) -> list
         for part in conjuncts(condition):
             form = canonical(modules, part, frame)
             text = ast.unparse(form)
-            per_layer = SELF in text or any(f"{WORKER}.{state}" in text for state in _MODEL_STATE)
+            reads_model = any(f"{WORKER}.{state}" in text for state in _MODEL_STATE)
+            per_layer = SELF in text or (reads_model and _found_in_model(modules, form))
             found.append(Atom(text, ast.unparse(part), _where(modules, frame.module, gate.test), per_layer, form,
                               frozenset(spelled | {ast.dump(part), ast.dump(form)})))
     return found
+
+
+def _found_in_model(modules: RepoModules, test: ast.expr) -> bool:
+    """The test only asks whether a function of the repo found something in the model (`x is not None`, `x`,
+    `not x` of its result): the legacy step searching the model for the layers that now register themselves.
+    Any other test of the model (an attribute, a flag) is a guard the site cannot write."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        test = test.left
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and "." in test.func.id):
+        return False
+    home, _, name = test.func.id.rpartition(".")
+    return modules.ours(home) and isinstance(modules.definition(home, name), ast.FunctionDef)
 
 
 def _sites(modules: RepoModules, module: str, matcher, function: ast.FunctionDef) -> list[CallSite]:
@@ -263,11 +294,22 @@ def _chain_into(modules: RepoModules, spec: MigrationSpec, module: str, callee_m
                           f"under different guards ({_where(modules, module, sites[0].call)}); one registration "
                           "gate cannot stand for them")
     site = sites[0]
-    atoms += _atoms(modules, site.gates, _with(frame, site))
+    atoms += _atoms(modules, site.gates, _with(frame, site)) + _caught(modules, module, frame.function, site.call)
     target = _function(modules, callee_module, callee)
     if target is None:
         raise GuardsUnreadable(f"{spec.family}: {callee_module}.{callee} is not a function the guards can be read from")
     return _Frame(callee_module, target, {}, _bind(target, site.call, _with(frame, site)))
+
+
+def _caught(modules: RepoModules, module: str, function: ast.FunctionDef, call: ast.Call) -> list[Atom]:
+    """A `try` of `function` whose handlers catch what the call raises: the legacy call could fail quietly."""
+    found = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Try) and node.handlers and any(call in ast.walk(s) for s in node.body):
+            caught = ", ".join(ast.unparse(h.type) if h.type else "everything" for h in node.handlers)
+            found.append(Atom(f"{CAUGHT}:{caught}", f"try: ... except {caught}", _where(modules, module, node),
+                              False, ast.Constant(True)))
+    return found
 
 
 def _with(frame: _Frame, site: CallSite) -> _Frame:
@@ -297,10 +339,15 @@ def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
             frame = _chain_into(modules, spec, spec.legacy_module, spec.legacy_module, spec.legacy_step, frame,
                                 atoms, defined_here=True)
     kernel_calls = _sites(modules, frame.module, _reaches_kernel(modules, frame.module, spec), frame.function)
+    if not kernel_calls:
+        raise GuardsUnreadable(f"{_where(modules, frame.module, frame.function)}: {frame.function.name} never calls "
+                               f"anything from {spec.singleton_module} where its guards can be read, so the "
+                               "conditions it warms the kernel under are unknown")
     if kernel_calls:
         common = None
         for site in kernel_calls:
-            found = _atoms(modules, site.gates, _with(frame, site))
+            found = _atoms(modules, site.gates, _with(frame, site)) + \
+                _caught(modules, frame.module, frame.function, site.call)
             common = found if common is None else [a for a in common if a in found]
         atoms += common
     return atoms
@@ -317,8 +364,8 @@ def _reaches_kernel(modules: RepoModules, module: str, spec: MigrationSpec):
         if not isinstance(root, ast.Name):
             return False
         source = table.get(root.id)
-        home = source[0] if source and source[1] is not None else (source[0] if source else module)
-        return home == spec.singleton_module or root.id == spec.singleton
+        homes = {source[0], f"{source[0]}.{source[1]}"} if source and source[1] else {source[0] if source else module}
+        return spec.singleton_module in homes or root.id == spec.singleton
     return matches
 
 
@@ -429,6 +476,11 @@ def compare(modules: RepoModules, spec: MigrationSpec, frame: _Frame, legacy: li
         if atom.per_layer or atom.canonical in have:
             continue
         reason = intended(atom)
+        if atom.caught:
+            differences.append(Difference("uncaught", atom, reason or "start-up went on when the legacy call "
+                                          "failed; the registry logs a registered kernel's compile failure and "
+                                          "raises, so start-up stops"))
+            continue
         if reason is None and atom.expressible:
             continue
         if reason is not None:
@@ -525,7 +577,7 @@ def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms:
                 raise SpecError(f"{where}: the tree's gate reads {name} from {home}, the legacy warmup code this "
                                 "migration removes; write the gate in the spec, or list the condition in "
                                 "intended_differences with a reason")
-            if modules.definition(home, name) is None:
+            if modules.tree(node.id) is not None:
                 raise SpecError(f"{where}: the tree's gate reads the module {node.id}; write the gate in the spec")
             for local in dict.fromkeys((name, getattr(node, "local", name))):
                 if local not in taken or imports.get(local) == (home, name):

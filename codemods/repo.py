@@ -69,6 +69,8 @@ def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False,
               assigned: dict[str, ast.expr]) -> None:
         for statement in block:
             if isinstance(statement, ast.If):
+                assigned.update({n.target.id: n.value for n in ast.walk(statement.test)
+                                 if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)})
                 visit(statement.body, function, gates + (Gate(statement.test, True),), dict(assigned))
                 visit(statement.orelse, function, gates + (Gate(statement.test, False),), dict(assigned))
                 if _exits(statement.body) and not statement.orelse:

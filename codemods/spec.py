@@ -40,6 +40,8 @@ def _free_names(source: str, mode: str) -> set[str]:
     """Names a snippet reads that it does not bind itself (the first name of each attribute chain)."""
     tree = ast.parse(source, mode=mode)
     stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    stored |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+               for a in n.names}
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - stored
 
 

@@ -16,8 +16,9 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def pr_body(result: MigrationResult, keys: dict[str, EquivalenceReport | None], command: str) -> str:
-    """Markdown for the migration `result`; `keys`: the key check per family (None: no engine-tree adapter)."""
+def pr_body(result: MigrationResult, keys: dict[str, EquivalenceReport | str | None], command: str) -> str:
+    """Markdown for the migration `result`; `keys`: the key check per family (None: no engine-tree adapter;
+    a string: why it could not run on this tree)."""
     rel = lambda path: path.relative_to(result.repo).as_posix()  # noqa: E731
     families = ", ".join(f"`{name}`" for name in result.families)
     lines = [f"# Move the {families} warmup onto the JIT warmup contract", "",
@@ -50,8 +51,9 @@ def pr_body(result: MigrationResult, keys: dict[str, EquivalenceReport | None], 
     reasons: dict[str, list[str]] = {}
     for family in result.families:
         report = keys.get(family)
-        if report is None:
-            lines.append(f"| `{family}` | not checked: the family has no engine-tree adapter | | | |")
+        if report is None or isinstance(report, str):
+            why = report or "not checked: the family has no engine-tree adapter"
+            lines.append(f"| `{family}` | {_cell(why)} | | | |")
             continue
         intended = [d for d in report.diffs if d.intended]
         reasons[family] = list(dict.fromkeys(d.intended for d in intended))

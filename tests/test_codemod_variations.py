@@ -349,3 +349,17 @@ def test_several_construction_classes_and_an_unbound_name(repo):
 def test_help_shows_the_spec_table_literally():
     result = CliRunner().invoke(app, ["migrate", "--help"])
     assert "[[migration]]" in result.output
+
+
+def test_the_fa4_steps_own_early_returns_are_read(repo):
+    """A fork's new early return in the legacy step goes with the registration; the release's own are listed."""
+    edit(repo, "vllm/model_executor/warmup/fa4_cutedsl_warmup.py",
+         "    vllm_config = runner.vllm_config\n",
+         "    vllm_config = runner.vllm_config\n    if vllm_config.model_config.enforce_eager:\n        return\n")
+    result = migrate(repo, FA4)
+    flash = next(c.after for c in result.changes if c.path.name == "flash_attn.py")
+    gate = next(n.test for n in ast.walk(ast.parse(flash)) if isinstance(n, ast.If)
+                and "register_warmup" in ast.unparse(n.body[0]))
+    assert "not vllm_config.model_config.enforce_eager" in [ast.unparse(v) for v in gate.values]
+    assert any("`not runner.is_pooling_model`" in d and "pooling models prefill without this backend" in d
+               for d in result.differences())

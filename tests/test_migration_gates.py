@@ -236,3 +236,34 @@ def test_the_registry_run_through_an_orchestrator_helper_is_followed(tmp_path):
     written(repo, "fla-layer-norm", args=["--report", str(tmp_path / "r.json")])
     [plan] = json.loads((tmp_path / "r.json").read_text())["gates"]
     assert [atom["written"] for atom in plan["registry_gate"]] == ["enable_jit_warmup", "current_platform.is_cuda()"]
+
+
+def test_a_guard_that_reads_the_model_itself_is_refused(tmp_path):
+    """Only "the step found such layers" is the registering layer's own fact; a flag read off the model is not."""
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, ORCHESTRATOR, QWEN_CALL, "    if not getattr(worker.get_model(), 'skip_qwen_warmup', False):\n    "
+         + QWEN_CALL)
+    why = refused(repo, "fla-layer-norm")
+    assert "the legacy call runs only when `not getattr(worker.get_model(), 'skip_qwen_warmup', False)`, which " \
+           "cannot be written at" in why
+
+
+def test_a_walrus_guard_and_a_caught_legacy_call(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, ORCHESTRATOR, QWEN_CALL, "    if not (eager := worker.vllm_config.model_config.enforce_eager):\n"
+         "        try:\n            qwen_triton_warmup(worker.model_runner, worker.vllm_config.model_config)\n"
+         "        except Exception:\n            logger.warning('Qwen warmup failed')\n")
+    result = written(repo, "fla-layer-norm")
+    [(tests, _)] = registrations((repo / GDN_LAYER).read_text())
+    assert tests == ["not vllm_config.model_config.enforce_eager"]  # what the walrus bound, in the layer's names
+    said = " ".join(result.output.split())
+    assert "the legacy call's failures were caught (try: ... except Exception); the registration's are not" in said
+
+
+def test_a_replacing_subclass_that_never_sets_what_the_registration_reads_is_refused(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    replace_file(repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py",
+                 "import torch\n" + SUBCLASS.replace("        self.tp_size = 1\n", ""))
+    why = refused(repo, "fla-layer-norm")
+    assert "ForkGatedDeltaNet replaces QwenGatedDeltaNetAttention.__init__ without running it and never sets " \
+           "self.tp_size" in why

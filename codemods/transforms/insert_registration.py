@@ -76,6 +76,14 @@ class InsertRegistration(Operation):
                 sites += [(sub_home, sub, sub_init, spec.insert_after if spec.insert_after in
                            ast.get_source_segment(sub_home.text, sub_init) else "")
                           for sub_home, sub, sub_init in _replacing_subclasses(planner, modules, home.name, name)]
+                for site_home, site_class, site_init, anchor in sites[1:]:
+                    unset = _unset_attributes(modules, site_home.name, site_class, site_init, spec)
+                    if unset and not done:
+                        planner.refusals.append(
+                            f"{site_home.path.relative_to(planner.repo).as_posix()}:{site_init.lineno}: {site_class} "
+                            f"replaces {name}.__init__ without running it and never sets self.{', self.'.join(unset)}, "
+                            "which the registration reads: register there by hand, or have it call the parent's")
+                        sites = [site for site in sites if site[1] != site_class]
                 for site_home, site_class, site_init, anchor in sites:
                     gate = _SiteGate(spec.gate, spec.gate_imports) if done or site_init is None else \
                         _gate(planner, modules, spec, site_home, site_init, legacy, registry)
@@ -110,7 +118,7 @@ def _gate(planner: Planner, modules: RepoModules, spec: MigrationSpec, home: Sou
                         "under:\n" + "\n".join(refusals))
     covered = {a.canonical for a in inside + written + registry} | {d.atom.canonical for d in differences} | \
         guards.holds_at_site(frame)
-    carried = [a for a in legacy if not a.per_layer and a.canonical not in covered]
+    carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]
     removed = frozenset(filter(None, (spec.legacy_module, spec.orchestrator_module)))
     rendered = [guards.render_gate(modules, home.name, init, [atom], where, removed) for atom in carried]
     inner = [(text, lines) for text, lines in rendered
@@ -159,6 +167,48 @@ def _replacing_subclasses(planner: Planner, modules: RepoModules, module: str, n
                 if init is not None and not _calls_parent_init(modules, home.name, init, wanted):
                     found.append((home, node.name, init))
     return found
+
+
+def _unset_attributes(modules: RepoModules, module: str, cls: str, init: ast.FunctionDef,
+                      spec: MigrationSpec) -> list[str]:
+    """`self.x` the registration and gate read that a replacing constructor never sets: neither it, nor an
+    `__init__` of a repo class it calls explicitly, nor a class attribute of the class or its repo bases."""
+    code = spec.registration + "\n" + (spec.gate or "")
+    reads = {n.attr for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Attribute)
+             and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    available = _set_by(modules, module, init, depth=0) | _class_names(modules, module, cls, depth=0)
+    return sorted(reads - available)
+
+
+def _set_by(modules: RepoModules, module: str, init: ast.FunctionDef, depth: int) -> set[str]:
+    """Attributes `init` sets on self, with those set by the repo `__init__`s it calls (`Base.__init__(self)`)."""
+    found = {t.attr for n in ast.walk(init) for t in (n.targets if isinstance(n, ast.Assign) else
+                                                     [n.target] if isinstance(n, (ast.AnnAssign, ast.AugAssign)) else [])
+             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    for call in (n for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "__init__" and depth < 6):
+        target = modules.reference(module, call.func.value)
+        node = modules.definition(*target) if target else None
+        parent = next((m for m in getattr(node, "body", ()) if isinstance(m, ast.FunctionDef)
+                       and m.name == "__init__"), None)
+        if parent is not None:
+            found |= _set_by(modules, target[0], parent, depth + 1)
+    return found
+
+
+def _class_names(modules: RepoModules, module: str, cls: str, depth: int) -> set[str]:
+    """Names a class body binds (class attributes, methods), with those of its bases in the repo."""
+    node = modules.definition(module, cls)
+    if not isinstance(node, ast.ClassDef) or depth > 8:
+        return set()
+    names = {t.id for n in node.body for t in (n.targets if isinstance(n, ast.Assign) else
+                                               [n.target] if isinstance(n, ast.AnnAssign) else [])
+             if isinstance(t, ast.Name)} | {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+    for base in node.bases:
+        target = modules.reference(module, base.value if isinstance(base, ast.Subscript) else base)
+        if target:
+            names |= _class_names(modules, target[0], target[1], depth + 1)
+    return names
 
 
 def _calls_parent_init(modules: RepoModules, module: str, init: ast.FunctionDef, parents: set) -> bool:

@@ -21,4 +21,11 @@ SPEC = MigrationSpec(
     registration="_FA4_MLA_PREFILL_KERNEL.register_warmup()",
     gate="(\n    vllm_config.kernel_config.enable_jit_warmup\n    and self.vllm_flash_attn_version == 4\n)",
     insert_after="if self.vllm_flash_attn_version is not None:",
+    # The step's early returns ask which prefill backend an MLA model would build; the registration sits in
+    # that backend's own constructor, so each is true wherever it runs (upstream's 0.30.0 dropped them too).
+    intended_differences=[
+        ("runner.is_pooling_model", "pooling models prefill without this backend, so they never build it"),
+        ("not vllm_config.model_config.use_mla", "this is an MLA prefill backend: only MLA models build it"),
+        ('backend_cls.get_name() != "FLASH_ATTN"', "the registration is in FlashAttnPrefillBackend itself"),
+    ],
 )
