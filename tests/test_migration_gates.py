@@ -267,3 +267,17 @@ def test_a_replacing_subclass_that_never_sets_what_the_registration_reads_is_ref
     why = refused(repo, "fla-layer-norm")
     assert "ForkGatedDeltaNet replaces QwenGatedDeltaNetAttention.__init__ without running it and never sets " \
            "self.tp_size" in why
+
+
+def test_on_a_fork_the_key_runner_cannot_model_the_pr_body_says_so_and_verify_keys_refuses(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, ORCHESTRATOR, QWEN_CALL, "    if worker.vllm_config.model_config.enforce_eager:\n        return\n"
+         + QWEN_CALL)
+    body = tmp_path / "pr.md"
+    result = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--pr-body", str(body)])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in body.read_text().splitlines() if line.startswith("| `fla-layer-norm` |"))
+    assert "could not be run on this tree" in row
+    strict = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--verify-keys", "--write"])
+    assert strict.exit_code == 2 and "--verify-keys: the key check could not be run on this tree" in strict.output
+    assert "internal error" not in strict.output
