@@ -58,6 +58,9 @@ class Atom:
     expression: ast.expr = dataclasses.field(compare=False, repr=False)
     spellings: frozenset[str] = dataclasses.field(default=frozenset(), compare=False, repr=False)
 
+    def report(self) -> dict:
+        return {"canonical": self.canonical, "written": self.written, "where": self.where, "per_layer": self.per_layer}
+
     @property
     def caught(self) -> bool:
         """Not a condition: the legacy call ran inside a `try` that caught its failures."""
@@ -106,16 +109,12 @@ class GatePlan:
 
     def report(self) -> dict:
         return {"family": self.family, "site": self.site,
-                "legacy_gate": [dataclasses.asdict(a, dict_factory=_plain) for a in self.legacy if not a.per_layer],
-                "per_layer": [dataclasses.asdict(a, dict_factory=_plain) for a in self.per_layer],
-                "registry_gate": [dataclasses.asdict(a, dict_factory=_plain) for a in self.registry],
+                "legacy_gate": [a.report() for a in self.legacy if not a.per_layer],
+                "per_layer": [a.report() for a in self.per_layer],
+                "registry_gate": [a.report() for a in self.registry],
                 "gate": self.gate,
                 "intended_differences": [{"kind": d.kind, "where": d.atom.where, "condition": d.atom.written,
                                           "reason": d.reason, "words": d.render()} for d in self.differences]}
-
-
-def _plain(items: list[tuple[str, object]]) -> dict:
-    return {k: v for k, v in items if k in ("canonical", "written", "where", "per_layer")}
 
 
 def _negated(test: ast.expr) -> ast.expr:
@@ -415,7 +414,7 @@ def config_name(modules: RepoModules, frame: _Frame) -> str | None:
     return None
 
 
-def registration_guards(modules: RepoModules, frame: _Frame, registration: str, kernel: str) -> list[Atom]:
+def registration_guards(modules: RepoModules, frame: _Frame, registration: str) -> list[Atom]:
     """The conditions inside the spec's registration around its `register_warmup` call, in canonical terms."""
     tree = ast.parse(registration)
     imports = {**frame.imports}
@@ -449,8 +448,9 @@ def _matches(entry: str, atom: Atom, modules: RepoModules, frame: _Frame) -> boo
 
 
 def holds_at_site(frame: _Frame) -> set[str]:
-    """Conditions true wherever the site's constructor runs (canonical): its own module is loaded."""
-    return {f"{frame.module!r} in sys.modules"}
+    """Conditions true wherever the site's constructor runs (canonical): its own module is loaded, and (as
+    the legacy call always had one) the engine has a config."""
+    return {f"{frame.module!r} in sys.modules", f"{CONFIG} is not None"}
 
 
 def compare(modules: RepoModules, spec: MigrationSpec, frame: _Frame, legacy: list[Atom], registry: list[Atom],
@@ -489,9 +489,8 @@ def compare(modules: RepoModules, spec: MigrationSpec, frame: _Frame, legacy: li
             refusals.append(f"{atom.where}: the legacy call runs only when `{atom.written}`, which cannot be "
                             f"written at {site_where} (it reads `{atom.canonical}`). List it in "
                             "intended_differences with a reason if the site need not check it")
-    implied = {f"{CONFIG} is not None"}  # the legacy call always had a config
     for atom in migrated + registry:
-        if atom.per_layer or atom.canonical in wanted | implied or \
+        if atom.per_layer or atom.canonical in wanted | holds_at_site(frame) or \
                 atom.canonical in {d.atom.canonical for d in differences} or \
                 (atom not in registry and atom.canonical in {r.canonical for r in registry}):
             continue

@@ -36,7 +36,7 @@ def _identifier(field: str, value: str) -> None:
         raise SpecError(f"spec field {field}={value!r}: must be a Python identifier")
 
 
-def _free_names(source: str, mode: str) -> set[str]:
+def free_names(source: str, mode: str) -> set[str]:
     """Names a snippet reads that it does not bind itself (the first name of each attribute chain)."""
     tree = ast.parse(source, mode=mode)
     stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
@@ -164,7 +164,7 @@ class MigrationSpec:
         for condition, reason in self.intended_differences:
             if not reason.strip():
                 raise SpecError(f"spec field intended_differences: {condition!r} needs a reason")
-        if self.kernel_name not in _free_names(self.registration, "exec"):
+        if self.kernel_name not in free_names(self.registration, "exec"):
             raise SpecError(f"spec field registration={self.registration!r}: must use {self.kernel_name}")
         for line in self.gate_imports:
             try:
@@ -211,8 +211,8 @@ class MigrationSpec:
 
     def binding_names(self) -> set[str]:
         """Names the inserted gate and registration read (each must be bound where it goes)."""
-        gate = _free_names(self.gate, "eval") if self.gate.strip() else set()
-        return gate | _free_names(self.registration, "exec")
+        gate = free_names(self.gate, "eval") if self.gate.strip() else set()
+        return gate | free_names(self.registration, "exec")
 
     def registers_kernel(self) -> bool:
         """The registration calls `<kernel>.register_warmup(...)` (so the kernel must have that method)."""

@@ -231,14 +231,15 @@ def shadowed_state(modules: RepoModules, cls_module: str, cls: ast.ClassDef, bas
     init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     if base_init is None or init is None:
         return []
-    ours = _self_attributes(base_init)
+    ours = self_attributes(base_init)
     path = Path(modules.path(cls_module)).relative_to(modules.repo).as_posix()
     return [f"{path}:{line}: {cls.name}.__init__ sets self.{attribute} after the base's initializer set it: "
             f"{base}'s own use of it (compiled executors keyed by CompileKey) sees the class's value"
-            for attribute, line in _self_attributes(init).items() if attribute in ours]
+            for attribute, line in self_attributes(init).items() if attribute in ours]
 
 
-def _self_attributes(function: ast.FunctionDef) -> dict[str, int]:
+def self_attributes(function: ast.FunctionDef) -> dict[str, int]:
+    """`self.x` the function assigns (`=` or an annotated assignment, at any depth), with the first line."""
     found = {}
     for node in ast.walk(function):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] \

@@ -16,8 +16,8 @@ from libcst.metadata import PositionProvider
 
 from .. import guards
 from ..repo import RepoModules, absolute_module
-from ..spec import MigrationSpec, SpecError, normalized
-from .adopt_contract import adoption, shadowed_state
+from ..spec import MigrationSpec, SpecError, free_names, normalized
+from .adopt_contract import adoption, self_attributes, shadowed_state
 from .base import AnchorError, Command, Operation, code_of, operation
 from .blocks import NO_STATEMENTS
 
@@ -91,7 +91,7 @@ class InsertRegistration(Operation):
                                                            and _imports_lazily(site_home, spec))
                     planner.add(site_home.name, cls(
                         site_class, gate.gate, spec.registration, anchor, spec.singleton_module, spec.kernel_name,
-                        lazy, gate.imports, frozenset(spec.binding_names() | _free_names(gate.gate)),
+                        lazy, gate.imports, frozenset(spec.binding_names() | (free_names(gate.gate, "eval") if gate.gate else set())),
                         spec.registration_call(), gate.inner_gate, gate.inner_imports))
 
 
@@ -109,7 +109,7 @@ def _gate(planner: Planner, modules: RepoModules, spec: MigrationSpec, home: Sou
     (checked against them: a difference the spec does not list as intended refuses the run)."""
     where = f"{home.path.relative_to(planner.repo).as_posix()}:{init.lineno}"
     frame = guards.site_frame(modules, home.name, init)
-    inside = guards.registration_guards(modules, frame, spec.registration, spec.kernel_name)
+    inside = guards.registration_guards(modules, frame, spec.registration)
     written = guards.spec_gate_atoms(modules, frame, spec.gate)
     differences, refusals, unused = guards.compare(modules, spec, frame, legacy, registry, inside + written, where)
     planner.warnings += unused
@@ -182,9 +182,7 @@ def _unset_attributes(modules: RepoModules, module: str, cls: str, init: ast.Fun
 
 def _set_by(modules: RepoModules, module: str, init: ast.FunctionDef, depth: int) -> set[str]:
     """Attributes `init` sets on self, with those set by the repo `__init__`s it calls (`Base.__init__(self)`)."""
-    found = {t.attr for n in ast.walk(init) for t in (n.targets if isinstance(n, ast.Assign) else
-                                                     [n.target] if isinstance(n, (ast.AnnAssign, ast.AugAssign)) else [])
-             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    found = set(self_attributes(init))
     for call in (n for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                  and n.func.attr == "__init__" and depth < 6):
         target = modules.reference(module, call.func.value)
@@ -221,14 +219,6 @@ def _calls_parent_init(modules: RepoModules, module: str, init: ast.FunctionDef,
         if modules.reference(module, holder) in parents:
             return True
     return False
-
-
-def _free_names(gate: str) -> set[str]:
-    if not gate.strip():
-        return set()
-    tree = ast.parse(gate, mode="eval")
-    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - stored
 
 
 def _check_contract(planner: Planner, spec: MigrationSpec) -> None:
