@@ -24,6 +24,8 @@ VLLM_ORCHESTRATOR = "vllm.model_executor.warmup.kernel_warmup"  # vLLM's warmup 
 VLLM_ORCHESTRATOR_ENTRY = "kernel_warmup"  # the function in it that the engine calls at init
 VLLM_REGISTRY_HOLDER = "jit_warmup_registry"  # the model runner's attribute holding the warmup registry
 VLLM_REGISTRY_WARMUP = "warmup"  # the registry's method the orchestrator calls to compile every registration
+VLLM_JIT_MODULE = "vllm.model_executor.warmup.jit_warmup"  # the contract: WarmupChoices, WarmupIntRange, _when
+VLLM_TRITON_HELPER = "vllm.model_executor.warmup.jit_warmup_triton_helper"  # triton_kernel_dispatcher_with_warmup
 
 
 def _dotted(field: str, value: str) -> None:
@@ -82,6 +84,13 @@ class MigrationSpec:
           owns its keys (`get_warmup_keys`) and its compile-only `compile` but does not derive from
           it: the class takes it as a base, which gives it `register_warmup`. Empty: the kernel
           must already be on the contract (a spec that registers one that is not is refused).
+      launcher: a plain Triton kernel is lifted onto the contract (codemods.lift): `singleton` is the
+          `@triton.jit`/`@triton.heuristics` function and `launcher` the function of `singleton_module`
+          that launches it. Its launch becomes a call of the dispatcher `_<launcher>_dispatch` (decorated
+          with the engine's `triton_kernel_dispatcher_with_warmup`), warmed by the provider
+          `_<launcher>_warmup_inputs`, which is the legacy step (`legacy_step`, else `legacy_function`, or
+          `orchestrator_step`) translated. `registration` registers the dispatcher and passes every
+          provider parameter, in the site's names.
       confirm: what a human must check before the spec may run (`zerojit survey --draft-specs`
           fills it); `zerojit migrate` refuses a spec whose list is not empty.
       import_style: how the constructor's module gets the kernel's name: "module" (a top-level
@@ -107,6 +116,7 @@ class MigrationSpec:
     gate_imports: tuple[str, ...] = ()
     import_style: str = "auto"
     contract_base: str = ""
+    launcher: str = ""
     confirm: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -121,7 +131,7 @@ class MigrationSpec:
         _identifier("singleton", self.singleton)
         if self.legacy_module:
             _dotted("legacy_module", self.legacy_module)
-        for field in ("legacy_function", "legacy_step", "orchestrator_step", "private_singleton"):
+        for field in ("legacy_function", "legacy_step", "orchestrator_step", "private_singleton", "launcher"):
             if getattr(self, field):
                 _identifier(field, getattr(self, field))
         if bool(self.orchestrator_step) == bool(self.legacy_module or self.legacy_function):
@@ -140,6 +150,9 @@ class MigrationSpec:
             object.__setattr__(self, "private_singleton", "")
         if not self.construction_class:
             raise SpecError("spec field construction_class: name at least one class")
+        if self.launcher and (self.private_singleton or self.contract_base):
+            raise SpecError("spec field launcher: a lifted kernel keeps its name and needs no contract base (the "
+                            "dispatcher is the contract's); leave private_singleton and contract_base empty")
         for target in self.construction_class:
             module, _, cls = target.rpartition(":")
             if module:
@@ -198,8 +211,21 @@ class MigrationSpec:
 
     @property
     def kernel_name(self) -> str:
-        """The kernel's name once migrated (what the registration calls)."""
+        """The kernel's name once migrated (what the registration calls): a lifted kernel's dispatcher."""
+        if self.launcher:
+            return f"_{self.launcher.lstrip('_')}_dispatch"
         return self.private_singleton or self.singleton
+
+    @property
+    def provider_name(self) -> str:
+        """A lifted kernel's provider of warmup inputs."""
+        return f"_{self.launcher.lstrip('_')}_warmup_inputs"
+
+    def lifted_step(self) -> tuple[str, str]:
+        """(module, function) of the legacy code a lift translates into the provider."""
+        if self.orchestrator_step:
+            return self.orchestrator_module, self.orchestrator_step
+        return self.legacy_module, self.legacy_step or self.legacy_function
 
     def constructions(self) -> list[tuple[str, str]]:
         """(module, class) of every construction site."""
@@ -231,6 +257,7 @@ class MigrationSpec:
     def identifiers(self) -> tuple[str, ...]:
         """Words a file must contain to be touched by this spec (the cheap prefilter)."""
         words = [self.singleton, self.kernel_name, *(cls for _, cls in self.constructions())]
+        words += [self.launcher] if self.launcher else []
         if self.legacy_module:
             words += [self.legacy_function, self.legacy_module.rsplit(".", 1)[-1]]
         else:

@@ -160,10 +160,22 @@ def get_preset(name: str) -> tuple[Family, Preset]:
 
 
 def migration_specs() -> dict[str, MigrationSpec]:
-    """The built-in specs, by spec family name: every installed family's, and those whose kernels have no room."""
+    """The built-in specs, by spec family name: every installed family's, and those whose kernels have no room
+    (engine_specs, and the lifted Triton kernels of triton_lifts)."""
     from .engine_specs import SPECS
+    from .triton_lifts.specs import SPECS as LIFTS
 
-    return {spec.family: spec for spec in (*SPECS, *(s for family in families().values() for s in family.specs))}
+    return {spec.family: spec for spec in (*SPECS, *LIFTS, *(s for family in families().values() for s in family.specs))}
+
+
+def equivalence_adapter(name: str) -> Any:
+    """A new key-equivalence adapter for a family or a built-in lift (None: it has none); unknown: FamilyError."""
+    from .triton_lifts.specs import EQUIVALENCES
+
+    if name in EQUIVALENCES:
+        module, _, attribute = EQUIVALENCES[name].partition(":")
+        return getattr(importlib.import_module(module), attribute)()
+    return get_family(name).equivalence_adapter()
 
 
 def plan_preset(family: Family, preset: Preset) -> tuple[WarmupPlan, Sequence[JitKernel]]:
@@ -286,8 +298,7 @@ def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 
     of the release the family's migration starts from) and the migrated side from (instead
     of the family's own modules), for families whose legacy side is engine code.
     """
-    family = get_family(family_name)
-    adapter = family.equivalence_adapter()
+    adapter = equivalence_adapter(family_name)
     if adapter is None:
         raise FamilyError(f"family {family_name!r} has no key-equivalence adapter")
     trees = {name: tree for name, tree in (("legacy_tree", legacy_tree), ("migrated_tree", migrated_tree)) if tree}
@@ -324,8 +335,11 @@ def migration_keys_check(result: MigrationResult, grid: str = "smoke") -> dict[s
             else:
                 target.write_text(change.after, encoding="utf-8")
         for name in result.families:
-            family = families().get(name)  # a spec without a family room (engine_specs) has no adapter
-            tree_based = family is not None and isinstance(family.equivalence_adapter(), TreeEquivalence)
+            try:
+                adapter = equivalence_adapter(name)
+            except FamilyError:
+                adapter = None  # a spec without a family room or a lift of its own (engine_specs) has no adapter
+            tree_based = isinstance(adapter, TreeEquivalence)
             reports[name] = key_equivalence(name, grid, legacy_tree=result.repo, migrated_tree=after) \
                 if tree_based else None
     return reports

@@ -224,8 +224,8 @@ def _calls_parent_init(modules: RepoModules, module: str, init: ast.FunctionDef,
 def _check_contract(planner: Planner, spec: MigrationSpec) -> None:
     """A registration on a kernel that has no register_warmup would fail when the layer is built: refuse it,
     unless the spec adopts the contract for the kernel's class (which must own its keys and compile)."""
-    if not spec.registers_kernel():
-        return
+    if not spec.registers_kernel() or spec.launcher:
+        return  # a lifted kernel's dispatcher is the contract's (transforms/lift_kernel.py)
     home = planner.module(spec, "singleton_module")
     name = spec.singleton if spec.singleton in home.defs else spec.kernel_name
     modules = RepoModules(planner.repo, home.name.split(".")[0])

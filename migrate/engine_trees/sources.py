@@ -111,10 +111,15 @@ def placeholder(name: str) -> type:
 
 
 class _NamesOnlyModule(types.ModuleType):
+    sources: EngineSources | None = None
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        value = placeholder(f"{self.__name__}.{name}")
+        qualified = f"{self.__name__}.{name}"
+        if self.sources is not None and (qualified in self.sources.stubs or qualified in self.sources.real_modules):
+            return importlib.import_module(qualified)  # `from vllm import envs`: the submodule the family gives
+        value = placeholder(qualified)
         setattr(self, name, value)
         return value
 
@@ -139,6 +144,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         attrs = self.sources.stubs.get(spec.name)
         module = types.ModuleType(spec.name) if attrs is not None else _NamesOnlyModule(spec.name)
+        if isinstance(module, _NamesOnlyModule):
+            module.sources = self.sources
         module.__dict__.update(attrs or {})
         return module
 

@@ -85,7 +85,7 @@ class TreeWarmup:
         self.run_compiles = run_compiles
         self.state = types.SimpleNamespace(config=None, vllm_config=None)  # what the stubs read
         wanted = (engine.jit_module, spec.orchestrator_module, spec.singleton_module, spec.construction_module,
-                  spec.legacy_module, *family.real_modules)
+                  *(home for home, _ in spec.constructions()), spec.legacy_module, *family.real_modules)
         probe = EngineSources(root, engine.package, (), {})
         present = tuple(dict.fromkeys(m for m in wanted if m and probe.file_of(m).is_file()))
         for required in (engine.jit_module, spec.orchestrator_module, spec.singleton_module):
@@ -169,27 +169,32 @@ class TreeWarmup:
             return self._keys(recorded)
 
     def constructor_registrations(self, cls: str, bound: dict[str, Any]) -> None:
-        """Make the registrations `cls.__init__` (in the spec's construction module) makes, as the tree wrote
-        them: each `<kernel>.register_warmup(...)` under its gates, evaluated with the constructor's `bound`
-        parameters (`self` holding what the constructor set before it) and the module's imports of the
+        """Make the registrations `cls.__init__` makes (`cls`: a class of the spec's construction module, or
+        `module:Class`), as the tree wrote them: each `<kernel>.register_warmup(...)` under its gates,
+        evaluated with the constructor's `bound` parameters (`self` holding what the constructor set before it) and the module's imports of the
         names they read. The rest of the constructor (sub-layers, weights) does not run. Call it inside
         a family's `construct`.
         """
-        module = self.spec.construction_module
+        module, _, cls = cls.rpartition(":")
+        module = module or self.spec.construction_module
         tree = self._tree(module)
         init = next((item for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls
                      for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None)
         if init is None:
             raise EngineRunError(f"{module} has no {cls}.__init__")
-        registers = [method_calls(name, "register_warmup") for name in (self.spec.singleton,
-                                                                         self.spec.private_singleton) if name]
+        registers = [method_calls(name, "register_warmup") for name in dict.fromkeys(
+            (self.spec.singleton, self.spec.private_singleton, self.spec.kernel_name)) if name]
         table = import_table(tree, module, self.sources.file_of(module).name == "__init__.py")
         registering = call_sites(tree, lambda call, assigned: any(m(call, assigned) for m in registers),
                                  functions=[init])
         for site in registering:
             read = {n.id for part in (site.call, *(g.test for g in site.gates), *site.assigned.values())
                     for n in ast.walk(part) if isinstance(n, ast.Name)}
-            self._run(site, {name: self._imported(*table[name]) for name in read & table.keys()} | bound)
+            imported = {}
+            for name in read & table.keys():
+                with contextlib.suppress(AttributeError):  # a stub without it: only an error if the call needs it
+                    imported[name] = self._imported(*table[name])
+            self._run(site, imported | bound)
 
     def _imported(self, module: str, name: str | None) -> Any:
         imported = self.sources.module(module)

@@ -1,0 +1,983 @@
+"""Lifting a plain Triton kernel onto the contract: the dispatcher and provider, read from the launcher and the
+legacy warmup step.
+
+vLLM's pattern (`triton_kernel_dispatcher_with_warmup`, in the engine's Triton warmup helper) is what
+this writes:
+  * the launcher's `kernel[grid](...)` becomes a call to a *dispatcher*: a function of the values the
+    launch reads that the launcher does not compute purely (its tensors, its runtime arguments), which
+    computes the rest (grid, constexprs, strides: the launcher's own statements, copied) and returns
+    `(grid, launch_kwargs)`. The decorated dispatcher binds an input to the kernel parameter `x`, `x_ptr`,
+    `X` or `X_PTR` of its name, so `launch_kwargs` holds every argument that is not such an input;
+  * the *provider* returns the dispatcher inputs to warm. It is the legacy step run symbolically: its
+    loops become `WarmupChoices`/`WarmupIntRange` domains, its conditions `_when(...)`, its tensors
+    `TritonWarmupTensor(dtype, shape=...)`, then the launcher's own statements up to the launch, with the
+    step's arguments, give each dispatcher input. What the step reads from outside (its parameters, their
+    attributes) become the provider's keyword parameters: the registration passes them, in the
+    construction site's names (what the tool cannot know: `confirm` items until a spec answers them).
+
+Everything is read with `ast`; nothing is imported. A step or launcher the translation does not cover is
+refused with the line and why (`LiftError`), never approximated.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+import math
+import operator
+import textwrap
+from typing import Any
+
+from .repo import RepoModules
+from .spec import SpecError
+
+_TORCH_TENSORS = {"empty", "zeros", "ones", "full", "tensor", "arange", "empty_strided", "randn", "rand"}
+_TORCH_LIKE = {"empty_like", "zeros_like", "ones_like", "full_like", "randn_like"}
+_NEW_TENSORS = {"new_empty", "new_zeros", "new_ones", "new_full"}
+_SAME_TENSOR = {"contiguous", "zero_", "fill_", "clone", "detach", "normal_", "uniform_"}  # same dtype and layout
+_PURE_BUILTINS = {"int", "float", "bool", "min", "max", "abs", "len", "round"}
+_PURE_MATH = {"cdiv", "next_power_of_2", "ceil", "floor", "log2", "prod"}
+_TENSOR_FACTS = {"stride", "size", "numel", "dim", "element_size", "is_contiguous", "data_ptr"}
+_LOGGING = {"debug", "info", "warning", "warning_once", "info_once", "debug_once", "error", "exception"}
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+        ast.Mod: operator.mod, ast.Pow: operator.pow, ast.Div: operator.truediv, ast.LShift: operator.lshift,
+        ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitAnd: operator.and_}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_NO_VALUE = object()
+
+
+class LiftError(SpecError):
+    """The launcher or the legacy step holds something the lift cannot translate (where, and why)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    """A value as the provider writes it (`code`), with its Python value when the tree fixes it (`known`)."""
+
+    code: str
+    known: Any = _NO_VALUE
+
+    @property
+    def fixed(self) -> bool:
+        return self.known is not _NO_VALUE
+
+
+@dataclasses.dataclass(frozen=True)
+class Tensor:
+    """A tensor as Triton's key sees it: element type, shape, strides (None: compact row-major)."""
+
+    dtype: Value
+    shape: tuple[Value, ...]
+    strides: tuple[Value, ...] | None = None
+
+    def stride(self) -> tuple[Value, ...]:
+        if self.strides is not None:
+            return self.strides
+        out, running = [], Value("1", 1)
+        for size in reversed(self.shape):
+            out.append(running)
+            running = _binary(ast.Mult(), size, running)
+        return tuple(reversed(out))
+
+    def code(self) -> str:
+        shape = ", ".join(v.code for v in self.shape) + ("," if len(self.shape) == 1 else "")
+        strides = "" if self.strides is None else \
+            ", strides=(" + ", ".join(v.code for v in self.strides) + ("," if len(self.strides) == 1 else "") + ")"
+        return f"TritonWarmupTensor({self.dtype.code}, shape=({shape}){strides})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    """A step parameter read through its attributes (`config.h`): each attribute is a provider parameter."""
+
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Sequence:
+    items: tuple[Any, ...]
+
+
+class Device:
+    """Where tensors live: the provider's tensors are metadata only, so a device is never written."""
+
+
+DEVICE = Device()
+
+
+@dataclasses.dataclass(frozen=True)
+class LiftPlan:
+    """What the lift writes into the kernel's module, and what it needs from the registration."""
+
+    provider: str  # the provider function's source
+    dispatcher: str  # the decorated dispatcher's source up to its body (decorator, def line, docstring)
+    returned: str  # the dispatcher's last statement: `return <grid>, dict(<launch arguments>)`
+    copied_lines: tuple[int, ...]  # the launcher's statements the dispatcher's body copies, in order
+    removed_lines: tuple[int, ...]  # ... those the launcher no longer reads once its launch is the dispatcher's
+    launch_line: int  # the launcher's `kernel[grid](...)` statement, replaced by `dispatch_call`
+    dispatch_call: str
+    parameters: tuple[tuple[str, str], ...]  # the provider's keyword parameters, with what the step read for each
+    helper_names: tuple[tuple[str, str], ...]  # (module, name) the kernel's module imports for the new code
+
+
+def _expr(code: str) -> ast.expr:
+    return ast.parse(code, mode="eval").body
+
+
+def _binary(op: ast.operator, left: Value, right: Value) -> Value:
+    if left.fixed and right.fixed:
+        value = _OPS[type(op)](left.known, right.known)
+        return Value(repr(value), value)
+    if isinstance(op, ast.Mult) and (left.known == 1 or right.known == 1):
+        return right if left.known == 1 else left
+    return Value(ast.unparse(ast.BinOp(_expr(left.code), op, _expr(right.code))))
+
+
+def _negated(code: str) -> str:
+    """`not (code)`, written as a reviewer would (`a != b` for `not a == b`)."""
+    node = _expr(code)
+    inverse = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE,
+               ast.LtE: ast.Gt, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return ast.unparse(ast.Compare(node.left, [inverse[type(node.ops[0])]()], node.comparators))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return ast.unparse(node.operand)
+    return ast.unparse(ast.UnaryOp(ast.Not(), node))
+
+
+class _Scope:
+    """One function's symbolic state: its module (for globals) and its names' values."""
+
+    def __init__(self, lift: _Lift, module: str, function: ast.FunctionDef, env: dict[str, Any]):
+        self.lift, self.module, self.function, self.env = lift, module, function, env
+
+    def where(self, node: ast.AST) -> str:
+        return f"{self.lift.modules.path(self.module).relative_to(self.lift.modules.repo).as_posix()}:" \
+               f"{getattr(node, 'lineno', self.function.lineno)}"
+
+    def refuse(self, node: ast.AST, why: str) -> LiftError:
+        return LiftError(f"{self.where(node)}: {why}")
+
+    # -- expressions ---------------------------------------------------------------------------------------
+    def value(self, node: ast.expr) -> Any:
+        """What `node` evaluates to: a Value, Tensor, Sequence or the device (a step parameter read whole is a
+        provider parameter)."""
+        found = self._raw(node)
+        return self.lift.parameter(found.name, found.name) if isinstance(found, Facts) else found
+
+    def _raw(self, node: ast.expr) -> Any:
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is None:
+            raise self.refuse(node, f"the lift cannot translate `{ast.unparse(node)}` ({type(node).__name__})")
+        return method(node)
+
+    def plain(self, node: ast.expr) -> Value:
+        found = self.value(node)
+        if not isinstance(found, Value):
+            raise self.refuse(node, f"`{ast.unparse(node)}` is used as a number, but it is a "
+                                    f"{type(found).__name__.lower()}")
+        return found
+
+    def _Constant(self, node: ast.Constant) -> Value:
+        return Value(repr(node.value), node.value)
+
+    def _Name(self, node: ast.Name) -> Any:
+        if node.id in self.env:
+            return self.env[node.id]
+        return self.lift.global_value(self, node)
+
+    def _Attribute(self, node: ast.Attribute) -> Any:
+        holder = self._raw(node.value)
+        if isinstance(holder, Facts):
+            return self.lift.parameter(f"{holder.name}.{node.attr}", node.attr)
+        if isinstance(holder, Tensor):
+            if node.attr == "dtype":
+                return holder.dtype
+            if node.attr == "shape":
+                return Sequence(holder.shape)
+            if node.attr == "device":
+                return DEVICE
+            if node.attr == "ndim":
+                return Value(str(len(holder.shape)), len(holder.shape))
+            if node.attr == "T" and len(holder.shape) == 2:
+                return self._transposed(holder, 0, 1)
+            raise self.refuse(node, f"reads `.{node.attr}` of a tensor, which the lift does not model")
+        if isinstance(holder, Device):
+            return Value(repr("cuda"), "cuda") if node.attr == "type" else holder
+        if isinstance(holder, Value):
+            return Value(ast.unparse(ast.Attribute(_expr(holder.code), node.attr)))
+        raise self.refuse(node, f"reads `.{node.attr}` of a {type(holder).__name__.lower()}")
+
+    def _Subscript(self, node: ast.Subscript) -> Any:
+        holder = self.value(node.value)
+        if isinstance(holder, Tensor):
+            raise self.refuse(node, "indexes a tensor (a view the lift does not model)")
+        index = self.value(node.slice) if not isinstance(node.slice, ast.Slice) else None
+        if isinstance(holder, Sequence) and isinstance(index, Value) and isinstance(index.known, int):
+            return holder.items[index.known]
+        if isinstance(holder, Sequence) and isinstance(node.slice, ast.Slice) and node.slice.step is None:
+            low = self.plain(node.slice.lower).known if node.slice.lower else None
+            high = self.plain(node.slice.upper).known if node.slice.upper else None
+            if all(v is None or isinstance(v, int) for v in (low, high)):
+                return Sequence(holder.items[low:high])
+        if isinstance(holder, Value) and isinstance(index, Value):
+            return Value(ast.unparse(ast.Subscript(_expr(holder.code), _expr(index.code))))
+        raise self.refuse(node, f"the lift cannot translate the subscript `{ast.unparse(node)}`")
+
+    def _Tuple(self, node: ast.Tuple) -> Sequence:
+        items: list[Any] = []
+        for element in node.elts:
+            if isinstance(element, ast.Starred):
+                spread = self.value(element.value)
+                if not isinstance(spread, Sequence):
+                    raise self.refuse(node, f"spreads `{ast.unparse(element.value)}`, which is not a sequence")
+                items += spread.items
+            else:
+                items.append(self.value(element))
+        return Sequence(tuple(items))
+
+    _List = _Tuple
+    _Set = _Tuple
+
+    def _BinOp(self, node: ast.BinOp) -> Value:
+        left, right = self.value(node.left), self.value(node.right)
+        if isinstance(node.op, ast.Add) and isinstance(left, Sequence) and isinstance(right, Sequence):
+            return Sequence(left.items + right.items)
+        return _binary(node.op, self._as_value(node.left, left), self._as_value(node.right, right))
+
+    def _UnaryOp(self, node: ast.UnaryOp) -> Value:
+        operand = self.plain(node.operand)
+        if operand.fixed:
+            value = {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos,
+                     ast.Invert: operator.invert}[type(node.op)](operand.known)
+            return Value(repr(value), value)
+        return Value(ast.unparse(ast.UnaryOp(node.op, _expr(operand.code))))
+
+    def _BoolOp(self, node: ast.BoolOp) -> Value:
+        parts = [self.plain(v) for v in node.values]
+        is_and = isinstance(node.op, ast.And)
+        kept = []
+        for part in parts:
+            if part.fixed and bool(part.known) == is_and:
+                continue  # `True and x` is x; `False or x` is x
+            if part.fixed:
+                return part
+            kept.append(part)
+        if not kept:
+            return parts[-1]
+        return Value(ast.unparse(ast.BoolOp(node.op, [_expr(p.code) for p in kept]))) if len(kept) > 1 else kept[0]
+
+    def _Compare(self, node: ast.Compare) -> Value:
+        left = self.value(node.left)
+        values = [left, *(self.value(c) for c in node.comparators)]
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) and any(
+                isinstance(v, (Tensor, Device, Sequence)) for v in values) and any(
+                isinstance(v, Value) and v.known is None for v in values):
+            result = isinstance(node.ops[0], ast.IsNot)  # a tensor, device or sequence is never None
+            return Value(repr(result), result)
+        if all(isinstance(v, Value) and v.fixed or isinstance(v, Sequence) and all(
+                isinstance(i, Value) and i.fixed for i in v.items) for v in values):
+            known = [v.known if isinstance(v, Value) else tuple(i.known for i in v.items) for v in values]
+            result = all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, known, known[1:]))
+            return Value(repr(result), result)
+        operands = [_expr(self._as_value(n, v).code) for n, v in zip([node.left, *node.comparators], values)]
+        return Value(ast.unparse(ast.Compare(operands[0], node.ops, operands[1:])))
+
+    def _IfExp(self, node: ast.IfExp) -> Any:
+        test = self.plain(node.test)
+        if test.fixed:
+            return self.value(node.body if test.known else node.orelse)
+        body, orelse = self.plain(node.body), self.plain(node.orelse)
+        return Value(ast.unparse(ast.IfExp(_expr(test.code), _expr(body.code), _expr(orelse.code))))
+
+    def _as_value(self, node: ast.expr, found: Any) -> Value:
+        if isinstance(found, Value):
+            return found
+        if isinstance(found, Sequence) and all(isinstance(i, Value) for i in found.items):
+            inner = ", ".join(i.code for i in found.items) + ("," if len(found.items) == 1 else "")
+            known = tuple(i.known for i in found.items) if all(i.fixed for i in found.items) else _NO_VALUE
+            return Value(f"({inner})", known)
+        raise self.refuse(node, f"`{ast.unparse(node)}` is a {type(found).__name__.lower()} where the lift needs a "
+                                "value")
+
+    def _Call(self, node: ast.Call) -> Any:
+        if any(k.arg is None for k in node.keywords):
+            raise self.refuse(node, f"`{ast.unparse(node)}` unpacks its keyword arguments (**kwargs)")
+        func = node.func
+        keywords = {k.arg: k.value for k in node.keywords}
+        if isinstance(func, ast.Attribute):
+            holder = self.value(func.value) if not self.lift.is_module(self, func.value) else None
+            if isinstance(holder, Tensor):
+                return self._tensor_method(node, holder, func.attr, keywords)
+            module = self.lift.module_of(self, func.value)
+            if module == "torch" and func.attr in _TORCH_TENSORS | _TORCH_LIKE:
+                return self._torch_tensor(node, func.attr, keywords)
+            if module in ("triton", "math") and func.attr in _PURE_MATH or module == "torch" and func.attr == "dtype":
+                args = [self.plain(a) for a in node.args]
+                if all(a.fixed for a in args):
+                    value = {"cdiv": lambda a, b: -(-a // b),
+                             "next_power_of_2": lambda n: 1 if n <= 1 else 1 << (n - 1).bit_length()}.get(
+                        func.attr, getattr(math, func.attr, None))(*(a.known for a in args))
+                    return Value(repr(value), value)
+                return Value(f"{ast.unparse(func.value)}.{func.attr}({', '.join(a.code for a in args)})")
+        if isinstance(func, ast.Name) and func.id == "isinstance" and self.lift.global_is_builtin(self, func.id):
+            subject, kinds = self.value(node.args[0]), node.args[1]
+            names = [k.id for k in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]) if isinstance(k, ast.Name)]
+            builtin = [getattr(builtins, n) for n in names
+                       if n in dir(builtins) and isinstance(getattr(builtins, n), type)]
+            if isinstance(subject, Value) and subject.fixed and len(builtin) == len(names):
+                result = isinstance(subject.known, tuple(builtin))
+                return Value(repr(result), result)
+            if isinstance(subject, Tensor) and builtin:
+                return Value("False", False)
+            raise self.refuse(node, f"`{ast.unparse(node)}`: a type test the lift cannot decide")
+        if isinstance(func, ast.Name) and func.id in _PURE_BUILTINS and func.id not in self.env \
+                and self.lift.global_is_builtin(self, func.id):
+            args = [self.value(a) for a in node.args]
+            if func.id == "len" and len(args) == 1 and isinstance(args[0], Tensor):
+                return args[0].shape[0]
+            if func.id == "len" and len(args) == 1 and isinstance(args[0], Sequence):
+                return Value(str(len(args[0].items)), len(args[0].items))
+            args = [self._as_value(a, v) for a, v in zip(node.args, args)]
+            if all(a.fixed for a in args) and not keywords:
+                value = getattr(builtins, func.id)(*(a.known for a in args))
+                return Value(repr(value), value)
+            return Value(f"{func.id}({', '.join(a.code for a in args)})")
+        if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2 \
+                and isinstance(node.args[1], ast.Constant) and isinstance(self._raw(node.args[0]), Facts):
+            holder = self._raw(node.args[0])
+            return self.lift.parameter(f"{holder.name}.{node.args[1].value}", node.args[1].value)
+        callee = self.value(func)
+        arguments = [self.value(a) for a in node.args] + [self.value(k.value) for k in node.keywords]
+        if isinstance(callee, Value) and all(isinstance(a, (Value, Sequence)) for a in arguments):
+            # A call the lift does not model, of names the provider can read: the provider makes it too.
+            args = [self._as_value(a, v).code for a, v in zip(node.args, arguments)]
+            args += [f"{k.arg}={self._as_value(k.value, v).code}" for k, v in zip(node.keywords, arguments[len(args):])]
+            return Value(f"{callee.code}({', '.join(args)})")
+        raise self.refuse(node, f"calls `{ast.unparse(func)}` with a tensor, which the lift does not translate")
+
+    def _torch_tensor(self, node: ast.Call, name: str, keywords: dict[str, ast.expr]) -> Tensor:
+        if name in _TORCH_LIKE:
+            like = self.value(node.args[0])
+            if not isinstance(like, Tensor):
+                raise self.refuse(node, f"`torch.{name}` of something that is not a tensor")
+            return Tensor(self.plain(keywords["dtype"]) if "dtype" in keywords else like.dtype, like.shape)
+        dtype = self._dtype(node, keywords)
+        if name == "tensor":
+            data = self.value(node.args[0]) if node.args else None
+            shape = _nested_shape(data)
+            if shape is None:
+                raise self.refuse(node, "`torch.tensor` of data whose shape the lift cannot read")
+            return Tensor(dtype, shape)
+        if name == "arange":
+            bounds = [self.plain(a) for a in node.args]
+            start, stop, step = (Value("0", 0), bounds[0], Value("1", 1)) if len(bounds) == 1 else \
+                (bounds[0], bounds[1], bounds[2] if len(bounds) > 2 else Value("1", 1))
+            length = _binary(ast.FloorDiv(), _binary(ast.Add(), _binary(ast.Sub(), stop, start),
+                                                     _binary(ast.Sub(), step, Value("1", 1))), step)
+            return Tensor(dtype, (length,))
+        args = node.args[:-1] if name == "full" else node.args
+        if name == "empty_strided":
+            shape, strides = (self._shape(node, [a]) for a in node.args[:2])
+            return Tensor(dtype, shape, strides)
+        return Tensor(dtype, self._shape(node, args if "size" not in keywords else [keywords["size"]]))
+
+    def _dtype(self, node: ast.Call, keywords: dict[str, ast.expr]) -> Value:
+        if "dtype" not in keywords:
+            raise self.refuse(node, "allocates a tensor with the default dtype; write its dtype= so the key is "
+                                    "explicit")
+        return self.plain(keywords["dtype"])
+
+    def _shape(self, node: ast.Call, args: list[ast.expr]) -> tuple[Value, ...]:
+        values = list(self._Tuple(ast.Tuple(elts=list(args), ctx=ast.Load())).items)
+        if len(values) == 1 and isinstance(values[0], Sequence):
+            values = list(values[0].items)
+        if not all(isinstance(v, Value) for v in values):
+            raise self.refuse(node, f"a tensor shape the lift cannot read: `{ast.unparse(node)}`")
+        return tuple(values)
+
+    def _tensor_method(self, node: ast.Call, tensor: Tensor, name: str, keywords: dict[str, ast.expr]) -> Any:
+        args = [self.value(a) for a in node.args]
+        if name in ("t", "transpose"):
+            if name == "t":
+                return self._transposed(tensor, 0, 1)
+            dims = [self.plain(a).known for a in node.args]
+            return self._transposed(tensor, *dims)
+        if name in _SAME_TENSOR:
+            return Tensor(tensor.dtype, tensor.shape) if name in ("contiguous", "clone") else tensor
+        if name in _NEW_TENSORS:
+            shape_args = node.args[:-1] if name == "new_full" else node.args
+            dtype = self.plain(keywords["dtype"]) if "dtype" in keywords else tensor.dtype
+            return Tensor(dtype, self._shape(node, shape_args))
+        if name in ("stride", "size") and len(args) == 1 and isinstance(args[0], Value) \
+                and isinstance(args[0].known, int):
+            return (tensor.stride() if name == "stride" else tensor.shape)[args[0].known]
+        if name in ("stride", "size") and not args:
+            return Sequence(tensor.stride() if name == "stride" else tensor.shape)
+        if name == "numel":
+            total = Value("1", 1)
+            for size in tensor.shape:
+                total = _binary(ast.Mult(), total, size)
+            return total
+        if name == "dim":
+            return Value(str(len(tensor.shape)), len(tensor.shape))
+        if name == "is_contiguous":
+            return Value(repr(tensor.strides is None), tensor.strides is None) if tensor.strides is None else \
+                Value(repr(tensor.strides == Tensor(tensor.dtype, tensor.shape).stride()))
+        if name == "data_ptr":
+            return Value("0", 0)  # only its count matters where the step reads it (a table of pointers)
+        if name == "to" and set(keywords) <= {"dtype"} and (args or keywords):
+            dtype = args[0] if args else self.plain(keywords["dtype"])
+            return Tensor(dtype, tensor.shape, tensor.strides)
+        raise self.refuse(node, f"calls `.{name}()` on a tensor, which the lift does not model")
+
+    def _transposed(self, tensor: Tensor, first: int, second: int) -> Tensor:
+        shape, strides = list(tensor.shape), list(tensor.stride())
+        shape[first], shape[second] = shape[second], shape[first]
+        strides[first], strides[second] = strides[second], strides[first]
+        return Tensor(tensor.dtype, tuple(shape), tuple(strides))
+
+
+def _nested_shape(data: Any) -> tuple[Value, ...] | None:
+    if isinstance(data, Sequence):
+        inner = [_nested_shape(item) for item in data.items]
+        if data.items and (None in inner or len(set(inner)) != 1):
+            return None
+        return (Value(str(len(data.items)), len(data.items)), *(inner[0] if data.items else ()))
+    return () if isinstance(data, Value) else None
+
+
+class _Lift:
+    """One lift: walks the legacy step to the launcher call, then the launcher to the kernel launch."""
+
+    def __init__(self, modules: RepoModules, kernel_module: str, kernel: str, launcher_module: str, launcher: str):
+        self.modules = modules
+        self.kernel_module, self.kernel = kernel_module, kernel
+        self.launcher_module, self.launcher = launcher_module, launcher
+        self.parameters: dict[str, str] = {}  # provider parameter -> what the step read (`config.h`)
+        self.statements: list[str] = []  # the provider's body, in order
+        self.taken: set[str] = set()
+        self.launch: ast.Expr | None = None
+        self.kernel_names: set[str] = set()  # modules the provider's code reads by name (must be bound at home)
+
+    # -- names -------------------------------------------------------------------------------------------
+    def parameter(self, source: str, wanted: str) -> Value:
+        for name, read in self.parameters.items():
+            if read == source:
+                return Value(name)
+        name = self.fresh(wanted)
+        self.parameters[name] = source
+        return Value(name)
+
+    def fresh(self, wanted: str) -> str:
+        name, index = wanted, 2
+        while name in self.taken or name in ("dict", "TritonWarmupTensor", "WarmupChoices", "WarmupIntRange",
+                                             "_when", "torch", "triton"):
+            name, index = f"{wanted}_{index}", index + 1
+        self.taken.add(name)
+        return name
+
+    def module_of(self, scope: _Scope, node: ast.expr) -> str | None:
+        """The module a name refers to in `scope`'s module, when it names one (`torch`, `triton`)."""
+        if not isinstance(node, ast.Name) or node.id in scope.env:
+            return None
+        target, attribute = self.modules.imports(scope.module).get(node.id, (None, "?"))
+        if target is not None and target.endswith("triton_utils") and attribute in ("triton", "tl"):
+            return attribute  # the engine's re-export of Triton itself
+        return target if target is not None and attribute is None else None
+
+    def is_module(self, scope: _Scope, node: ast.expr) -> bool:
+        if isinstance(node, ast.Name) and node.id not in scope.env:
+            found = self.modules.imports(scope.module).get(node.id)
+            if found is not None and (found[1] is None or found[0].endswith("triton_utils")):
+                return True
+        return False
+
+    def global_is_builtin(self, scope: _Scope, name: str) -> bool:
+        return self.modules.definition(scope.module, name) is None and name not in self.modules.imports(scope.module)
+
+    def global_value(self, scope: _Scope, node: ast.Name) -> Any:
+        """A module-level name: a constant the tree spells out is copied; a module must be bound at home too."""
+        name = node.id
+        found = self.modules.imports(scope.module).get(name)
+        local_import = _function_import(scope.function, name)
+        if local_import is not None:
+            found = local_import
+        if found is not None and (found[1] is None or found[0].endswith("triton_utils")):
+            home = self.modules.imports(self.kernel_module).get(name)
+            if home != found:
+                raise scope.refuse(node, f"reads the module `{name}`, which {self.kernel_module} does not import "
+                                         "under that name")
+            return Value(name)
+        module, target = (found[0], found[1]) if found else (scope.module, name)
+        module, target = self.modules.resolve(module, target)
+        definition = self.modules.definition(module, target) if target else None
+        if isinstance(definition, ast.Assign) and len(definition.targets) == 1:
+            try:
+                literal = ast.literal_eval(_frozen(definition.value))
+            except ValueError:
+                literal = _NO_VALUE
+            if literal is not _NO_VALUE:
+                return _literal(literal)
+        if name in dir(builtins) and found is None and definition is None:
+            known = getattr(builtins, name)
+            return Value(repr(known), known) if known in (True, False, None) else Value(name)
+        if target and self.modules.resolve(self.kernel_module, name) == (module, target):
+            return Value(name)  # the kernel's module names the same object: the provider may read it
+        raise scope.refuse(node, f"reads `{name}` ({module}), which is not a constant the lift can copy and "
+                                 f"not a name {self.kernel_module} binds")
+
+    # -- statements --------------------------------------------------------------------------------------
+    def walk(self, scope: _Scope, body: list[ast.stmt], is_target, gates: bool = False) -> ast.AST | None:
+        """Run `body` symbolically until `is_target(statement)` names the launch; return that node.
+
+        `gates`: `body` is the legacy step's own; an early return there whose condition reads what the provider
+        cannot (the platform, the runner) is a gate of the registration, which codemods.guards carries.
+        """
+        for index, statement in enumerate(body):
+            found = is_target(scope, statement)
+            if found is not None:
+                return found
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                continue  # a docstring
+            if isinstance(statement, (ast.Import, ast.ImportFrom, ast.Assert, ast.Pass, ast.Global)):
+                continue
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                    and isinstance(statement.targets[0], ast.Name):
+                self._assign(scope, statement.targets[0].id, statement.value, statement)
+                continue
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                    and _unpacked_names(statement.targets[0]):
+                self._unpack(scope, _unpacked_names(statement.targets[0]), statement.value, statement)
+                continue
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
+                self._assign(scope, statement.target.id, statement.value, statement)
+                continue
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
+                    and _is_side_effect_free(scope, statement.value):
+                continue
+            if isinstance(statement, ast.If):
+                try:
+                    test = scope.plain(statement.test)
+                except LiftError:
+                    if gates and _exits(statement.body) and not statement.orelse \
+                            and not _holds(scope, statement.body, is_target):
+                        continue
+                    raise
+                inside = _holds(scope, statement.body, is_target)
+                elsewhere = _holds(scope, statement.orelse, is_target)
+                if test.fixed:
+                    branch = statement.body if test.known else statement.orelse
+                    found = self.walk(scope, branch, is_target)
+                    if found is not None:
+                        return found
+                    if _exits(branch):
+                        return None
+                    continue
+                if inside or elsewhere:
+                    self.statements.append(f"_when({test.code})" if inside else f"_when({_negated(test.code)})")
+                    return self.walk(scope, statement.body if inside else statement.orelse, is_target)
+                for branch, keep in ((statement.body, f"_when({_negated(test.code)})"),
+                                     (statement.orelse, f"_when({test.code})")):
+                    if _exits(branch):
+                        self.statements.append(keep)
+                    elif _binds(branch):
+                        raise scope.refuse(statement, "sets values under a condition the lift cannot decide "
+                                                      f"(`{ast.unparse(statement.test)}`)")
+                continue
+            if isinstance(statement, ast.For) and _holds(scope, statement.body, is_target):
+                self._domain(scope, statement)
+                return self.walk(scope, statement.body, is_target)
+            if isinstance(statement, (ast.With, ast.Try)):
+                found = self.walk(scope, statement.body, is_target, gates)
+                if found is not None:
+                    return found
+                continue
+            if isinstance(statement, ast.Return) and index == len(body) - 1:
+                return None
+            if not _binds([statement]) and not _holds(scope, [statement], is_target) \
+                    and not isinstance(statement, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+                continue
+            first = ast.unparse(statement).splitlines()[0]
+            raise scope.refuse(statement, f"the lift cannot translate this statement (`{first}`)")
+        return None
+
+    def _assign(self, scope: _Scope, name: str, value: ast.expr, statement: ast.stmt) -> None:
+        try:
+            found = scope.value(value)
+        except LiftError as exc:
+            scope.env[name] = _Unknown(str(exc))
+            return
+        if isinstance(found, Value) and not found.fixed and scope.function.name != self.launcher \
+                and not found.code.isidentifier():
+            local = self.fresh(name)
+            self.statements.append(f"{local} = {found.code}")
+            found = Value(local)
+        scope.env[name] = found
+
+    def _unpack(self, scope: _Scope, names: list[str], value: ast.expr, statement: ast.stmt) -> None:
+        try:
+            found = scope.value(value)
+        except LiftError as exc:
+            scope.env.update({name: _Unknown(str(exc)) for name in names})
+            return
+        if not isinstance(found, Sequence) or len(found.items) != len(names):
+            why = scope.refuse(statement, f"unpacks `{ast.unparse(value)}` into {len(names)} names")
+            scope.env.update({name: _Unknown(str(why)) for name in names})
+            return
+        scope.env.update(zip(names, found.items))
+
+    def _domain(self, scope: _Scope, loop: ast.For) -> None:
+        if not isinstance(loop.target, ast.Name) or loop.orelse:
+            raise scope.refuse(loop, "a loop whose variable is not one name (or with an else) is not translated")
+        iterable = loop.iter
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range" \
+                and "range" not in scope.env:
+            bounds = [scope.plain(a).code for a in iterable.args]
+            domain = f"WarmupIntRange({', '.join(bounds if len(bounds) > 1 else ['0', *bounds])})"
+        else:
+            values = scope.value(iterable)
+            if isinstance(values, Sequence):
+                items = [scope._as_value(iterable, v) for v in values.items]
+                if isinstance(iterable, ast.Set) or any(isinstance(n, ast.Set) for n in ast.walk(iterable)):
+                    items = list({i.code: i for i in items}.values())
+                domain = f"WarmupChoices({', '.join(i.code for i in items)})"
+            elif isinstance(values, Value):
+                domain = f"WarmupChoices(*{values.code})"
+            else:
+                raise scope.refuse(loop, f"a loop over `{ast.unparse(iterable)}`, which the lift cannot read")
+        local = self.fresh(loop.target.id)
+        self.statements.append(f"{local} = {domain}")
+        scope.env[loop.target.id] = Value(local)
+
+
+def _unpacked_names(target: ast.expr) -> list[str]:
+    """`a, b = ...`'s names (empty for any other target)."""
+    if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+        return [e.id for e in target.elts]
+    return []
+
+
+class _Unknown:
+    """A name whose value the lift could not read (an error only if the launch needs it)."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+
+def _frozen(node: ast.expr) -> ast.expr:
+    """`frozenset({...})` / `tuple(...)` of a literal as the literal (for ast.literal_eval)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id in ("frozenset", "tuple", "set") \
+            and len(node.args) == 1:
+        return node.args[0]
+    return node
+
+
+def _literal(value: Any) -> Any:
+    if isinstance(value, (tuple, list, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return Sequence(tuple(_literal(v) for v in items))
+    return Value(repr(value), value)
+
+
+def _function_import(function: ast.FunctionDef, name: str) -> tuple[str, str | None] | None:
+    for node in ast.walk(function):
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return node.module, alias.name
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if (alias.asname or alias.name.split(".")[0]) == name:
+                    return alias.name if alias.asname else alias.name.split(".")[0], None
+    return None
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue))
+
+
+def _binds(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) for s in body for n in ast.walk(s))
+
+
+def _holds(scope: _Scope, body: list[ast.stmt], is_target) -> bool:
+    return any(is_target(scope, s) is not None for stmt in body for s in ast.walk(stmt) if isinstance(s, ast.stmt))
+
+
+def _is_side_effect_free(scope: _Scope, call: ast.Call) -> bool:
+    """A call statement that compiles nothing: logging, a tensor's in-place initialisation."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "logger":
+        return func.attr in _LOGGING
+    if isinstance(func, ast.Attribute) and func.attr in _SAME_TENSOR and isinstance(func.value, ast.Name):
+        return isinstance(scope.env.get(func.value.id), Tensor)
+    return False
+
+
+def _function(modules: RepoModules, module: str, name: str, what: str) -> ast.FunctionDef:
+    home, target = modules.resolve(module, name)
+    node = modules.definition(home, target) if target else None
+    if not isinstance(node, ast.FunctionDef):
+        raise LiftError(f"{what} {module}.{name} is not a function defined in the repo")
+    return node
+
+
+def _kernel_parameters(kernel: ast.FunctionDef) -> list[str]:
+    return [a.arg for a in kernel.args.posonlyargs + kernel.args.args + kernel.args.kwonlyargs]
+
+
+def _bind_call(scope: _Scope, function: ast.FunctionDef, call: ast.Call) -> dict[str, Any]:
+    """The values `call` passes to `function`'s parameters (with the function's own defaults for the rest)."""
+    args = function.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    if args.vararg or args.kwarg:
+        raise scope.refuse(call, f"{function.name} takes *args/**kwargs: the dispatcher needs explicit parameters")
+    bound: dict[str, ast.expr] = dict(zip(positional, call.args))
+    bound.update({k.arg: k.value for k in call.keywords})
+    return {name: scope.value(value) for name, value in bound.items()}
+
+
+def _defaults(function: ast.FunctionDef) -> dict[str, ast.expr]:
+    args = function.args
+    positional = args.posonlyargs + args.args
+    out = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)}
+    out.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return out
+
+
+def binding_target(input_name: str, kernel_parameters: set[str]) -> str | None:
+    """The kernel parameter the engine's Triton helper binds a dispatcher input to (`x`, `x_ptr`, `X`, `X_PTR`)."""
+    pointer = f"{input_name}_ptr"
+    return next((c for c in (input_name, pointer, input_name.upper(), pointer.upper()) if c in kernel_parameters),
+                None)
+
+
+def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher_module: str, launcher: str,
+              step_module: str, step: str, dispatcher_name: str, provider_name: str,
+              helper_module: str, jit_module: str) -> LiftPlan:
+    """The dispatcher and provider for `kernel`, launched by `launcher` and warmed by the legacy `step`."""
+    kernel_def = _function(modules, kernel_module, kernel, "the kernel")
+    for decorator in kernel_def.decorator_list:
+        written = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        if written.endswith("autotune"):
+            raise LiftError(f"{kernel_module}:{kernel_def.lineno}: {kernel} is autotuned (@{written}): the engine's "
+                            "helper launches an autotuned kernel for real to pick its config, which a compile-only "
+                            "warmup cannot do; warm it by hand")
+        if not (written.endswith("jit") or written.endswith("heuristics")):
+            raise LiftError(f"{kernel_module}:{kernel_def.lineno}: {kernel} is decorated with @{written}, not "
+                            "@triton.jit or @triton.heuristics")
+    launcher_def = _function(modules, launcher_module, launcher, "the launcher")
+    step_def = _function(modules, step_module, step, "the legacy step")
+    lift = _Lift(modules, kernel_module, kernel, launcher_module, launcher)
+    kernel_parameters = _kernel_parameters(kernel_def)
+    launch = _launch_statement(modules, launcher_module, launcher_def, kernel_module, kernel)
+    if launch is None:
+        raise LiftError(f"{launcher_module}:{launcher_def.lineno}: {launcher} has no `{kernel}[grid](...)` statement "
+                        "at its top level (a launch under a condition or in a loop is not lifted)")
+
+    # The step, run up to its call of the launcher.
+    step_scope = _Scope(lift, step_module, step_def, {})
+    for argument in step_def.args.posonlyargs + step_def.args.args + step_def.args.kwonlyargs:
+        annotation = ast.unparse(argument.annotation) if argument.annotation else ""
+        step_scope.env[argument.arg] = DEVICE if argument.arg == "device" or "device" in annotation \
+            else Facts(argument.arg)
+
+    def launcher_call(scope: _Scope, statement: ast.stmt) -> ast.Call | None:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            func = statement.value.func
+            name = func.id if isinstance(func, ast.Name) else None
+            if name and name not in scope.env and modules.resolve(
+                    *(_function_import(step_def, name) or modules.imports(step_module).get(name) or (step_module, name))
+            ) == modules.resolve(launcher_module, launcher):
+                return statement.value
+        return None
+
+    call = lift.walk(step_scope, step_def.body, launcher_call, gates=True)
+    if call is None:
+        raise LiftError(f"{step_module}:{step_def.lineno}: {step} never calls {launcher} as a statement of its own")
+    bound = _bind_call(step_scope, launcher_def, call)
+    launcher_scope = _Scope(lift, launcher_module, launcher_def, {})
+    for name, default in _defaults(launcher_def).items():
+        bound.setdefault(name, launcher_scope.value(default))
+    missing = [a.arg for a in launcher_def.args.args + launcher_def.args.kwonlyargs if a.arg not in bound]
+    if missing:
+        raise LiftError(f"{step_module}:{call.lineno}: the step's call passes no {', '.join(missing)}")
+    launcher_scope.env.update(bound)
+    reached = lift.walk(launcher_scope, launcher_def.body, lambda scope, s: s if s is launch else None)
+    if reached is None:
+        raise LiftError(f"{launcher_module}:{launch.lineno}: the step's arguments never reach the launch "
+                        "(the launcher returns before it)")
+
+    inputs, kept = _dispatcher_inputs(modules, launcher_module, launcher_def, launch)
+    source = modules.path(launcher_module).read_text()
+    arguments = _launch_arguments(launch, kernel_parameters, launcher_module, source)
+    names = set(kernel_parameters)
+    passed = {name: code for name, code in arguments}
+    omitted = set()
+    for name in inputs:
+        target = binding_target(name, names)
+        if target is None:
+            continue
+        if target not in passed:
+            raise LiftError(f"{launcher_module}:{launch.lineno}: the dispatcher input {name} would be bound to the "
+                            f"kernel parameter {target}, which the launch leaves to its default")
+        if passed[target] == name and sum(binding_target(n, names) == target for n in inputs) == 1:
+            omitted.add(target)
+    values = []
+    for name in inputs:
+        value = launcher_scope.env.get(name)
+        if isinstance(value, _Unknown) or value is None:
+            raise LiftError(value.why if value is not None else
+                            f"{launcher_module}:{launch.lineno}: the launch reads {name}, which the lift cannot follow")
+        if isinstance(value, Device):
+            raise LiftError(f"{launcher_module}:{launch.lineno}: the launch passes a device ({name})")
+        code = value.code() if isinstance(value, Tensor) else launcher_scope._as_value(launch, value).code
+        values.append(f"{name}={code}")
+    grid = ast.get_source_segment(source, launch.value.func.slice)
+    launch_kwargs = [f"{name}={code}" for name, code in arguments if name not in omitted]
+    annotations = {a.arg: ast.get_source_segment(source, a.annotation) for a in
+                   launcher_def.args.args + launcher_def.args.kwonlyargs if a.annotation is not None}
+    signature = ", ".join(f"{n}: {annotations[n]}" if n in annotations else n for n in inputs)
+    dispatcher = (f"@triton_kernel_dispatcher_with_warmup(kernel={kernel}, warmup_inputs={provider_name})\n"
+                  f"def {dispatcher_name}({signature}) -> DispatchSpec:\n"
+                  + _docstring(f"{launcher}'s launch of {kernel}: the grid and the arguments the inputs do not "
+                               "bind, so the JIT warmup registry can compile it ahead of time."))
+    returned = f"return {grid}, " + (f"dict({', '.join(launch_kwargs)})" if launch_kwargs else "{}")
+    parameters = tuple(lift.parameters)
+    statements = _read_by(lift.statements, f"dict({', '.join(values)})")
+    header = f"def {provider_name}(*, {', '.join(parameters)}):" if parameters else f"def {provider_name}():"
+    provider = (header + "\n"
+                + _docstring(f"What the legacy {step} warmed {kernel} with, as {dispatcher_name} inputs.")
+                + "".join(f"    {s}\n" for s in statements)
+                + f"    return dict({', '.join(values)})\n")
+    used_helpers = [(helper_module, n) for n in ("DispatchSpec", "TritonWarmupTensor",
+                                                  "triton_kernel_dispatcher_with_warmup") if n in provider + dispatcher]
+    used_helpers += [(jit_module, n) for n in ("WarmupChoices", "WarmupIntRange", "_when") if f"{n}(" in provider]
+    return LiftPlan(provider, dispatcher, returned, tuple(s.lineno for s in kept),
+                    tuple(s.lineno for s in _unread_after(launcher_def, launch, kept)), launch.lineno,
+                    f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})", tuple(lift.parameters.items()),
+                    tuple(used_helpers))
+
+
+def _loads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _stored(statement: ast.stmt) -> list[str]:
+    return [n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+
+
+def _unread_after(launcher: ast.FunctionDef, launch: ast.stmt, copied: list[ast.stmt]) -> list[ast.stmt]:
+    """The copied statements the launcher no longer reads once the dispatcher makes its launch."""
+    rest = set().union(*(_loads(s) for s in launcher.body if s is not launch and s not in copied))
+    staying, removed = list(copied), []
+    changed = True
+    while changed:
+        changed = False
+        for statement in list(staying):
+            others = rest.union(*(_loads(s.value) for s in staying if s is not statement))
+            if not set(_stored(statement)) & others:
+                staying.remove(statement)
+                removed.append(statement)
+                changed = True
+    return sorted(removed, key=launcher.body.index)
+
+
+def _docstring(text: str, width: int = 79) -> str:
+    """A function's docstring, wrapped so no line passes `width` (PEP 8's, within any repo's limit)."""
+    lines = textwrap.wrap(text, width - 7)
+    if len(lines) == 1:
+        return f'    """{lines[0]}"""\n'
+    return '    """' + "\n    ".join(lines) + '\n    """\n'
+
+
+def _read_by(statements: list[str], used: str) -> list[str]:
+    """The provider's statements that its return reads, directly or through a later statement (`_when` stays)."""
+    kept: list[str] = []
+    for statement in reversed(statements):
+        target = statement.split(" = ", 1)[0] if " = " in statement and not statement.startswith("_when(") else None
+        reads = "\n".join([used, *kept])
+        if target is None or target in {n.id for n in ast.walk(ast.parse(reads)) if isinstance(n, ast.Name)}:
+            kept.insert(0, statement)
+    return kept
+
+
+def _launch_statement(modules: RepoModules, module: str, launcher: ast.FunctionDef, kernel_module: str,
+                      kernel: str) -> ast.Expr | None:
+    """The launcher's top-level `kernel[grid](...)` statement."""
+    for statement in launcher.body:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
+                and isinstance(statement.value.func, ast.Subscript) \
+                and isinstance(statement.value.func.value, ast.Name):
+            name = statement.value.func.value.id
+            if modules.resolve(module, name) == modules.resolve(kernel_module, kernel):
+                return statement
+    return None
+
+
+def _launch_arguments(launch: ast.Expr, kernel_parameters: list[str], module: str, source: str) \
+        -> list[tuple[str, str]]:
+    call = launch.value
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        raise LiftError(f"{module}:{launch.lineno}: the launch unpacks its arguments (*args/**kwargs)")
+    if len(call.args) > len(kernel_parameters):
+        raise LiftError(f"{module}:{launch.lineno}: the launch passes more arguments than the kernel takes")
+    named = [(name, ast.get_source_segment(source, value)) for name, value in zip(kernel_parameters, call.args)]
+    return named + [(k.arg, ast.get_source_segment(source, k.value)) for k in call.keywords]
+
+
+def _dispatcher_inputs(modules: RepoModules, module: str, launcher: ast.FunctionDef, launch: ast.Expr) \
+        -> tuple[list[str], list[ast.stmt]]:
+    """The dispatcher's parameters (what the launch reads that the launcher does not compute purely before it)
+    and the launcher's statements it copies (those pure computations, in order)."""
+    index = launcher.body.index(launch)
+    before = launcher.body[:index]
+    definitions: dict[str, list[ast.stmt]] = {}
+    for statement in before:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                definitions.setdefault(node.id, []).append(statement)
+    parameters = [a.arg for a in launcher.args.posonlyargs + launcher.args.args + launcher.args.kwonlyargs]
+    inputs: list[str] = []
+    kept: list[ast.stmt] = []
+
+    def need(node: ast.AST) -> None:
+        for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)},
+                           key=lambda n: (n not in parameters, n)):
+            statements = definitions.get(name, [])
+            if len(statements) == 1 and _pure_assignment(statements[0], name):
+                if statements[0] not in kept:
+                    kept.append(statements[0])
+                    need(statements[0].value)
+            elif statements or name in parameters:
+                if name not in inputs:
+                    inputs.append(name)
+
+    need(launch)
+    order = {name: i for i, name in enumerate(parameters)}
+    inputs.sort(key=lambda n: (order.get(n, len(order)), min((before.index(s) for s in definitions.get(n, [])),
+                                                               default=0)))
+    kept.sort(key=before.index)
+    return inputs, kept
+
+
+def _pure_assignment(statement: ast.stmt, name: str) -> bool:
+    """`name = <expression>` that allocates nothing and calls only shape arithmetic (copied into the dispatcher)."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and (
+            isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name
+            or name in _unpacked_names(statement.targets[0]))):
+        return False
+    for node in ast.walk(statement.value):
+        if isinstance(node, ast.Call):
+            func = node.func
+            callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if callee not in _PURE_BUILTINS | _PURE_MATH | _TENSOR_FACTS | {"is_arch_support_pdl"}:
+                return False
+        if isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.Lambda)):
+            return False
+    return True

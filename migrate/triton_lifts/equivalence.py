@@ -1,0 +1,213 @@
+"""Key equivalence for lifted Triton kernels, in Triton's own terms.
+
+Both sides run an engine tree's own code on a compile-only Triton driver (no GPU) while Triton's
+JIT hook records, instead of compiling, each specialization a launch asks for
+(`contract.backends.triton.jit_keys_recorded`): the legacy side runs the release's standalone step
+(orchestrator -> legacy function -> step -> launcher -> `kernel[grid](...)` on meta tensors), the
+migrated side builds the layers (their constructors' registrations, as the migrated tree wrote them)
+and runs the orchestrator's registry warmup, whose `compile` replays each provider case through
+`kernel.warmup(...)`. A key is Triton's JIT cache key for the spec's kernel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+from torch.overrides import TorchFunctionMode
+
+from zerojit.contract.limits import torch_dtype
+from zerojit.migrate.engine_trees.equivalence import TreeEquivalence
+from zerojit.migrate.engine_trees.sources import placeholder
+from zerojit.migrate.engine_trees.warmup import TreeWarmup, VllmPlatform, vllm_worker
+from zerojit.migrate.fla_layer_norm.equivalence import MODELS, SCHEDULERS, TP_SIZES, GdnConfig
+from zerojit.migrate.fla_layer_norm.legacy import GdnEngine
+
+from .specs import BATCH_MEMCPY, FUSED_POST_CONV
+
+ARCH = "sm90"  # the compile-only driver's target: part of every key, the same on both sides
+
+
+@dataclasses.dataclass(frozen=True)
+class GdnTritonConfig(GdnConfig):
+    """A Qwen GDN serving configuration, with the GPU arch the Triton keys are taken for."""
+
+    arch: str = ARCH
+
+
+class GdnTritonEngine(GdnEngine):
+    """The Qwen GDN layer and warmup as the lifted kernels see them: the layer's state dtypes, the engine's
+    Triton warmup settings (one compile thread: the keys, not the pool, are under test)."""
+
+    def stubs(self, state: types.SimpleNamespace) -> dict[str, dict[str, Any]]:
+        stubs = super().stubs(state)
+        stubs["vllm.platforms"]["current_platform"].device_type = "cuda"
+        stubs["vllm.envs"] = {"VLLM_TRITON_JIT_WARMUP_NUM_THREADS": 1}
+        return stubs
+
+    def layer(self, config: Any, vllm_config: Any) -> types.SimpleNamespace:
+        layer = super().layer(config, vllm_config)
+        dtype = torch_dtype(config.dtype)
+        layer.get_state_dtype = lambda: (dtype, dtype)  # what the layer's KV cache is allocated with
+        return layer
+
+
+class MetaAllocations(TorchFunctionMode):
+    """Tensors engine code allocates on the GPU are allocated on the meta device instead: shapes, dtypes and
+    strides only, which is all Triton's key reads of a tensor (a meta tensor's address is 0, so aligned)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        device = kwargs.get("device")
+        if device is not None and torch.device(device).type == "cuda":
+            kwargs["device"] = "meta"
+        return func(*args, **kwargs)
+
+
+@functools.cache
+def _compile_only_triton() -> Path:
+    """Triton's driver made compile-only for ARCH, on a throwaway cache (nothing compiles: the hook records)."""
+    from zerojit.contract.backends import triton as triton_backend
+
+    return triton_backend.configure(ARCH, Path(tempfile.mkdtemp(prefix="zerojit-lift-keys-")))
+
+
+class TritonKeyEquivalence(TreeEquivalence):
+    """Legacy vs migrated Triton keys of one lifted kernel (`spec.singleton`) over serving configurations."""
+
+    def _triton_keys(self, tree: TreeWarmup, run) -> set[str]:
+        from zerojit.contract.backends import triton as triton_backend
+
+        _compile_only_triton()
+        with triton_backend.jit_keys_recorded() as recorded, MetaAllocations():
+            run()
+        return {key for name, key in recorded if name == self.spec.singleton}
+
+    @functools.cached_property
+    def legacy(self) -> TreeWarmup:
+        return self._open(super().legacy.root)
+
+    @functools.cached_property
+    def migrated(self) -> TreeWarmup | None:
+        return self._open(self._migrated_tree) if self._migrated_tree else None
+
+    def _open(self, root: Path) -> TreeWarmup:
+        return TreeWarmup(root, self.spec, self.engine, run_compiles=True)
+
+    def legacy_keys(self, config: Any) -> set[str]:
+        return self._triton_keys(self.legacy, lambda: self.legacy.standalone_keys(config))
+
+    def migrated_keys(self, config: Any) -> set[str]:
+        if self.migrated is None:
+            raise FileNotFoundError(f"{self.family} has no family modules of its own: its migrated side is a "
+                                    "migrated engine tree (pass --migrated-tree)")
+        return self._triton_keys(self.migrated, lambda: self.migrated.warmed_keys(config))
+
+    def intended(self, config: Any, legacy: set[str], migrated: set[str]) -> str | None:
+        if not config.enable_jit_warmup and not migrated:
+            return ("JIT warmup is off: vLLM's orchestrator runs the standalone step regardless, the contract's "
+                    "registry does not run")
+        return None
+
+
+def _gdn_grid() -> list[GdnTritonConfig]:
+    return [GdnTritonConfig(*values) for values in itertools.product(
+        MODELS, (132,), TP_SIZES, ("bf16", "fp16"), ("silu",), (True, False), SCHEDULERS[:2])]
+
+
+class GdnTritonEquivalence(TritonKeyEquivalence):
+    engine = GdnTritonEngine()
+    legacy_release = "0.33.0"
+    grids = {"full": _gdn_grid, "smoke": lambda: _gdn_grid()[::7]}
+
+    def strategy(self):
+        return st.builds(GdnTritonConfig, model=st.sampled_from(tuple(MODELS)), tp_size=st.sampled_from(TP_SIZES),
+                         dtype=st.sampled_from(("bf16", "fp16")), enable_jit_warmup=st.booleans(),
+                         scheduler=st.sampled_from(SCHEDULERS))
+
+
+class FusedPostConvEquivalence(GdnTritonEquivalence):
+    family = FUSED_POST_CONV.family
+    spec = FUSED_POST_CONV
+
+
+# The Mamba-style layers (the engine's MambaBase subclasses) that BATCH_MEMCPY registers from, by model.
+MAMBA_MODELS = {
+    "mamba2": ("vllm.model_executor.layers.mamba.mamba_mixer2:MambaMixer2",),
+    "qwen3-next": ("vllm.model_executor.layers.mamba.gdn.base:GatedDeltaNetAttention",),
+    "lfm2": ("vllm.model_executor.layers.mamba.short_conv:ShortConv",),
+    "llama": (),  # no Mamba-style layer, no Mamba KV cache: neither side warms the copy
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class MambaConfig:
+    model: str = "mamba2"
+    enable_jit_warmup: bool = True
+    arch: str = ARCH
+
+
+class _MambaSpec:
+    """vLLM's MambaSpec, as the warmup's KV-cache check sees it (a class to test against)."""
+
+
+class _UniformTypeKVCacheSpecs:
+    def __init__(self, first_spec: Any):
+        self.first_spec = first_spec
+
+
+class MambaEngine:
+    """A hybrid model's runner after KV-cache allocation: one KV-cache group per layer kind."""
+
+    real_modules = ("vllm.model_executor.warmup.jit_warmup_triton_helper", "vllm.utils.math_utils")
+
+    def stubs(self, state: types.SimpleNamespace) -> dict[str, dict[str, Any]]:
+        platform = VllmPlatform(state)
+        platform.device_type = "cuda"
+        from zerojit.migrate.fla_layer_norm.engine_kernel import triton_stub
+
+        interface = {"MambaSpec": _MambaSpec, "UniformTypeKVCacheSpecs": _UniformTypeKVCacheSpecs}
+        interface.update({name: placeholder(f"vllm.v1.kv_cache_interface.{name}")
+                          for name in ("KVCacheConfig", "KVCacheGroupSpec")})
+        return {"vllm.platforms": {"current_platform": platform}, "vllm.triton_utils": triton_stub(),
+                "vllm.envs": {"VLLM_TRITON_JIT_WARMUP_NUM_THREADS": 1}, "vllm.v1.kv_cache_interface": interface}
+
+    def import_facts(self, config: Any) -> None:
+        return None
+
+    def vllm_config(self, config: MambaConfig) -> types.SimpleNamespace:
+        return types.SimpleNamespace(kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
+                                     model_config=types.SimpleNamespace(),
+                                     compilation_config=types.SimpleNamespace(static_forward_context={}))
+
+    def worker(self, config: MambaConfig, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
+        groups = [types.SimpleNamespace(kv_cache_spec=object())]  # the attention layers' group
+        groups += [types.SimpleNamespace(kv_cache_spec=_UniformTypeKVCacheSpecs(_MambaSpec()))
+                   for _ in MAMBA_MODELS[config.model]]
+        return vllm_worker(vllm_config, registry, device=torch.device("cuda", 0),
+                           kv_cache_config=types.SimpleNamespace(kv_cache_groups=groups))
+
+    def construct(self, config: MambaConfig, vllm_config: Any, tree: TreeWarmup) -> None:
+        for index, layer in enumerate(MAMBA_MODELS[config.model]):
+            tree.constructor_registrations(layer, {"self": types.SimpleNamespace(), "vllm_config": vllm_config,
+                                                   "prefix": f"model.layers.{index}.mixer"})
+
+
+class BatchMemcpyEquivalence(TritonKeyEquivalence):
+    family = BATCH_MEMCPY.family
+    spec = BATCH_MEMCPY
+    engine = MambaEngine()
+    legacy_release = "0.33.0"
+    grids = {"full": lambda: [MambaConfig(m, on) for m in MAMBA_MODELS for on in (True, False)],
+             "smoke": lambda: [MambaConfig(m) for m in MAMBA_MODELS]}
+
+    def strategy(self):
+        return st.builds(MambaConfig, model=st.sampled_from(tuple(MAMBA_MODELS)), enable_jit_warmup=st.booleans())
+

@@ -1,0 +1,76 @@
+"""The built-in lifts of vLLM 0.33.0's plain Triton kernels (codemods.lift writes their dispatcher and provider).
+
+Each registers from the layer that launches the kernel, passing the provider what the legacy step read
+from the first layer's warmup config, in the layer's own names (`self.num_k_heads // self.tp_size` for
+the config's `h`; the KV cache's dtype is the layer's `get_state_dtype()`).
+"""
+
+from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
+
+_QWEN_WARMUP = "vllm.model_executor.warmup.qwen_triton_warmup"
+_QWEN_GDN = "vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn"
+_MODEL_TYPES = ("model_type not in _QWEN_MODEL_TYPES",
+                "every model that builds a QwenGatedDeltaNetAttention layer launches this kernel, so each layer "
+                "registers it; the model-type list named only the Qwen models")
+
+FUSED_POST_CONV = MigrationSpec(
+    family="fla-fused-post-conv",
+    legacy_module=_QWEN_WARMUP,
+    legacy_function="qwen_triton_warmup",
+    legacy_step="_warm_fused_post_conv_kernel",
+    orchestrator_module=VLLM_ORCHESTRATOR,
+    singleton_module="vllm.third_party.flash_linear_attention.ops.fused_gdn_prefill_post_conv",
+    singleton="_fused_post_conv_kernel",
+    launcher="fused_post_conv_prep",
+    construction_module=_QWEN_GDN,
+    construction_class="QwenGatedDeltaNetAttention",
+    insert_after="self.norm = RMSNormGated(",
+    registration="""_fused_post_conv_prep_dispatch.register_warmup(
+    h=self.num_k_heads // self.tp_size,
+    k=self.head_k_dim,
+    hv=self.num_v_heads // self.tp_size,
+    v=self.head_v_dim,
+    conv_dtype=self.get_state_dtype()[0],
+    a_log=self.A_log,
+    dt_bias=self.dt_bias,
+)""",
+    intended_differences=[_MODEL_TYPES],
+    import_style="module",
+)
+
+# `mamba_triton_warmup` warms the prefix-cache state copy whenever the runner holds a Mamba-style KV cache, which
+# it does exactly when the model builds one of the engine's MambaBase layers: each registers the copy (one key,
+# the registry keeps one registration). The launch's owner (MambaCopyBuffers) is built lazily at the first copy,
+# outside every capture window, so it cannot be where the kernel registers.
+_MAMBA_LAYERS = ("vllm.model_executor.layers.mamba.mamba_mixer:MambaMixer",
+                 "vllm.model_executor.layers.mamba.mamba_mixer2:MambaMixer2",
+                 "vllm.model_executor.layers.mamba.linear.base:LinearAttention",
+                 "vllm.model_executor.layers.mamba.gdn.base:GatedDeltaNetAttention",
+                 "vllm.model_executor.layers.mamba.short_conv:ShortConv",
+                 "vllm.model_executor.models.bailing_moe_v3:BailingMoeV3KimiDeltaAttention",
+                 "vllm.models.qwen4_exp.amd.ple_layer:Qwen4ExpPLELayer",
+                 "vllm.models.qwen4_exp.nvidia.ple_layer:Qwen4ExpPLELayer")
+
+BATCH_MEMCPY = MigrationSpec(
+    family="mamba-batch-memcpy",
+    legacy_module="vllm.model_executor.warmup.mamba_triton_warmup",
+    legacy_function="mamba_triton_warmup",
+    legacy_step="_warm_batch_memcpy_kernel",
+    orchestrator_module=VLLM_ORCHESTRATOR,
+    singleton_module="vllm.v1.worker.mamba_utils",
+    singleton="batch_memcpy_kernel",
+    launcher="batch_memcpy",
+    construction_module=_MAMBA_LAYERS[0].split(":")[0],
+    construction_class=_MAMBA_LAYERS,
+    insert_after="super().__init__(",
+    registration="_batch_memcpy_dispatch.register_warmup()",
+    intended_differences=[(
+        "device.type != 'cuda'",
+        "the prefix-cache copy launches this Triton kernel on every device the engine runs Triton on; skipping "
+        "non-CUDA runners only moved its compile into a request")],
+    import_style="lazy",
+)
+
+SPECS = (FUSED_POST_CONV, BATCH_MEMCPY)
+EQUIVALENCES = {FUSED_POST_CONV.family: "zerojit.migrate.triton_lifts.equivalence:FusedPostConvEquivalence",
+                BATCH_MEMCPY.family: "zerojit.migrate.triton_lifts.equivalence:BatchMemcpyEquivalence"}
