@@ -117,6 +117,7 @@ class LiftPlan:
     returned: str  # the dispatcher's last statement: `return <grid>, dict(<launch arguments>)`
     copied_lines: tuple[int, ...]  # the launcher's statements the dispatcher's body copies, in order
     removed_lines: tuple[int, ...]  # ... those the launcher no longer reads once its launch is the dispatcher's
+    unread: tuple[tuple[int, str], ...]  # (line, name): a kept `a, b = ...`'s names it no longer reads (-> `_`)
     launch_line: int  # the launcher's `kernel[grid](...)` statement, replaced by `dispatch_call`
     dispatch_call: str
     parameters: tuple[tuple[str, str], ...]  # the provider's keyword parameters, with what the step read for each
@@ -400,7 +401,7 @@ class _Scope:
         return tuple(values)
 
     def _tensor_method(self, node: ast.Call, tensor: Tensor, name: str, keywords: dict[str, ast.expr]) -> Any:
-        args = [self.value(a) for a in node.args]
+        args = list(self._Tuple(ast.Tuple(elts=list(node.args), ctx=ast.Load())).items)
         if name in ("t", "transpose"):
             if name == "t":
                 return self._transposed(tensor, 0, 1)
@@ -859,7 +860,8 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
                                                   "triton_kernel_dispatcher_with_warmup") if n in provider + dispatcher]
     used_helpers += [(jit_module, n) for n in ("WarmupChoices", "WarmupIntRange", "_when") if f"{n}(" in provider]
     return LiftPlan(provider, dispatcher, returned, tuple(s.lineno for s in kept),
-                    tuple(s.lineno for s in _unread_after(launcher_def, launch, kept)), launch.lineno,
+                    tuple(s.lineno for s in _unread_after(launcher_def, launch, kept)),
+                    tuple(_unread_names(launcher_def, launch, kept)), launch.lineno,
                     f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})", tuple(lift.parameters.items()),
                     tuple(used_helpers))
 
@@ -870,6 +872,16 @@ def _loads(node: ast.AST) -> set[str]:
 
 def _stored(statement: ast.stmt) -> list[str]:
     return [n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+
+
+def _unread_names(launcher: ast.FunctionDef, launch: ast.stmt, copied: list[ast.stmt]) -> list[tuple[int, str]]:
+    """(line, name) of names a copied `a, b = ...` the launcher keeps binds that it no longer reads (they become
+    `_`)."""
+    removed = _unread_after(launcher, launch, copied)
+    staying = [s for s in copied if s not in removed]
+    reads = set().union(*(_loads(s) for s in launcher.body if s is not launch and s not in removed))
+    return [(s.lineno, name) for s in staying if _unpacked_names(s.targets[0])
+            for name in _unpacked_names(s.targets[0]) if name not in reads]
 
 
 def _unread_after(launcher: ast.FunctionDef, launch: ast.stmt, copied: list[ast.stmt]) -> list[ast.stmt]:

@@ -70,6 +70,11 @@ class MigrationSpec:
           `registration` is inserted there, after the first statement (at any depth) whose
           first line contains `insert_after` (at the end when empty), and before every early
           `return` of the constructor that comes before that point.
+      construction_method: the method of those classes the registration goes into: `__init__` (the
+          default), or one the engine calls inside a capture window once what the registration reads
+          exists (vLLM binds each layer's KV cache in `bind_kv_cache`, inside the window that captures
+          registrations depending on KV-cache strides); a class that only inherits it gets an override that
+          runs the parent's first, then registers.
       gate: the registration's condition, in the construction site's names. Empty (the
           default): the tree's own, read from the guards the legacy call ran under
           (codemods.guards) and written in the site's names. Written: checked against the
@@ -105,6 +110,7 @@ class MigrationSpec:
     construction_module: str
     construction_class: str | tuple[str, ...]
     registration: str
+    construction_method: str = "__init__"
     gate: str = ""
     intended_differences: tuple[tuple[str, str], ...] = ()
     legacy_module: str = ""
@@ -131,7 +137,8 @@ class MigrationSpec:
         _identifier("singleton", self.singleton)
         if self.legacy_module:
             _dotted("legacy_module", self.legacy_module)
-        for field in ("legacy_function", "legacy_step", "orchestrator_step", "private_singleton", "launcher"):
+        for field in ("legacy_function", "legacy_step", "orchestrator_step", "private_singleton", "launcher",
+                      "construction_method"):
             if getattr(self, field):
                 _identifier(field, getattr(self, field))
         if bool(self.orchestrator_step) == bool(self.legacy_module or self.legacy_function):

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 @operation("insert_registration", stage=2)
 @dataclasses.dataclass(frozen=True)
 class InsertRegistration(Operation):
-    """Insert `if <gate>: <registration>` into `cls.__init__`, after `insert_after` (at any depth) or at the end.
+    """Insert `if <gate>: <registration>` into `cls.<method>` (`__init__` unless the spec names another), after
+    `insert_after` (at any depth) or at the end. `override`: the method's source when the class only inherits
+    it (a def that runs the parent's); it is added to the class with the registration at its end.
 
     kernel_module / kernel_name: where the registration's kernel comes from; imported at
     module level, or inside the inserted block when `lazy`, unless this module binds it.
@@ -47,6 +49,8 @@ class InsertRegistration(Operation):
     call: str = ""  # the registration's register_warmup call: found in __init__, the site is migrated already
     inner_gate: str = ""  # checked inside the block, after `inner_imports` (names imported only in functions)
     inner_imports: tuple[str, ...] = ()
+    method: str = "__init__"
+    override: str = ""
 
     def command(self, context: CodemodContext) -> Command:
         return _Insert(context, self)
@@ -70,14 +74,21 @@ class InsertRegistration(Operation):
                 node = next((n for n in ast.walk(home.tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
                 if node is None:
                     raise SpecError(f"{spec.family}: construction_class {name!r} not found in {home.name}")
-                init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+                method = spec.construction_method
+                init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
+                override = "" if init is not None or method == "__init__" else \
+                    _override(modules, home.name, node, method, spec.family)
+                if override:  # the method the class gets, placed (for what reports say) at the class's line
+                    init = ast.increment_lineno(ast.parse(override), node.lineno - 1).body[0]
                 sites = [(home, name, init, spec.insert_after)]
                 # A subclass whose constructor never runs this one's registers too (or the run refuses).
                 sites += [(sub_home, sub, sub_init, spec.insert_after if spec.insert_after in
                            ast.get_source_segment(sub_home.text, sub_init) else "")
-                          for sub_home, sub, sub_init in _replacing_subclasses(planner, modules, home.name, name)]
+                          for sub_home, sub, sub_init in _replacing_subclasses(planner, modules, home.name, name,
+                                                                               method)]
                 for site_home, site_class, site_init, anchor in sites[1:]:
-                    unset = _unset_attributes(modules, site_home.name, site_class, site_init, spec)
+                    unset = _unset_attributes(modules, site_home.name, site_class, site_init, spec) \
+                        if method == "__init__" else []
                     if unset and not done:
                         planner.refusals.append(
                             f"{site_home.path.relative_to(planner.repo).as_posix()}:{site_init.lineno}: {site_class} "
@@ -92,7 +103,8 @@ class InsertRegistration(Operation):
                     planner.add(site_home.name, cls(
                         site_class, gate.gate, spec.registration, anchor, spec.singleton_module, spec.kernel_name,
                         lazy, gate.imports, frozenset(spec.binding_names() | (free_names(gate.gate, "eval") if gate.gate else set())),
-                        spec.registration_call(), gate.inner_gate, gate.inner_imports))
+                        spec.registration_call(), gate.inner_gate, gate.inner_imports, method,
+                        override if site_class == name else ""))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,9 +157,24 @@ def _imported_only_in_functions(module: SourceModule, source: str) -> bool:
     return bool(found) and not any(id(n) in top for n in found)
 
 
-def _replacing_subclasses(planner: Planner, modules: RepoModules, module: str, name: str) \
-        -> list[tuple[SourceModule, str, ast.FunctionDef]]:
-    """Subclasses of `module.name` anywhere in the repo (at any depth) whose `__init__` never calls the parent's."""
+def _override(modules: RepoModules, module: str, cls: ast.ClassDef, method: str, family: str) -> str:
+    """The source of `cls.method` as an override that runs the inherited one (the registration then follows)."""
+    inherited = modules.method(module, cls, method)
+    if inherited is None:
+        raise SpecError(f"{family}: construction_method {method!r}: {cls.name} ({module}:{cls.lineno}) neither "
+                        "defines nor inherits it from a class in the repo")
+    arguments = inherited.args
+    passed = [a.arg for a in arguments.posonlyargs + arguments.args][1:]
+    passed += [f"*{arguments.vararg.arg}"] if arguments.vararg else []
+    passed += [f"{a.arg}={a.arg}" for a in arguments.kwonlyargs]
+    passed += [f"**{arguments.kwarg.arg}"] if arguments.kwarg else []
+    returns = f" -> {ast.unparse(inherited.returns)}" if inherited.returns else ""
+    return f"def {method}({ast.unparse(arguments)}){returns}:\n    super().{method}({', '.join(passed)})\n"
+
+
+def _replacing_subclasses(planner: Planner, modules: RepoModules, module: str, name: str,
+                          method: str = "__init__") -> list[tuple[SourceModule, str, ast.FunctionDef]]:
+    """Subclasses of `module.name` anywhere in the repo (at any depth) whose `method` never calls the parent's."""
     wanted, found, queue = {modules.resolve(module, name)}, [], [name]
     while queue:
         parent = queue.pop()
@@ -163,8 +190,8 @@ def _replacing_subclasses(planner: Planner, modules: RepoModules, module: str, n
                     continue
                 wanted.add(modules.resolve(home.name, node.name))
                 queue.append(node.name)
-                init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-                if init is not None and not _calls_parent_init(modules, home.name, init, wanted):
+                init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
+                if init is not None and not _calls_parent_init(modules, home.name, init, wanted, method):
                     found.append((home, node.name, init))
     return found
 
@@ -209,10 +236,11 @@ def _class_names(modules: RepoModules, module: str, cls: str, depth: int) -> set
     return names
 
 
-def _calls_parent_init(modules: RepoModules, module: str, init: ast.FunctionDef, parents: set) -> bool:
-    """`super().__init__(...)`, or `Parent.__init__(self, ...)` naming one of `parents`, somewhere in `init`."""
+def _calls_parent_init(modules: RepoModules, module: str, init: ast.FunctionDef, parents: set,
+                       method: str = "__init__") -> bool:
+    """`super().<method>(...)`, or `Parent.<method>(self, ...)` naming one of `parents`, somewhere in `init`."""
     for call in (n for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                 and n.func.attr == "__init__"):
+                 and n.func.attr == method):
         holder = call.func.value
         if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Name) and holder.func.id == "super":
             return True
@@ -318,6 +346,7 @@ class _Insert(Command):
         super().__init__(context, op)
         self.found_class = False
         self.init: cst.FunctionDef | None = None
+        self.init_in_class: cst.FunctionDef | None = None  # the method as the class defines it (None: inherited)
         self.anchor: cst.BaseStatement | None = None  # the block goes after it (None: at the end of __init__)
         self.done = False  # already migrated
         self.needs_import = False
@@ -331,10 +360,25 @@ class _Insert(Command):
         if node.name.value != self.op.cls:
             return
         self.found_class = True
+        self.class_node = node
         for member in node.body.body:
-            if isinstance(member, cst.FunctionDef) and member.name.value == "__init__":
-                self.init = member
+            if isinstance(member, cst.FunctionDef) and member.name.value == self.op.method:
+                self.init = self.init_in_class = member
                 self._plan(member)
+        if self.init is None and self.op.override:
+            self.init = cst.parse_statement(self.op.override)
+            self._plan(self.init)
+
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        """A class that only inherits the method gets the override, with the registration at its end."""
+        if original.name.value != self.op.cls or not self.op.override or self.done or self.refusals \
+                or any(isinstance(m, cst.FunctionDef) and m.name.value == self.op.method for m in original.body.body):
+            return updated
+        override = self.init.with_changes(body=self.init.body.with_changes(body=[*self.init.body.body,
+                                                                                  *self._block()]),
+                                          leading_lines=[cst.EmptyLine(indent=False)])
+        self.count += 1
+        return updated.with_changes(body=updated.body.with_changes(body=[*updated.body.body, override]))
 
     def _plan(self, init: cst.FunctionDef) -> None:
         collector = _Statements()
@@ -350,9 +394,12 @@ class _Insert(Command):
         if self.op.insert_after:
             matches = [s for s in statements if self.op.insert_after in _first_line(s)]
             if not matches:
-                raise AnchorError(f"{self.op.cls}.__init__ has no statement starting with {self.op.insert_after!r}")
+                raise AnchorError(f"{self.op.cls}.{self.op.method} has no statement starting with "
+                                  f"{self.op.insert_after!r}")
             self.anchor = matches[0]
-        scope = self._init_scope(init)
+        synthetic = self.op.override and init is not self.init_in_class
+        scope = self._global_scope() if synthetic else self._init_scope(init)
+        parameters = {p.name.value for p in init.params.params + init.params.posonly_params + init.params.kwonly_params}
         lines = _positions_within(init)
         before = lines[self.anchor].end.line if self.anchor else float("inf")
         self.exits = [s for s in statements if isinstance(s, cst.SimpleStatementLine)
@@ -364,8 +411,10 @@ class _Insert(Command):
             self.needs_import = False  # the module imports the kernel under another name: use that one
             self.registration = _renamed_in(self.registration, self.op.kernel_name, self.alias)
         for name in sorted(self.op.names - self.imported - {self.op.kernel_name}):
+            if synthetic and name in parameters:
+                continue  # a parameter of the override the class gets
             if not self._bound(scope, name, before, lines):
-                self.refuse(init, f"{name} is not bound where the registration goes ({self.op.cls}.__init__); "
+                self.refuse(init, f"{name} is not bound where the registration goes ({self.op.cls}.{self.op.method}); "
                                   "add it to gate_imports or move insert_after")
 
     def _check_exits(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
@@ -391,10 +440,14 @@ class _Insert(Command):
             if not late and base_init and min(base_init) > line and reads - set(assigned):
                 late = sorted(reads - set(assigned))  # set by the base initializer, which has not run yet
             if late:
-                self.refuse(exit_, f"{self.op.cls}.__init__ returns here, before the registration, and the "
+                self.refuse(exit_, f"{self.op.cls}.{self.op.method} returns here, before the registration, and the "
                                    f"registration reads self.{', self.'.join(late)}, not set yet at this return: "
                                    "every path must register, so move insert_after above this return or migrate "
                                    "this constructor by hand")
+
+    def _global_scope(self):
+        """The scope the class sits in: what a method added to it sees besides its parameters."""
+        return self.outlined_scopes(keep=lambda function: False)[self.class_node]
 
     def _init_scope(self, init: cst.FunctionDef):
         """The scope of __init__'s body: on the file's outline that keeps __init__ and the functions around it."""
@@ -480,7 +533,7 @@ class _Insert(Command):
         if not self.found_class:
             raise AnchorError(f"class {self.op.cls} not found")
         if self.init is None:
-            raise AnchorError(f"class {self.op.cls} has no __init__")
+            raise AnchorError(f"class {self.op.cls} has no {self.op.method}")
         if self.anchor is not None and not (self.done or self.refusals or self.count):
             self.refuse(self.anchor, f"insert_after {self.op.insert_after!r} matches a statement that is not in an "
                                      "indented block")

@@ -75,6 +75,21 @@ def registration_mismatch(spec: MigrationSpec, plan: lift.LiftPlan) -> str | Non
     return None
 
 
+class _Unread(cst.CSTTransformer):
+    """`a, b = ...` with the names nothing reads any more written `_`."""
+
+    def __init__(self, names: set[str]):
+        super().__init__()
+        self.names = names
+
+    def leave_AssignTarget(self, original: cst.AssignTarget, updated: cst.AssignTarget) -> cst.AssignTarget:
+        if not isinstance(updated.target, cst.Tuple):
+            return updated
+        elements = [e.with_changes(value=cst.Name("_")) if isinstance(e.value, cst.Name) and e.value.value in
+                    self.names else e for e in updated.target.elements]
+        return updated.with_changes(target=updated.target.with_changes(elements=elements))
+
+
 class _Lift(Command):
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         op: LiftKernel = self.op
@@ -102,7 +117,8 @@ class _Lift(Command):
                 statements.append(call.with_changes(leading_lines=statement.leading_lines))
                 self.count += 1
             elif line not in plan.removed_lines:
-                statements.append(statement)
+                unread = {name for at, name in plan.unread if at == line}
+                statements.append(statement.visit(_Unread(unread)) if unread else statement)
         return after.with_changes(body=after.body.with_changes(body=statements)), copied
 
     def _definitions(self, copied: list[cst.BaseStatement]) -> list[cst.FunctionDef]:

@@ -179,9 +179,13 @@ class TreeWarmup:
         module = module or self.spec.construction_module
         tree = self._tree(module)
         init = next((item for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls
-                     for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None)
+                     for item in node.body if isinstance(item, ast.FunctionDef)
+                     and item.name == self.spec.construction_method), None)
+        method = self.spec.construction_method
+        if init is None and method != "__init__":
+            return  # inherited as it is: this class adds no registration there
         if init is None:
-            raise EngineRunError(f"{module} has no {cls}.__init__")
+            raise EngineRunError(f"{module} has no {cls}.{method}")
         registers = [method_calls(name, "register_warmup") for name in dict.fromkeys(
             (self.spec.singleton, self.spec.private_singleton, self.spec.kernel_name)) if name]
         table = import_table(tree, module, self.sources.file_of(module).name == "__init__.py")

@@ -30,7 +30,7 @@ from zerojit.migrate.engine_trees.warmup import TreeWarmup, VllmPlatform, vllm_w
 from zerojit.migrate.fla_layer_norm.equivalence import MODELS, SCHEDULERS, TP_SIZES, GdnConfig
 from zerojit.migrate.fla_layer_norm.legacy import GdnEngine
 
-from .specs import BATCH_MEMCPY, FUSED_POST_CONV
+from .specs import BATCH_MEMCPY, FUSED_POST_CONV, SIGMOID_GATING
 
 ARCH = "sm90"  # the compile-only driver's target: part of every key, the same on both sides
 
@@ -57,6 +57,30 @@ class GdnTritonEngine(GdnEngine):
         dtype = torch_dtype(config.dtype)
         layer.get_state_dtype = lambda: (dtype, dtype)  # what the layer's KV cache is allocated with
         return layer
+
+    def worker(self, config: Any, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
+        worker = super().worker(config, vllm_config, registry)
+        for layer in vllm_config.compilation_config.static_forward_context.values():
+            layer.kv_cache = _paged(layer.kv_cache)
+        return worker
+
+
+class BoundGdnTritonEngine(GdnTritonEngine):
+    """GDN layers whose registration runs when the engine binds their KV cache (`bind_kv_cache`)."""
+
+    def construct(self, config: Any, vllm_config: Any, tree: TreeWarmup) -> None:
+        for layer in self.worker(config, vllm_config, None).model_runner.compilation_config \
+                .static_forward_context.values():
+            tree.constructor_registrations("QwenGatedDeltaNetAttention", {"self": layer, "kv_cache": None})
+
+
+def _paged(cache: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The (conv, SSM) states as views of one padded page per block, as vLLM's allocator lays them out: each
+    state's block stride is the page's, not its own size (the padding makes it no multiple of 16)."""
+    conv, ssm = cache
+    page = conv.numel() // conv.shape[0] + ssm.numel() // ssm.shape[0] + 7
+    pages = torch.empty(conv.shape[0], page, dtype=conv.dtype, device="meta")
+    return [pages.as_strided(tuple(state.shape), (page, *state.stride()[1:])) for state in (conv, ssm)]
 
 
 class MetaAllocations(TorchFunctionMode):
@@ -136,6 +160,12 @@ class GdnTritonEquivalence(TritonKeyEquivalence):
 class FusedPostConvEquivalence(GdnTritonEquivalence):
     family = FUSED_POST_CONV.family
     spec = FUSED_POST_CONV
+
+
+class SigmoidGatingEquivalence(GdnTritonEquivalence):
+    family = SIGMOID_GATING.family
+    spec = SIGMOID_GATING
+    engine = BoundGdnTritonEngine()
 
 
 # The Mamba-style layers (the engine's MambaBase subclasses) that BATCH_MEMCPY registers from, by model.

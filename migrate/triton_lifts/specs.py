@@ -71,6 +71,41 @@ BATCH_MEMCPY = MigrationSpec(
     import_style="lazy",
 )
 
-SPECS = (FUSED_POST_CONV, BATCH_MEMCPY)
+# The decode update reads the SSM state's per-block stride, which the KV-cache allocator decides (a state page is
+# padded to the attention page): the layer registers once its cache is bound (`bind_kv_cache`, which the engine
+# calls inside the capture window for registrations that depend on KV-cache strides), with the bound state's facts.
+SIGMOID_GATING = MigrationSpec(
+    family="fla-sigmoid-gating",
+    legacy_module=_QWEN_WARMUP,
+    legacy_function="qwen_triton_warmup",
+    legacy_step="_warm_fused_sigmoid_gating_delta_rule_update_kernel",
+    orchestrator_module=VLLM_ORCHESTRATOR,
+    singleton_module="vllm.third_party.flash_linear_attention.ops.fused_sigmoid_gating",
+    singleton="fused_sigmoid_gating_delta_rule_update_kernel",
+    launcher="fused_sigmoid_gating_delta_rule_update",
+    construction_module=_QWEN_GDN,
+    construction_class="QwenGatedDeltaNetAttention",
+    construction_method="bind_kv_cache",
+    registration="""ssm_state = self.kv_cache[1]
+_fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
+    conv_dtype=self.kv_cache[0].dtype,
+    h=self.num_k_heads // self.tp_size,
+    k=self.head_k_dim,
+    hv=self.num_v_heads // self.tp_size,
+    v=self.head_v_dim,
+    state_dtype=ssm_state.dtype,
+    state_stride_token=ssm_state.stride(0),
+    a_log=self.A_log,
+    dt_bias=self.dt_bias,
+)""",
+    intended_differences=[_MODEL_TYPES, (
+        "not runner.is_pooling_model",
+        "pooling models run only full prefills and never launch this decode kernel; the layer registers it "
+        "whatever the model serves (one compile a pooling model does not need)")],
+    import_style="module",
+)
+
+SPECS = (FUSED_POST_CONV, BATCH_MEMCPY, SIGMOID_GATING)
 EQUIVALENCES = {FUSED_POST_CONV.family: "zerojit.migrate.triton_lifts.equivalence:FusedPostConvEquivalence",
-                BATCH_MEMCPY.family: "zerojit.migrate.triton_lifts.equivalence:BatchMemcpyEquivalence"}
+                BATCH_MEMCPY.family: "zerojit.migrate.triton_lifts.equivalence:BatchMemcpyEquivalence",
+                SIGMOID_GATING.family: "zerojit.migrate.triton_lifts.equivalence:SigmoidGatingEquivalence"}
