@@ -186,6 +186,8 @@ class _Scope:
         return Value(repr(node.value), node.value)
 
     def _Name(self, node: ast.Name) -> Any:
+        if isinstance(self.env.get(node.id), _Unknown):
+            raise LiftError(self.env[node.id].why)  # why its value could not be read, where it was assigned
         if node.id in self.env:
             return self.env[node.id]
         return self.lift.global_value(self, node)
@@ -324,6 +326,8 @@ class _Scope:
                         func.attr, getattr(math, func.attr, None))(*(a.known for a in args))
                     return Value(repr(value), value)
                 return Value(f"{ast.unparse(func.value)}.{func.attr}({', '.join(a.code for a in args)})")
+        if isinstance(func, ast.Name) and self.lift.is_typing_cast(self, func.id) and len(node.args) == 2:
+            return self.value(node.args[1])  # typing.cast: the value itself
         if isinstance(func, ast.Name) and func.id == "isinstance" and self.lift.global_is_builtin(self, func.id):
             subject, kinds = self.value(node.args[0]), node.args[1]
             names = [k.id for k in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]) if isinstance(k, ast.Name)]
@@ -462,7 +466,8 @@ class _Lift:
         self.statements: list[str] = []  # the provider's body, in order
         self.taken: set[str] = set()
         self.launch: ast.Expr | None = None
-        self.kernel_names: set[str] = set()  # modules the provider's code reads by name (must be bound at home)
+        self.dynamic: set[str] = set()  # provider locals that depend on the case being warmed (a domain)
+        self.launcher_def: ast.FunctionDef | None = None
 
     # -- names -------------------------------------------------------------------------------------------
     def parameter(self, source: str, wanted: str) -> Value:
@@ -496,6 +501,10 @@ class _Lift:
             if found is not None and (found[1] is None or found[0].endswith("triton_utils")):
                 return True
         return False
+
+    def is_typing_cast(self, scope: _Scope, name: str) -> bool:
+        return name not in scope.env and (_function_import(scope.function, name) or
+                                          self.modules.imports(scope.module).get(name)) == ("typing", "cast")
 
     def global_is_builtin(self, scope: _Scope, name: str) -> bool:
         return self.modules.definition(scope.module, name) is None and name not in self.modules.imports(scope.module)
@@ -610,14 +619,29 @@ class _Lift:
         try:
             found = scope.value(value)
         except LiftError as exc:
-            scope.env[name] = _Unknown(str(exc))
-            return
+            found = self._from_site(scope, value, name) or _Unknown(str(exc))
         if isinstance(found, Value) and not found.fixed and scope.function.name != self.launcher \
                 and not found.code.isidentifier():
             local = self.fresh(name)
             self.statements.append(f"{local} = {found.code}")
+            if _names_in(found.code) & self.dynamic:
+                self.dynamic.add(local)
             found = Value(local)
         scope.env[name] = found
+
+    def _from_site(self, scope: _Scope, value: ast.expr, name: str) -> Value | None:
+        """A value the provider cannot compute (the step calls legacy code, or reads what only the engine has)
+        but that is one value per registration, not per warmed case: the registration passes it, a parameter
+        whose source the confirm item quotes. None where it depends on the case being warmed, or on a tensor."""
+        if scope.function is self.launcher_def or isinstance(value, (ast.Name, ast.Constant)):
+            return None
+        for read in _loads(value):
+            bound = scope.env.get(read)
+            if isinstance(bound, (Tensor, _Unknown)) or isinstance(bound, Value) and \
+                    _names_in(bound.code) & self.dynamic:
+                return None
+        where = f"{scope.where(value).rpartition(':')[2]}"
+        return self.parameter(f"{ast.unparse(value)} ({scope.module}:{where})", name.lstrip("_"))
 
     def _unpack(self, scope: _Scope, names: list[str], value: ast.expr, statement: ast.stmt) -> None:
         try:
@@ -625,6 +649,8 @@ class _Lift:
         except LiftError as exc:
             scope.env.update({name: _Unknown(str(exc)) for name in names})
             return
+        if isinstance(found, Value) and not found.fixed:
+            found = Sequence(tuple(Value(f"{found.code}[{index}]") for index in range(len(names))))
         if not isinstance(found, Sequence) or len(found.items) != len(names):
             why = scope.refuse(statement, f"unpacks `{ast.unparse(value)}` into {len(names)} names")
             scope.env.update({name: _Unknown(str(why)) for name in names})
@@ -632,15 +658,22 @@ class _Lift:
         scope.env.update(zip(names, found.items))
 
     def _domain(self, scope: _Scope, loop: ast.For) -> None:
-        if not isinstance(loop.target, ast.Name) or loop.orelse:
-            raise scope.refuse(loop, "a loop whose variable is not one name (or with an else) is not translated")
+        names = [loop.target.id] if isinstance(loop.target, ast.Name) else _unpacked_names(loop.target)
+        if not names or loop.orelse:
+            raise scope.refuse(loop, "a loop whose variable is not one name or a tuple of names (or with an else) "
+                                     "is not translated")
         iterable = loop.iter
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range" \
                 and "range" not in scope.env:
             bounds = [scope.plain(a).code for a in iterable.args]
             domain = f"WarmupIntRange({', '.join(bounds if len(bounds) > 1 else ['0', *bounds])})"
         else:
-            values = scope.value(iterable)
+            try:
+                values = scope.value(iterable)
+            except LiftError:
+                values = self._from_site(scope, iterable, "_".join(names) + "_values")
+                if values is None:
+                    raise
             if isinstance(values, Sequence):
                 items = [scope._as_value(iterable, v) for v in values.items]
                 if isinstance(iterable, ast.Set) or any(isinstance(n, ast.Set) for n in ast.walk(iterable)):
@@ -650,9 +683,21 @@ class _Lift:
                 domain = f"WarmupChoices(*{values.code})"
             else:
                 raise scope.refuse(loop, f"a loop over `{ast.unparse(iterable)}`, which the lift cannot read")
-        local = self.fresh(loop.target.id)
+        local = self.fresh(names[0] if len(names) == 1 else "_".join(names))
         self.statements.append(f"{local} = {domain}")
-        scope.env[loop.target.id] = Value(local)
+        self.dynamic.add(local)
+        if len(names) == 1:
+            scope.env[names[0]] = Value(local)
+            return
+        for index, name in enumerate(names):  # each a named part of the domain's value
+            part = self.fresh(name)
+            self.statements.append(f"{part} = {local}[{index}]")
+            self.dynamic.add(part)
+            scope.env[name] = Value(part)
+
+
+def _names_in(code: str) -> set[str]:
+    return {n.id for n in ast.walk(_expr(code)) if isinstance(n, ast.Name)}
 
 
 def _unpacked_names(target: ast.expr) -> list[str]:
@@ -775,6 +820,7 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
     launcher_def = _function(modules, launcher_module, launcher, "the launcher")
     step_def = _function(modules, step_module, step, "the legacy step")
     lift = _Lift(modules, kernel_module, kernel, launcher_module, launcher)
+    lift.launcher_def = launcher_def
     kernel_parameters = _kernel_parameters(kernel_def)
     launch = _launch_statement(modules, launcher_module, launcher_def, kernel_module, kernel)
     if launch is None:
@@ -788,19 +834,32 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
         step_scope.env[argument.arg] = DEVICE if argument.arg == "device" or "device" in annotation \
             else Facts(argument.arg)
 
-    def launcher_call(scope: _Scope, statement: ast.stmt) -> ast.Call | None:
-        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            func = statement.value.func
-            name = func.id if isinstance(func, ast.Name) else None
-            if name and name not in scope.env and modules.resolve(
-                    *(_function_import(step_def, name) or modules.imports(step_module).get(name) or (step_module, name))
-            ) == modules.resolve(launcher_module, launcher):
-                return statement.value
+    wanted = modules.resolve(launcher_module, launcher)
+
+    def towards_launcher(scope: _Scope, statement: ast.stmt) -> ast.Call | None:
+        """The statement's call of the launcher, or of an engine function that (in turn) calls it."""
+        call = getattr(statement, "value", None) if isinstance(statement, (ast.Expr, ast.Assign, ast.Return)) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id not in scope.env:
+            target = callee(modules, scope.module, scope.function, call.func.id)
+            if target == wanted or reaches(modules, *target, wanted):
+                return call
         return None
 
-    call = lift.walk(step_scope, step_def.body, launcher_call, gates=True)
+    scope, call = step_scope, lift.walk(step_scope, step_def.body, towards_launcher, gates=True)
+    while call is not None and callee(modules, scope.module, scope.function, call.func.id) != wanted:
+        # An engine function between the step and the launcher (the op the step calls): run it too.
+        home, name = callee(modules, scope.module, scope.function, call.func.id)
+        function = modules.definition(home, name)
+        inner = _Scope(lift, home, function, {})
+        bound = _bind_call(scope, function, call)
+        for parameter, default in _defaults(function).items():
+            bound.setdefault(parameter, inner.value(default))
+        inner.env.update(bound)
+        scope, call = inner, lift.walk(inner, function.body, towards_launcher)
     if call is None:
-        raise LiftError(f"{step_module}:{step_def.lineno}: {step} never calls {launcher} as a statement of its own")
+        raise LiftError(f"{step_module}:{step_def.lineno}: {step} never calls {launcher} (or an engine function "
+                        "that calls it) as a statement the lift follows")
+    step_scope = scope
     bound = _bind_call(step_scope, launcher_def, call)
     launcher_scope = _Scope(lift, launcher_module, launcher_def, {})
     for name, default in _defaults(launcher_def).items():
@@ -917,6 +976,27 @@ def _read_by(statements: list[str], used: str) -> list[str]:
         if target is None or target in {n.id for n in ast.walk(ast.parse(reads)) if isinstance(n, ast.Name)}:
             kept.insert(0, statement)
     return kept
+
+
+def callee(modules: RepoModules, module: str, function: ast.FunctionDef, name: str) -> tuple[str, str | None]:
+    """What `name` called in `function` (of `module`) is: a name it imports itself, or one of its module's."""
+    found = _function_import(function, name) or modules.imports(module).get(name)
+    return modules.resolve(*found) if found and found[1] else modules.resolve(module, name)
+
+
+def reaches(modules: RepoModules, module: str, name: str | None, wanted: tuple[str, str], depth: int = 3) -> int:
+    """How many calls deep `module.name`, an engine function, calls `wanted` (itself: 1; 0: not within `depth`)."""
+    function = modules.definition(module, name) if name else None
+    if not isinstance(function, ast.FunctionDef) or depth == 0:
+        return 0
+    found = []
+    for call in (n for n in ast.walk(function) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+        target = callee(modules, module, function, call.func.id)
+        if target == wanted:
+            return 1
+        inner = reaches(modules, *target, wanted, depth - 1) if target != (module, name) else 0
+        found += [inner + 1] if inner else []
+    return min(found, default=0)
 
 
 def _launch_statement(modules: RepoModules, module: str, launcher: ast.FunctionDef, kernel_module: str,

@@ -20,10 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from . import lift
 from .files import discover_paths
 from .repo import RepoModules, call_sites, dotted_name
+from .spec import VLLM_JIT_MODULE, VLLM_TRITON_HELPER
 
-SURVEY_FORMAT = "zerojit-survey/1"
+SURVEY_FORMAT = "zerojit-survey/2"
+VERDICTS = ("spec", "lift", "manual")
 KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "kernel")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FOLLOW_DEPTH = 3  # engine functions followed from a warmup function while looking for its kernels
@@ -39,6 +42,11 @@ class KernelFinding:
     registers_at: list[str]   # "module:line" of register_warmup calls on it
     launched_by: list[str]    # "module:function" outside the warmups that reference it (its wrappers)
     constructed_in: list[str]  # "module:Class" referencing it, or one of its wrappers, outside the warmups
+    verdict: str = "manual"   # "spec" (a spec moves it), "lift" (the lift puts it on the contract), "manual"
+    reasons: list[str] = dataclasses.field(default_factory=list)  # why manual, or what a human must confirm
+    launcher: str | None = None  # "module:function" whose launch a lift turns into the dispatcher
+    step: str | None = None      # "module:function" of the legacy code the lift translates into the provider
+    parameters: list[str] = dataclasses.field(default_factory=list)  # the lifted provider's: the registration's
 
 
 @dataclasses.dataclass
@@ -50,8 +58,8 @@ class WarmupFinding:
     gate: str | None     # the conditions the orchestrator calls it under, as source
     line: int            # of the call in the orchestrator
     kernels: list[KernelFinding]
-    verdict: str         # "spec" or "manual"
-    reasons: list[str]   # why manual, or what a human must confirm for the spec
+    verdict: str         # "spec"/"lift" (every kernel it warms moves so), or "manual"
+    reasons: list[str]   # why manual, or what a human must confirm
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -142,7 +150,84 @@ class Survey:
                  line: int) -> WarmupFinding:
         kernels = [self._kernel(m, n) for m, n in self._kernels_of(module, function)]
         verdict, reasons = self._verdict(module, function, kind, kernels)
+        for kernel in kernels:
+            kernel.verdict, kernel.reasons = self._kernel_verdict(module, function, kind, kernel, reasons)
+        structural = verdict == "manual" and (not kernels or any("autotune" in r or "cannot be read" in r
+                                                                 or "defines no" in r for r in reasons))
+        if not structural:
+            # The warmup moves when each of its kernels does (one spec per kernel, --draft-specs); else why not.
+            manual = [k for k in kernels if k.verdict == "manual"]
+            if manual:
+                verdict, reasons = "manual", [f"{k.name}: {k.reasons[0]}" for k in manual]
+            elif len(kernels) > 1 or verdict == "manual" or kernels[0].verdict == "lift":
+                verdict = "lift" if any(k.verdict == "lift" for k in kernels) else "spec"
+                reasons = [f"{k.name} ({k.verdict}): {r}" for k in kernels for r in k.reasons]
         return WarmupFinding(function, module, kind, via, gate, line, kernels, verdict, reasons)
+
+    def _kernel_verdict(self, module: str, function: str, kind: str, kernel: KernelFinding,
+                        warmup_reasons: list[str]) -> tuple[str, list[str]]:
+        """One kernel's verdict: what its warmup's verdict says of it alone, or the lift's answer for a plain
+        Triton kernel off the contract (a lift verdict only where codemods.lift accepts its launcher and step)."""
+        autotuned = [r for r in warmup_reasons if "autotune" in r]
+        if autotuned:
+            return "manual", autotuned
+        if not kernel.on_contract and kernel.kind.rsplit(".", 1)[-1] in ("jit", "heuristics"):
+            return self._lift_verdict(module, function, kind, kernel)
+        if kernel.kind.rsplit(".", 1)[-1] == "autotune":
+            return "manual", [f"{kernel.name} is autotuned: the engine's helper launches it for real to pick a "
+                              "config, which a compile-only warmup cannot"]
+        verdict, reasons = self._verdict(module, function, kind, [kernel])
+        if verdict == "spec" and len(self._kernels_of(module, function)) > 1:
+            home = self.orchestrator if kind == "inline step" else module
+            steps = [step for w in kernel.launched_by if (step := self._step_calling(home, function,
+                                                                                   *w.partition(":")[::2]))]
+            if not steps or steps[0] == function:
+                return "manual", [f"{kernel.name} is warmed in one step with other kernels: split the warmup into "
+                                  "one step per kernel first (then one spec each)"]
+            kernel.step = f"{home}:{steps[0]}"
+        return verdict, reasons
+
+    def _lift_verdict(self, module: str, function: str, kind: str, kernel: KernelFinding) -> tuple[str, list[str]]:
+        step_home = self.orchestrator if kind == "inline step" else module
+        launchers = [w.partition(":")[2] for w in kernel.launched_by if w.partition(":")[0] == kernel.module]
+        why = [f"{kernel.name} is launched from no function of its own module ({kernel.module}) that the lift can "
+               "turn into a dispatcher"] if not launchers else []
+        for launcher in launchers:
+            step = self._step_calling(step_home, function, kernel.module, launcher)
+            if step is None:
+                why.append(f"no function of {step_home} calls {kernel.module}.{launcher} by name (the warmup "
+                           "reaches it through an engine object's methods)")
+                continue
+            try:
+                plan = lift.plan_lift(self.modules, kernel_module=kernel.module, kernel=kernel.name,
+                                      launcher_module=kernel.module, launcher=launcher, step_module=step_home,
+                                      step=step, dispatcher_name=f"_{launcher.lstrip('_')}_dispatch",
+                                      provider_name=f"_{launcher.lstrip('_')}_warmup_inputs",
+                                      helper_module=VLLM_TRITON_HELPER, jit_module=VLLM_JIT_MODULE)
+            except lift.LiftError as exc:
+                why.append(str(exc))
+                continue
+            kernel.launcher, kernel.step = f"{kernel.module}:{launcher}", f"{step_home}:{step}"
+            kernel.parameters = [name for name, _ in plan.parameters]
+            confirm = [f"registration: pass {name} (the legacy step read {read}) in the site's names"
+                       for name, read in plan.parameters]
+            sites = ", ".join(kernel.constructed_in) or "no engine class found: name the class that launches it"
+            confirm.append(f"site: {sites}; register in __init__, or in the method where what the registration "
+                           "reads exists inside a capture window (construction_method, e.g. bind_kv_cache for "
+                           "KV-cache facts)")
+            return "lift", confirm
+        return "manual", why
+
+    def _step_calling(self, module: str, function: str, kernel_module: str, launcher: str) -> str | None:
+        """The function of `module` the warmup `function` runs (itself or one it calls) that calls
+        `kernel_module.launcher` the fewest calls away (`function` first among equals)."""
+        wanted = self.modules.resolve(kernel_module, launcher)
+        names = [function] + [n.name for n in getattr(self.modules.tree(module), "body", [])
+                              if isinstance(n, ast.FunctionDef) and n.name != function
+                              and lift.reaches(self.modules, module, function, (module, n.name))]
+        depths = {name: lift.reaches(self.modules, module, name, wanted) for name in names}
+        reaching = sorted((depth, index, name) for index, (name, depth) in enumerate(depths.items()) if depth)
+        return reaching[0][2] if reaching else None  # the closest to the launcher: the step of this kernel
 
     def _kernels_of(self, module: str, function: str) -> list[tuple[str, str]]:
         found: dict[tuple[str, str], None] = {}
@@ -285,27 +370,42 @@ def _owned_nodes(tree: ast.Module) -> Iterator[tuple[str | None, ast.AST]]:
 def survey_report(repo: Path, findings: list[WarmupFinding], orchestrator: str, entry: str) -> dict[str, Any]:
     """The stable JSON form (format "zerojit-survey/1", documented in the README)."""
     return {"format": SURVEY_FORMAT, "repo": str(repo), "orchestrator": orchestrator, "entry": entry,
-            "counts": {"warmups": len(findings), "spec": sum(f.verdict == "spec" for f in findings),
-                       "manual": sum(f.verdict == "manual" for f in findings)},
+            "counts": {"warmups": len(findings), **{v: sum(f.verdict == v for f in findings) for v in VERDICTS},
+                       "kernels": {"total": sum(len(f.kernels) for f in findings),
+                                   **{v: sum(k.verdict == v for f in findings for k in f.kernels)
+                                      for v in VERDICTS}}},
             "warmups": [finding.to_dict() for finding in findings]}
 
 
-def draft_spec(finding: WarmupFinding, orchestrator: str) -> str:
-    """A TOML migration spec for a "spec" finding; its `confirm` list holds what a human must check first."""
-    kernel = finding.kernels[0]
-    step = finding.via or (finding.function if finding.kind == "inline step" else None)
-    classes = kernel.constructed_in
-    fields: dict[str, Any] = {"family": finding.function.strip("_").replace("_", "-")}
-    if step:
-        fields["orchestrator_step"] = step
+def draft_specs(finding: WarmupFinding, orchestrator: str) -> dict[str, str]:
+    """A TOML migration spec per kernel of `finding` that a spec or a lift moves, by file stem; each `confirm` list
+    holds what a human must check first (`zerojit migrate` refuses a spec until it is empty)."""
+    return {kernel.name.strip("_"): _draft(finding, kernel, orchestrator) for kernel in finding.kernels
+            if kernel.verdict in ("spec", "lift")}
+
+
+def _draft(finding: WarmupFinding, kernel: KernelFinding, orchestrator: str) -> str:
+    inline = finding.kind == "inline step"
+    step = kernel.step.partition(":")[2] if kernel.step else None
+    classes = kernel.constructed_in or ["ClassThatLaunchesIt"]  # a placeholder the confirm list asks to name
+    fields: dict[str, Any] = {"family": kernel.name.strip("_").replace("_", "-").lower()}
+    if inline:
+        fields["orchestrator_step"] = step or finding.via or finding.function
     else:
         fields.update(legacy_module=finding.module, legacy_function=finding.function)
-    fields.update(orchestrator_module=orchestrator, singleton_module=kernel.module, singleton=kernel.name,
-                  construction_module=classes[0].partition(":")[0], construction_class=classes,
-                  registration=f"{kernel.name}.register_warmup()",
-                  gate="get_current_vllm_config().kernel_config.enable_jit_warmup",
-                  gate_imports=["from vllm.config import get_current_vllm_config"],
-                  confirm=[*finding.reasons, f"the orchestrator called it under: {finding.gate or 'no gate'}"])
+        if step and step != finding.function:
+            fields["legacy_step"] = step
+    fields.update(orchestrator_module=orchestrator, singleton_module=kernel.module, singleton=kernel.name)
+    if kernel.verdict == "lift":
+        launcher = kernel.launcher.partition(":")[2]
+        fields["launcher"] = launcher
+        registration = f"_{launcher.lstrip('_')}_dispatch.register_warmup(" + \
+            ", ".join(f"{name}=..." for name in kernel.parameters) + ")"
+    else:
+        registration = f"{kernel.name}.register_warmup()"
+    fields.update(construction_module=classes[0].partition(":")[0] or kernel.module, construction_class=classes,
+                  registration=registration,
+                  confirm=[*kernel.reasons, f"the orchestrator called it under: {finding.gate or 'no gate'}"])
     lines = [f"# Drafted by `zerojit survey` from {finding.module}.{finding.function}; `zerojit migrate` refuses it",
              "# until `confirm` is empty: check each item, change the spec where it is wrong, then delete the item.",
              "[[migration]]"]

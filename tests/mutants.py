@@ -202,6 +202,25 @@ MUTANTS = (
     Mutant("leftovers: a public helper with no caller left goes unsaid", "codemods/leftovers.py",
            "        if uses - own == 0 and own <= 1 + _exported(modules, home, defined):",
            "        if False:", ("tests/test_migration_gates.py", "-k", "pr_body")),
+    # Lifting plain Triton kernels (codemods.lift), caught in Triton's own keys.
+    Mutant("lift: the provider drops a loop's last value (the one multiple of 16)", "codemods/lift.py",
+           "domain = f\"WarmupChoices({', '.join(i.code for i in items)})\"",
+           "domain = f\"WarmupChoices({', '.join(i.code for i in items[:-1])})\"",
+           ("tests/test_triton_lifts.py", "-k", "tritons_own_keys and post")),
+    Mutant("lift: an early return's condition is kept instead of its negation", "codemods/lift.py",
+           "keep in ((statement.body, f\"_when({_negated(test.code)})\"),",
+           "keep in ((statement.body, f\"_when({test.code})\"),",
+           ("tests/test_triton_lifts.py", "-k", "tritons_own_keys and post")),
+    Mutant("lift: a tensor the step allocates loses its dtype", "codemods/lift.py",
+           "        return self.plain(keywords[\"dtype\"])\n", "        return Value(\"torch.float32\")\n",
+           ("tests/test_triton_lifts.py", "-k", "tritons_own_keys")),
+    Mutant("lift: the dispatcher copies the launcher's statements out of order", "codemods/lift.py",
+           "    kept.sort(key=before.index)\n", "", ("tests/test_triton_lifts.py", "-k", "launches_what_it_did")),
+    Mutant("lift: a method the class only inherits is overridden without running the parent's",
+           "codemods/transforms/insert_registration.py",
+           "\":\\n    super().{method}({', '.join(passed)})\\n\"", "\":\\n    pass\\n\"",
+           ("tests/test_triton_lifts.py", "-k", "override_that_runs_the_parent")),
+
 )
 
 

@@ -171,7 +171,8 @@ def _plan_legacy(planner: Planner, legacy_name: str, specs: list[MigrationSpec])
         elif s.legacy_step and not planner.migrated(s):
             raise SpecError(f"{s.family}: legacy_step {s.legacy_step!r} not found in {legacy_name}")
     whole = any(not s.legacy_step for s in specs)
-    left = [] if whole else [s for s in entry.body if not _calls_one_of(s, steps) and not _is_docstring(s)]
+    left = [] if whole else [s for s in entry.body if not _calls_one_of(s, steps) and not _is_docstring(s)
+                             and not _idle(s, legacy.defs)]
     if left:
         planner.add(legacy_name, RemoveLegacyCalls(frozenset(f"{legacy_name}.{step}" for step in steps)))
         planner.deleted_functions |= {f"{legacy_name}.{step}" for step in steps}
@@ -191,6 +192,22 @@ def _plan_orchestrator_step(planner: Planner, spec: MigrationSpec) -> None:
     planner.add(orchestrator.name, RemoveLegacyCalls(frozenset({f"{orchestrator.name}.{step}"})))
     if step.startswith("_"):
         planner.deleted_functions.add(f"{orchestrator.name}.{step}")
+
+
+def _idle(statement: ast.stmt, legacy_defs: set[str]) -> bool:
+    """A statement that does nothing once the steps are gone: a local read from its arguments or the legacy
+    module's own helpers, a log line, an early return guarding what is no longer there."""
+    if isinstance(statement, (ast.Pass, ast.Return)) and getattr(statement, "value", None) is None:
+        return True
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "logger"
+    if isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets):
+        calls = [n for n in ast.walk(statement.value) if isinstance(n, ast.Call)]
+        return all(isinstance(c.func, ast.Name) and c.func.id in legacy_defs for c in calls)
+    if isinstance(statement, ast.If) and not statement.orelse:
+        return all(_idle(inner, legacy_defs) for inner in statement.body)
+    return False
 
 
 def _calls_one_of(statement: ast.stmt, names: set[str]) -> bool:

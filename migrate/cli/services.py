@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 from zerojit.codemods import transaction
 from zerojit.codemods.runner import MigrationError
 from zerojit.codemods.spec import MigrationSpec, SpecError, load_specs
-from zerojit.codemods.survey import draft_spec
+from zerojit.codemods.survey import draft_specs
 from zerojit.contract.cache import CacheDirError
 from zerojit.contract.storage import atomic_write, can_write
 
@@ -95,13 +95,13 @@ def warm_in_own_process(preset: str, cache_dir: Path, jobs: int) -> dict:
 
 
 def write_draft_specs(findings, folder: Path, orchestrator: str) -> list[Path]:
-    """One TOML spec per warmup a spec can move, named after its function; the files written.
+    """One TOML spec per kernel a spec or a lift can move, named after the kernel; the files written.
 
     Every destination is checked before the first is written: the folder must be (or become) a
     writable folder, and no draft overwrites a file that is already there.
     """
-    drafts = {folder / f"{finding.function.strip('_')}.toml": draft_spec(finding, orchestrator)
-              for finding in findings if finding.verdict == "spec"}
+    drafts = {folder / f"{stem}.toml": text for finding in findings
+              for stem, text in draft_specs(finding, orchestrator).items()}
     if folder.exists() and not folder.is_dir():
         raise CacheDirError(f"--draft-specs {folder} is a file, not a folder")
     try:

@@ -24,7 +24,8 @@ def survey_command(
                                      help="The module whose entry function runs the warmups."),
     entry: str = typer.Option(VLLM_ORCHESTRATOR_ENTRY, "--entry", help="The orchestrator's entry function."),
     draft_specs: Optional[Path] = typer.Option(None, "--draft-specs", help="Write one TOML migration spec per "
-                                               "warmup a spec can move, each with a `confirm` list a human empties."),
+                                               "kernel a spec or a lift can move, each with a `confirm` list a human "
+                                               "empties."),
     as_json: bool = JsonOption,
 ) -> None:
     """Map an engine's remaining legacy warmups: what each compiles, where its kernels are built, what moves by spec.
@@ -32,8 +33,10 @@ def survey_command(
     Follows every standalone warmup call and inline warmup step of the orchestrator's entry
     (through its own helpers), finds the kernels each warms (@triton.jit-style functions,
     JitKernel objects), the engine classes that select them, whether they already register
-    with the contract, and a verdict: "spec" (a spec can move it; --draft-specs writes one)
-    or "manual" (with why). Reads the tree with ast; imports nothing.
+    with the contract, and a verdict per kernel and per warmup: "spec" (a spec can move it),
+    "lift" (a plain Triton kernel the lift puts on the contract: given only where the lift
+    accepts its launcher and legacy step), or "manual" (with why). --draft-specs writes one
+    spec per such kernel. Reads the tree with ast; imports nothing.
     """
     findings = Survey(check_repo(repo), orchestrator, entry).run()
     written = write_draft_specs(findings, draft_specs, orchestrator) if draft_specs is not None else []
@@ -55,8 +58,8 @@ def _survey_table(findings, orchestrator: str, entry: str) -> Table:
             (f"\nif {finding.gate}" if finding.gate else "")
         kernels = "\n".join(f"{k.name} [{k.kind}{', registers' if k.registers_at else ''}]"
                             + (f" -> {', '.join(c.rpartition('.')[2] for c in k.constructed_in[:3])}"
-                               if k.constructed_in else "") for k in finding.kernels) or "-"
-        verdict = "[green]spec[/]" if finding.verdict == "spec" else \
+                               if k.constructed_in else "") + f": {k.verdict}" for k in finding.kernels) or "-"
+        verdict = f"[green]{finding.verdict}[/]" if finding.verdict != "manual" else \
             "[yellow]manual[/]: " + escape(finding.reasons[0])
         table.add_row(escape(f"{finding.module}.{finding.function}"), escape(called), escape(kernels), verdict)
     return table

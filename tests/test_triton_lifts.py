@@ -1,0 +1,278 @@
+"""zerojit's lifts of vLLM 0.33.0's plain Triton kernels, applied for real to the release's tree.
+
+Each lift must leave every changed file compiling and lint-clean, every other file byte-identical, be a
+no-op the second time, and warm in Triton's own keys what the legacy step did: the release's standalone
+step against the lifted tree's registrations run through the tree's own registry, both recorded by
+Triton's JIT hook (migrate/triton_lifts/equivalence.py). The launcher's own launches must ask Triton for
+the same specializations before and after (the dispatcher is the launch, not a copy of it).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from zerojit.codemods.lift import LiftError, plan_lift
+from zerojit.codemods.repo import RepoModules
+from zerojit.codemods.spec import load_specs
+from zerojit.migrate.cli import app
+from zerojit.migrate.engine_trees.releases import vllm_tree
+from zerojit.migrate.families import equivalence_adapter, key_equivalence
+from zerojit.migrate.triton_lifts.equivalence import (FusedPostConvEquivalence, GdnTritonConfig, MambaConfig,
+                                                      MetaAllocations, _compile_only_triton)
+from zerojit.migrate.triton_lifts.specs import FUSED_POST_CONV
+from zerojit.migrate.triton_lifts.specs import SPECS as LIFT_SPECS
+
+from tree_forks import GDN_LAYER, edit
+
+runner = CliRunner()
+QWEN_WARMUP = "vllm/model_executor/warmup/qwen_triton_warmup.py"
+POST_CONV = "vllm/third_party/flash_linear_attention/ops/fused_gdn_prefill_post_conv.py"
+SIGMOID = "vllm/third_party/flash_linear_attention/ops/fused_sigmoid_gating.py"
+MAMBA_UTILS = "vllm/v1/worker/mamba_utils.py"
+MAMBA_LAYERS = {"vllm/model_executor/layers/mamba/mamba_mixer.py", "vllm/model_executor/layers/mamba/mamba_mixer2.py",
+                "vllm/model_executor/layers/mamba/linear/base.py", "vllm/model_executor/layers/mamba/gdn/base.py",
+                "vllm/model_executor/layers/mamba/short_conv.py", "vllm/model_executor/models/bailing_moe_v3.py",
+                "vllm/models/qwen4_exp/amd/ple_layer.py", "vllm/models/qwen4_exp/nvidia/ple_layer.py"}
+LIFTS = {
+    "fla-fused-post-conv": {POST_CONV, QWEN_WARMUP, GDN_LAYER},
+    "fla-sigmoid-gating": {SIGMOID, QWEN_WARMUP, GDN_LAYER},
+    # The standalone module warmed only this kernel: it goes, and so does its call in the orchestrator.
+    "mamba-batch-memcpy": {MAMBA_UTILS, *MAMBA_LAYERS, "vllm/model_executor/warmup/kernel_warmup.py"},
+}
+DELETED = {"mamba-batch-memcpy": {"vllm/model_executor/warmup/mamba_triton_warmup.py"}}
+
+
+def _copy(where):
+    shutil.copytree(vllm_tree("0.33.0"), where, copy_function=os.link)
+    return where
+
+
+@pytest.fixture(scope="module")
+def lifted_033(tmp_path_factory):
+    """vLLM 0.33.0 with every built-in lift written in one run (hard-linked: writes replace)."""
+    repo = _copy(tmp_path_factory.mktemp("vllm-0.33.0-lifted") / "tree")
+    body = repo.parent / "pr.md"
+    result = runner.invoke(app, ["migrate", *LIFTS, "--repo", str(repo), "--write", "--pr-body", str(body)])
+    assert result.exit_code == 0, result.output
+    return repo
+
+
+def _changes(repo, original):
+    files = lambda root: {p.relative_to(root).as_posix() for p in root.rglob("*.py")}  # noqa: E731
+    changed = {rel for rel in files(repo) & files(original)
+               if (repo / rel).read_bytes() != (original / rel).read_bytes()}
+    return changed, files(original) - files(repo), files(repo) - files(original)
+
+
+def _ruff(path):
+    """ruff's findings (code, message) with vLLM's rule selection, positions left out (lines move)."""
+    found = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--select", "E,F,W,I,UP,B",
+                            "--line-length", "88", "--output-format", "json", str(path)],
+                           capture_output=True, text=True)
+    return sorted((f["code"], f["message"]) for f in json.loads(found.stdout))
+
+
+def test_the_lifts_change_only_their_files_which_compile_and_add_no_lint_finding(lifted_033):
+    original = vllm_tree("0.33.0")
+    changed, deleted, created = _changes(lifted_033, original)
+    assert changed == set().union(*LIFTS.values()) - set().union(*DELETED.values())  # all else byte-identical
+    assert deleted == set().union(*DELETED.values()) and not created
+    for rel in changed:
+        path = lifted_033 / rel
+        compile(path.read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
+        new = [f for f in _ruff(path) if f not in _ruff(original / rel)]
+        assert new == [], (rel, new)
+
+
+@pytest.mark.parametrize("family", list(LIFTS))
+def test_each_lift_alone_then_again_is_a_no_op(tmp_path, family):
+    repo = _copy(tmp_path / "tree")
+    assert runner.invoke(app, ["migrate", family, "--repo", str(repo), "--check"]).exit_code == 1
+    first = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
+    assert first.exit_code == 0, first.output
+    changed, deleted, _ = _changes(repo, vllm_tree("0.33.0"))
+    assert changed == LIFTS[family] - DELETED.get(family, set()) and deleted == DELETED.get(family, set())
+    snapshot = {rel: (repo / rel).read_bytes() for rel in changed}
+    again = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
+    assert again.exit_code == 0 and "0 changed" in again.output
+    assert {rel: (repo / rel).read_bytes() for rel in changed} == snapshot
+
+
+# Keys one serving config of each lift's legacy step asks Triton for, counted from the step itself: the post-conv
+# step launches lengths 1, 2 and 16, one in each of Triton's integer classes (== 1, not a multiple of 16, a multiple
+# of 16, which become part of the key), so three variants; the memcpy and the decode update steps launch once.
+LEGACY_VARIANTS = {"fla-fused-post-conv": 3, "fla-sigmoid-gating": 1, "mamba-batch-memcpy": 1}
+
+
+@pytest.mark.parametrize("family", list(LIFTS))
+def test_each_lift_warms_in_tritons_own_keys_what_the_legacy_step_did(lifted_033, family):
+    report = key_equivalence(family, "full", legacy_tree=vllm_tree("0.33.0"), migrated_tree=lifted_033)
+    assert report.configs > 0 and report.mismatches == [], report.to_dict()["details"][:2]
+    # The only differences: JIT warmup off, where the registry (unlike the standalone step) does not run.
+    assert all(not d.config.enable_jit_warmup and d.migrated == 0 for d in report.diffs)
+    adapter = type(equivalence_adapter(family))(legacy_tree=vllm_tree("0.33.0"), migrated_tree=lifted_033)
+    config = MambaConfig() if family == "mamba-batch-memcpy" else GdnTritonConfig()
+    legacy = adapter.legacy_keys(config)
+    assert len(legacy) == LEGACY_VARIANTS[family] and adapter.migrated_keys(config) == legacy
+
+
+def _launch_keys(tree, config, call):
+    """Triton's keys for what `call(module)` launches, with the lifted kernel's module loaded from `tree`."""
+    from zerojit.contract.backends import triton as triton_backend
+
+    _compile_only_triton()
+
+    def run():
+        with triton_backend.jit_keys_recorded() as recorded, MetaAllocations():
+            call(tree.sources.module(FUSED_POST_CONV.singleton_module))
+        return recorded
+
+    return tree.within(config, run)
+
+
+def test_the_launcher_launches_what_it_did_before_the_lift(lifted_033):
+    """The dispatcher is the launch: the launcher's own calls, at lengths the warmup never sampled too, ask Triton
+    for exactly the specializations they did before."""
+    adapter = FusedPostConvEquivalence(legacy_tree=vllm_tree("0.33.0"), migrated_tree=lifted_033)
+    config = GdnTritonConfig(tp_size=2)
+    heads, kv_heads, dim = 8, 16, 128
+
+    def launches(module):
+        for length in (1, 7, 64, 4097):
+            conv = torch.empty(length, 2 * heads * dim + kv_heads * dim, dtype=torch.bfloat16, device="cuda")
+            gates = torch.empty(length, kv_heads, dtype=torch.bfloat16, device="cuda")
+            for l2norm in (True, False):
+                module.fused_post_conv_prep(conv, gates, gates, torch.empty(kv_heads, device="cuda"),
+                                            torch.empty(kv_heads, device="cuda"), heads, dim, dim,
+                                            apply_l2norm=l2norm, output_g_exp=not l2norm)
+
+    before = _launch_keys(adapter.legacy, config, launches)
+    after = _launch_keys(adapter.migrated, config, launches)
+    assert len(before) == 8 and after == before
+
+
+def test_a_lift_refuses_an_autotuned_kernel_with_the_reason(tmp_path):
+    repo = _copy(tmp_path / "tree")
+    edit(repo, POST_CONV, "@triton.jit\ndef _fused_post_conv_kernel(",
+         "@triton.autotune(configs=[], key=[])\n@triton.jit\ndef _fused_post_conv_kernel(")
+    result = runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(repo)])
+    assert result.exit_code == 2
+    assert "is autotuned" in result.output and "launches an autotuned kernel for real" in " ".join(result.output.split())
+
+
+def test_a_lift_refuses_a_launch_it_cannot_move_and_a_registration_that_misses_a_provider_input(tmp_path):
+    repo = _copy(tmp_path / "tree")
+    edit(repo, POST_CONV, "    _fused_post_conv_kernel[grid](", "    if L:\n     _fused_post_conv_kernel[grid](")
+    modules = RepoModules(repo, "vllm")
+    with pytest.raises(LiftError, match="no `_fused_post_conv_kernel\\[grid\\]\\(...\\)` statement at its top level"):
+        plan_lift(modules, kernel_module=FUSED_POST_CONV.singleton_module, kernel=FUSED_POST_CONV.singleton,
+                  launcher_module=FUSED_POST_CONV.singleton_module, launcher=FUSED_POST_CONV.launcher,
+                  step_module=FUSED_POST_CONV.legacy_module, step=FUSED_POST_CONV.legacy_step,
+                  dispatcher_name=FUSED_POST_CONV.kernel_name, provider_name=FUSED_POST_CONV.provider_name,
+                  helper_module="h", jit_module="j")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f"""[[migration]]
+family = "post-conv-short"
+legacy_module = "{FUSED_POST_CONV.legacy_module}"
+legacy_function = "qwen_triton_warmup"
+legacy_step = "{FUSED_POST_CONV.legacy_step}"
+orchestrator_module = "{FUSED_POST_CONV.orchestrator_module}"
+singleton_module = "{FUSED_POST_CONV.singleton_module}"
+singleton = "{FUSED_POST_CONV.singleton}"
+launcher = "{FUSED_POST_CONV.launcher}"
+construction_module = "{FUSED_POST_CONV.construction_module}"
+construction_class = "QwenGatedDeltaNetAttention"
+registration = "_fused_post_conv_prep_dispatch.register_warmup(h=self.num_k_heads)"
+intended_differences = [["model_type not in _QWEN_MODEL_TYPES", "every layer that builds it launches it"]]
+""")
+    result = runner.invoke(app, ["migrate", "post-conv-short", "--spec", str(spec), "--repo", str(_copy(tmp_path / "t2"))])
+    assert result.exit_code == 2
+    assert "must pass the provider _fused_post_conv_prep_warmup_inputs its keyword parameters" in \
+        " ".join(result.output.split())
+    assert "conv_dtype (the step's config.conv_dtype)" in " ".join(result.output.split())
+
+
+def test_a_layer_that_only_inherits_bind_kv_cache_gets_an_override_that_runs_the_parent_first(lifted_033):
+    text = (lifted_033 / GDN_LAYER).read_text()
+    override = text[text.index("    def bind_kv_cache(self, kv_cache: torch.Tensor) -> None:"):]
+    lines = override.splitlines()
+    assert lines[1] == "        super().bind_kv_cache(kv_cache)"
+    assert "_fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(" in override.split("\n\n\n")[0]
+
+
+PROBE = os.path.join(os.path.dirname(__file__), "lift_compile_probe.py")
+
+
+def test_the_lifted_tree_compiles_real_sm90_cubins_and_a_second_warmup_loads_them_all(lifted_033, tmp_path):
+    """Every lift's registrations, run through the lifted tree's own registry on the compile-only driver, compile
+    real cubins with no GPU; a second process warming the same tree from that cache compiles nothing."""
+    cache = tmp_path / "triton"
+    runs = [json.loads(subprocess.run([sys.executable, PROBE, str(lifted_033), str(cache)], check=True,
+                                      capture_output=True, text=True).stdout) for _ in range(2)]
+    assert set(runs[0]) == set(LIFTS)
+    for family, seen in runs[0].items():
+        assert seen["compiled"] == LEGACY_VARIANTS[family] and seen["loaded"] == 0
+        assert len(seen["cubin_bytes"]) == seen["compiled"] and min(seen["cubin_bytes"]) > 4096  # machine code
+        assert runs[1][family] == {"compiled": 0, "loaded": seen["compiled"], "cubin_bytes": seen["cubin_bytes"]}
+
+
+def test_the_pr_body_states_each_lifts_intended_differences(lifted_033):
+    body = " ".join((lifted_033.parent / "pr.md").read_text().split())
+    for family in LIFTS:
+        assert family in body
+    assert "pooling models run only full prefills" in body
+    assert "skipping non-CUDA runners only moved its compile into a request" in body
+
+
+def test_the_survey_gives_every_kernel_a_verdict_and_lifts_exactly_the_kernels_the_lift_accepts():
+    result = runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    kernels = {k["name"]: k for w in report["warmups"] for k in w["kernels"]}
+    verdicts = {name: k["verdict"] for name, k in kernels.items()}
+    lifted = {spec.singleton for spec in LIFT_SPECS}
+    assert {name for name, v in verdicts.items() if v == "lift"} == lifted
+    assert {name for name, v in verdicts.items() if v == "spec"} == {"_LAYER_NORM_FWD_KERNEL", "ll_bf16_gemm_kernel"}
+    counts = report["counts"]["kernels"]
+    assert counts == {"total": len(kernels), "spec": 2, "lift": len(lifted), "manual": len(kernels) - 2 - len(lifted)}
+    for kernel in kernels.values():
+        assert kernel["reasons"], kernel["name"]  # why manual, or what to confirm
+        if kernel["verdict"] == "lift":
+            assert kernel["launcher"] and kernel["step"] and kernel["parameters"] is not None
+    # Each lift verdict names the launcher and the legacy step the built-in lift uses.
+    for spec in LIFT_SPECS:
+        assert kernels[spec.singleton]["launcher"] == f"{spec.singleton_module}:{spec.launcher}"
+        assert kernels[spec.singleton]["step"] == ":".join(spec.lifted_step())
+
+
+@pytest.mark.parametrize("spec", LIFT_SPECS, ids=lambda s: s.family)
+def test_a_lift_draft_loads_is_refused_until_answered_then_migrates_as_the_built_in_lift(tmp_path, spec):
+    drafts = tmp_path / "drafts"
+    assert runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(drafts)]).exit_code == 0
+    path = drafts / f"{spec.singleton.strip('_')}.toml"
+    (draft,) = load_specs(path)
+    assert draft.launcher == spec.launcher and draft.singleton == spec.singleton and draft.confirm
+    assert draft.lifted_step() == spec.lifted_step()
+    repo = _copy(tmp_path / "tree")
+    refused = runner.invoke(app, ["migrate", "--repo", str(repo), "--spec", str(path)])
+    assert refused.exit_code == 2 and "confirm list" in refused.output
+    # A human answers the confirm items: the site's values in the registration, the site itself; nothing else.
+    answers = dict(registration=spec.registration, construction_module=spec.construction_module,
+                   construction_class=list(spec.construction_class), construction_method=spec.construction_method,
+                   insert_after=spec.insert_after, intended_differences=[list(d) for d in spec.intended_differences],
+                   import_style=spec.import_style, confirm=[])
+    fields = {f: getattr(draft, f) for f in ("family", "legacy_module", "legacy_function", "legacy_step",
+                                             "orchestrator_module", "singleton_module", "singleton", "launcher")}
+    answered = tmp_path / "answered.toml"
+    answered.write_text("[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {**fields, **answers}.items()
+                                                    if v != ""))
+    result = runner.invoke(app, ["migrate", draft.family, "--repo", str(repo), "--spec", str(answered), "--write"])
+    assert result.exit_code == 0, result.output
+    changed, deleted, _ = _changes(repo, vllm_tree("0.33.0"))
+    assert changed == LIFTS[spec.family] - DELETED.get(spec.family, set()) and deleted == DELETED.get(spec.family, set())
