@@ -120,6 +120,7 @@ class Planner:
         self.gate_plans: list[GatePlan] = []  # each registration's gate against the legacy call's guards
         self.refusals: list[str] = []  # "path:line: why" found while planning, reported with the transforms'
         self.leftovers: list[str] = []  # "path:line: what" legacy code the migration leaves in place, for a human
+        self.lifts: list[str] = []  # what each lift writes (transforms/lift_kernel.py), in words
         self.warnings: list[str] = []  # what planning found a human should check (the run goes on)
         self.modules_by_path = {m.path: m for m in self.modules.values()}
 

@@ -55,6 +55,7 @@ class MigrationResult:
     skipped: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> why it was not read
     gates: list[GatePlan] = dataclasses.field(default_factory=list)  # each registration's gate vs the legacy call's
     leftovers: list[str] = dataclasses.field(default_factory=list)  # path:line: legacy code left in place, and why
+    lifts: list[str] = dataclasses.field(default_factory=list)  # what each lift wrote, in words (codemods.lift)
 
     def differences(self) -> list[str]:
         """Every intended difference between a legacy call's guards and its registration's gate, in words."""
@@ -76,4 +77,5 @@ class MigrationResult:
             "gates": [plan.report() for plan in self.gates],
             "intended_differences": self.differences(),
             "leftovers": self.leftovers,
+            "lifts": self.lifts,
         }

@@ -90,7 +90,7 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_comman
     parsed = sum(m.parsed for m in planner.modules.values())
     skipped = {path.relative_to(repo).as_posix(): why for path, why in sorted(planner.skipped.items())}
     return MigrationResult(repo, [s.family for s in specs], changes, counts, len(planner.modules), parsed,
-                           time.perf_counter() - started, warnings, skipped, planner.gate_plans, left)
+                           time.perf_counter() - started, warnings, skipped, planner.gate_plans, left, planner.lifts)
 
 
 def check_repo(repo: Path) -> Path:

@@ -1,6 +1,6 @@
 """The pull-request description of a migration: what a maintainer pastes, every table from a check that ran.
 
-It says what moved where, the gates (the legacy call's, read from the tree, beside the
+It says what moved where (and, for a lifted Triton kernel, what its dispatcher and provider are), the gates (the legacy call's, read from the tree, beside the
 registration's), the key-equivalence result of the same check `--verify-keys` runs, every
 intended difference with its reason, and the legacy code left in place.
 """
@@ -28,6 +28,8 @@ def pr_body(result: MigrationResult, keys: dict[str, EquivalenceReport | str | N
              "| file | change |", "|---|---|"]
     lines += [f"| `{rel(c.path)}` | {'deleted' if c.after is None else 'changed'} |"
               for c in sorted(result.changes, key=lambda c: str(c.path))]
+    if result.lifts:
+        lines += ["", "## Plain Triton kernels put on the contract", ""] + [f"- {lift}" for lift in result.lifts]
     lines += ["", "## Gates", ""]
     for plan in result.gates:
         lines += [f"### `{plan.family}` at `{plan.site}`", "",

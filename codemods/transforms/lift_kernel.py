@@ -59,6 +59,13 @@ class LiftKernel(Operation):
                 planner.refusals.append(f"{spec.family}: {mismatch}")
                 continue
             planner.add(spec.singleton_module, cls(spec.launcher, found))
+            home = planner.module(spec, "singleton_module").path.relative_to(planner.repo).as_posix()
+            reads = ", ".join(f"{name} (the step's {read})" for name, read in found.parameters) or "nothing"
+            planner.lifts.append(
+                f"{spec.family}: {home}:{found.launch_line}: {spec.launcher}'s launch of {spec.singleton} is now "
+                f"{spec.kernel_name}, a triton_kernel_dispatcher_with_warmup dispatcher; its warmup inputs come from "
+                f"{spec.provider_name}, the legacy {spec.lifted_step()[1]} translated; the registration passes it "
+                f"{reads}")
 
 
 def registration_mismatch(spec: MigrationSpec, plan: lift.LiftPlan) -> str | None:

@@ -87,6 +87,8 @@ def migrate_command(
         err.print(f"[yellow]skipped[/] {escape(path)}: {escape(why)}", highlight=False)
     for difference in result.differences():
         err.print(f"[cyan]intended difference:[/] {escape(difference)}", highlight=False)
+    for lift in result.lifts:
+        err.print(f"[cyan]lifted:[/] {escape(lift)}", highlight=False)
     for leftover in result.leftovers:
         err.print(f"[cyan]left in place:[/] {escape(leftover)}", highlight=False)
     if report is not None:

@@ -125,6 +125,14 @@ class TritonKeyEquivalence(TreeEquivalence):
     def _open(self, root: Path) -> TreeWarmup:
         return TreeWarmup(root, self.spec, self.engine, run_compiles=True)
 
+    @property
+    def legacy_source(self) -> str:
+        return f"Triton's JIT keys of {self.spec.singleton} in the {super().legacy_source}"
+
+    @property
+    def migrated_source(self) -> str:
+        return f"Triton's JIT keys of {self.spec.singleton} in {super().migrated_source}"
+
     def legacy_keys(self, config: Any) -> set[str]:
         return self._triton_keys(self.legacy, lambda: self.legacy.standalone_keys(config))
 
