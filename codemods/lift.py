@@ -1054,7 +1054,6 @@ def _dispatcher_inputs(modules: RepoModules, module: str, launcher: ast.Function
     order = {name: i for i, name in enumerate(parameters)}
     inputs.sort(key=lambda n: (order.get(n, len(order)), min((before.index(s) for s in definitions.get(n, [])),
                                                                default=0)))
-    kept.sort(key=before.index)
     return inputs, kept
 
 

@@ -214,11 +214,12 @@ MUTANTS = (
     Mutant("lift: a tensor the step allocates loses its dtype", "codemods/lift.py",
            "        return self.plain(keywords[\"dtype\"])\n", "        return Value(\"torch.float32\")\n",
            ("tests/test_triton_lifts.py", "-k", "tritons_own_keys")),
-    Mutant("lift: the dispatcher copies the launcher's statements out of order", "codemods/lift.py",
-           "    kept.sort(key=before.index)\n", "", ("tests/test_triton_lifts.py", "-k", "launches_what_it_did")),
+    Mutant("lift: the dispatcher leaves out the launcher's statements it needs", "codemods/transforms/lift_kernel.py",
+           "                copied.append(statement)\n", "                pass\n",
+           ("tests/test_triton_lifts.py", "-k", "launches_what_it_did")),
     Mutant("lift: a method the class only inherits is overridden without running the parent's",
            "codemods/transforms/insert_registration.py",
-           "\":\\n    super().{method}({', '.join(passed)})\\n\"", "\":\\n    pass\\n\"",
+           ":\\n    super().{method}({', '.join(passed)})\\n\"", ":\\n    pass\\n\"",
            ("tests/test_triton_lifts.py", "-k", "override_that_runs_the_parent")),
 
 )
