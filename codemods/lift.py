@@ -467,6 +467,7 @@ class _Lift:
         self.taken: set[str] = set()
         self.launch: ast.Expr | None = None
         self.dynamic: set[str] = set()  # provider locals that depend on the case being warmed (a domain)
+        self.local_code: dict[str, str] = {}  # provider local -> the expression it is assigned
         self.launcher_def: ast.FunctionDef | None = None
 
     # -- names -------------------------------------------------------------------------------------------
@@ -524,10 +525,15 @@ class _Lift:
             return Value(name)
         module, target = (found[0], found[1]) if found else (scope.module, name)
         module, target = self.modules.resolve(module, target)
+        bindings = _module_bindings(self.modules.tree(module), target) if target else []
         definition = self.modules.definition(module, target) if target else None
-        if isinstance(definition, ast.Assign) and len(definition.targets) == 1:
+        if len(bindings) > 1:
+            raise scope.refuse(node, f"reads `{name}` ({module}), which its module binds {len(bindings)} times "
+                                     "(the lift copies a constant only when it has one value)")
+        value = bindings[0].value if bindings and isinstance(bindings[0], (ast.Assign, ast.AnnAssign)) else None
+        if value is not None:
             try:
-                literal = ast.literal_eval(_frozen(definition.value))
+                literal = ast.literal_eval(_frozen(value))
             except ValueError:
                 literal = _NO_VALUE
             if literal is not _NO_VALUE:
@@ -590,6 +596,9 @@ class _Lift:
                 if inside or elsewhere:
                     self.statements.append(f"_when({test.code})" if inside else f"_when({_negated(test.code)})")
                     return self.walk(scope, statement.body if inside else statement.orelse, is_target)
+                if any(isinstance(n, ast.Break) for branch in (statement.body, statement.orelse) for n in branch):
+                    raise scope.refuse(statement, "leaves its loop under a condition (`break`): the cases after it "
+                                                  "depend on the order, which the provider's domains do not have")
                 for branch, keep in ((statement.body, f"_when({_negated(test.code)})"),
                                      (statement.orelse, f"_when({test.code})")):
                     if _exits(branch):
@@ -624,6 +633,7 @@ class _Lift:
                 and not found.code.isidentifier():
             local = self.fresh(name)
             self.statements.append(f"{local} = {found.code}")
+            self.local_code[local] = found.code
             if _names_in(found.code) & self.dynamic:
                 self.dynamic.add(local)
             found = Value(local)
@@ -642,6 +652,21 @@ class _Lift:
                 return None
         where = f"{scope.where(value).rpartition(':')[2]}"
         return self.parameter(f"{ast.unparse(value)} ({scope.module}:{where})", name.lstrip("_"))
+
+    def _inlined(self, scope: _Scope, loop: ast.For, code: str) -> str:
+        """`code` with the provider's locals written out: vLLM's helper evaluates a domain with the provider's
+        parameters only, before any of its assignments."""
+        locals_ = self.local_code
+
+        class Inline(ast.NodeTransformer):
+            def visit_Name(self, node: ast.Name) -> ast.expr:
+                return Inline().visit(_expr(locals_[node.id])) if node.id in locals_ else node
+
+        used = _names_in(code)
+        if used & self.dynamic:
+            raise scope.refuse(loop, "a loop whose values depend on another loop's value: the provider's domains "
+                                     "are independent")
+        return ast.unparse(Inline().visit(_expr(code)))
 
     def _unpack(self, scope: _Scope, names: list[str], value: ast.expr, statement: ast.stmt) -> None:
         try:
@@ -683,6 +708,7 @@ class _Lift:
                 domain = f"WarmupChoices(*{values.code})"
             else:
                 raise scope.refuse(loop, f"a loop over `{ast.unparse(iterable)}`, which the lift cannot read")
+        domain = self._inlined(scope, loop, domain)
         local = self.fresh(names[0] if len(names) == 1 else "_".join(names))
         self.statements.append(f"{local} = {domain}")
         self.dynamic.add(local)
@@ -712,6 +738,17 @@ class _Unknown:
 
     def __init__(self, why: str):
         self.why = why
+
+
+def _module_bindings(tree: ast.Module | None, name: str) -> list[ast.stmt]:
+    """The module-level statements that bind `name` by assignment (a constant has exactly one)."""
+    found = []
+    for statement in getattr(tree, "body", []):
+        targets = statement.targets if isinstance(statement, ast.Assign) else \
+            [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            found.append(statement)
+    return found
 
 
 def _frozen(node: ast.expr) -> ast.expr:
@@ -808,14 +845,17 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
               helper_module: str, jit_module: str) -> LiftPlan:
     """The dispatcher and provider for `kernel`, launched by `launcher` and warmed by the legacy `step`."""
     kernel_def = _function(modules, kernel_module, kernel, "the kernel")
+    shown = lambda module: modules.path(module).relative_to(modules.repo).as_posix()  # noqa: E731 - file:line
     for decorator in kernel_def.decorator_list:
         written = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
         if written.endswith("autotune"):
-            raise LiftError(f"{kernel_module}:{kernel_def.lineno}: {kernel} is autotuned (@{written}): the engine's "
+            raise LiftError(f"{shown(kernel_module)}:{kernel_def.lineno}: {kernel} is autotuned (@{written}): the "
+                            "engine's "
                             "helper launches an autotuned kernel for real to pick its config, which a compile-only "
                             "warmup cannot do; warm it by hand")
         if not (written.endswith("jit") or written.endswith("heuristics")):
-            raise LiftError(f"{kernel_module}:{kernel_def.lineno}: {kernel} is decorated with @{written}, not "
+            raise LiftError(f"{shown(kernel_module)}:{kernel_def.lineno}: {kernel} is decorated with @{written}, "
+                            "not "
                             "@triton.jit or @triton.heuristics")
     launcher_def = _function(modules, launcher_module, launcher, "the launcher")
     step_def = _function(modules, step_module, step, "the legacy step")
@@ -824,8 +864,16 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
     kernel_parameters = _kernel_parameters(kernel_def)
     launch = _launch_statement(modules, launcher_module, launcher_def, kernel_module, kernel)
     if launch is None:
-        raise LiftError(f"{launcher_module}:{launcher_def.lineno}: {launcher} has no `{kernel}[grid](...)` statement "
+        raise LiftError(f"{shown(launcher_module)}:{launcher_def.lineno}: {launcher} has no `{kernel}[grid](...)` "
+                        "statement "
                         "at its top level (a launch under a condition or in a loop is not lifted)")
+    others = [n for n in ast.walk(launcher_def) if isinstance(n, ast.Subscript) and n is not launch.value.func
+              and isinstance(n.value, ast.Name) and modules.resolve(launcher_module, n.value.id)
+              == modules.resolve(kernel_module, kernel)]
+    if others:
+        raise LiftError(f"{shown(launcher_module)}:{others[0].lineno}: {launcher} launches {kernel} here too; the "
+                        "lift moves "
+                        "one launch, and the warmup of this one would be lost (put each on the dispatcher by hand)")
 
     # The step, run up to its call of the launcher.
     step_scope = _Scope(lift, step_module, step_def, {})
@@ -845,6 +893,7 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
                 return call
         return None
 
+    _check_step(modules, step_module, step_def, wanted)
     scope, call = step_scope, lift.walk(step_scope, step_def.body, towards_launcher, gates=True)
     while call is not None and callee(modules, scope.module, scope.function, call.func.id) != wanted:
         # An engine function between the step and the launcher (the op the step calls): run it too.
@@ -857,7 +906,8 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
         inner.env.update(bound)
         scope, call = inner, lift.walk(inner, function.body, towards_launcher)
     if call is None:
-        raise LiftError(f"{step_module}:{step_def.lineno}: {step} never calls {launcher} (or an engine function "
+        raise LiftError(f"{shown(step_module)}:{step_def.lineno}: {step} never calls {launcher} (or an engine "
+                        "function "
                         "that calls it) as a statement the lift follows")
     step_scope = scope
     bound = _bind_call(step_scope, launcher_def, call)
@@ -866,36 +916,36 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
         bound.setdefault(name, launcher_scope.value(default))
     missing = [a.arg for a in launcher_def.args.args + launcher_def.args.kwonlyargs if a.arg not in bound]
     if missing:
-        raise LiftError(f"{step_module}:{call.lineno}: the step's call passes no {', '.join(missing)}")
+        raise LiftError(f"{shown(step_module)}:{call.lineno}: the step's call passes no {', '.join(missing)}")
     launcher_scope.env.update(bound)
     reached = lift.walk(launcher_scope, launcher_def.body, lambda scope, s: s if s is launch else None)
     if reached is None:
-        raise LiftError(f"{launcher_module}:{launch.lineno}: the step's arguments never reach the launch "
+        raise LiftError(f"{shown(launcher_module)}:{launch.lineno}: the step's arguments never reach the launch "
                         "(the launcher returns before it)")
 
     inputs, kept = _dispatcher_inputs(modules, launcher_module, launcher_def, launch)
+    _check_copies(shown(launcher_module), launcher_def, launch, inputs, kept)
     source = modules.path(launcher_module).read_text()
-    arguments = _launch_arguments(launch, kernel_parameters, launcher_module, source)
+    arguments = _launch_arguments(launch, kernel_parameters, shown(launcher_module), source)
+    arguments += _defaults_the_helper_would_fill(kernel_def, shown(launcher_module), launch, inputs,
+                                                 arguments, modules.path(kernel_module).read_text())
     names = set(kernel_parameters)
     passed = {name: code for name, code in arguments}
     omitted = set()
     for name in inputs:
         target = binding_target(name, names)
-        if target is None:
-            continue
-        if target not in passed:
-            raise LiftError(f"{launcher_module}:{launch.lineno}: the dispatcher input {name} would be bound to the "
-                            f"kernel parameter {target}, which the launch leaves to its default")
-        if passed[target] == name and sum(binding_target(n, names) == target for n in inputs) == 1:
+        if target is not None and passed[target] == name and \
+                sum(binding_target(n, names) == target for n in inputs) == 1:
             omitted.add(target)
     values = []
     for name in inputs:
         value = launcher_scope.env.get(name)
         if isinstance(value, _Unknown) or value is None:
             raise LiftError(value.why if value is not None else
-                            f"{launcher_module}:{launch.lineno}: the launch reads {name}, which the lift cannot follow")
+                            f"{shown(launcher_module)}:{launch.lineno}: the launch reads {name}, which the lift "
+                            "cannot follow")
         if isinstance(value, Device):
-            raise LiftError(f"{launcher_module}:{launch.lineno}: the launch passes a device ({name})")
+            raise LiftError(f"{shown(launcher_module)}:{launch.lineno}: the launch passes a device ({name})")
         code = value.code() if isinstance(value, Tensor) else launcher_scope._as_value(launch, value).code
         values.append(f"{name}={code}")
     grid = ast.get_source_segment(source, launch.value.func.slice)
@@ -978,6 +1028,27 @@ def _read_by(statements: list[str], used: str) -> list[str]:
     return kept
 
 
+def _check_step(modules: RepoModules, module: str, step: ast.FunctionDef, wanted: tuple[str, str]) -> None:
+    """The step goes with the migration: it must call the launcher exactly once and do nothing else that a
+    deletion would lose (another kernel's warmup, a call kept for its effect); logging and filling the tensors
+    it allocates are fine."""
+    where = lambda node: f"{modules.path(module).relative_to(modules.repo).as_posix()}:{node.lineno}"  # noqa: E731
+    reaching = [call for call in ast.walk(step) if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                and ((target := callee(modules, module, step, call.func.id)) == wanted
+                     or reaches(modules, *target, wanted))]
+    if len(reaching) > 1:
+        raise LiftError(f"{where(reaching[1])}: {step.name} reaches {wanted[1]} more than once; the provider "
+                        "translates one call (move each into its own step, or write the provider by hand)")
+    for statement in (n for n in ast.walk(step) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)):
+        func = statement.value.func
+        if statement.value in reaching or isinstance(func, ast.Attribute) and (
+                isinstance(func.value, ast.Name) and func.value.id == "logger" and func.attr in _LOGGING
+                or func.attr in _SAME_TENSOR):
+            continue
+        raise LiftError(f"{where(statement)}: {step.name} also runs `{ast.unparse(func)}(...)`, which the migration "
+                        "would delete with the step; move it out of the step first")
+
+
 def callee(modules: RepoModules, module: str, function: ast.FunctionDef, name: str) -> tuple[str, str | None]:
     """What `name` called in `function` (of `module`) is: a name it imports itself, or one of its module's."""
     found = _function_import(function, name) or modules.imports(module).get(name)
@@ -997,6 +1068,51 @@ def reaches(modules: RepoModules, module: str, name: str | None, wanted: tuple[s
         inner = reaches(modules, *target, wanted, depth - 1) if target != (module, name) else 0
         found += [inner + 1] if inner else []
     return min(found, default=0)
+
+
+def _defaults_the_helper_would_fill(kernel: ast.FunctionDef, launcher_file: str, launch: ast.Expr,
+                                    inputs: list[str], arguments: list[tuple[str, str]],
+                                    kernel_source: str) -> list[tuple[str, str]]:
+    """Kernel parameters the launch leaves to their defaults that the engine's helper would fill: from an input
+    of their name (`x`, `x_ptr`, `X`, `X_PTR`) or from a bound input's stride (`<x>_stride[_N]`). Each is
+    passed its default explicitly, so the dispatcher launches what the launcher did."""
+    names = _kernel_parameters(kernel)
+    passed = {name for name, _ in arguments}
+    bound = passed | {t for n in inputs if (t := binding_target(n, set(names))) is not None}
+    positional = kernel.args.posonlyargs + kernel.args.args
+    defaults = {a.arg: d for a, d in zip(positional[::-1], kernel.args.defaults[::-1])}
+    defaults.update({a.arg: d for a, d in zip(kernel.args.kwonlyargs, kernel.args.kw_defaults) if d is not None})
+    filled = []
+    for name in names:
+        if name in passed:
+            continue
+        stem, separator, dim = name.rpartition("_stride") if "_stride" in name else name.rpartition("_STRIDE")
+        dim = dim.removeprefix("_")
+        source = stem if stem in bound else f"{stem}_ptr" if separator == "_stride" else f"{stem}_PTR"
+        strided = bool(separator) and (not dim or dim.isdigit()) and source in bound
+        if name in bound or strided:
+            if name not in defaults:
+                raise LiftError(f"{launcher_file}:{launch.lineno}: the engine's helper would fill the kernel "
+                                f"parameter {name}, which the launch does not pass")
+            filled.append((name, ast.get_source_segment(kernel_source, defaults[name])))
+    return filled
+
+
+def _check_copies(module: str, launcher: ast.FunctionDef, launch: ast.stmt, inputs: list[str],
+                  copied: list[ast.stmt]) -> None:
+    """The dispatcher can copy these statements: none of them shares its line with another statement, and none
+    sets a name the dispatcher takes as an input (the copy would overwrite what the launcher passes)."""
+    lines = [s.lineno for s in launcher.body]
+    for statement in copied:
+        if lines.count(statement.lineno) > 1 or launcher.body[lines.index(statement.lineno)] is not statement:
+            raise LiftError(f"{module}:{statement.lineno}: this line holds several statements; split it before "
+                            "the lift copies one of them")
+        clobbered = sorted(set(_stored(statement)) & set(inputs))
+        if clobbered:
+            raise LiftError(f"{module}:{statement.lineno}: the launch needs {', '.join(clobbered)} as the launcher "
+                            "leaves it, which this statement (copied into the dispatcher) would set again")
+    if lines.count(launch.lineno) > 1:
+        raise LiftError(f"{module}:{launch.lineno}: the launch shares its line with another statement")
 
 
 def _launch_statement(modules: RepoModules, module: str, launcher: ast.FunctionDef, kernel_module: str,

@@ -276,3 +276,80 @@ def test_a_lift_draft_loads_is_refused_until_answered_then_migrates_as_the_built
     assert result.exit_code == 0, result.output
     changed, deleted, _ = _changes(repo, vllm_tree("0.33.0"))
     assert changed == LIFTS[spec.family] - DELETED.get(spec.family, set()) and deleted == DELETED.get(spec.family, set())
+
+
+# Forks a held-out review made of 0.33.0 (a fork's ordinary change each), where an earlier lift wrote wrong code with
+# exit 0: each is now refused, naming the line and why.
+MEMCPY_STEP = "vllm/model_executor/warmup/mamba_triton_warmup.py"
+POST_CONV_CALL = """            apply_l2norm=True,
+            output_g_exp=False,
+        )
+"""
+REFUSED_FORKS = {
+    "a launcher statement sets again what the launch takes from the launcher": (
+        "fla-sigmoid-gating", SIGMOID, "    HV = v.shape[2]\n",
+        "    HV = v.shape[2]\n    if is_kda:\n        K = a.shape[-1]\n", "which this statement (copied into the "),
+    "two statements on one line": (
+        "fla-fused-post-conv", POST_CONV, "    BLOCK_T = 16  # tokens per block\n",
+        "    BLOCK_T = 16; out_dtype = torch.float32  # noqa: E702\n", "this line holds several statements"),
+    "the step warms another kernel too": (
+        "fla-fused-post-conv", QWEN_WARMUP, POST_CONV_CALL,
+        POST_CONV_CALL + "    torch.ops.vllm.fork_warmup(config.h)\n", "which the migration would delete with the step"),
+    "the step calls the launcher twice": (
+        "fla-fused-post-conv", QWEN_WARMUP, POST_CONV_CALL,
+        POST_CONV_CALL + "        fused_post_conv_prep(conv_output, a, b, config.a_log, config.dt_bias, config.h, "
+                         "config.k, config.v, apply_l2norm=False, output_g_exp=True)\n", "more than once"),
+    "a loop the step leaves with break": (
+        "fla-fused-post-conv", QWEN_WARMUP, "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n",
+        "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n        if length > config.h:\n            break\n",
+        "leaves its loop under a condition"),
+    "a constant the module binds twice": (
+        "fla-fused-post-conv", QWEN_WARMUP, "_FLA_POST_CONV_WARMUP_LENGTHS = (1, 2, 16)\n",
+        "_FLA_POST_CONV_WARMUP_LENGTHS = (1, 2, 16)\n_FLA_POST_CONV_WARMUP_LENGTHS += (64,)\n", "binds 2 times"),
+    "a second launch of the kernel in the launcher": (
+        "fla-fused-post-conv", POST_CONV, "    if L == 0:\n",
+        "    if L == 1:\n        _fused_post_conv_kernel[(1, 1)](conv_output)\n    if L == 0:\n", "launches "
+        "_fused_post_conv_kernel here too"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED_FORKS))
+def test_a_fork_the_lift_would_get_wrong_is_refused_with_the_line(tmp_path, case):
+    family, rel, old, new, why = REFUSED_FORKS[case]
+    repo = _copy(tmp_path / "tree")
+    edit(repo, rel, old, new)
+    before = {p: p.read_bytes() for p in repo.rglob("*.py")}
+    result = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
+    assert result.exit_code == 2, result.output
+    assert why in " ".join(result.output.split()) and f"{rel}:" in result.output
+    assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before
+
+
+def test_a_kernel_parameter_the_launch_leaves_to_its_default_keeps_it(tmp_path):
+    """The engine's helper fills `<x>_stride` from the input `x` when the launch does not pass it: the dispatcher
+    passes the kernel's default instead, so the launch stays what the launcher made it."""
+    repo = _copy(tmp_path / "tree")
+    edit(repo, MAMBA_UTILS, "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr):",
+         "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr, sizes_stride=1):")
+    original = tmp_path / "before"
+    shutil.copytree(repo, original, copy_function=os.link)
+    assert runner.invoke(app, ["migrate", "mamba-batch-memcpy", "--repo", str(repo), "--write"]).exit_code == 0
+    text = (repo / MAMBA_UTILS).read_text()
+    returned = text[text.index("def _batch_memcpy_dispatch"):text.index("def batch_memcpy(")]
+    assert "sizes_stride=1" in returned
+    report = key_equivalence("mamba-batch-memcpy", "full", legacy_tree=original, migrated_tree=repo)
+    assert report.mismatches == []
+
+
+def test_a_loop_bound_the_step_computes_is_written_where_the_helper_can_read_it(tmp_path):
+    """vLLM's helper evaluates a domain with the provider's parameters only: a step local in a range bound is
+    written out in the domain."""
+    repo = _copy(tmp_path / "tree")
+    edit(repo, QWEN_WARMUP, "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n",
+         "    max_len = min(16, 2 * config.h)\n    for length in range(1, max_len + 1):\n")
+    original = tmp_path / "before"
+    shutil.copytree(repo, original, copy_function=os.link)
+    assert runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(repo), "--write"]).exit_code == 0
+    assert "length = WarmupIntRange(1, min(16, 2 * h) + 1)" in (repo / POST_CONV).read_text()
+    report = key_equivalence("fla-fused-post-conv", "smoke", legacy_tree=original, migrated_tree=repo)
+    assert report.configs and report.mismatches == []

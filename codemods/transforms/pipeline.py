@@ -53,6 +53,8 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
         command = RemoveHelpers(frozenset(dead)).command(context)
         module = command.transform_module(module)
         counts[RemoveHelpers.name] += command.count
+        if not command.count:
+            break
         dead = dead_helpers(references_before, module, versions.code(module))
     removed = any(counts[name] for name, kind in OPERATIONS.items() if kind.removes_statements)
     # Only removals leave locals unread.
@@ -62,5 +64,7 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
         command = RemoveDeadLocals(frozenset(unread)).command(context)
         module = command.transform_module(module)
         counts[RemoveDeadLocals.name] += command.count
+        if not command.count:
+            break  # what is left cannot be removed (a statement holding more than the local): it stays
         unread = set(dead_locals(versions.wrapper(module))) - unread_before
     return FileEdit(versions.code(module), +counts, refusals, warnings)
