@@ -458,14 +458,12 @@ def _nested_shape(data: Any) -> tuple[Value, ...] | None:
 class _Lift:
     """One lift: walks the legacy step to the launcher call, then the launcher to the kernel launch."""
 
-    def __init__(self, modules: RepoModules, kernel_module: str, kernel: str, launcher_module: str, launcher: str):
+    def __init__(self, modules: RepoModules, kernel_module: str, launcher: str):
         self.modules = modules
-        self.kernel_module, self.kernel = kernel_module, kernel
-        self.launcher_module, self.launcher = launcher_module, launcher
+        self.kernel_module, self.launcher = kernel_module, launcher  # where the provider goes; whose launch it is
         self.parameters: dict[str, str] = {}  # provider parameter -> what the step read (`config.h`)
         self.statements: list[str] = []  # the provider's body, in order
-        self.taken: set[str] = set()
-        self.launch: ast.Expr | None = None
+        self.taken: set[str] = set()  # the provider's names so far
         self.dynamic: set[str] = set()  # provider locals that depend on the case being warmed (a domain)
         self.local_code: dict[str, str] = {}  # provider local -> the expression it is assigned
         self.launcher_def: ast.FunctionDef | None = None
@@ -859,7 +857,7 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
                             "@triton.jit or @triton.heuristics")
     launcher_def = _function(modules, launcher_module, launcher, "the launcher")
     step_def = _function(modules, step_module, step, "the legacy step")
-    lift = _Lift(modules, kernel_module, kernel, launcher_module, launcher)
+    lift = _Lift(modules, kernel_module, launcher)
     lift.launcher_def = launcher_def
     kernel_parameters = _kernel_parameters(kernel_def)
     launch = _launch_statement(modules, launcher_module, launcher_def, kernel_module, kernel)
