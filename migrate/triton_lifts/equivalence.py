@@ -11,9 +11,11 @@ and runs the orchestrator's registry warmup, whose `compile` replays each provid
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
 import itertools
+import shutil
 import tempfile
 import types
 from pathlib import Path
@@ -27,6 +29,7 @@ from zerojit.contract.limits import torch_dtype
 from zerojit.migrate.engine_trees.equivalence import TreeEquivalence
 from zerojit.migrate.engine_trees.sources import placeholder
 from zerojit.migrate.engine_trees.warmup import TreeWarmup, VllmPlatform, vllm_worker
+from zerojit.migrate.fla_layer_norm.engine_kernel import triton_stub
 from zerojit.migrate.fla_layer_norm.equivalence import MODELS, SCHEDULERS, TP_SIZES, GdnConfig
 from zerojit.migrate.fla_layer_norm.legacy import GdnEngine
 
@@ -100,13 +103,15 @@ def _compile_only_triton() -> Path:
     """Triton's driver made compile-only for ARCH, on a throwaway cache (nothing compiles: the hook records)."""
     from zerojit.contract.backends import triton as triton_backend
 
-    return triton_backend.configure(ARCH, Path(tempfile.mkdtemp(prefix="zerojit-lift-keys-")))
+    cache = Path(tempfile.mkdtemp(prefix="zerojit-lift-keys-"))
+    atexit.register(shutil.rmtree, cache, True)
+    return triton_backend.configure(ARCH, cache)
 
 
 class TritonKeyEquivalence(TreeEquivalence):
     """Legacy vs migrated Triton keys of one lifted kernel (`spec.singleton`) over serving configurations."""
 
-    def _triton_keys(self, tree: TreeWarmup, run) -> set[str]:
+    def _triton_keys(self, run) -> set[str]:
         from zerojit.contract.backends import triton as triton_backend
 
         _compile_only_triton()
@@ -134,13 +139,13 @@ class TritonKeyEquivalence(TreeEquivalence):
         return f"Triton's JIT keys of {self.spec.singleton} in {super().migrated_source}"
 
     def legacy_keys(self, config: Any) -> set[str]:
-        return self._triton_keys(self.legacy, lambda: self.legacy.standalone_keys(config))
+        return self._triton_keys(lambda: self.legacy.standalone_keys(config))
 
     def migrated_keys(self, config: Any) -> set[str]:
         if self.migrated is None:
             raise FileNotFoundError(f"{self.family} has no family modules of its own: its migrated side is a "
                                     "migrated engine tree (pass --migrated-tree)")
-        return self._triton_keys(self.migrated, lambda: self.migrated.warmed_keys(config))
+        return self._triton_keys(lambda: self.migrated.warmed_keys(config))
 
     def intended(self, config: Any, legacy: set[str], migrated: set[str]) -> str | None:
         if not config.enable_jit_warmup and not migrated:
@@ -209,8 +214,6 @@ class MambaEngine:
     def stubs(self, state: types.SimpleNamespace) -> dict[str, dict[str, Any]]:
         platform = VllmPlatform(state)
         platform.device_type = "cuda"
-        from zerojit.migrate.fla_layer_norm.engine_kernel import triton_stub
-
         interface = {"MambaSpec": _MambaSpec, "UniformTypeKVCacheSpecs": _UniformTypeKVCacheSpecs}
         interface.update({name: placeholder(f"vllm.v1.kv_cache_interface.{name}")
                           for name in ("KVCacheConfig", "KVCacheGroupSpec")})
