@@ -13,7 +13,8 @@ from .shared import TREE_ERRORS, JsonOption, fail, out, print_json, user_errors
 
 @user_errors(*TREE_ERRORS)
 def keys_diff(
-    family: str = typer.Option(..., "--family", "-f", help="Kernel family; see `zerojit families`."),
+    family: str = typer.Option(..., "--family", "-f", help="Kernel family (see `zerojit families`), or a built-in "
+                               "lift of a plain Triton kernel (fla-fused-post-conv, ...: Triton's JIT keys)."),
     grid: str = typer.Option("full", "--grid", help="Named grid of serving configs ('full', 'smoke'; 'none' skips it)."),
     samples: int = typer.Option(0, "--samples", min=0, help="Extra configs drawn by hypothesis (needs "
                                 "zerojit[equivalence])."),
