@@ -175,6 +175,9 @@ def equivalence_adapter(name: str) -> Any:
     if name in EQUIVALENCES:
         module, _, attribute = EQUIVALENCES[name].partition(":")
         return getattr(importlib.import_module(module), attribute)()
+    if name not in families():
+        raise FamilyError(f"unknown family {name!r}; known: {', '.join(sorted(families()))}; built-in lifts: "
+                          f"{', '.join(sorted(EQUIVALENCES))}")
     return get_family(name).equivalence_adapter()
 
 
