@@ -93,7 +93,9 @@ def open_cache_dir(path: Path, backend: str | None = None) -> CacheDir:
     _check_trusted(path, path)
     for folder, subfolders, files in os.walk(path):  # anything others can write, or that leads out, could be swapped
         for name in (*subfolders, *files):
-            _check_entry(Path(folder, name), path)
+            # Gone since the folder was listed: a peer's write probe or temporary file (ranks share a cache).
+            with contextlib.suppress(FileNotFoundError):
+                _check_entry(Path(folder, name), path)
     for name, what in OWN_FILES.items():
         own = path / name
         if (own.exists() or own.is_symlink()) and not (own.is_file() and not own.is_symlink()):
