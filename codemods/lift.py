@@ -90,6 +90,19 @@ class Tensor:
 
 
 @dataclasses.dataclass(frozen=True)
+class MaybeTensor:
+    """`tensor if test else None`, decided per warmed case: an optional input some cases pass and others leave
+    out. What the code reads of it (`.stride(0)`) is the tensor's: the legacy code reads it only where it is
+    there (`x is None or x.stride(0) == n`), or would fail itself."""
+
+    test: Value
+    tensor: Tensor
+
+    def code(self) -> str:
+        return f"{self.tensor.code()} if {self.test.code} else None"
+
+
+@dataclasses.dataclass(frozen=True)
 class Facts:
     """A step parameter read through its attributes (`config.h`): each attribute is a provider parameter."""
 
@@ -194,6 +207,8 @@ class _Scope:
 
     def _Attribute(self, node: ast.Attribute) -> Any:
         holder = self._raw(node.value)
+        if isinstance(holder, MaybeTensor):
+            holder = holder.tensor
         if isinstance(holder, Facts):
             return self.lift.parameter(f"{holder.name}.{node.attr}", node.attr)
         if isinstance(holder, Tensor):
@@ -276,6 +291,11 @@ class _Scope:
     def _Compare(self, node: ast.Compare) -> Value:
         left = self.value(node.left)
         values = [left, *(self.value(c) for c in node.comparators)]
+        optional = [v for v in values if isinstance(v, MaybeTensor)]
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) and optional and any(
+                isinstance(v, Value) and v.known is None for v in values):
+            present = optional[0].test
+            return present if isinstance(node.ops[0], ast.IsNot) else Value(_negated(present.code))
         if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) and any(
                 isinstance(v, (Tensor, Device, Sequence)) for v in values) and any(
                 isinstance(v, Value) and v.known is None for v in values):
@@ -287,14 +307,20 @@ class _Scope:
             result = all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, known, known[1:]))
             return Value(repr(result), result)
         operands = [_expr(self._as_value(n, v).code) for n, v in zip([node.left, *node.comparators], values)]
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
+                and ast.dump(operands[0]) == ast.dump(operands[1]):
+            result = isinstance(node.ops[0], ast.Eq)  # a size compared with itself (`x.stride(0) == n`, x is (m, n))
+            return Value(repr(result), result)
         return Value(ast.unparse(ast.Compare(operands[0], node.ops, operands[1:])))
 
     def _IfExp(self, node: ast.IfExp) -> Any:
         test = self.plain(node.test)
         if test.fixed:
             return self.value(node.body if test.known else node.orelse)
-        body, orelse = self.plain(node.body), self.plain(node.orelse)
-        return Value(ast.unparse(ast.IfExp(_expr(test.code), _expr(body.code), _expr(orelse.code))))
+        either = _either(test, self.value(node.body), self.value(node.orelse))
+        if either is None:
+            raise self.refuse(node, f"`{ast.unparse(node)}` chooses between values the lift cannot write as one")
+        return either
 
     def _as_value(self, node: ast.expr, found: Any) -> Value:
         if isinstance(found, Value):
@@ -313,6 +339,8 @@ class _Scope:
         keywords = {k.arg: k.value for k in node.keywords}
         if isinstance(func, ast.Attribute):
             holder = self.value(func.value) if not self.lift.is_module(self, func.value) else None
+            if isinstance(holder, MaybeTensor):
+                holder = holder.tensor
             if isinstance(holder, Tensor):
                 return self._tensor_method(node, holder, func.attr, keywords)
             module = self.lift.module_of(self, func.value)
@@ -446,6 +474,19 @@ class _Scope:
         return Tensor(tensor.dtype, tuple(shape), tuple(strides))
 
 
+def _either(test: Value, body: Any, orelse: Any) -> Any:
+    """`body if test else orelse` for a test decided per case: one value the provider can write, or None."""
+    if body == orelse:
+        return body
+    if isinstance(body, Value) and isinstance(orelse, Value):
+        return Value(ast.unparse(ast.IfExp(_expr(test.code), _expr(body.code), _expr(orelse.code))))
+    if isinstance(body, Tensor) and isinstance(orelse, Value) and orelse.known is None:
+        return MaybeTensor(test, body)
+    if isinstance(orelse, Tensor) and isinstance(body, Value) and body.known is None:
+        return MaybeTensor(Value(_negated(test.code)), orelse)
+    return None
+
+
 def _nested_shape(data: Any) -> tuple[Value, ...] | None:
     if isinstance(data, Sequence):
         inner = [_nested_shape(item) for item in data.items]
@@ -466,6 +507,7 @@ class _Lift:
         self.taken: set[str] = set()  # the provider's names so far
         self.dynamic: set[str] = set()  # provider locals that depend on the case being warmed (a domain)
         self.local_code: dict[str, str] = {}  # provider local -> the expression it is assigned
+        self.guards: list[str] = []  # the case-independent `_when` conditions so far
         self.launcher_def: ast.FunctionDef | None = None
 
     # -- names -------------------------------------------------------------------------------------------
@@ -592,18 +634,21 @@ class _Lift:
                         return None
                     continue
                 if inside or elsewhere:
-                    self.statements.append(f"_when({test.code})" if inside else f"_when({_negated(test.code)})")
+                    self.when(test.code if inside else _negated(test.code))
                     return self.walk(scope, statement.body if inside else statement.orelse, is_target)
                 if any(isinstance(n, ast.Break) for branch in (statement.body, statement.orelse) for n in branch):
                     raise scope.refuse(statement, "leaves its loop under a condition (`break`): the cases after it "
                                                   "depend on the order, which the provider's domains do not have")
-                for branch, keep in ((statement.body, f"_when({_negated(test.code)})"),
-                                     (statement.orelse, f"_when({test.code})")):
+                for branch, rest, keep in ((statement.body, statement.orelse, _negated(test.code)),
+                                           (statement.orelse, statement.body, test.code)):
                     if _exits(branch):
-                        self.statements.append(keep)
-                    elif _binds(branch):
-                        raise scope.refuse(statement, "sets values under a condition the lift cannot decide "
-                                                      f"(`{ast.unparse(statement.test)}`)")
+                        self.when(keep)  # the cases that get past it take the other branch
+                        if not _exits(rest):
+                            self.walk(scope, rest, is_target)
+                        break
+                else:
+                    if _binds(statement.body) or _binds(statement.orelse):
+                        self._merge(scope, statement, test)
                 continue
             if isinstance(statement, ast.For) and _holds(scope, statement.body, is_target):
                 self._domain(scope, statement)
@@ -622,6 +667,33 @@ class _Lift:
             raise scope.refuse(statement, f"the lift cannot translate this statement (`{first}`)")
         return None
 
+    def when(self, condition: str) -> None:
+        """A `_when(condition)`; one that holds or fails for every case alike also guards what follows it."""
+        self.statements.append(f"_when({condition})")
+        if not self.depends(condition) & self.dynamic:
+            self.guards.append(condition)
+
+    def depends(self, code: str) -> set[str]:
+        """The provider names `code` reads, through its locals' definitions too."""
+        names, pending = set(), list(_names_in(code))
+        while pending:
+            name = pending.pop()
+            if name not in names:
+                names.add(name)
+                pending += _names_in(self.local_code.get(name, "None"))
+        return names
+
+    def guarded(self, code: str, empty: str) -> str:
+        """`code`, or `empty` where an earlier case-independent `_when` fails: vLLM's helper evaluates the provider's
+        case-independent locals and its domains before it applies any `_when`, so one that reads what an early
+        return of the step guarded (`x is None`) must not be evaluated where that guard fails."""
+        read = self.depends(code)
+        conditions = [c for c in self.guards if _names_in(c) & read]  # those about a value `code` reads
+        if not conditions:
+            return code
+        test = " and ".join(f"({c})" if " or " in c else c for c in conditions)
+        return f"{code} if {test} else {empty}"
+
     def _assign(self, scope: _Scope, name: str, value: ast.expr, statement: ast.stmt) -> None:
         try:
             found = scope.value(value)
@@ -630,12 +702,44 @@ class _Lift:
         if isinstance(found, Value) and not found.fixed and scope.function.name != self.launcher \
                 and not found.code.isidentifier():
             local = self.fresh(name)
-            self.statements.append(f"{local} = {found.code}")
+            dynamic = bool(self.depends(found.code) & self.dynamic)
+            code = found.code if dynamic else self.guarded(found.code, "None")
+            self.statements.append(f"{local} = {code}")
             self.local_code[local] = found.code
-            if _names_in(found.code) & self.dynamic:
+            if dynamic:
                 self.dynamic.add(local)
             found = Value(local)
         scope.env[name] = found
+
+    def _merge(self, scope: _Scope, statement: ast.If, test: Value) -> None:
+        """An if/else whose condition depends on the case, setting values: each name it sets becomes
+        `a if test else b` (a name neither branch can give one value reads as unknown, refused where read)."""
+        if any(isinstance(n, (ast.Return, ast.Raise, ast.Continue, ast.Break)) for branch in
+               (statement.body, statement.orelse) for s in branch for n in ast.walk(s)):
+            raise scope.refuse(statement, "sets values under a condition the lift cannot decide "
+                                          f"(`{ast.unparse(statement.test)}`) and leaves under another")
+        outcomes = []
+        for branch in (statement.body, statement.orelse):
+            inner, written = _Scope(self, scope.module, scope.function, dict(scope.env)), len(self.statements)
+            try:
+                self.walk(inner, branch, lambda _scope, _statement: None)
+            except LiftError as exc:
+                inner.env.update({name: _Unknown(str(exc)) for s in branch for name in _stored(s)})
+            if len(self.statements) > written:  # a provider local the other cases would compute too
+                del self.statements[written:]
+                inner.env.update({name: _Unknown(scope.refuse(statement, f"sets `{name}` under a condition the lift "
+                                                              "cannot decide, from a value it computes").args[0])
+                                  for s in branch for name in _stored(s)})
+            outcomes.append(inner.env)
+        body, orelse = outcomes
+        for name in {n for s in statement.body + statement.orelse for n in _stored(s)}:
+            either = _either(test, body.get(name), orelse.get(name)) \
+                if not any(isinstance(env.get(name), _Unknown) for env in outcomes) else None
+            scope.env[name] = either if either is not None else next(
+                (env[name] for env in outcomes if isinstance(env.get(name), _Unknown)),
+                _Unknown(scope.refuse(statement, f"sets `{name}` under a condition the lift cannot decide "
+                                                 f"(`{ast.unparse(statement.test)}`) to values it cannot write as "
+                                                 "one").args[0]))
 
     def _from_site(self, scope: _Scope, value: ast.expr, name: str) -> Value | None:
         """A value the provider cannot compute (the step calls legacy code, or reads what only the engine has)
@@ -645,7 +749,7 @@ class _Lift:
             return None
         for read in _loads(value):
             bound = scope.env.get(read)
-            if isinstance(bound, (Tensor, _Unknown)) or isinstance(bound, Value) and \
+            if isinstance(bound, (Tensor, MaybeTensor, _Unknown)) or isinstance(bound, Value) and \
                     _names_in(bound.code) & self.dynamic:
                 return None
         where = f"{scope.where(value).rpartition(':')[2]}"
@@ -665,6 +769,15 @@ class _Lift:
             raise scope.refuse(loop, "a loop whose values depend on another loop's value: the provider's domains "
                                      "are independent")
         return ast.unparse(Inline().visit(_expr(code)))
+
+    def _guarded_domain(self, domain: str) -> str:
+        """A domain no case of which is evaluated where an earlier case-independent `_when` fails (empty there)."""
+        call = _expr(domain)
+        values = call.args[0].value if len(call.args) == 1 and isinstance(call.args[0], ast.Starred) else \
+            ast.Tuple(call.args)
+        empty = "(0, 0)" if call.func.id == "WarmupIntRange" else "()"
+        guarded = self.guarded(ast.unparse(values), empty)
+        return domain if guarded == ast.unparse(values) else f"{call.func.id}(*({guarded}))"
 
     def _unpack(self, scope: _Scope, names: list[str], value: ast.expr, statement: ast.stmt) -> None:
         try:
@@ -706,7 +819,7 @@ class _Lift:
                 domain = f"WarmupChoices(*{values.code})"
             else:
                 raise scope.refuse(loop, f"a loop over `{ast.unparse(iterable)}`, which the lift cannot read")
-        domain = self._inlined(scope, loop, domain)
+        domain = self._inlined(scope, loop, self._guarded_domain(domain))
         local = self.fresh(names[0] if len(names) == 1 else "_".join(names))
         self.statements.append(f"{local} = {domain}")
         self.dynamic.add(local)
@@ -944,7 +1057,8 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
                             "cannot follow")
         if isinstance(value, Device):
             raise LiftError(f"{shown(launcher_module)}:{launch.lineno}: the launch passes a device ({name})")
-        code = value.code() if isinstance(value, Tensor) else launcher_scope._as_value(launch, value).code
+        code = value.code() if isinstance(value, (Tensor, MaybeTensor)) else \
+            launcher_scope._as_value(launch, value).code
         values.append(f"{name}={code}")
     grid = ast.get_source_segment(source, launch.value.func.slice)
     launch_kwargs = [f"{name}={code}" for name, code in arguments if name not in omitted]
@@ -987,7 +1101,7 @@ def _unread_names(launcher: ast.FunctionDef, launch: ast.stmt, copied: list[ast.
     removed = _unread_after(launcher, launch, copied)
     staying = [s for s in copied if s not in removed]
     reads = set().union(*(_loads(s) for s in launcher.body if s is not launch and s not in removed))
-    return [(s.lineno, name) for s in staying if _unpacked_names(s.targets[0])
+    return [(s.lineno, name) for s in staying if isinstance(s, ast.Assign) and _unpacked_names(s.targets[0])
             for name in _unpacked_names(s.targets[0]) if name not in reads]
 
 
@@ -999,7 +1113,7 @@ def _unread_after(launcher: ast.FunctionDef, launch: ast.stmt, copied: list[ast.
     while changed:
         changed = False
         for statement in list(staying):
-            others = rest.union(*(_loads(s.value) for s in staying if s is not statement))
+            others = rest.union(*(_loads(s) for s in staying if s is not statement))
             if not set(_stored(statement)) & others:
                 staying.remove(statement)
                 removed.append(statement)
@@ -1145,9 +1259,8 @@ def _dispatcher_inputs(modules: RepoModules, module: str, launcher: ast.Function
     before = launcher.body[:index]
     definitions: dict[str, list[ast.stmt]] = {}
     for statement in before:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                definitions.setdefault(node.id, []).append(statement)
+        for name in dict.fromkeys(_stored(statement)):
+            definitions.setdefault(name, []).append(statement)
     parameters = [a.arg for a in launcher.args.posonlyargs + launcher.args.args + launcher.args.kwonlyargs]
     inputs: list[str] = []
     kept: list[ast.stmt] = []
@@ -1159,7 +1272,7 @@ def _dispatcher_inputs(modules: RepoModules, module: str, launcher: ast.Function
             if len(statements) == 1 and _pure_assignment(statements[0], name):
                 if statements[0] not in kept:
                     kept.append(statements[0])
-                    need(statements[0].value)
+                    need(statements[0].value if isinstance(statements[0], ast.Assign) else statements[0])
             elif statements or name in parameters:
                 if name not in inputs:
                     inputs.append(name)
@@ -1172,12 +1285,22 @@ def _dispatcher_inputs(modules: RepoModules, module: str, launcher: ast.Function
 
 
 def _pure_assignment(statement: ast.stmt, name: str) -> bool:
-    """`name = <expression>` that allocates nothing and calls only shape arithmetic (copied into the dispatcher)."""
+    """`name = <expression>` that allocates nothing and calls only shape arithmetic, or an if/else of such
+    assignments under such a condition (copied into the dispatcher)."""
+    if isinstance(statement, ast.If):  # each branch sets every name it sets, from what was there before
+        sets = [{n for s in branch for n in _stored(s)} for branch in (statement.body, statement.orelse)]
+        return name in sets[0] and sets[0] == sets[1] and not sets[0] & _loads(statement) \
+            and _pure_expression(statement.test) and all(
+                _pure_assignment(s, n) for s in statement.body + statement.orelse for n in _stored(s)[:1])
     if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and (
             isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name
             or name in _unpacked_names(statement.targets[0]))):
         return False
-    for node in ast.walk(statement.value):
+    return _pure_expression(statement.value)
+
+
+def _pure_expression(expression: ast.expr) -> bool:
+    for node in ast.walk(expression):
         if isinstance(node, ast.Call):
             func = node.func
             callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

@@ -2,9 +2,9 @@
 
     python lift_compile_probe.py MIGRATED_TREE CACHE_DIR
 
-Builds each built-in lift's layers from the migrated tree (their registrations as the tree wrote them), runs the
-tree's own registry warmup on Triton's compile-only driver for sm_90 with its disk cache in CACHE_DIR, and prints,
-per lift, how many variants Triton compiled and how many it loaded from the cache, with the cubins' sizes.
+Builds each built-in lift's layers for its equivalence's `example` configuration from the migrated tree (their
+registrations as the tree wrote them), runs the tree's own registry warmup on Triton's compile-only driver for
+sm_90 with its disk cache in CACHE_DIR, and prints, per lift, how many variants Triton compiled and how many it loaded from the cache, with the cubins' sizes.
 """
 
 import json
@@ -15,11 +15,8 @@ import triton
 
 from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.families import equivalence_adapter
-from zerojit.migrate.triton_lifts.equivalence import ARCH, GdnTritonConfig, MambaConfig
+from zerojit.migrate.triton_lifts.equivalence import ARCH
 from zerojit.migrate.triton_lifts.specs import EQUIVALENCES
-
-CONFIGS = {"mamba-batch-memcpy": MambaConfig(), "fla-fused-post-conv": GdnTritonConfig(),
-           "fla-sigmoid-gating": GdnTritonConfig()}
 
 if __name__ == "__main__":
     tree, cache = Path(sys.argv[1]), Path(sys.argv[2])
@@ -36,5 +33,5 @@ if __name__ == "__main__":
     triton.knobs.compilation.listener = listen
     for current in EQUIVALENCES:
         adapter = type(equivalence_adapter(current))(migrated_tree=tree)
-        adapter.migrated.registered_keys(CONFIGS[current])
+        adapter.migrated.registered_keys(adapter.example)
     print(json.dumps(seen))

@@ -7,6 +7,7 @@ Triton's JIT hook (migrate/triton_lifts/equivalence.py). The launcher's own laun
 the same specializations before and after (the dispatcher is the launch, not a copy of it).
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -23,7 +24,7 @@ from zerojit.codemods.spec import load_specs
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import equivalence_adapter, key_equivalence
-from zerojit.migrate.triton_lifts.equivalence import (FusedPostConvEquivalence, GdnTritonConfig, MambaConfig,
+from zerojit.migrate.triton_lifts.equivalence import (FusedPostConvEquivalence, GdnTritonConfig,
                                                       MetaAllocations, _compile_only_triton)
 from zerojit.migrate.triton_lifts.specs import FUSED_POST_CONV
 from zerojit.migrate.triton_lifts.specs import SPECS as LIFT_SPECS
@@ -35,6 +36,8 @@ QWEN_WARMUP = "vllm/model_executor/warmup/qwen_triton_warmup.py"
 POST_CONV = "vllm/third_party/flash_linear_attention/ops/fused_gdn_prefill_post_conv.py"
 SIGMOID = "vllm/third_party/flash_linear_attention/ops/fused_sigmoid_gating.py"
 MAMBA_UTILS = "vllm/v1/worker/mamba_utils.py"
+ATTN_RES = "vllm/models/kimi_k3/nvidia/ops/attn_res.py"
+ATTN_RES_MODULE = "vllm.models.kimi_k3.nvidia.ops.attn_res"
 MAMBA_LAYERS = {"vllm/model_executor/layers/mamba/mamba_mixer.py", "vllm/model_executor/layers/mamba/mamba_mixer2.py",
                 "vllm/model_executor/layers/mamba/linear/base.py", "vllm/model_executor/layers/mamba/gdn/base.py",
                 "vllm/model_executor/layers/mamba/short_conv.py", "vllm/model_executor/models/bailing_moe_v3.py",
@@ -44,6 +47,8 @@ LIFTS = {
     "fla-sigmoid-gating": {SIGMOID, QWEN_WARMUP, GDN_LAYER},
     # The standalone module warmed only this kernel: it goes, and so does its call in the orchestrator.
     "mamba-batch-memcpy": {MAMBA_UTILS, *MAMBA_LAYERS, "vllm/model_executor/warmup/kernel_warmup.py"},
+    "kimi-k3-attn-res": {ATTN_RES, "vllm/model_executor/warmup/kimi_k3_triton_warmup.py",
+                         "vllm/models/kimi_k3/nvidia/model.py"},
 }
 DELETED = {"mamba-batch-memcpy": {"vllm/model_executor/warmup/mamba_triton_warmup.py"}}
 
@@ -106,20 +111,24 @@ def test_each_lift_alone_then_again_is_a_no_op(tmp_path, family):
 
 # Keys one serving config of each lift's legacy step asks Triton for, counted from the step itself: the post-conv
 # step launches lengths 1, 2 and 16, one in each of Triton's integer classes (== 1, not a multiple of 16, a multiple
-# of 16, which become part of the key), so three variants; the memcpy and the decode update steps launch once.
-LEGACY_VARIANTS = {"fla-fused-post-conv": 3, "fla-sigmoid-gating": 1, "mamba-batch-memcpy": 1}
+# of 16, which become part of the key), so three variants; the memcpy and the decode update steps launch once. The
+# attention residual of a 27-layer model in blocks of 12 has ceil(27 / 12) = 3 blocks: its profiles are 2 and 3
+# blocks read, a write of block 2, and all 3 read without the output norm, each a different constexpr set.
+LEGACY_VARIANTS = {"fla-fused-post-conv": 3, "fla-sigmoid-gating": 1, "mamba-batch-memcpy": 1, "kimi-k3-attn-res": 4}
 
 
 @pytest.mark.parametrize("family", list(LIFTS))
 def test_each_lift_warms_in_tritons_own_keys_what_the_legacy_step_did(lifted_033, family):
     report = key_equivalence(family, "full", legacy_tree=vllm_tree("0.33.0"), migrated_tree=lifted_033)
     assert report.configs > 0 and report.mismatches == [], report.to_dict()["details"][:2]
-    # The only differences: JIT warmup off, where the registry (unlike the standalone step) does not run.
-    assert all(not d.config.enable_jit_warmup and d.migrated == 0 for d in report.diffs)
+    # The only differences: JIT warmup off, where the registry (unlike the standalone step) does not run; and a
+    # Kimi-K3 model without KDA layers, which the legacy warmup could not find and the model's registration warms.
+    jit_off = [d for d in report.diffs if not d.config.enable_jit_warmup]
+    assert all(d.migrated == 0 for d in jit_off)
+    assert all(not d.config.kda_layers and d.legacy == 0 and d.migrated for d in report.diffs if d not in jit_off)
     adapter = type(equivalence_adapter(family))(legacy_tree=vllm_tree("0.33.0"), migrated_tree=lifted_033)
-    config = MambaConfig() if family == "mamba-batch-memcpy" else GdnTritonConfig()
-    legacy = adapter.legacy_keys(config)
-    assert len(legacy) == LEGACY_VARIANTS[family] and adapter.migrated_keys(config) == legacy
+    legacy = adapter.legacy_keys(adapter.example)
+    assert len(legacy) == LEGACY_VARIANTS[family] and adapter.migrated_keys(adapter.example) == legacy
 
 
 def _launch_keys(tree, config, call):
@@ -155,6 +164,24 @@ def test_the_launcher_launches_what_it_did_before_the_lift(lifted_033):
     before = _launch_keys(adapter.legacy, config, launches)
     after = _launch_keys(adapter.migrated, config, launches)
     assert len(before) == 8 and after == before
+
+
+def test_a_provider_whose_step_returned_early_expands_to_no_case_not_to_an_error(lifted_033):
+    """vLLM's helper evaluates a provider's domains and case-independent locals before any `_when`: the lifted
+    attention residual reads the block size the step returned early without, so for a model that has none it
+    must give no case (the registry warms nothing), where the unguarded arithmetic would raise at engine init."""
+    adapter = type(equivalence_adapter("kimi-k3-attn-res"))(migrated_tree=lifted_033)
+    _compile_only_triton()
+
+    def keys(config):
+        module = adapter.migrated.sources.module(ATTN_RES_MODULE)
+        model_config = adapter.engine.vllm_config(config).model_config
+        return module._attn_res_dispatch.get_warmup_keys(model_config=model_config)
+
+    assert adapter.migrated.within(dataclasses.replace(adapter.example, attn_res_block_size=None),
+                                   lambda: keys(dataclasses.replace(adapter.example, attn_res_block_size=None))) == []
+    assert len(adapter.migrated.within(adapter.example, lambda: keys(adapter.example))) == \
+        LEGACY_VARIANTS["kimi-k3-attn-res"]
 
 
 def test_a_lift_refuses_an_autotuned_kernel_with_the_reason(tmp_path):

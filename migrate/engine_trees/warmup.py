@@ -361,3 +361,7 @@ class VllmPlatform:
 
     def has_device_capability(self, capability: int) -> bool:
         return self.get_device_capability().to_int() >= capability
+
+    def is_arch_support_pdl(self) -> bool:
+        """Programmatic dependent launch: CUDA from Hopper on (vLLM's CudaPlatform)."""
+        return self.is_cuda() and self.get_device_capability()[0] >= 9

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import functools
+import importlib
 import itertools
 import shutil
 import tempfile
@@ -33,7 +34,7 @@ from zerojit.migrate.fla_layer_norm.engine_kernel import triton_stub
 from zerojit.migrate.fla_layer_norm.equivalence import MODELS, SCHEDULERS, TP_SIZES, GdnConfig
 from zerojit.migrate.fla_layer_norm.legacy import GdnEngine
 
-from .specs import BATCH_MEMCPY, FUSED_POST_CONV, SIGMOID_GATING
+from .specs import ATTN_RES, BATCH_MEMCPY, FUSED_POST_CONV, SIGMOID_GATING
 
 ARCH = "sm90"  # the compile-only driver's target: part of every key, the same on both sides
 
@@ -109,7 +110,10 @@ def _compile_only_triton() -> Path:
 
 
 class TritonKeyEquivalence(TreeEquivalence):
-    """Legacy vs migrated Triton keys of one lifted kernel (`spec.singleton`) over serving configurations."""
+    """Legacy vs migrated Triton keys of one lifted kernel (`spec.singleton`) over serving configurations
+    (`example`: one of them, for a probe that compiles for real)."""
+
+    example: Any
 
     def _triton_keys(self, run) -> set[str]:
         from zerojit.contract.backends import triton as triton_backend
@@ -162,6 +166,7 @@ def _gdn_grid() -> list[GdnTritonConfig]:
 class GdnTritonEquivalence(TritonKeyEquivalence):
     engine = GdnTritonEngine()
     legacy_release = "0.33.0"
+    example = GdnTritonConfig()
     grids = {"full": _gdn_grid, "smoke": lambda: _gdn_grid()[::7]}
 
     def strategy(self):
@@ -246,9 +251,98 @@ class BatchMemcpyEquivalence(TritonKeyEquivalence):
     spec = BATCH_MEMCPY
     engine = MambaEngine()
     legacy_release = "0.33.0"
+    example = MambaConfig()
     grids = {"full": lambda: [MambaConfig(m, on) for m in MAMBA_MODELS for on in (True, False)],
              "smoke": lambda: [MambaConfig(m) for m in MAMBA_MODELS]}
 
     def strategy(self):
         return st.builds(MambaConfig, model=st.sampled_from(tuple(MAMBA_MODELS)), enable_jit_warmup=st.booleans())
 
+
+
+# Kimi-K3 text configurations as the attention residual reads them: the hidden size (7168 is the size the
+# engine's native SM100 kernel also covers), the layer count and residual block size (None: no attention
+# residual; 64 leaves one block, which the warmup skips).
+KIMI_SHAPES = {"kimi-k3": (7168, 61), "kimi-k3-small": (2304, 27)}
+ATTN_RES_BLOCKS = (None, 6, 12, 64)
+
+
+@dataclasses.dataclass(frozen=True)
+class KimiConfig:
+    model: str = "kimi-k3"
+    attn_res_block_size: int | None = 6
+    dtype: str = "bf16"
+    kda_layers: bool = True  # the model builds KimiK3DeltaAttention layers (how the legacy warmup finds it)
+    enable_jit_warmup: bool = True
+    arch: str = ARCH
+
+
+class _KimiK3DeltaAttention:
+    """vLLM's KimiK3DeltaAttention, as the warmup's layer lookup sees it (a class to test against); no
+    speculative tokens, so the legacy function's KDA step returns before it launches."""
+
+    num_spec = 0
+
+
+class KimiEngine:
+    """A Kimi-K3 model's runner: its text config, and its KDA layers in the forward context."""
+
+    real_modules = ("vllm.model_executor.warmup.jit_warmup_triton_helper", "vllm.utils.math_utils")
+    kda_module = "vllm.models.kimi_k3.nvidia.kda"
+
+    def stubs(self, state: types.SimpleNamespace) -> dict[str, dict[str, Any]]:
+        platform = VllmPlatform(state)
+        platform.device_type = "cuda"
+        return {"vllm.platforms": {"current_platform": platform}, "vllm.triton_utils": triton_stub(),
+                "vllm.envs": {"VLLM_TRITON_JIT_WARMUP_NUM_THREADS": 1},
+                self.kda_module: {"KimiK3DeltaAttention": _KimiK3DeltaAttention}}
+
+    def import_facts(self, config: Any) -> None:
+        return None
+
+    def vllm_config(self, config: KimiConfig) -> types.SimpleNamespace:
+        hidden_size, layers = KIMI_SHAPES[config.model]
+        text = types.SimpleNamespace(hidden_size=hidden_size, num_hidden_layers=layers, rms_norm_eps=1e-6,
+                                     attn_res_block_size=config.attn_res_block_size)
+        return types.SimpleNamespace(
+            model_config=types.SimpleNamespace(hf_config=text, hf_text_config=text, dtype=torch_dtype(config.dtype)),
+            kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
+            compilation_config=types.SimpleNamespace(static_forward_context={}))
+
+    def worker(self, config: KimiConfig, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
+        compilation = vllm_config.compilation_config
+        if config.kda_layers:  # building the model imported the KDA module (the warmup looks in sys.modules)
+            kda = importlib.import_module(self.kda_module)
+            compilation.static_forward_context["model.layers.0.self_attn"] = kda.KimiK3DeltaAttention()
+        worker = vllm_worker(vllm_config, registry, compilation_config=compilation)
+        worker.model_config = vllm_config.model_config
+        return worker
+
+    def construct(self, config: KimiConfig, vllm_config: Any, tree: TreeWarmup) -> None:
+        tree.constructor_registrations("KimiLinearModel", {"self": types.SimpleNamespace(),
+                                                           "vllm_config": vllm_config, "prefix": "model"})
+
+
+def _kimi_grid() -> list[KimiConfig]:
+    return [KimiConfig(*values) for values in itertools.product(
+        KIMI_SHAPES, ATTN_RES_BLOCKS, ("bf16", "fp16"), (True, False), (True, False))]
+
+
+class AttnResEquivalence(TritonKeyEquivalence):
+    family = ATTN_RES.family
+    spec = ATTN_RES
+    engine = KimiEngine()
+    legacy_release = "0.33.0"
+    grids = {"full": _kimi_grid, "smoke": lambda: _kimi_grid()[::5]}
+    example = KimiConfig(model="kimi-k3-small", attn_res_block_size=12)
+
+    def strategy(self):
+        return st.builds(KimiConfig, model=st.sampled_from(tuple(KIMI_SHAPES)),
+                         attn_res_block_size=st.sampled_from(ATTN_RES_BLOCKS), dtype=st.sampled_from(("bf16", "fp16")),
+                         kda_layers=st.booleans(), enable_jit_warmup=st.booleans())
+
+    def intended(self, config: Any, legacy: set[str], migrated: set[str]) -> str | None:
+        if not config.kda_layers and not legacy and config.enable_jit_warmup:
+            return ("the legacy warmup found the model through a KDA layer; a model without one still launches "
+                    "attn_res, and the model registers it")
+        return super().intended(config, legacy, migrated)

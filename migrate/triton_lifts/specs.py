@@ -105,7 +105,29 @@ _fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
     import_style="module",
 )
 
-SPECS = (FUSED_POST_CONV, BATCH_MEMCPY, SIGMOID_GATING)
+# Kimi-K3's attention residual: the model (KimiLinearModel) launches it from every decoder layer when its
+# config sets `attn_res_block_size`; the step's own early returns (no block size, fewer than two blocks) gate the
+# registration and the platform checks of `kimi_k3_triton_warmup` come with it.
+ATTN_RES = MigrationSpec(
+    family="kimi-k3-attn-res",
+    legacy_module="vllm.model_executor.warmup.kimi_k3_triton_warmup",
+    legacy_function="kimi_k3_triton_warmup",
+    legacy_step="_warm_attn_res",
+    orchestrator_module=VLLM_ORCHESTRATOR,
+    singleton_module="vllm.models.kimi_k3.nvidia.ops.attn_res",
+    singleton="_attn_res_kernel",
+    launcher="attn_res",
+    construction_module="vllm.models.kimi_k3.nvidia.model",
+    construction_class="KimiLinearModel",
+    registration="_attn_res_dispatch.register_warmup(model_config=vllm_config.model_config)",
+    intended_differences=[(
+        "layer is not None",
+        "the legacy warmup found the Kimi-K3 model through one of its KDA layers; every KimiLinearModel whose "
+        "config sets attn_res_block_size launches attn_res, KDA layers or not, so the model registers it")],
+)
+
+SPECS = (FUSED_POST_CONV, BATCH_MEMCPY, SIGMOID_GATING, ATTN_RES)
 EQUIVALENCES = {FUSED_POST_CONV.family: "zerojit.migrate.triton_lifts.equivalence:FusedPostConvEquivalence",
                 BATCH_MEMCPY.family: "zerojit.migrate.triton_lifts.equivalence:BatchMemcpyEquivalence",
-                SIGMOID_GATING.family: "zerojit.migrate.triton_lifts.equivalence:SigmoidGatingEquivalence"}
+                SIGMOID_GATING.family: "zerojit.migrate.triton_lifts.equivalence:SigmoidGatingEquivalence",
+                ATTN_RES.family: "zerojit.migrate.triton_lifts.equivalence:AttnResEquivalence"}
