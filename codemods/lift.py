@@ -291,16 +291,14 @@ class _Scope:
     def _Compare(self, node: ast.Compare) -> Value:
         left = self.value(node.left)
         values = [left, *(self.value(c) for c in node.comparators)]
-        optional = [v for v in values if isinstance(v, MaybeTensor)]
-        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) and optional and any(
-                isinstance(v, Value) and v.known is None for v in values):
-            present = optional[0].test
-            return present if isinstance(node.ops[0], ast.IsNot) else Value(_negated(present.code))
         if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) and any(
-                isinstance(v, (Tensor, Device, Sequence)) for v in values) and any(
                 isinstance(v, Value) and v.known is None for v in values):
-            result = isinstance(node.ops[0], ast.IsNot)  # a tensor, device or sequence is never None
-            return Value(repr(result), result)
+            is_not = isinstance(node.ops[0], ast.IsNot)
+            optional = next((v for v in values if isinstance(v, MaybeTensor)), None)
+            if optional is not None:  # present in the cases its test holds for
+                return optional.test if is_not else Value(_negated(optional.test.code))
+            if any(isinstance(v, (Tensor, Device, Sequence)) for v in values):
+                return Value(repr(is_not), is_not)  # a tensor, device or sequence is never None
         if all(isinstance(v, Value) and v.fixed or isinstance(v, Sequence) and all(
                 isinstance(i, Value) and i.fixed for i in v.items) for v in values):
             known = [v.known if isinstance(v, Value) else tuple(i.known for i in v.items) for v in values]
@@ -683,16 +681,14 @@ class _Lift:
                 pending += _names_in(self.local_code.get(name, "None"))
         return names
 
-    def guarded(self, code: str, empty: str) -> str:
-        """`code`, or `empty` where an earlier case-independent `_when` fails: vLLM's helper evaluates the provider's
-        case-independent locals and its domains before it applies any `_when`, so one that reads what an early
-        return of the step guarded (`x is None`) must not be evaluated where that guard fails."""
+    def guard(self, code: str) -> str | None:
+        """The earlier case-independent `_when`s about a value `code` reads, as one test (None: there are none).
+        vLLM's helper evaluates the provider's case-independent locals and its domains before it applies any
+        `_when`, so one that reads what an early return of the step guarded (`x is None`) must be written to be
+        evaluated only where that guard holds."""
         read = self.depends(code)
-        conditions = [c for c in self.guards if _names_in(c) & read]  # those about a value `code` reads
-        if not conditions:
-            return code
-        test = " and ".join(f"({c})" if " or " in c else c for c in conditions)
-        return f"{code} if {test} else {empty}"
+        conditions = [c for c in self.guards if _names_in(c) & read]
+        return " and ".join(f"({c})" if " or " in c else c for c in conditions) or None
 
     def _assign(self, scope: _Scope, name: str, value: ast.expr, statement: ast.stmt) -> None:
         try:
@@ -703,8 +699,8 @@ class _Lift:
                 and not found.code.isidentifier():
             local = self.fresh(name)
             dynamic = bool(self.depends(found.code) & self.dynamic)
-            code = found.code if dynamic else self.guarded(found.code, "None")
-            self.statements.append(f"{local} = {code}")
+            guard = None if dynamic else self.guard(found.code)
+            self.statements.append(f"{local} = {found.code}" + (f" if {guard} else None" if guard else ""))
             self.local_code[local] = found.code
             if dynamic:
                 self.dynamic.add(local)
@@ -733,13 +729,13 @@ class _Lift:
             outcomes.append(inner.env)
         body, orelse = outcomes
         for name in {n for s in statement.body + statement.orelse for n in _stored(s)}:
-            either = _either(test, body.get(name), orelse.get(name)) \
-                if not any(isinstance(env.get(name), _Unknown) for env in outcomes) else None
-            scope.env[name] = either if either is not None else next(
-                (env[name] for env in outcomes if isinstance(env.get(name), _Unknown)),
-                _Unknown(scope.refuse(statement, f"sets `{name}` under a condition the lift cannot decide "
-                                                 f"(`{ast.unparse(statement.test)}`) to values it cannot write as "
-                                                 "one").args[0]))
+            unknown = next((env[name] for env in outcomes if isinstance(env.get(name), _Unknown)), None)
+            either = _either(test, body.get(name), orelse.get(name)) if unknown is None else None
+            if either is None and unknown is None:
+                unknown = _Unknown(scope.refuse(statement, f"sets `{name}` under a condition the lift cannot decide "
+                                                           f"(`{ast.unparse(statement.test)}`) to values it cannot "
+                                                           "write as one").args[0])
+            scope.env[name] = unknown if unknown is not None else either
 
     def _from_site(self, scope: _Scope, value: ast.expr, name: str) -> Value | None:
         """A value the provider cannot compute (the step calls legacy code, or reads what only the engine has)
@@ -773,11 +769,13 @@ class _Lift:
     def _guarded_domain(self, domain: str) -> str:
         """A domain no case of which is evaluated where an earlier case-independent `_when` fails (empty there)."""
         call = _expr(domain)
-        values = call.args[0].value if len(call.args) == 1 and isinstance(call.args[0], ast.Starred) else \
-            ast.Tuple(call.args)
+        values = ast.unparse(call.args[0].value if len(call.args) == 1 and isinstance(call.args[0], ast.Starred)
+                             else ast.Tuple(call.args))
+        guard = self.guard(values)
+        if guard is None:
+            return domain
         empty = "(0, 0)" if call.func.id == "WarmupIntRange" else "()"
-        guarded = self.guarded(ast.unparse(values), empty)
-        return domain if guarded == ast.unparse(values) else f"{call.func.id}(*({guarded}))"
+        return f"{call.func.id}(*({values} if {guard} else {empty}))"
 
     def _unpack(self, scope: _Scope, names: list[str], value: ast.expr, statement: ast.stmt) -> None:
         try:

@@ -215,7 +215,7 @@ MUTANTS = (
            "        return MaybeTensor(test, body)\n", "        return MaybeTensor(Value(_negated(test.code)), body)\n",
            ("tests/test_triton_lifts.py", "-k", "tritons_own_keys and attn")),
     Mutant("lift: what an early return guarded is evaluated where the guard fails", "codemods/lift.py",
-           "        if not conditions:\n            return code\n", "        return code\n",
+           "        conditions = [c for c in self.guards if _names_in(c) & read]\n", "        conditions = []\n",
            ("tests/test_triton_lifts.py", "-k", "expands_to_no_case")),
     Mutant("lift: a tensor the step allocates loses its dtype", "codemods/lift.py",
            "        return self.plain(keywords[\"dtype\"])\n", "        return Value(\"torch.float32\")\n",

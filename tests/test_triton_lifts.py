@@ -352,15 +352,23 @@ def test_a_fork_the_lift_would_get_wrong_is_refused_with_the_line(tmp_path, case
     assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before
 
 
+def _migrated_fork(tmp_path, family, rel, old, new):
+    """A 0.33.0 fork (`old` -> `new` in `rel`), kept as it was, and a copy that `family` migrated (exit 0)."""
+    repo = _copy(tmp_path / "tree")
+    edit(repo, rel, old, new)
+    original = tmp_path / "before"
+    shutil.copytree(repo, original, copy_function=os.link)
+    assert runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"]).exit_code == 0
+    return original, repo
+
+
 def test_a_kernel_parameter_the_launch_leaves_to_its_default_keeps_it(tmp_path):
     """The engine's helper fills `<x>_stride` from the input `x` when the launch does not pass it: the dispatcher
     passes the kernel's default instead, so the launch stays what the launcher made it."""
-    repo = _copy(tmp_path / "tree")
-    edit(repo, MAMBA_UTILS, "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr):",
-         "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr, sizes_stride=1):")
-    original = tmp_path / "before"
-    shutil.copytree(repo, original, copy_function=os.link)
-    assert runner.invoke(app, ["migrate", "mamba-batch-memcpy", "--repo", str(repo), "--write"]).exit_code == 0
+    original, repo = _migrated_fork(tmp_path, "mamba-batch-memcpy", MAMBA_UTILS,
+                                    "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr):",
+                                    "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr, "
+                                    "sizes_stride=1):")
     text = (repo / MAMBA_UTILS).read_text()
     returned = text[text.index("def _batch_memcpy_dispatch"):text.index("def batch_memcpy(")]
     assert "sizes_stride=1" in returned
@@ -371,12 +379,9 @@ def test_a_kernel_parameter_the_launch_leaves_to_its_default_keeps_it(tmp_path):
 def test_a_loop_bound_the_step_computes_is_written_where_the_helper_can_read_it(tmp_path):
     """vLLM's helper evaluates a domain with the provider's parameters only: a step local in a range bound is
     written out in the domain."""
-    repo = _copy(tmp_path / "tree")
-    edit(repo, QWEN_WARMUP, "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n",
-         "    max_len = min(16, 2 * config.h)\n    for length in range(1, max_len + 1):\n")
-    original = tmp_path / "before"
-    shutil.copytree(repo, original, copy_function=os.link)
-    assert runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(repo), "--write"]).exit_code == 0
+    original, repo = _migrated_fork(tmp_path, "fla-fused-post-conv", QWEN_WARMUP,
+                                    "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n",
+                                    "    max_len = min(16, 2 * config.h)\n    for length in range(1, max_len + 1):\n")
     assert "length = WarmupIntRange(1, min(16, 2 * h) + 1)" in (repo / POST_CONV).read_text()
     report = key_equivalence("fla-fused-post-conv", "smoke", legacy_tree=original, migrated_tree=repo)
     assert report.configs and report.mismatches == []
