@@ -27,6 +27,7 @@ import dataclasses
 import math
 import operator
 import textwrap
+from collections import Counter
 from typing import Any
 
 from .repo import RepoModules
@@ -72,6 +73,7 @@ class Tensor:
     dtype: Value
     shape: tuple[Value, ...]
     strides: tuple[Value, ...] | None = None
+    offset: Value = Value("0", 0)  # elements from its storage's start (a view's): Triton keys 16-byte alignment
 
     def stride(self) -> tuple[Value, ...]:
         if self.strides is not None:
@@ -86,7 +88,15 @@ class Tensor:
         shape = ", ".join(v.code for v in self.shape) + ("," if len(self.shape) == 1 else "")
         strides = "" if self.strides is None else \
             ", strides=(" + ", ".join(v.code for v in self.strides) + ("," if len(self.strides) == 1 else "") + ")"
-        return f"TritonWarmupTensor({self.dtype.code}, shape=({shape}){strides})"
+        aligned = "" if self.offset.fixed and self.offset.known % 16 == 0 else \
+            f", aligned={_binary(ast.Mult(), self.offset, Value(f'{self.dtype.code}.itemsize')).code} % 16 == 0"
+        return f"TritonWarmupTensor({self.dtype.code}{aligned}, shape=({shape}){strides})"
+
+    def view(self, shape: tuple[Value, ...], strides: tuple[Value, ...], offset: Value) -> Tensor:
+        """A view of this tensor's storage (row-major strides written as None)."""
+        compact = Tensor(self.dtype, shape).stride()
+        return Tensor(self.dtype, shape, None if strides == compact else strides,
+                      _binary(ast.Add(), self.offset, offset))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +157,8 @@ def _binary(op: ast.operator, left: Value, right: Value) -> Value:
         return Value(repr(value), value)
     if isinstance(op, ast.Mult) and (left.known == 1 or right.known == 1):
         return right if left.known == 1 else left
+    if isinstance(op, (ast.Add, ast.Sub)) and right.known == 0 or isinstance(op, ast.Add) and left.known == 0:
+        return left if right.known == 0 else right
     return Value(ast.unparse(ast.BinOp(_expr(left.code), op, _expr(right.code))))
 
 
@@ -381,13 +393,19 @@ class _Scope:
                 and isinstance(node.args[1], ast.Constant) and isinstance(self._raw(node.args[0]), Facts):
             holder = self._raw(node.args[0])
             return self.lift.parameter(f"{holder.name}.{node.args[1].value}", node.args[1].value)
-        callee = self.value(func)
         arguments = [self.value(a) for a in node.args] + [self.value(k.value) for k in node.keywords]
-        if isinstance(callee, Value) and all(isinstance(a, (Value, Sequence)) for a in arguments):
+        if isinstance(func, ast.Name) and func.id not in self.env and any(a is DEVICE for a in arguments) and all(
+                a is DEVICE or isinstance(a, Value) and a.fixed for a in arguments):
+            # A fact of the device (its compute units): the launch's tensors live where the step made them, so
+            # the step and the launcher read one value, which the registration passes.
+            home, name = callee(self.lift.modules, self.module, self.function, func.id)
+            return self.lift.parameter(f"{home}.{name}(<the device>)", func.id)
+        callee_value = self.value(func)
+        if isinstance(callee_value, Value) and all(isinstance(a, (Value, Sequence)) for a in arguments):
             # A call the lift does not model, of names the provider can read: the provider makes it too.
             args = [self._as_value(a, v).code for a, v in zip(node.args, arguments)]
             args += [f"{k.arg}={self._as_value(k.value, v).code}" for k, v in zip(node.keywords, arguments[len(args):])]
-            return Value(f"{callee.code}({', '.join(args)})")
+            return Value(f"{callee_value.code}({', '.join(args)})")
         raise self.refuse(node, f"calls `{ast.unparse(func)}` with a tensor, which the lift does not translate")
 
     def _torch_tensor(self, node: ast.Call, name: str, keywords: dict[str, ast.expr]) -> Tensor:
@@ -439,6 +457,13 @@ class _Scope:
             return self._transposed(tensor, *dims)
         if name in _SAME_TENSOR:
             return Tensor(tensor.dtype, tensor.shape) if name in ("contiguous", "clone") else tensor
+        if name in ("split", "chunk"):
+            return self._parts(node, tensor, name, args, keywords)
+        if name in ("view", "reshape") and all(isinstance(a, Value) for a in args):
+            return self._reshaped(node, tensor, name, tuple(args))
+        if name == "as_strided" and len(args) in (2, 3) and all(isinstance(a, Sequence) for a in args[:2]):
+            offset = args[2] if len(args) == 3 else Value("0", 0)
+            return Tensor(tensor.dtype, args[0].items, args[1].items, _binary(ast.Add(), tensor.offset, offset))
         if name in _NEW_TENSORS:
             shape_args = node.args[:-1] if name == "new_full" else node.args
             dtype = self.plain(keywords["dtype"]) if "dtype" in keywords else tensor.dtype
@@ -465,11 +490,100 @@ class _Scope:
             return Tensor(dtype, tensor.shape, tensor.strides)
         raise self.refuse(node, f"calls `.{name}()` on a tensor, which the lift does not model")
 
+    def _parts(self, node: ast.Call, tensor: Tensor, name: str, args: list[Any], keywords: dict[str, ast.expr]) \
+            -> Sequence:
+        """`tensor.split(sizes, dim)` / `tensor.chunk(n, dim)`: views along `dim`, each at its offset."""
+        dim = self.plain(keywords["dim"]).known if "dim" in keywords else (args[1].known if len(args) > 1 else 0)
+        if not isinstance(dim, int):
+            raise self.refuse(node, f"`.{name}()` along a dimension the lift cannot read")
+        dim %= len(tensor.shape)
+        size, strides = tensor.shape[dim], tensor.stride()
+        if name == "split" and isinstance(args[0], Sequence):
+            sizes = list(args[0].items)
+        else:
+            count = args[0] if name == "chunk" else None
+            part = _divided(size, count) if count is not None else args[0]
+            total = _divided(size, part) if count is None else count
+            if part is None or total is None or not total.fixed:
+                raise self.refuse(node, f"`.{name}()` into parts the lift cannot count (`{ast.unparse(node)}`)")
+            sizes = [part] * total.known
+        parts, offset = [], Value("0", 0)
+        for part in sizes:
+            shape = tensor.shape[:dim] + (part,) + tensor.shape[dim + 1:]
+            parts.append(tensor.view(shape, strides, offset))
+            offset = _binary(ast.Add(), offset, _binary(ast.Mult(), part, strides[dim]))
+        return Sequence(tuple(parts))
+
+    def _reshaped(self, node: ast.Call, tensor: Tensor, name: str, shape: tuple[Value, ...]) -> Tensor:
+        """`tensor.view(*shape)` / `.reshape(*shape)` where each dimension is kept or split into several (sizes
+        matched as products of the same factors); a row-major tensor takes any shape of its size."""
+        if tensor.strides is None:
+            return Tensor(tensor.dtype, shape, None, tensor.offset)
+        unmatched = self.refuse(node, f"`.{name}()` to a shape the lift cannot match to the tensor's "
+                                      f"(`{ast.unparse(node)}`)")
+        strides: list[Value] = []
+        index, old = 0, tensor.stride()
+        # What torch gives a dimension of size 1 instead: it joins the run of dimensions to its right, so each
+        # dimension it becomes has the stride that run's outermost one would have one step further out.
+        joined = [Value("0", 0)] * len(old)
+        for i in range(len(old) - 2, -1, -1):
+            size = tensor.shape[i + 1]
+            outer = _binary(ast.Mult(), old[i + 1], size)
+            joined[i] = outer if i == len(old) - 2 else _if_size_one(size, joined[i + 1], outer)
+        for dim, (size, stride) in enumerate(zip(tensor.shape, old)):
+            group, product = [], Value("1", 1)
+            while index < len(shape) and (not group or not _same_size(product, size)):
+                group.append(shape[index])
+                product = _binary(ast.Mult(), product, shape[index])
+                index += 1
+            if not _same_size(product, size):
+                raise unmatched
+            inner = []
+            for part in reversed(group):  # the dimension's parts, row-major within its stride
+                inner.append(stride if dim == len(old) - 1 else _if_size_one(size, joined[dim], stride))
+                stride = _binary(ast.Mult(), stride, part)
+            strides += reversed(inner)
+        if not all(s.known == 1 for s in shape[index:]):
+            raise unmatched
+        strides += [Value("1", 1)] * (len(shape) - index)  # trailing dimensions of size 1
+        return tensor.view(shape, tuple(strides), Value("0", 0))
+
     def _transposed(self, tensor: Tensor, first: int, second: int) -> Tensor:
         shape, strides = list(tensor.shape), list(tensor.stride())
         shape[first], shape[second] = shape[second], shape[first]
         strides[first], strides[second] = strides[second], strides[first]
         return Tensor(tensor.dtype, tuple(shape), tuple(strides))
+
+
+def _factors(size: Value) -> Counter:
+    """A size as the product it is written as: its factors' code, counted (a literal 1 is no factor)."""
+    node = _expr(size.code)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _factors(Value(ast.unparse(node.left))) + _factors(Value(ast.unparse(node.right)))
+    return Counter() if size.known == 1 or size.code == "1" else Counter([ast.unparse(node)])
+
+
+def _if_size_one(size: Value, one: Value, other: Value) -> Value:
+    """`one if size == 1 else other`, decided where the size is known (or both are the same)."""
+    if size.fixed or one == other:
+        return one if size.known == 1 else other
+    return Value(f"{one.code} if {size.code} == 1 else {other.code}")
+
+
+def _same_size(a: Value, b: Value) -> bool:
+    """The same number (both known), or products of the same factors as written."""
+    return a.known == b.known if a.fixed and b.fixed else _factors(a) == _factors(b)
+
+
+def _divided(size: Value, by: Value) -> Value | None:
+    """`size // by` where `by` divides `size` exactly (in numbers, or as a factor it is written with), else None."""
+    if size.fixed and by.fixed:
+        return Value(repr(size.known // by.known), size.known // by.known) if size.known % by.known == 0 else None
+    rest = _factors(size) - _factors(by)
+    if rest + _factors(by) != _factors(size):
+        return None
+    return Value(" * ".join(sorted(rest.elements())) or "1", 1 if not rest else _NO_VALUE) \
+        if _factors(by) else None
 
 
 def _either(test: Value, body: Any, orelse: Any) -> Any:
@@ -919,6 +1033,15 @@ def _function(modules: RepoModules, module: str, name: str, what: str) -> ast.Fu
     return node
 
 
+def _is_triton_kernel(modules: RepoModules, module: str, name: str) -> bool:
+    """`name`, read in `module`, is a function of the repo decorated as a Triton kernel."""
+    home, target = modules.resolve(module, name)
+    node = modules.definition(home, target) if target else None
+    return isinstance(node, ast.FunctionDef) and any(
+        ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith(("jit", "heuristics", "autotune"))
+        for d in node.decorator_list)
+
+
 def _kernel_parameters(kernel: ast.FunctionDef) -> list[str]:
     return [a.arg for a in kernel.args.posonlyargs + kernel.args.args + kernel.args.kwonlyargs]
 
@@ -976,13 +1099,18 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
         raise LiftError(f"{shown(launcher_module)}:{launcher_def.lineno}: {launcher} has no `{kernel}[grid](...)` "
                         "statement "
                         "at its top level (a launch under a condition or in a loop is not lifted)")
-    others = [n for n in ast.walk(launcher_def) if isinstance(n, ast.Subscript) and n is not launch.value.func
-              and isinstance(n.value, ast.Name) and modules.resolve(launcher_module, n.value.id)
-              == modules.resolve(kernel_module, kernel)]
-    if others:
-        raise LiftError(f"{shown(launcher_module)}:{others[0].lineno}: {launcher} launches {kernel} here too; the "
-                        "lift moves "
-                        "one launch, and the warmup of this one would be lost (put each on the dispatcher by hand)")
+    for node in ast.walk(launcher_def):
+        if not (isinstance(node, ast.Subscript) and node is not launch.value.func and isinstance(node.value, ast.Name)):
+            continue
+        if modules.resolve(launcher_module, node.value.id) == modules.resolve(kernel_module, kernel):
+            raise LiftError(f"{shown(launcher_module)}:{node.lineno}: {launcher} launches {kernel} here too; the "
+                            "lift moves one launch, and the warmup of this one would be lost (put each on the "
+                            "dispatcher by hand)")
+        if _is_triton_kernel(modules, launcher_module, node.value.id):
+            raise LiftError(f"{shown(launcher_module)}:{node.lineno}: {launcher} also launches {node.value.id}, "
+                            "which the legacy step warms through the same call: the migration would delete that "
+                            "warmup with the step (lifting a launcher's kernels together is not supported; warm them "
+                            "by hand)")
 
     # The step, run up to its call of the launcher.
     step_scope = _Scope(lift, step_module, step_def, {})
