@@ -255,6 +255,10 @@ class _Scope:
                 return Sequence(holder.items[low:high])
         if isinstance(holder, Value) and isinstance(index, Value):
             return Value(ast.unparse(ast.Subscript(_expr(holder.code), _expr(index.code))))
+        if isinstance(holder, Value) and isinstance(node.slice, ast.Slice):  # a value the registration passes
+            bounds = [None if part is None else _expr(self.plain(part).code)
+                      for part in (node.slice.lower, node.slice.upper, node.slice.step)]
+            return Value(ast.unparse(ast.Subscript(_expr(holder.code), ast.Slice(*bounds))))
         raise self.refuse(node, f"the lift cannot translate the subscript `{ast.unparse(node)}`")
 
     def _Tuple(self, node: ast.Tuple) -> Sequence:
@@ -271,6 +275,32 @@ class _Scope:
 
     _List = _Tuple
     _Set = _Tuple
+
+    def _GeneratorExp(self, node: ast.GeneratorExp) -> Sequence:
+        """`f(x) for x in parts` over a sequence the lift counts (a tensor's `split` into parts of one size):
+        one item per part, each evaluated with its part bound (`q, k, v = (t.view(...) for t in qkv.split(n))`)."""
+        if len(node.generators) != 1 or node.generators[0].ifs or node.generators[0].is_async \
+                or not isinstance(node.generators[0].target, ast.Name):
+            raise self.refuse(node, f"the lift translates a comprehension of one `for name in ...` without `if`, "
+                                    f"not `{ast.unparse(node)}`")
+        loop = node.generators[0]
+        parts = self.value(loop.iter)
+        if not isinstance(parts, Sequence):
+            raise self.refuse(node, f"`{ast.unparse(loop.iter)}` is not a sequence the lift can count")
+        name, saved = loop.target.id, self.env.get(loop.target.id, _NO_VALUE)
+        try:
+            items = []
+            for part in parts.items:
+                self.env[name] = part
+                items.append(self.value(node.elt))
+        finally:
+            if saved is _NO_VALUE:
+                self.env.pop(name, None)
+            else:
+                self.env[name] = saved
+        return Sequence(tuple(items))
+
+    _ListComp = _GeneratorExp
 
     def _BinOp(self, node: ast.BinOp) -> Value:
         left, right = self.value(node.left), self.value(node.right)
@@ -582,8 +612,11 @@ def _divided(size: Value, by: Value) -> Value | None:
     rest = _factors(size) - _factors(by)
     if rest + _factors(by) != _factors(size):
         return None
-    return Value(" * ".join(sorted(rest.elements())) or "1", 1 if not rest else _NO_VALUE) \
-        if _factors(by) else None
+    if not _factors(by):
+        return None
+    literal = all(factor.isdigit() for factor in rest)  # `3 * h * d` by `h * d`: three, a number
+    return Value(" * ".join(sorted(rest.elements())) or "1",
+                 math.prod(int(f) for f in rest.elements()) if literal else _NO_VALUE)
 
 
 def _either(test: Value, body: Any, orelse: Any) -> Any:
@@ -1042,6 +1075,14 @@ def _is_triton_kernel(modules: RepoModules, module: str, name: str) -> bool:
         for d in node.decorator_list)
 
 
+def launched_kernels(modules: RepoModules, module: str, launcher: str) -> list[str]:
+    """The Triton kernels of the repo that `module.launcher` launches (`kernel[grid](...)`), by the names it uses."""
+    function = _function(modules, module, launcher, "the launcher")
+    names = [node.func.value.id for node in ast.walk(function) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name)]
+    return [name for name in dict.fromkeys(names) if _is_triton_kernel(modules, module, name)]
+
+
 def _kernel_parameters(kernel: ast.FunctionDef) -> list[str]:
     return [a.arg for a in kernel.args.posonlyargs + kernel.args.args + kernel.args.kwonlyargs]
 
@@ -1074,8 +1115,12 @@ def binding_target(input_name: str, kernel_parameters: set[str]) -> str | None:
 
 def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher_module: str, launcher: str,
               step_module: str, step: str, dispatcher_name: str, provider_name: str,
-              helper_module: str, jit_module: str) -> LiftPlan:
-    """The dispatcher and provider for `kernel`, launched by `launcher` and warmed by the legacy `step`."""
+              helper_module: str, jit_module: str, together: tuple[str, ...] = ()) -> LiftPlan:
+    """The dispatcher and provider for `kernel`, launched by `launcher` and warmed by the legacy `step`.
+
+    together: the launcher's other kernels the same migration lifts (each to its own dispatcher); the launcher
+    may launch no other Triton kernel, since the step's deletion would take that kernel's warmup with it.
+    """
     kernel_def = _function(modules, kernel_module, kernel, "the kernel")
     shown = lambda module: modules.path(module).relative_to(modules.repo).as_posix()  # noqa: E731 - file:line
     for decorator in kernel_def.decorator_list:
@@ -1106,11 +1151,18 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
             raise LiftError(f"{shown(launcher_module)}:{node.lineno}: {launcher} launches {kernel} here too; the "
                             "lift moves one launch, and the warmup of this one would be lost (put each on the "
                             "dispatcher by hand)")
-        if _is_triton_kernel(modules, launcher_module, node.value.id):
+        if _is_triton_kernel(modules, launcher_module, node.value.id) and node.value.id not in together:
             raise LiftError(f"{shown(launcher_module)}:{node.lineno}: {launcher} also launches {node.value.id}, "
                             "which the legacy step warms through the same call: the migration would delete that "
-                            "warmup with the step (lifting a launcher's kernels together is not supported; warm them "
-                            "by hand)")
+                            f"warmup with the step (lift {node.value.id} in the same migration, with a spec of its "
+                            "own and its own dispatcher name)")
+    launches = [launch]
+    for other in together:
+        found = _launch_statement(modules, launcher_module, launcher_def, kernel_module, other)
+        if found is None:
+            raise LiftError(f"{shown(launcher_module)}:{launcher_def.lineno}: {launcher} has no `{other}[grid](...)` "
+                            "statement at its top level to lift with this one")
+        launches.append(found)
 
     # The step, run up to its call of the launcher.
     step_scope = _Scope(lift, step_module, step_def, {})
@@ -1162,6 +1214,10 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
 
     inputs, kept = _dispatcher_inputs(modules, launcher_module, launcher_def, launch)
     _check_copies(shown(launcher_module), launcher_def, launch, inputs, kept)
+    # What the launcher keeps is decided over every launch the migration moves: the dispatchers copy what they
+    # need, so a statement only launches read goes even when two of them read it.
+    copied = list(dict.fromkeys(kept + [s for other in launches[1:] for s in
+                                        _dispatcher_inputs(modules, launcher_module, launcher_def, other)[1]]))
     source = modules.path(launcher_module).read_text()
     arguments = _launch_arguments(launch, kernel_parameters, shown(launcher_module), source)
     arguments += _defaults_the_helper_would_fill(kernel_def, shown(launcher_module), launch, inputs,
@@ -1196,8 +1252,11 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
                   + _docstring(f"{launcher}'s launch of {kernel}: the grid and the arguments the inputs do not "
                                "bind, so the JIT warmup registry can compile it ahead of time."))
     returned = f"return {grid}, " + (f"dict({', '.join(launch_kwargs)})" if launch_kwargs else "{}")
-    parameters = tuple(lift.parameters)
     statements = _read_by(lift.statements, f"dict({', '.join(values)})")
+    read = _loads(ast.parse("\n".join([*statements, *values])))
+    # What the step read that only the launcher's other kernels use is not this provider's to take.
+    used = {name: what for name, what in lift.parameters.items() if name in read}
+    parameters = tuple(used)
     header = f"def {provider_name}(*, {', '.join(parameters)}):" if parameters else f"def {provider_name}():"
     provider = (header + "\n"
                 + _docstring(f"What the legacy {step} warmed {kernel} with, as {dispatcher_name} inputs.")
@@ -1207,9 +1266,9 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
                                                   "triton_kernel_dispatcher_with_warmup") if n in provider + dispatcher]
     used_helpers += [(jit_module, n) for n in ("WarmupChoices", "WarmupIntRange", "_when") if f"{n}(" in provider]
     return LiftPlan(provider, dispatcher, returned, tuple(s.lineno for s in kept),
-                    tuple(s.lineno for s in _unread_after(launcher_def, launch, kept)),
-                    tuple(_unread_names(launcher_def, launch, kept)), launch.lineno,
-                    f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})", tuple(lift.parameters.items()),
+                    tuple(s.lineno for s in _unread_after(launcher_def, launches, copied)),
+                    tuple(_unread_names(launcher_def, launches, copied)), launch.lineno,
+                    f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})", tuple(used.items()),
                     tuple(used_helpers))
 
 
@@ -1221,19 +1280,20 @@ def _stored(statement: ast.stmt) -> list[str]:
     return [n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
 
 
-def _unread_names(launcher: ast.FunctionDef, launch: ast.stmt, copied: list[ast.stmt]) -> list[tuple[int, str]]:
+def _unread_names(launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt]) \
+        -> list[tuple[int, str]]:
     """(line, name) of names a copied `a, b = ...` the launcher keeps binds that it no longer reads (they become
     `_`)."""
-    removed = _unread_after(launcher, launch, copied)
+    removed = _unread_after(launcher, launches, copied)
     staying = [s for s in copied if s not in removed]
-    reads = set().union(*(_loads(s) for s in launcher.body if s is not launch and s not in removed))
+    reads = set().union(*(_loads(s) for s in launcher.body if s not in launches and s not in removed))
     return [(s.lineno, name) for s in staying if isinstance(s, ast.Assign) and _unpacked_names(s.targets[0])
             for name in _unpacked_names(s.targets[0]) if name not in reads]
 
 
-def _unread_after(launcher: ast.FunctionDef, launch: ast.stmt, copied: list[ast.stmt]) -> list[ast.stmt]:
-    """The copied statements the launcher no longer reads once the dispatcher makes its launch."""
-    rest = set().union(*(_loads(s) for s in launcher.body if s is not launch and s not in copied))
+def _unread_after(launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt]) -> list[ast.stmt]:
+    """The copied statements the launcher no longer reads once dispatchers make its `launches`."""
+    rest = set().union(*(_loads(s) for s in launcher.body if s not in launches and s not in copied))
     staying, removed = list(copied), []
     changed = True
     while changed:

@@ -96,6 +96,9 @@ class MigrationSpec:
           `_<launcher>_warmup_inputs`, which is the legacy step (`legacy_step`, else `legacy_function`, or
           `orchestrator_step`) translated. `registration` registers the dispatcher and passes every
           provider parameter, in the site's names.
+      dispatcher: the dispatcher's name where the launcher launches several kernels, each lifted by a spec
+          of the same migration (`_<dispatcher without _dispatch>_warmup_inputs` is its provider); empty:
+          `_<launcher>_dispatch`.
       confirm: what a human must check before the spec may run (`zerojit survey --draft-specs`
           fills it); `zerojit migrate` refuses a spec whose list is not empty.
       import_style: how the constructor's module gets the kernel's name: "module" (a top-level
@@ -123,6 +126,7 @@ class MigrationSpec:
     import_style: str = "auto"
     contract_base: str = ""
     launcher: str = ""
+    dispatcher: str = ""
     confirm: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -138,7 +142,7 @@ class MigrationSpec:
         if self.legacy_module:
             _dotted("legacy_module", self.legacy_module)
         for field in ("legacy_function", "legacy_step", "orchestrator_step", "private_singleton", "launcher",
-                      "construction_method"):
+                      "construction_method", "dispatcher"):
             if getattr(self, field):
                 _identifier(field, getattr(self, field))
         if bool(self.orchestrator_step) == bool(self.legacy_module or self.legacy_function):
@@ -157,6 +161,9 @@ class MigrationSpec:
             object.__setattr__(self, "private_singleton", "")
         if not self.construction_class:
             raise SpecError("spec field construction_class: name at least one class")
+        if self.dispatcher and not (self.launcher and self.dispatcher.endswith("_dispatch")):
+            raise SpecError(f"spec field dispatcher={self.dispatcher!r}: the name of a lifted kernel's dispatcher "
+                            "(with launcher), ending in _dispatch")
         if self.launcher and (self.private_singleton or self.contract_base):
             raise SpecError("spec field launcher: a lifted kernel keeps its name and needs no contract base (the "
                             "dispatcher is the contract's); leave private_singleton and contract_base empty")
@@ -220,13 +227,13 @@ class MigrationSpec:
     def kernel_name(self) -> str:
         """The kernel's name once migrated (what the registration calls): a lifted kernel's dispatcher."""
         if self.launcher:
-            return f"_{self.launcher.lstrip('_')}_dispatch"
+            return self.dispatcher or f"_{self.launcher.lstrip('_')}_dispatch"
         return self.private_singleton or self.singleton
 
     @property
     def provider_name(self) -> str:
         """A lifted kernel's provider of warmup inputs."""
-        return f"_{self.launcher.lstrip('_')}_warmup_inputs"
+        return f"{self.kernel_name.removesuffix('_dispatch')}_warmup_inputs"
 
     def lifted_step(self) -> tuple[str, str]:
         """(module, function) of the legacy code a lift translates into the provider."""

@@ -47,6 +47,8 @@ class KernelFinding:
     launcher: str | None = None  # "module:function" whose launch a lift turns into the dispatcher
     step: str | None = None      # "module:function" of the legacy code the lift translates into the provider
     parameters: list[str] = dataclasses.field(default_factory=list)  # the lifted provider's: the registration's
+    dispatcher: str | None = None  # the lifted dispatcher's name (what the registration calls)
+    lifted_with: list[str] = dataclasses.field(default_factory=list)  # the launcher's other kernels, lifted together
 
 
 @dataclasses.dataclass
@@ -198,23 +200,36 @@ class Survey:
                 why.append(f"no function of {step_home} calls {kernel.module}.{launcher} by name (the warmup "
                            "reaches it through an engine object's methods)")
                 continue
+            # A launcher's kernels go together: the step that warms one through it warms them all.
+            kernels = list(dict.fromkeys([kernel.name, *lift.launched_kernels(self.modules, kernel.module, launcher)]))
+            plans = {}
             try:
-                plan = lift.plan_lift(self.modules, kernel_module=kernel.module, kernel=kernel.name,
-                                      launcher_module=kernel.module, launcher=launcher, step_module=step_home,
-                                      step=step, dispatcher_name=f"_{launcher.lstrip('_')}_dispatch",
-                                      provider_name=f"_{launcher.lstrip('_')}_warmup_inputs",
-                                      helper_module=VLLM_TRITON_HELPER, jit_module=VLLM_JIT_MODULE)
+                for name in kernels:
+                    plans[name] = lift.plan_lift(
+                        self.modules, kernel_module=kernel.module, kernel=name, launcher_module=kernel.module,
+                        launcher=launcher, step_module=step_home, step=step,
+                        dispatcher_name=_dispatcher_name(launcher, name, kernels),
+                        provider_name=_dispatcher_name(launcher, name, kernels).removesuffix("_dispatch")
+                        + "_warmup_inputs", helper_module=VLLM_TRITON_HELPER, jit_module=VLLM_JIT_MODULE,
+                        together=tuple(other for other in kernels if other != name))
             except lift.LiftError as exc:
-                why.append(str(exc))
+                failed = next(name for name in kernels if name not in plans)
+                why.append(str(exc) if failed == kernel.name else
+                           f"{launcher} also launches {failed}, which must be lifted with it and is not: {exc}")
                 continue
+            plan = plans[kernel.name]
             kernel.launcher, kernel.step = f"{kernel.module}:{launcher}", f"{step_home}:{step}"
             kernel.parameters = [name for name, _ in plan.parameters]
+            kernel.dispatcher = _dispatcher_name(launcher, kernel.name, kernels)
+            kernel.lifted_with = [name for name in kernels if name != kernel.name]
             confirm = [f"registration: pass {name} (the legacy step read {read}) in the site's names"
                        for name, read in plan.parameters]
             sites = ", ".join(kernel.constructed_in) or "no engine class found: name the class that launches it"
             confirm.append(f"site: {sites}; register in __init__, or in the method where what the registration "
                            "reads exists inside a capture window (construction_method, e.g. bind_kv_cache for "
                            "KV-cache facts)")
+            confirm += [f"{launcher} also launches {name}: migrate its draft ({name.strip('_')}.toml) in the same "
+                        "run, or the step's deletion loses its warmup" for name in kernel.lifted_with]
             return "lift", confirm
         return "manual", why
 
@@ -358,6 +373,13 @@ class Survey:
         return "spec", confirm
 
 
+def _dispatcher_name(launcher: str, kernel: str, kernels: list[str]) -> str:
+    """The dispatcher a lift writes: the spec's default for a launcher of one kernel, else one per kernel."""
+    if len(kernels) == 1:
+        return f"_{launcher.lstrip('_')}_dispatch"
+    return f"_{kernel.strip('_').removesuffix('_kernel')}_dispatch"
+
+
 def _owned_nodes(tree: ast.Module) -> Iterator[tuple[str | None, ast.AST]]:
     """Every node with the class (or module-level function) it sits in; None at module level."""
     for top in tree.body:
@@ -397,9 +419,10 @@ def _draft(finding: WarmupFinding, kernel: KernelFinding, orchestrator: str) -> 
             fields["legacy_step"] = step
     fields.update(orchestrator_module=orchestrator, singleton_module=kernel.module, singleton=kernel.name)
     if kernel.verdict == "lift":
-        launcher = kernel.launcher.partition(":")[2]
-        fields["launcher"] = launcher
-        registration = f"_{launcher.lstrip('_')}_dispatch.register_warmup(" + \
+        fields["launcher"] = kernel.launcher.partition(":")[2]
+        if kernel.lifted_with:
+            fields["dispatcher"] = kernel.dispatcher
+        registration = f"{kernel.dispatcher}.register_warmup(" + \
             ", ".join(f"{name}=..." for name in kernel.parameters) + ")"
     else:
         registration = f"{kernel.name}.register_warmup()"

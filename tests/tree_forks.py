@@ -4,8 +4,11 @@ Trees are hard-linked copies of the cached release, so every change replaces its
 through, which would change the cache).
 """
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from zerojit.migrate.engine_trees.releases import vllm_tree
@@ -68,6 +71,14 @@ def replace_file(path: Path, text: str) -> None:
     if path.exists():
         path.unlink()
     path.write_text(text)
+
+
+def ruff_findings(path: Path) -> list[tuple[str, str]]:
+    """ruff's findings (code, message) with vLLM's rule selection, positions left out (lines move)."""
+    found = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--select", "E,F,W,I,UP,B",
+                            "--line-length", "88", "--output-format", "json", str(path)],
+                           capture_output=True, text=True)
+    return sorted((f["code"], f["message"]) for f in json.loads(found.stdout))
 
 
 def edit(repo: Path, rel: str, old: str, new: str) -> None:

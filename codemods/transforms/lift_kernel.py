@@ -2,8 +2,9 @@
 
 In the kernel's module, before the launcher: the provider, then the dispatcher (its body the
 launcher's statements that compute the launch, copied with their comments, and the launch as its
-`return`). In the launcher, the `kernel[grid](...)` statement becomes the dispatcher's call, and the
-copied statements nothing else in the launcher reads go.
+`return`); one pair per kernel the migration lifts from that launcher. In the launcher, each
+`kernel[grid](...)` statement becomes its dispatcher's call, and the copied statements nothing else
+in the launcher reads go.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ if TYPE_CHECKING:
 @operation("lift_kernel", stage=0)
 @dataclasses.dataclass(frozen=True)
 class LiftKernel(Operation):
-    """Write `plan`'s provider and dispatcher before `launcher`, and make the launcher call the dispatcher."""
+    """Write each plan's provider and dispatcher before `launcher`, and make the launcher call the dispatchers
+    (one plan per kernel of the launcher the migration lifts, in launch order)."""
 
     launcher: str
-    lifted: lift.LiftPlan
+    lifted: tuple[lift.LiftPlan, ...]
     removes_statements = True
 
     def command(self, context: CodemodContext) -> Command:
@@ -39,33 +41,48 @@ class LiftKernel(Operation):
 
     @classmethod
     def plan(cls, planner: Planner) -> None:
+        launchers: dict[tuple[str, str], list[MigrationSpec]] = {}
         for spec in planner.specs:
-            if not spec.launcher or planner.migrated(spec):
+            if spec.launcher and not planner.migrated(spec):
+                launchers.setdefault((spec.singleton_module, spec.launcher), []).append(spec)
+        for (module, launcher), specs in launchers.items():
+            names = [spec.kernel_name for spec in specs]
+            if len(set(names)) < len(names):
+                planner.refusals.append(f"{specs[0].family}: {', '.join(s.family for s in specs)} lift kernels "
+                                        f"of {launcher} to the same dispatcher {names[0]}: give each spec its own "
+                                        "`dispatcher` name")
                 continue
-            planner.module(spec, "singleton_module")
-            step_module, step = spec.lifted_step()
-            try:
-                found = lift.plan_lift(
-                    RepoModules(planner.repo, spec.singleton_module.split(".")[0]),
-                    kernel_module=spec.singleton_module, kernel=spec.singleton,
-                    launcher_module=spec.singleton_module, launcher=spec.launcher, step_module=step_module,
-                    step=step, dispatcher_name=spec.kernel_name, provider_name=spec.provider_name,
-                    helper_module=VLLM_TRITON_HELPER, jit_module=VLLM_JIT_MODULE)
-            except lift.LiftError as exc:
-                planner.refusals.append(f"{spec.family}: {exc}")
-                continue
-            mismatch = registration_mismatch(spec, found)
-            if mismatch:
-                planner.refusals.append(f"{spec.family}: {mismatch}")
-                continue
-            planner.add(spec.singleton_module, cls(spec.launcher, found))
-            home = planner.module(spec, "singleton_module").path.relative_to(planner.repo).as_posix()
-            reads = ", ".join(f"{name} (the step's {read})" for name, read in found.parameters) or "nothing"
-            planner.lifts.append(
-                f"{spec.family}: {home}:{found.launch_line}: {spec.launcher}'s launch of {spec.singleton} is now "
-                f"{spec.kernel_name}, a triton_kernel_dispatcher_with_warmup dispatcher; its warmup inputs come from "
-                f"{spec.provider_name}, the legacy {spec.lifted_step()[1]} translated; the registration passes it "
-                f"{reads}")
+            plans = [found for spec in specs if (found := _plan(planner, spec, specs)) is not None]
+            if len(plans) == len(specs):
+                planner.add(module, cls(launcher, tuple(sorted(plans, key=lambda plan: plan.launch_line))))
+
+
+def _plan(planner: Planner, spec: MigrationSpec, together: list[MigrationSpec]) -> lift.LiftPlan | None:
+    """The lift of `spec`'s kernel, with the launcher's kernels the other specs lift (None: refused, and why)."""
+    planner.module(spec, "singleton_module")
+    step_module, step = spec.lifted_step()
+    try:
+        found = lift.plan_lift(
+            RepoModules(planner.repo, spec.singleton_module.split(".")[0]),
+            kernel_module=spec.singleton_module, kernel=spec.singleton,
+            launcher_module=spec.singleton_module, launcher=spec.launcher, step_module=step_module,
+            step=step, dispatcher_name=spec.kernel_name, provider_name=spec.provider_name,
+            helper_module=VLLM_TRITON_HELPER, jit_module=VLLM_JIT_MODULE,
+            together=tuple(other.singleton for other in together if other is not spec))
+    except lift.LiftError as exc:
+        planner.refusals.append(f"{spec.family}: {exc}")
+        return None
+    mismatch = registration_mismatch(spec, found)
+    if mismatch:
+        planner.refusals.append(f"{spec.family}: {mismatch}")
+        return None
+    home = planner.module(spec, "singleton_module").path.relative_to(planner.repo).as_posix()
+    reads = ", ".join(f"{name} (the step's {read})" for name, read in found.parameters) or "nothing"
+    planner.lifts.append(
+        f"{spec.family}: {home}:{found.launch_line}: {spec.launcher}'s launch of {spec.singleton} is now "
+        f"{spec.kernel_name}, a triton_kernel_dispatcher_with_warmup dispatcher; its warmup inputs come from "
+        f"{spec.provider_name}, the legacy {step} translated; the registration passes it {reads}")
+    return found
 
 
 def registration_mismatch(spec: MigrationSpec, plan: lift.LiftPlan) -> str | None:
@@ -104,32 +121,35 @@ class _Lift(Command):
         for before, after in zip(original.body, updated.body):
             if isinstance(before, cst.FunctionDef) and before.name.value == op.launcher:
                 launcher, copied = self._launcher(before, after)
-                body += [*self._definitions(copied), launcher]
+                body += [*(d for plan in op.lifted for d in self._definitions(plan, copied[plan])), launcher]
             else:
                 body.append(after)
-        for module, name in op.lifted.helper_names:
+        for module, name in dict.fromkeys(n for plan in op.lifted for n in plan.helper_names):
             AddImportsVisitor.add_needed_import(self.context, module, name)
         return updated.with_changes(body=body)
 
     def _launcher(self, before: cst.FunctionDef, after: cst.FunctionDef) \
-            -> tuple[cst.FunctionDef, list[cst.BaseStatement]]:
-        plan: lift.LiftPlan = self.op.lifted
-        statements, copied = [], []
+            -> tuple[cst.FunctionDef, dict[lift.LiftPlan, list[cst.BaseStatement]]]:
+        """The launcher calling the dispatchers, and the statements each dispatcher copies (the plans agree on
+        what the launcher keeps: each decided it over every launch the migration moves)."""
+        plans: tuple[lift.LiftPlan, ...] = self.op.lifted
+        launches = {plan.launch_line: plan for plan in plans}
+        statements, copied = [], {plan: [] for plan in plans}
         for original, statement in zip(before.body.body, after.body.body):
             line = self.line(original)
-            if line in plan.copied_lines:
-                copied.append(statement)
-            if line == plan.launch_line:
-                call = cst.parse_statement(plan.dispatch_call + "\n")
+            for plan in plans:
+                if line in plan.copied_lines:
+                    copied[plan].append(statement)
+            if line in launches:
+                call = cst.parse_statement(launches[line].dispatch_call + "\n")
                 statements.append(call.with_changes(leading_lines=statement.leading_lines))
                 self.count += 1
-            elif line not in plan.removed_lines:
-                unread = {name for at, name in plan.unread if at == line}
+            elif line not in plans[0].removed_lines:
+                unread = {name for at, name in plans[0].unread if at == line}
                 statements.append(statement.visit(_Unread(unread)) if unread else statement)
         return after.with_changes(body=after.body.with_changes(body=statements)), copied
 
-    def _definitions(self, copied: list[cst.BaseStatement]) -> list[cst.FunctionDef]:
-        plan: lift.LiftPlan = self.op.lifted
+    def _definitions(self, plan: lift.LiftPlan, copied: list[cst.BaseStatement]) -> list[cst.FunctionDef]:
         spacing = [cst.EmptyLine(), cst.EmptyLine()]
         provider = cst.parse_statement(plan.provider).with_changes(leading_lines=spacing)
         dispatcher = cst.parse_statement(plan.dispatcher + "    pass\n")

@@ -1,0 +1,233 @@
+"""A launcher that launches two Triton kernels, lifted together: vLLM 0.33.0's ROCm MTP decode of Qwen's GDN layer.
+
+`fused_gdn_decode_post_conv_mtp_triton` launches the delta-rule update and then the gated RMSNorm epilogue, and
+one legacy step warms both through one call. Each kernel gets its own dispatcher and provider, from its own
+survey draft; the step goes only when both move in one run (one alone would delete the other's warmup). The
+keys are checked against the release's own step: Triton's JIT hook records what it asks for, and what the
+migrated providers expand to through the tree's own `_DecoratedTritonJitKernel`.
+"""
+
+import itertools
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from zerojit.codemods.spec import load_specs
+from zerojit.contract.backends import triton as triton_backend
+from zerojit.migrate.cli import app
+from zerojit.migrate.engine_trees.releases import vllm_tree
+from zerojit.migrate.engine_trees.warmup import TreeWarmup
+from zerojit.migrate.triton_lifts.equivalence import GdnTritonConfig, GdnTritonEngine, MetaAllocations, \
+    _compile_only_triton
+
+from tree_forks import GDN_LAYER, copy_033, edit, ruff_findings
+
+runner = CliRunner()
+MTP_MODULE = "vllm.third_party.flash_linear_attention.ops.fused_gdn_decode_post_conv_mtp"
+MTP = "vllm/third_party/flash_linear_attention/ops/fused_gdn_decode_post_conv_mtp.py"
+QWEN_WARMUP_MODULE = "vllm.model_executor.warmup.qwen_triton_warmup"
+QWEN_WARMUP = "vllm/model_executor/warmup/qwen_triton_warmup.py"
+KERNELS = ("_gdn_mtp_update_kernel", "_gdn_mtp_gated_rmsnorm_kernel")
+
+# What a maintainer answers for the drafts' confirm items: the layer registers once its KV cache is bound (the
+# update reads the SSM state's block stride), under the layer's own spec-decode switch, in the layer's names.
+_SITE = dict(construction_module="vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn",
+             construction_class=["QwenGatedDeltaNetAttention"], construction_method="bind_kv_cache",
+             import_style="module", intended_differences=[
+                 ["gdn_config.fused_spec_decode", "the layer's own enable_fused_gdn_spec_decode, checked where it "
+                  "registers (the legacy config read it from the first layer)"],
+                 ["spec_config is not None", "the layer's speculative_config, checked where it registers"],
+                 ["model_type not in _QWEN_MODEL_TYPES", "every model that builds a QwenGatedDeltaNetAttention "
+                  "layer with the fused MTP decode launches these kernels"]])
+_CONV_DIM = ("2 * (self.num_k_heads // self.tp_size) * self.head_k_dim\n"
+             "        + (self.num_v_heads // self.tp_size) * self.head_v_dim")
+ANSWERS = {
+    "_gdn_mtp_update_kernel": """if self.enable_fused_gdn_spec_decode and self.speculative_config is not None:
+    ssm_state = self.kv_cache[1]
+    _gdn_mtp_update_dispatch.register_warmup(
+        num_compute_units=current_platform.num_compute_units(ssm_state.device.index),
+        hv=self.num_v_heads // self.tp_size,
+        num_spec_tokens=self.num_spec,
+        v=self.head_v_dim,
+        state_dtype=ssm_state.dtype,
+        state_stride_token=ssm_state.stride(0),
+        k=self.head_k_dim,
+        max_num_reqs=self.vllm_config.scheduler_config.max_num_seqs,
+        x_dtype=self.model_config.dtype,
+        conv_dim=%s,
+        a_log=self.A_log,
+        dt_bias=self.dt_bias,
+    )""" % _CONV_DIM,
+    "_gdn_mtp_gated_rmsnorm_kernel": """if self.enable_fused_gdn_spec_decode and self.speculative_config is not None:
+    _gdn_mtp_gated_rmsnorm_dispatch.register_warmup(
+        num_compute_units=current_platform.num_compute_units(self.kv_cache[1].device.index),
+        hv=self.num_v_heads // self.tp_size,
+        num_spec_tokens=self.num_spec,
+        norm_weight_dtype=self.norm.weight.dtype,
+        v=self.head_v_dim,
+        max_num_reqs=self.vllm_config.scheduler_config.max_num_seqs,
+        x_dtype=self.model_config.dtype,
+        conv_dim=%s,
+        norm_activation=self.norm.activation,
+    )""" % _CONV_DIM,
+}
+
+
+@pytest.fixture(scope="module")
+def answered(tmp_path_factory):
+    """The survey's two drafts, loaded, and a spec file holding both with their confirm items answered."""
+    folder = tmp_path_factory.mktemp("mtp-drafts")
+    assert runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(folder)]) \
+        .exit_code == 0
+    drafts = {name: load_specs(folder / f"{name.strip('_')}.toml")[0] for name in KERNELS}
+    text = ""
+    for name, draft in drafts.items():
+        fields = {f: getattr(draft, f) for f in ("family", "legacy_module", "legacy_function", "legacy_step",
+                                                 "orchestrator_module", "singleton_module", "singleton", "launcher",
+                                                 "dispatcher")}
+        entry = {**fields, **_SITE, "registration": ANSWERS[name], "confirm": []}
+        text += "[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in entry.items())
+    path = folder / "answered.toml"
+    path.write_text(text)
+    return drafts, path
+
+
+@pytest.fixture(scope="module")
+def migrated(answered, tmp_path_factory):
+    drafts, path = answered
+    repo = copy_033(tmp_path_factory.mktemp("mtp-lifted") / "tree")
+    families = [draft.family for draft in drafts.values()]
+    result = runner.invoke(app, ["migrate", *families, "--repo", str(repo), "--spec", str(path), "--write"])
+    assert result.exit_code == 0, result.output
+    return repo, families, path
+
+
+def test_each_kernels_draft_names_its_own_dispatcher_and_the_kernel_it_must_move_with(answered):
+    drafts, _ = answered
+    update, norm = (drafts[name] for name in KERNELS)
+    assert update.launcher == norm.launcher == "fused_gdn_decode_post_conv_mtp_triton"
+    assert update.lifted_step() == norm.lifted_step() == (QWEN_WARMUP_MODULE,
+                                                          "_warm_fused_gdn_decode_post_conv_mtp_kernel")
+    assert update.kernel_name != norm.kernel_name and update.provider_name != norm.provider_name
+    for draft, other in ((update, norm), (norm, update)):
+        assert any(other.singleton in item and "same run" in item for item in draft.confirm)
+    # Each provider takes only what its own kernel's inputs read of the step's (the update no norm facts).
+    assert "norm_weight_dtype" not in update.registration and "state_stride_token" not in norm.registration
+
+
+def test_one_kernel_of_the_launcher_alone_is_refused_the_step_would_lose_the_others_warmup(answered, tmp_path):
+    drafts, path = answered
+    repo = copy_033(tmp_path / "tree")
+    update = drafts["_gdn_mtp_update_kernel"].family
+    result = runner.invoke(app, ["migrate", update, "--repo", str(repo), "--spec", str(path), "--write"])
+    assert result.exit_code != 0 and "also launches _gdn_mtp_gated_rmsnorm_kernel" in result.output
+    assert (repo / MTP).read_bytes() == (vllm_tree("0.33.0") / MTP).read_bytes()
+
+
+def test_both_kernels_lifted_together_change_only_their_files_lint_clean_and_again_is_a_no_op(migrated):
+    repo, families, path = migrated
+    original = vllm_tree("0.33.0")
+    changed = {p.relative_to(repo).as_posix() for p in repo.rglob("*.py")
+               if p.read_bytes() != (original / p.relative_to(repo)).read_bytes()}
+    assert changed == {MTP, QWEN_WARMUP, GDN_LAYER}
+    for rel in changed:
+        compile((repo / rel).read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
+        assert [f for f in ruff_findings(repo / rel) if f not in ruff_findings(original / rel)] == [], rel
+    text = (repo / MTP).read_text()
+    assert "_gdn_mtp_update_kernel[" not in text and "_gdn_mtp_gated_rmsnorm_kernel[" not in text
+    assert "_warm_fused_gdn_decode_post_conv_mtp_kernel" not in (repo / QWEN_WARMUP).read_text()
+    again = runner.invoke(app, ["migrate", *families, "--repo", str(repo), "--spec", str(path), "--write"])
+    assert again.exit_code == 0 and "0 changed" in again.output, again.output
+
+
+def test_a_statement_only_the_two_launches_read_goes_from_the_launcher_into_both_dispatchers(answered, tmp_path):
+    """What the launcher keeps is decided over both launches: a fork's `num_warps = 4`, read by each launch and
+    nothing else, is copied into each dispatcher and leaves the launcher (kept, it would be an unused local)."""
+    drafts, path = answered
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, MTP, "    sum_sq = torch.empty(\n", "    num_warps = 4\n    sum_sq = torch.empty(\n")
+    edit(repo, MTP, "        num_warps=4,\n", "        num_warps=num_warps,\n")
+    edit(repo, MTP, "        num_warps=2,\n", "        num_warps=num_warps // 2,\n")
+    forked = (repo / MTP).read_text()
+    result = runner.invoke(app, ["migrate", *(d.family for d in drafts.values()), "--repo", str(repo), "--spec",
+                                 str(path), "--write"])
+    assert result.exit_code == 0, result.output
+    text = (repo / MTP).read_text()
+    launcher = text[text.index("def fused_gdn_decode_post_conv_mtp_triton("):]
+    assert "num_warps = 4" not in launcher and text.count("    num_warps = 4\n") == 2
+    (repo.parent / "forked.py").write_text(forked)
+    assert [f for f in ruff_findings(repo / MTP) if f not in ruff_findings(repo.parent / "forked.py")] == []
+
+
+def _step_inputs():
+    """Serving facts the step reads (Qwen3.5 GDN shapes per TP rank, MI300X/MI355X compute units, padded SSM
+    state pages; 4 value heads put `a`, the second half of the packed b|a rows, off 16 bytes), in combinations
+    that select each of the wrapper's V tiles and let the request limit cut some."""
+    for hv, spec, cus, max_reqs, dtype, padding, activation in itertools.product(
+            (4, 8, 32), (1, 3), (256, 304), (8, 1024), (torch.bfloat16, torch.float16), (0, 7), ("silu", "sigmoid")):
+        if (hv + spec + cus + max_reqs + padding) % 3 == 0:  # a third of the product: every value still varies
+            yield dict(h=hv // 2, hv=hv, k=128, v=128, spec=spec, cus=cus, max_reqs=max_reqs, dtype=dtype,
+                       stride=hv * 128 * 128 + padding, activation=activation)
+
+
+def _keys(tree, run):
+    """What `run` asks Triton for, by kernel, with the tree's compute-unit count stubbed (no GPU here)."""
+    _compile_only_triton()
+
+    def recorded():
+        with triton_backend.jit_keys_recorded() as keys, MetaAllocations():
+            run(tree)
+        return keys
+
+    return tree.within(GdnTritonConfig(), recorded)
+
+
+def _units(tree, cus):
+    for module in ("vllm.utils.platform_utils", MTP_MODULE):
+        tree.sources.module(module).num_compute_units = lambda index=0: cus
+
+
+def test_the_two_providers_warm_in_tritons_own_keys_what_the_legacy_step_did(answered, migrated):
+    drafts, _ = answered
+    spec = drafts["_gdn_mtp_update_kernel"]
+    legacy = TreeWarmup(vllm_tree("0.33.0"), spec, GdnTritonEngine(), run_compiles=True)
+    lifted = TreeWarmup(migrated[0], spec, GdnTritonEngine(), run_compiles=True)
+    cases = list(_step_inputs())
+    counts = set()
+    for case in cases:
+        def step(tree, c=case):
+            _units(tree, c["cus"])
+            warmup = tree.sources.module(QWEN_WARMUP_MODULE)
+            config = warmup._QwenGDNWarmupConfig(
+                h=c["h"], hv=c["hv"], k=c["k"], v=c["v"], conv_kernel_size=4, conv_state=None, conv_dtype=c["dtype"],
+                norm_weight_dtype=torch.float32, norm_before_gate=False, norm_activation=c["activation"],
+                a_log=torch.empty(c["hv"], device="cuda"), dt_bias=torch.empty(c["hv"], device="cuda"),
+                state_stride_token=c["stride"], state_dtype=torch.float32, fused_spec_decode=True)
+            warmup._warm_fused_gdn_decode_post_conv_mtp_kernel(torch.device("cuda"), config, c["dtype"], c["spec"],
+                                                               c["max_reqs"])
+
+        def providers(tree, c=case):
+            _units(tree, c["cus"])
+            module = tree.sources.module(MTP_MODULE)
+            common = dict(num_compute_units=c["cus"], hv=c["hv"], num_spec_tokens=c["spec"], v=c["v"],
+                          max_num_reqs=c["max_reqs"], x_dtype=c["dtype"],
+                          conv_dim=2 * c["h"] * c["k"] + c["hv"] * c["v"])
+            update = dict(common, state_dtype=torch.float32, state_stride_token=c["stride"], k=c["k"],
+                          a_log=torch.empty(c["hv"], device="cuda"), dt_bias=torch.empty(c["hv"], device="cuda"))
+            norm = dict(common, norm_weight_dtype=torch.float32, norm_activation=c["activation"])
+            for dispatch, inputs in ((module._gdn_mtp_update_dispatch, update),
+                                     (module._gdn_mtp_gated_rmsnorm_dispatch, norm)):
+                for key in dispatch.get_warmup_keys(**inputs):
+                    dispatch.compile(key)
+
+        before, after = _keys(legacy, step), _keys(lifted, providers)
+        assert set(after) == set(before), case
+        # Each request count the step tries (the smallest that selects each V tile: 32, 64, V) and the request
+        # limit lets through is one variant of each kernel.
+        tried = {r for r in (1, -(-case["cus"] // case["hv"]), 4 * case["cus"] // case["hv"] + 1)
+                 if r <= case["max_reqs"]}
+        assert sorted(name for name, _ in set(before)) == sorted(KERNELS * len(tried)), case
+        counts.add(len(tried))
+    assert len(cases) >= 16 and counts == {1, 2, 3}  # the limit cuts none, one or two of them
