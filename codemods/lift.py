@@ -48,6 +48,11 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, as
             ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _NO_VALUE = object()
+# What vLLM's helper expands in a provider's expressions (the subset its error names: names, constants, attributes,
+# subscripts, tuple/list literals, conditionals, comparisons, boolean operators, not/minus, arithmetic, calls).
+_EXPANDABLE = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.IfExp, ast.Compare,
+               ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Call, ast.keyword, ast.Starred, ast.Lambda, ast.arguments, ast.arg,
+               ast.expr_context, ast.boolop, ast.cmpop, ast.Not, ast.USub, *_OPS)
 
 
 class LiftError(SpecError):
@@ -256,9 +261,10 @@ class _Scope:
         if isinstance(holder, Value) and isinstance(index, Value):
             return Value(ast.unparse(ast.Subscript(_expr(holder.code), _expr(index.code))))
         if isinstance(holder, Value) and isinstance(node.slice, ast.Slice):  # a value the registration passes
-            bounds = [None if part is None else _expr(self.plain(part).code)
-                      for part in (node.slice.lower, node.slice.upper, node.slice.step)]
-            return Value(ast.unparse(ast.Subscript(_expr(holder.code), ast.Slice(*bounds))))
+            # Written `x[slice(a, b)]`: vLLM's helper expands a provider's expressions by AST, and takes no `a:b`.
+            bounds = ", ".join("None" if part is None else self.plain(part).code
+                               for part in (node.slice.lower, node.slice.upper, node.slice.step))
+            return Value(f"{ast.unparse(_expr(holder.code))}[slice({bounds})]")
         raise self.refuse(node, f"the lift cannot translate the subscript `{ast.unparse(node)}`")
 
     def _Tuple(self, node: ast.Tuple) -> Sequence:
@@ -1257,6 +1263,12 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
     # What the step read that only the launcher's other kernels use is not this provider's to take.
     used = {name: what for name, what in lift.parameters.items() if name in read}
     parameters = tuple(used)
+    for code in [*statements, *values]:
+        odd = next((n for n in ast.walk(ast.parse(code)) if not isinstance(n, (*_EXPANDABLE, ast.Module, ast.Expr,
+                                                                                ast.Assign))), None)
+        if odd is not None:
+            raise LiftError(f"{shown(step_module)}:{step_def.lineno}: the provider would need `{ast.unparse(odd)}` "
+                            f"({type(odd).__name__}), which vLLM's helper does not expand")
     header = f"def {provider_name}(*, {', '.join(parameters)}):" if parameters else f"def {provider_name}():"
     provider = (header + "\n"
                 + _docstring(f"What the legacy {step} warmed {kernel} with, as {dispatcher_name} inputs.")
