@@ -4,9 +4,10 @@ Per preset it prints: serving keys, distinct backend variants, compiles (serial 
 parallel), the cold wall time of `zerojit warmup --jobs 1` and `--jobs N` (in-process
 warmup and whole process), the floor the parallel warmup can reach — worker start-up plus
 the distinct variants' compile CPU divided by N, and never below the longest single compile
-(workers start while this process sets up, so for the whole process add one start-up) — and
-a restart from the disk cache against the cold warmup. Every run is a fresh process
-on a fresh cache.
+(workers start while this process sets up, so for the whole process add one start-up), the
+same `--jobs N` with every worker spawned (the design before the forkserver of
+contract/workers.py: each worker imports the DSL itself) — and a restart from the disk cache
+against the cold warmup. Every run is a fresh process on a fresh cache.
 
     .venv/bin/python bench/variant_warmup.py [--preset NAME ...] [--jobs N]
 """
@@ -31,11 +32,12 @@ BACKEND_START = {  # what one worker does before its first compile: start Python
 }
 
 
-def run(*args: str) -> tuple[dict, float, float]:
+def run(*args: str, env: dict[str, str] | None = None) -> tuple[dict, float, float]:
     """A zerojit command in a fresh process: its JSON, wall seconds, CPU seconds (user + system)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "zerojit", *args, "--json"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "zerojit", *args, "--json"], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -58,6 +60,7 @@ def start_up(backend: str) -> tuple[float, float]:
 def measure(preset: str, jobs: int) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         serial_cache, parallel_cache = Path(scratch, "serial"), Path(scratch, "parallel")
+        spawned_cache = Path(scratch, "spawned")
         plan, _, _ = run("plan", "--preset", preset, "--variants", "--cache-dir", str(Path(scratch, "plan")))
         backend = plan["kernels"][0]["backend"]
         serial, serial_wall, serial_cpu = run("warmup", "--preset", preset, "--jobs", "1", "--cache-dir",
@@ -66,6 +69,9 @@ def measure(preset: str, jobs: int) -> None:
                                          str(parallel_cache))
         restart, restart_wall, _ = run("warmup", "--preset", preset, "--jobs", str(jobs), "--cache-dir",
                                        str(parallel_cache))
+        # The previous design, side by side: every worker spawned, importing the DSL itself.
+        spawned, spawned_wall, _ = run("warmup", "--preset", preset, "--jobs", str(jobs), "--cache-dir",
+                                       str(spawned_cache), env={"ZEROJIT_WORKER_START": "spawn"})
     worker_wall, worker_cpu = start_up(backend)
     # The serial run's CPU beyond a bare start-up is its compiles' CPU (one compile may use more than a core).
     compile_cpu = max(serial_cpu - worker_cpu, 0.0)
@@ -82,6 +88,9 @@ def measure(preset: str, jobs: int) -> None:
           f"{longest:.2f} s) = {floor:.2f} s: warmup / floor = {parallel['wall_s'] / floor:.2f};  with a worker's "
           f"start-up ({worker_wall:.2f} s) {worker_wall + floor:.2f} s: process / floor = "
           f"{parallel_wall / (worker_wall + floor):.2f}")
+    print(f"  spawned       {spawned['compiled']:3d} compiles  warmup {spawned['wall_s']:7.2f} s   "
+          f"process {spawned_wall:7.2f} s   process / floor = {spawned_wall / (worker_wall + floor):.2f} "
+          "(ZEROJIT_WORKER_START=spawn: each worker imports the DSL)")
     print(f"  restart       {restart['compiled']:3d} compiles  warmup {restart['wall_s']:7.3f} s "
           f"({restart['wall_s'] / parallel['wall_s']:.3f} of cold)   process {restart_wall:7.2f} s "
           f"({restart_wall / parallel_wall:.2f} of cold)")

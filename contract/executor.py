@@ -16,8 +16,8 @@ disk cache needs no worker at all; this process then loads every key.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -39,8 +39,6 @@ Work = tuple["JitKernel", CompileKey]
 
 
 def _worker_name() -> str:
-    import threading
-
     return f"pid {os.getpid()} / {threading.current_thread().name}"
 
 
@@ -85,14 +83,23 @@ def _ready() -> int:
 def start_workers(jobs: int, process_setup: tuple[Callable[..., Any], tuple]) -> ProcessPoolExecutor:
     """Start `jobs` worker processes now (each runs `process_setup`, e.g. importing the DSL) and return the pool.
 
-    A caller that knows compiles are coming starts them before its own set-up, so the
-    workers' imports overlap with it; `execute(..., pool=...)` then uses them.
+    A caller that knows compiles are coming starts them before its own set-up: the forkserver
+    (contract.workers) imports the DSL once, while this process does, and every worker forks
+    from it; `execute(..., pool=...)` then uses them.
     """
     setup, args = process_setup
-    context = multiprocessing.get_context("spawn")  # never fork a process holding a DSL runtime
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=setup, initargs=args)
-    for _ in range(jobs):  # no worker is idle yet, so each submit spawns one
-        pool.submit(_ready)
+    # Forked from the forkserver that runs this setup once (contract.workers), else spawned: never forked from
+    # this process, which may hold a DSL runtime.
+    # Imported here, not with this module: the forkserver imports it after the package, as the setup may need.
+    from . import workers
+
+    workers.prepare(process_setup)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=workers.context(process_setup), initializer=setup,
+                               initargs=args)
+    # No worker is idle yet, so each submit starts one. A fork from the forkserver waits until the server has
+    # imported the DSL, so they start from a thread: this process goes on with its own set-up meanwhile.
+    threading.Thread(target=lambda: [pool.submit(_ready) for _ in range(jobs)], name="zerojit-start-workers",
+                     daemon=True).start()
     return pool
 
 

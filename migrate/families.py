@@ -242,9 +242,9 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
         missing = f"{problems[0]}".removesuffix("; recompiled") if problems else f"{uncovered} planned keys are not in it"
         raise CacheDirError(f"--require-baked: the cache at {cache.path} does not hold this preset: {missing}")
     setup = (family.backend.configure, (preset.limits.arch, cache.path))  # picklable: a worker runs it first
-    workers = min(jobs, uncovered + len(problems))
-    # Compiles are coming: start the workers now, so that their imports overlap with this process's.
-    pool = start_workers(workers, setup) if not cooperative and workers > 1 and any(
+    needed = min(jobs, uncovered + len(problems))
+    # Compiles are coming: start the workers now (their forkserver imports the DSL while this process does).
+    pool = start_workers(needed, setup) if not cooperative and needed > 1 and any(
         p.kernel.parallelism is Parallelism.PROCESSES for p in plan.kernels) else None
     try:
         family.configure_backend(preset, cache.path)

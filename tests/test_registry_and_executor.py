@@ -1,6 +1,9 @@
 """Registry capture, de-dup, missed and empty registrations; executor isolation and report."""
 
 import json
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -228,6 +231,36 @@ def test_workers_get_one_key_per_backend_variant_and_this_process_the_rest(tmp_p
     in_workers = [r for r in report.results if not r.worker.startswith(f"pid {os.getpid()} ")]
     assert len(report.results) == 10 and report.count("failed") == 0
     assert len(in_workers) == len({kernel.variant(key) for _, key in registry.plan().work()}) == 5
+
+
+_TWO_POOLS = """
+import sys
+from zerojit.contract.executor import start_workers
+from zerojit_toy_family.kernel import configure_recorded
+
+for _ in range(2):  # two pools of one setup, as a bake's presets of one target start them
+    pool = start_workers(2, (configure_recorded, (sys.argv[1],)))
+    pool.submit(int).result()
+    pool.shutdown()
+"""
+
+
+@pytest.mark.parametrize("start", ["forkserver", "spawn"])
+def test_workers_fork_from_one_server_that_ran_the_setup_once(tmp_path, start):
+    """The DSL import (the setup) runs once, in the forkserver, and every worker of both pools forks from it
+    already set up; ZEROJIT_WORKER_START=spawn is the design before it: each worker sets itself up."""
+    log = tmp_path / "setups.log"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),  # the toy family, as conftest puts it there
+           **({"ZEROJIT_WORKER_START": "spawn"} if start == "spawn" else {})}
+    subprocess.run([sys.executable, "-c", _TWO_POOLS, str(log)], check=True, env=env, timeout=120)
+    runs = [tuple(map(int, line.split())) for line in log.read_text().splitlines()]
+    own = [pid for pid, first in runs if pid == first]  # processes that ran the setup themselves
+    forked = [(pid, first) for pid, first in runs if pid != first]
+    if start == "forkserver":
+        assert len(own) == 1 and len(forked) == 4 and {first for _, first in forked} == set(own)
+        assert len({pid for pid, _ in forked}) == 4  # two pools of two workers, each its own process
+    else:
+        assert len(own) == 4 and forked == []
 
 
 def test_timeline_png(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import marshal
+import os
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,19 @@ class SharedVariantPolyKernel(ProcessPolyKernel):
 
     def variant(self, key: PolyKey) -> str:
         return f"degree {key.degree}"
+
+
+_set_up_in: int | None = None  # the process that first ran configure_recorded (a forked worker inherits it)
+
+
+def configure_recorded(log: str) -> None:
+    """Worker set-up that appends `<pid> <pid that first ran it>` to `log`: a worker forked from a server that
+    ran it already inherits the server's pid; a spawned worker, or the server itself, writes its own."""
+    global _set_up_in
+    if _set_up_in is None:
+        _set_up_in = os.getpid()
+    with open(log, "a") as out:
+        out.write(f"{os.getpid()} {_set_up_in}\n")
 
 
 def configure_worker() -> None:
