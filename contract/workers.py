@@ -7,7 +7,10 @@ FlashAttention-4: about 9.7 s on an H200 host), which is most of a parallel warm
 import of the DSL; every worker then forks from it configured (a fork, not an import), and a
 later pool with the same setup (the next preset of a bake) forks from the same server. It lives
 as long as this process (a CLI command; an engine does not start worker pools).
-The forkserver serves one setup for the life of the process (multiprocessing keeps one per
+The server and its workers see no GPU (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES empty): importing
+CuTe DSL on a GPU host initializes CUDA, which a forked child can then never use, and a compile-only
+worker needs none (it compiles for the configured target exactly as on a CPU-only host, whose
+artifacts load on the GPU host). The forkserver serves one setup for the life of the process (multiprocessing keeps one per
 process): a pool for another setup (another backend, target or cache; FlyDSL and CuTe DSL never
 share a process) spawns its workers as before, and so does every pool when ZEROJIT_WORKER_START=spawn
 (the previous design, which bench/variant_warmup.py measures beside this one).
@@ -26,6 +29,7 @@ from typing import Any
 Setup = tuple[Callable[..., Any], tuple]
 _SETUP_ENV = "ZEROJIT_FORKSERVER_SETUP"  # what the forkserver runs as it starts, read by this module's import
 _prepared: Setup | None = None
+_NO_DEVICE = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}  # compile-only workers need no GPU
 
 
 def prepare(setup: Setup) -> None:
@@ -35,11 +39,17 @@ def prepare(setup: Setup) -> None:
         return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
-    os.environ[_SETUP_ENV] = base64.b64encode(pickle.dumps(setup)).decode()
+    server_env = {_SETUP_ENV: base64.b64encode(pickle.dumps(setup)).decode(), **_NO_DEVICE}
+    saved = {name: os.environ.get(name) for name in server_env}
+    os.environ.update(server_env)  # the server inherits this process's environment as it starts
     try:
         multiprocessing.forkserver.ensure_running()  # returns at once: the server imports on its own
     finally:
-        del os.environ[_SETUP_ENV]
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     _prepared = setup
 
 
