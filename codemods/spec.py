@@ -227,13 +227,13 @@ class MigrationSpec:
     def kernel_name(self) -> str:
         """The kernel's name once migrated (what the registration calls): a lifted kernel's dispatcher."""
         if self.launcher:
-            return self.dispatcher or f"_{self.launcher.lstrip('_')}_dispatch"
+            return self.dispatcher or default_dispatcher(self.launcher)
         return self.private_singleton or self.singleton
 
     @property
     def provider_name(self) -> str:
         """A lifted kernel's provider of warmup inputs."""
-        return f"{self.kernel_name.removesuffix('_dispatch')}_warmup_inputs"
+        return provider_of(self.kernel_name)
 
     def lifted_step(self) -> tuple[str, str]:
         """(module, function) of the legacy code a lift translates into the provider."""
@@ -282,6 +282,16 @@ class MigrationSpec:
 def normalized(code: str) -> str:
     """Code with its layout gone (whitespace, and the trailing commas a formatter adds or drops), for comparison."""
     return re.sub(r",([)\]}])", r"\1", "".join(code.split()))
+
+
+def default_dispatcher(launcher: str) -> str:
+    """The dispatcher a lift names after the launcher whose one kernel it lifts."""
+    return f"_{launcher.lstrip('_')}_dispatch"
+
+
+def provider_of(dispatcher: str) -> str:
+    """The provider of warmup inputs a lift writes for `dispatcher`."""
+    return f"{dispatcher.removesuffix('_dispatch')}_warmup_inputs"
 
 
 def load_specs(path: Path) -> list[MigrationSpec]:

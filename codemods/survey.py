@@ -23,7 +23,7 @@ from typing import Any
 from . import lift
 from .files import discover_paths
 from .repo import RepoModules, call_sites, dotted_name
-from .spec import VLLM_JIT_MODULE, VLLM_TRITON_HELPER
+from .spec import VLLM_JIT_MODULE, VLLM_TRITON_HELPER, default_dispatcher, provider_of
 
 SURVEY_FORMAT = "zerojit-survey/2"
 VERDICTS = ("spec", "lift", "manual")
@@ -205,13 +205,12 @@ class Survey:
             plans = {}
             try:
                 for name in kernels:
+                    dispatcher = _dispatcher_name(launcher, name, kernels)
                     plans[name] = lift.plan_lift(
                         self.modules, kernel_module=kernel.module, kernel=name, launcher_module=kernel.module,
-                        launcher=launcher, step_module=step_home, step=step,
-                        dispatcher_name=_dispatcher_name(launcher, name, kernels),
-                        provider_name=_dispatcher_name(launcher, name, kernels).removesuffix("_dispatch")
-                        + "_warmup_inputs", helper_module=VLLM_TRITON_HELPER, jit_module=VLLM_JIT_MODULE,
-                        together=tuple(other for other in kernels if other != name))
+                        launcher=launcher, step_module=step_home, step=step, dispatcher_name=dispatcher,
+                        provider_name=provider_of(dispatcher), helper_module=VLLM_TRITON_HELPER,
+                        jit_module=VLLM_JIT_MODULE, together=tuple(other for other in kernels if other != name))
             except lift.LiftError as exc:
                 failed = next(name for name in kernels if name not in plans)
                 why.append(str(exc) if failed == kernel.name else
@@ -376,7 +375,7 @@ class Survey:
 def _dispatcher_name(launcher: str, kernel: str, kernels: list[str]) -> str:
     """The dispatcher a lift writes: the spec's default for a launcher of one kernel, else one per kernel."""
     if len(kernels) == 1:
-        return f"_{launcher.lstrip('_')}_dispatch"
+        return default_dispatcher(launcher)
     return f"_{kernel.strip('_').removesuffix('_kernel')}_dispatch"
 
 
