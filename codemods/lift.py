@@ -51,8 +51,8 @@ _NO_VALUE = object()
 # What vLLM's helper expands in a provider's expressions (the subset its error names: names, constants, attributes,
 # subscripts, tuple/list literals, conditionals, comparisons, boolean operators, not/minus, arithmetic, calls).
 _EXPANDABLE = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.IfExp, ast.Compare,
-               ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Call, ast.keyword, ast.Starred, ast.Lambda, ast.arguments, ast.arg,
-               ast.expr_context, ast.boolop, ast.cmpop, ast.Not, ast.USub, *_OPS)
+               ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Call, ast.keyword, ast.Starred, ast.Lambda, ast.arguments,
+               ast.arg, ast.expr_context, ast.boolop, ast.cmpop, ast.Not, ast.USub, *_OPS)
 
 
 class LiftError(SpecError):
@@ -615,10 +615,9 @@ def _divided(size: Value, by: Value) -> Value | None:
     """`size // by` where `by` divides `size` exactly (in numbers, or as a factor it is written with), else None."""
     if size.fixed and by.fixed:
         return Value(repr(size.known // by.known), size.known // by.known) if size.known % by.known == 0 else None
-    rest = _factors(size) - _factors(by)
-    if rest + _factors(by) != _factors(size):
-        return None
-    if not _factors(by):
+    whole, part = _factors(size), _factors(by)
+    rest = whole - part
+    if not part or rest + part != whole:
         return None
     literal = all(factor.isdigit() for factor in rest)  # `3 * h * d` by `h * d`: three, a number
     return Value(" * ".join(sorted(rest.elements())) or "1",
@@ -1259,16 +1258,17 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
                                "bind, so the JIT warmup registry can compile it ahead of time."))
     returned = f"return {grid}, " + (f"dict({', '.join(launch_kwargs)})" if launch_kwargs else "{}")
     statements = _read_by(lift.statements, f"dict({', '.join(values)})")
-    read = _loads(ast.parse("\n".join([*statements, *values])))
+    written = ast.parse("\n".join([*statements, *values]))  # the provider's body: assignments and `_when`s
+    odd = next((n for n in ast.walk(written) if not isinstance(n, (*_EXPANDABLE, ast.Module, ast.Expr, ast.Assign))),
+               None)
+    if odd is not None:
+        raise LiftError(f"{shown(step_module)}:{step_def.lineno}: the provider would need `{ast.unparse(odd)}` "
+                        f"({type(odd).__name__}), which vLLM's helper does not expand")
     # What the step read that only the launcher's other kernels use is not this provider's to take.
+    read = _loads(written)
     used = {name: what for name, what in lift.parameters.items() if name in read}
     parameters = tuple(used)
-    for code in [*statements, *values]:
-        odd = next((n for n in ast.walk(ast.parse(code)) if not isinstance(n, (*_EXPANDABLE, ast.Module, ast.Expr,
-                                                                                ast.Assign))), None)
-        if odd is not None:
-            raise LiftError(f"{shown(step_module)}:{step_def.lineno}: the provider would need `{ast.unparse(odd)}` "
-                            f"({type(odd).__name__}), which vLLM's helper does not expand")
+    removed = _unread_after(launcher_def, launches, copied)
     header = f"def {provider_name}(*, {', '.join(parameters)}):" if parameters else f"def {provider_name}():"
     provider = (header + "\n"
                 + _docstring(f"What the legacy {step} warmed {kernel} with, as {dispatcher_name} inputs.")
@@ -1278,8 +1278,8 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
                                                   "triton_kernel_dispatcher_with_warmup") if n in provider + dispatcher]
     used_helpers += [(jit_module, n) for n in ("WarmupChoices", "WarmupIntRange", "_when") if f"{n}(" in provider]
     return LiftPlan(provider, dispatcher, returned, tuple(s.lineno for s in kept),
-                    tuple(s.lineno for s in _unread_after(launcher_def, launches, copied)),
-                    tuple(_unread_names(launcher_def, launches, copied)), launch.lineno,
+                    tuple(s.lineno for s in removed), tuple(_unread_names(launcher_def, launches, copied, removed)),
+                    launch.lineno,
                     f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})", tuple(used.items()),
                     tuple(used_helpers))
 
@@ -1292,11 +1292,10 @@ def _stored(statement: ast.stmt) -> list[str]:
     return [n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
 
 
-def _unread_names(launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt]) \
-        -> list[tuple[int, str]]:
+def _unread_names(launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt],
+                  removed: list[ast.stmt]) -> list[tuple[int, str]]:
     """(line, name) of names a copied `a, b = ...` the launcher keeps binds that it no longer reads (they become
-    `_`)."""
-    removed = _unread_after(launcher, launches, copied)
+    `_`); `removed`: the copied statements it no longer keeps (`_unread_after`)."""
     staying = [s for s in copied if s not in removed]
     reads = set().union(*(_loads(s) for s in launcher.body if s not in launches and s not in removed))
     return [(s.lineno, name) for s in staying if isinstance(s, ast.Assign) and _unpacked_names(s.targets[0])
