@@ -86,6 +86,7 @@ class Survey:
         if not isinstance(self.modules.definition(orchestrator, entry), ast.FunctionDef):
             raise FileNotFoundError(f"{orchestrator} defines no function {entry}()")
         self._index: dict[str, list[str]] | None = None
+        self._reads: dict[str, tuple[dict[str, list[str]], dict[str, list[int]]]] = {}
 
     # -- the orchestrator ------------------------------------------------------------------------
 
@@ -302,20 +303,31 @@ class Survey:
         for other in self._mentions().get(name, ()):
             if other.startswith(self.warmup_package + "."):
                 continue
-            tree = self.modules.tree(other)
             aliases = {local for local, source in self.modules.imports(other).items()
                        if source[1] == name and self.modules.resolve(*source) == (module, name)}
             if other == module:
                 aliases.add(name)
-            if not aliases or tree is None:
-                continue
-            for owner, node in _owned_nodes(tree):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                        and node.func.attr == "register_warmup" and dotted_name(node.func.value) in aliases:
-                    registers.append(f"{other}:{node.lineno}")
-                if owner and isinstance(node, ast.Name) and node.id in aliases and isinstance(node.ctx, ast.Load):
-                    constructed.append(f"{other}:{owner}")
+            loads, registrations = self._names_read(other)
+            for alias in sorted(aliases):
+                registers += [f"{other}:{line}" for line in registrations.get(alias, ())]
+                constructed += [f"{other}:{owner}" for owner in loads.get(alias, ())]
         return registers, list(dict.fromkeys(constructed))
+
+    def _names_read(self, module: str) -> tuple[dict[str, list[str]], dict[str, list[int]]]:
+        """(name -> the top-level classes and "function()"s of `module` reading it, receiver -> lines of its
+        register_warmup calls), read once per module."""
+        if module not in self._reads:
+            loads: dict[str, dict[str, None]] = {}
+            registers: dict[str, list[int]] = {}
+            tree = self.modules.tree(module)
+            for owner, node in _owned_nodes(tree) if tree is not None else ():
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and node.func.attr == "register_warmup":
+                    registers.setdefault(dotted_name(node.func.value), []).append(node.lineno)
+                if owner and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    loads.setdefault(node.id, {})[owner] = None
+            self._reads[module] = ({name: list(owners) for name, owners in loads.items()}, registers)
+        return self._reads[module]
 
     def _mentions(self) -> dict[str, list[str]]:
         """Identifier -> the engine modules whose text contains it (read once: the cheap prefilter)."""

@@ -9,9 +9,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from zerojit.codemods.jit_map import STATUSES, JitMap, jit_map_report, plot_jit_map
 from zerojit.codemods.runner import check_repo
 from zerojit.codemods.spec import VLLM_ORCHESTRATOR, VLLM_ORCHESTRATOR_ENTRY
 from zerojit.codemods.survey import Survey, survey_report
+from zerojit.contract.cache import CacheDirError, check_output_file
+
+from ..families import TIMELINE_FORMATS
 
 from .services import write_draft_specs
 from .shared import JsonOption, err, out, print_json, user_errors
@@ -26,6 +30,14 @@ def survey_command(
     draft_specs: Optional[Path] = typer.Option(None, "--draft-specs", help="Write one TOML migration spec per "
                                                "kernel a spec or a lift can move, each with a `confirm` list a human "
                                                "empties."),
+    kernels: bool = typer.Option(False, "--kernels", help="Map every JIT kernel of the tree instead (Triton, CuTe "
+                                 "DSL, FlyDSL, TileLang, contract objects), each with its status: registered, on "
+                                 "the contract but registered nowhere, reached by a legacy warmup, or warmed by "
+                                 "nothing zerojit can see (with who launches it)."),
+    status: list[str] = typer.Option(["unwarmed"], "--status", help="With --kernels: the statuses whose kernels the "
+                                     f"table lists ({', '.join(STATUSES)}; repeat it). --json lists every kernel."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="With --kernels: write a stacked bar per backend "
+                                        f"({', '.join(TIMELINE_FORMATS)}; needs zerojit[plots])."),
     as_json: bool = JsonOption,
 ) -> None:
     """Map an engine's remaining legacy warmups: what each compiles, where its kernels are built, what moves by spec.
@@ -36,8 +48,13 @@ def survey_command(
     with the contract, and a verdict per kernel and per warmup: "spec" (a spec can move it),
     "lift" (a plain Triton kernel the lift puts on the contract: given only where the lift
     accepts its launcher and legacy step), or "manual" (with why). --draft-specs writes one
-    spec per such kernel. Reads the tree with ast; imports nothing.
+    spec per such kernel. --kernels maps the whole tree's JIT kernels instead (the legacy
+    warmups' kernels carry their verdict there). Reads the tree with ast; imports nothing.
     """
+    if kernels:
+        return _jit_map(repo, orchestrator, entry, status, plot, as_json)
+    if plot is not None:
+        raise CacheDirError("--plot draws the JIT map: give --kernels too")
     findings = Survey(check_repo(repo), orchestrator, entry).run()
     written = write_draft_specs(findings, draft_specs, orchestrator) if draft_specs is not None else []
     if as_json:
@@ -50,7 +67,7 @@ def survey_command(
 
 def _survey_table(findings, orchestrator: str, entry: str) -> Table:
     table = Table(title=f"legacy warmups reached from {escape(orchestrator)}.{escape(entry)}(): {len(findings)}",
-                  show_lines=True)
+                  caption="every JIT kernel of the tree, and what warms it: zerojit survey --kernels", show_lines=True)
     for column in ("warmup", "called", "kernels (where selected)", "verdict"):
         table.add_column(column, overflow="fold")
     for finding in findings:
@@ -62,4 +79,51 @@ def _survey_table(findings, orchestrator: str, entry: str) -> Table:
         verdict = f"[green]{finding.verdict}[/]" if finding.verdict != "manual" else \
             "[yellow]manual[/]: " + escape(finding.reasons[0])
         table.add_row(escape(f"{finding.module}.{finding.function}"), escape(called), escape(kernels), verdict)
+    return table
+
+
+def _jit_map(repo: Path, orchestrator: str, entry: str, statuses: list[str], plot: Path | None,
+             as_json: bool) -> None:
+    unknown = [s for s in statuses if s not in STATUSES]
+    if unknown:
+        raise CacheDirError(f"--status {unknown[0]}: not one of {', '.join(STATUSES)}")
+    if plot is not None:
+        check_output_file(plot, "--plot")  # before the tree is read
+        if plot.suffix.lower() not in TIMELINE_FORMATS:
+            raise CacheDirError(f"--plot {plot}: name a {', '.join(TIMELINE_FORMATS)} file")
+    checked = check_repo(repo)
+    with err.status("reading every module of the tree for JIT kernels"):
+        report = jit_map_report(repo, *JitMap(checked, Survey(checked, orchestrator, entry)).run())
+    if plot is not None:
+        plot_jit_map(report, plot)
+        err.print(f"wrote {escape(str(plot))}", highlight=False)
+    if as_json:
+        print_json(report)
+        return
+    out.print(_counts_table(report))
+    listed = [k for k in report["kernels"] if k["status"] in statuses]
+    table = Table(title=f"{len(listed)} kernels {' / '.join(STATUSES[s] for s in statuses)}", show_lines=False)
+    for column in ("kernel", "backend", "status", "launched by / registered at / warmed by"):
+        table.add_column(column, overflow="fold")
+    for kernel in listed:
+        if kernel["status"] == "unwarmed":
+            where = ", ".join(kernel["launched_by"][:2] + kernel["constructed_in"][:2]) or "nothing found"
+        elif kernel["status"] == "legacy":
+            where = f"{', '.join(kernel['warmed_by'])} (survey verdict: {kernel['verdict']})"
+        else:
+            where = ", ".join(r["site"] + (f" if {r['gate']}" if r["gate"] else "") for r in kernel["registered_at"])
+        where += f" (via {kernel['via']})" if kernel["via"] else ""
+        table.add_row(escape(f"{kernel['module']}:{kernel['name']}"), kernel["backend"], kernel["status"],
+                      escape(where or "-"))
+    out.print(table)
+
+
+def _counts_table(report: dict) -> Table:
+    counts = report["counts"]
+    table = Table(title=f"JIT kernels of {escape(str(report['repo']))}: {counts['kernels']}")
+    for column in ("backend", *STATUSES, "total", "device helpers"):
+        table.add_column(column, justify="right" if column != "backend" else "left")
+    for backend, row in counts["by_backend"].items():
+        table.add_row(backend, *(str(row[s]) for s in STATUSES), str(row["total"]), str(row["device_helpers"]))
+    table.add_row("all", *(str(counts[s]) for s in STATUSES), str(counts["kernels"]), "", style="bold")
     return table
