@@ -14,11 +14,11 @@ from .registry import (
     register_warmup,
 )
 from .report import WarmupReport
-from .space import Choice, Empty, KeySpace, Product, Range, Where, Zip, expand
+from .space import Choice, Empty, KeySpace, Product, Range, Where, Zip, expand, next_power_of_two
 
 __all__ = [
     "Choice", "CompileKey", "Empty", "CoverageReport", "JitKernel", "KeySpace", "LimitsError", "MissedRegistrationWarning",
     "Outcome", "Parallelism", "Product", "Range", "ServingLimits", "Where", "WarmupPlan", "WarmupRegistry",
     "WarmupReport", "Zip", "clear_missed_registrations", "execute", "expand", "missed_registrations",
-    "register_warmup", "verify_zero_jit",
+    "next_power_of_two", "register_warmup", "verify_zero_jit",
 ]

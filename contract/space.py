@@ -41,6 +41,11 @@ class KeySpace(ABC):
         return self.points()
 
 
+def next_power_of_two(value: int) -> int:
+    """The smallest power of two at or above `value` (1 for anything below 2): how kernels bucket sizes."""
+    return 1 << max(0, value - 1).bit_length()
+
+
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"axis name {name!r} must be a Python identifier (it becomes a dispatch keyword)")

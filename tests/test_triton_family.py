@@ -73,10 +73,11 @@ def test_one_key_compiles_a_real_sm90_cubin_once_and_a_later_variant_is_reported
     assert facts["variants_after"] == 2
 
 
-def test_a_second_target_or_an_amd_one_is_refused_in_one_line(tmp_path):
+def test_a_second_target_or_an_unknown_one_is_refused_in_one_line(tmp_path):
     refused = probe("refusals", tmp_path)
     assert refused["sm100"].startswith("this process compiles Triton kernels for sm90; sm100 needs a process")
-    assert refused["gfx950"] == "the Triton backend compiles for NVIDIA targets, not 'gfx950'"
+    assert refused["gfx950"].startswith("this process compiles Triton kernels for sm90; gfx950 needs a process")
+    assert refused["tpu7"] == "the Triton backend compiles for NVIDIA (sm*) or AMD (gfx*) targets, not 'tpu7'"
 
 
 def test_preset_warmup_compiles_every_variant_then_loads_them_and_verify_grows_nothing(tmp_path):

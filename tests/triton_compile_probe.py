@@ -64,9 +64,9 @@ def compile_once():
 
 
 def refusals(cache_dir):
-    """One target per process, and NVIDIA targets only: each refusal's one line."""
+    """One target per process, and NVIDIA or AMD targets only: each refusal's one line."""
     seen = {}
-    for arch in ("sm100", "gfx950"):
+    for arch in ("sm100", "gfx950", "tpu7"):
         try:
             triton_backend.configure(arch, cache_dir)
         except triton_backend.BackendConfigError as exc:

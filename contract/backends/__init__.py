@@ -7,11 +7,14 @@ triton.py   Triton through a compile-only driver (sm_90, sm_100)
 A backend module is the implementation (PEP 544: modules may implement protocols), so a
 family names its backend by the module (`backend=cutedsl`) and shared code calls the same
 operations on all of them. A family that brings its own DSL brings a module (or any object)
-with these members. Importing a backend module imports no DSL: each loads its DSL when asked.
+with these members; a family whose kernels span built-in DSLs that can share a process names
+them `Together` (FlyDSL's TurboQuant decode and the Triton reduction its launcher runs next).
+Importing a backend module imports no DSL: each loads its DSL when asked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 from pathlib import Path
@@ -56,3 +59,62 @@ def loaded() -> list[Backend]:
     FlyDSL and CuTe DSL cannot share a process)."""
     found = [built_in(name) for name in BUILT_IN]
     return [backend for backend in found if backend.DSL_MODULE in sys.modules]
+
+
+@dataclasses.dataclass(frozen=True)
+class Together:
+    """Built-in backends whose kernels compile in one process, into one cache folder (each DSL keeps its own
+    files apart: FlyDSL's `<key>.pkl`, Triton's hash folders). Named by the members' names, so it is picklable
+    for a worker's setup, and its cache and bake folder ("flydsl+triton") is no member's alone."""
+
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if {"flydsl", "cutedsl"} <= set(self.names):
+            raise ValueError("FlyDSL and CuTe DSL cannot share a process (their MLIR runtimes collide)")
+        for name in self.names:
+            built_in(name)
+
+    @property
+    def members(self) -> list[Backend]:
+        return [built_in(name) for name in self.names]
+
+    @property
+    def NAME(self) -> str:  # noqa: N802 - the protocol's name
+        return "+".join(self.names)
+
+    @property
+    def DSL_MODULE(self) -> str:  # noqa: N802
+        return self.members[0].DSL_MODULE
+
+    @property
+    def PARALLELISM(self) -> Parallelism:  # noqa: N802
+        return self.members[0].PARALLELISM
+
+    def configure(self, arch: str, cache_dir: Path | None = None) -> Path:
+        """Every member targets `arch` with its disk cache in the same folder (the first member's default)."""
+        cache = self.members[0].configure(arch, cache_dir)
+        for member in self.members[1:]:
+            member.configure(arch, cache)
+        return cache
+
+    def fingerprint(self) -> dict[str, str]:
+        return {key: value for member in self.members for key, value in member.fingerprint().items()}
+
+    def install_compile_hook(self) -> None:
+        for member in self.members:
+            member.install_compile_hook()
+
+    def compiled_during(self, handle: Any, *args: Any, **kwargs: Any) -> Outcome:
+        return self._owner(handle).compiled_during(handle, *args, **kwargs)
+
+    def variant_count(self, handle: Any) -> int:
+        return self._owner(handle).variant_count(handle)
+
+    def _owner(self, handle: Any) -> Backend:
+        """The member whose DSL made `handle` (by the module its class comes from)."""
+        root = type(handle).__module__.split(".")[0]
+        for member in self.members:
+            if member.DSL_MODULE == root:
+                return member
+        raise TypeError(f"{type(handle).__name__} belongs to none of {self.NAME}")

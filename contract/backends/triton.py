@@ -3,10 +3,11 @@
 A `@triton.jit` kernel compiles the first time a launch brings a new specialization
 (argument types, integer value classes, pointer alignment, constexprs, options). With no
 driver Triton cannot even look that up, so this backend makes Triton's active driver a
-compile-only one: it names the target GPU (`GPUTarget("cuda", 90, 32)` for sm90) and
-nothing else. Then a kernel's own `warmup(...)` (Triton's launch path with `warmup=True`)
-binds the arguments, computes the specialization with Triton's own code, and compiles a
-real cubin for the target without launching it. Compiles are told apart from disk-cache
+compile-only one: it names the target GPU (`GPUTarget("cuda", 90, 32)` for sm90,
+`GPUTarget("hip", "gfx950", 64)` for gfx950) and nothing else. Then a kernel's own
+`warmup(...)` (Triton's launch path with `warmup=True`) binds the arguments, computes the
+specialization with Triton's own code, and compiles a real cubin (or hsaco) for the target
+without launching it. Compiles are told apart from disk-cache
 loads by Triton's compilation listener; the variant of a launch is Triton's own JIT cache
 key, read through `knobs.runtime.jit_cache_hook` without compiling.
 
@@ -47,6 +48,17 @@ _lock = threading.Lock()
 _configured: str | None = None
 
 
+# One integer per Triton value class: it specializes 1 as a constant and multiples of 16 as divisible.
+VALUE_CLASS_REPRESENTATIVE = {"one": 1, "div16": 16, "any": 17}
+
+
+def value_class(value: int) -> str:
+    """How Triton specializes a plain integer argument (not constexpr, not do_not_specialize)."""
+    if value == 1:
+        return "one"
+    return "div16" if value % 16 == 0 else "any"
+
+
 class CompileOnlyDriver:
     """Triton's active driver for a process that compiles and never launches: it only names the target."""
 
@@ -67,22 +79,29 @@ class CompileOnlyDriver:
 
 
 class Pointer:
-    """A tensor argument as Triton's specialization sees it: an element type, and whether its address is
-    16-byte aligned."""
+    """A tensor argument as Triton's specialization sees it: an element type, whether its address is 16-byte
+    aligned, and (on AMD, where Triton uses buffer loads for them) whether its storage spans at most 2 GB."""
 
-    def __init__(self, dtype: Any, aligned: bool = True):
-        self.dtype, self.aligned = dtype, aligned
+    def __init__(self, dtype: Any, aligned: bool = True, within_2gb: bool = True):
+        self.dtype, self.aligned, self.within_2gb = dtype, aligned, within_2gb
 
     def data_ptr(self) -> int:
         return 0 if self.aligned else 1
 
+    def ptr_range(self) -> int:
+        """Bytes the storage spans, as Triton's HIP backend asks: past 2**31 - 1 when not within 2 GB."""
+        return 0 if self.within_2gb else 1 << 31
+
 
 def target(arch: str) -> Any:
-    """The GPUTarget Triton compiles for on an NVIDIA `arch` ("sm90" -> cuda 90, warp size 32)."""
+    """The GPUTarget Triton compiles for: an NVIDIA `arch` ("sm90" -> cuda 90, warp size 32) or an AMD one
+    ("gfx950" -> hip gfx950, wave size 64; Triton links the code object with its own LLD, no ROCm needed)."""
     from triton.backends.compiler import GPUTarget
 
+    if arch.startswith("gfx"):
+        return GPUTarget("hip", arch, 64)
     if not arch.startswith("sm"):
-        raise BackendConfigError(f"the Triton backend compiles for NVIDIA targets, not {arch!r}")
+        raise BackendConfigError(f"the Triton backend compiles for NVIDIA (sm*) or AMD (gfx*) targets, not {arch!r}")
     major, minor = device_capability(arch)
     return GPUTarget("cuda", major * 10 + minor, 32)
 
@@ -124,19 +143,25 @@ def _listen(*, src: Any, metadata: Any, metadata_group: dict[str, str], times: A
             record_artifact(group)
 
 
+def compiles_in_this_thread() -> int:
+    """Real compiles (not disk-cache loads) this thread has made since the backend was configured."""
+    return getattr(_counts, "value", 0)
+
+
 def compiled_during(jit_fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     """`jit_fn.warmup(*args, **kwargs)`, compile-only; say whether Triton compiled or found the variant cached.
 
-    The compiled kernel must hold machine code (an empty cubin would pass silently otherwise).
+    The compiled kernel must hold machine code (an empty cubin or code object would pass silently otherwise).
     """
     if _configured is None:
         raise BackendConfigError("Triton backend not configured: call "
                                  "zerojit.contract.backends.triton.configure() first")
-    before = getattr(_counts, "value", 0)
+    before = compiles_in_this_thread()
     compiled = jit_fn.warmup(*args, **kwargs)
-    if compiled is None or not compiled.asm.get("cubin"):
-        raise BackendConfigError(f"{getattr(jit_fn, '__name__', jit_fn)}: Triton returned no cubin for this variant")
-    return Outcome.CACHED if getattr(_counts, "value", 0) == before else Outcome.COMPILED
+    if compiled is None or not (compiled.asm.get("cubin") or compiled.asm.get("hsaco")):
+        raise BackendConfigError(f"{getattr(jit_fn, '__name__', jit_fn)}: Triton returned no machine code for this "
+                                 "variant")
+    return Outcome.CACHED if compiles_in_this_thread() == before else Outcome.COMPILED
 
 
 @contextlib.contextmanager

@@ -16,8 +16,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from zerojit.contract import CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip
+from zerojit.contract import (CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip,
+                              next_power_of_two)
 from zerojit.contract.backends import triton as triton_backend
+from zerojit.contract.backends.triton import VALUE_CLASS_REPRESENTATIVE, value_class
 from zerojit.contract.limits import torch_dtype
 
 from .engine_kernel import FAMILY, engine_kernel
@@ -25,19 +27,6 @@ from .engine_kernel import FAMILY, engine_kernel
 MAX_ROW_BYTES = 65536      # one program holds a group of at most 64 KB (wider groups are refused)
 MAX_ROWS_PER_BLOCK = 4
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
-# One integer per Triton value class: it specializes 1 as a constant and multiples of 16 as divisible.
-VALUE_CLASS_REPRESENTATIVE = {"one": 1, "div16": 16, "any": 17}
-
-
-def value_class(value: int) -> str:
-    """How Triton specializes a plain integer argument (not constexpr, not do_not_specialize)."""
-    if value == 1:
-        return "one"
-    return "div16" if value % 16 == 0 else "any"
-
-
-def next_power_of_two(value: int) -> int:
-    return 1 << max(0, value - 1).bit_length()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,9 @@ from zerojit.contract.limits import serving_dtype, torch_dtype
 from zerojit.migrate.engine_trees.warmup import EngineRunError, VllmPlatform, vllm_worker
 
 from .engine_kernel import KERNEL_RELEASE, triton_stub
-from .kernel import LayerNormKey, value_class
+from zerojit.contract.backends.triton import value_class
+
+from .kernel import LayerNormKey
 from .spec import SPEC
 
 LEGACY_RELEASE = KERNEL_RELEASE

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from zerojit.contract import CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip
+from zerojit.contract import (CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip,
+                              next_power_of_two)
 from zerojit.contract.backends import cutedsl as cutedsl_backend
 from zerojit.contract.limits import torch_dtype
 
@@ -26,7 +27,7 @@ MAX_WARPS = 32
 
 def bucket_query_len(query_len: int) -> int:
     """Round the longest query of a step up to a power of two (FA4's scheduling bound)."""
-    return 1 << max(0, query_len - 1).bit_length()
+    return next_power_of_two(query_len)
 
 
 def next_bucket_start(query_len: int) -> int:
@@ -37,7 +38,7 @@ def next_bucket_start(query_len: int) -> int:
 def warps_bucket(num_reqs: int) -> int:
     """Warps of the split combine: one per 31 requests, at most 32, rounded up to a power of two."""
     warps = min(-(-num_reqs // REQS_PER_WARP), MAX_WARPS)
-    return 1 << (warps - 1).bit_length()
+    return next_power_of_two(warps)
 
 
 def num_splits(*, arch: str, is_local: bool, num_reqs: int, max_seqlen_q: int, num_heads: int, num_kv_heads: int,

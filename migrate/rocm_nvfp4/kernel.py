@@ -13,7 +13,8 @@ import abc
 import dataclasses
 from typing import Any, ClassVar
 
-from zerojit.contract import Choice, CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits
+from zerojit.contract import (Choice, CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits,
+                              next_power_of_two)
 from zerojit.contract.backends import flydsl as flydsl_backend
 
 FAMILY = "rocm-nvfp4"
@@ -56,10 +57,6 @@ class ModelDims:
     head_dim: int = 128
     index_head_dim: int = 128
     topk: int = 2048
-
-
-def _next_pow2(value: int) -> int:
-    return 1 << (value - 1).bit_length()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,7 +225,7 @@ class IndexDecode(FlyDSLLauncher):
 
     def dispatch(self, *, num_reqs: int, query_len: int, max_context_len: int) -> IndexDecodeKey:
         buffered = num_reqs * max_context_len > self.thresholds.index_decode_direct_max_scores
-        return IndexDecodeKey(self.dims.index_head_dim, _next_pow2(num_reqs * query_len), buffered)
+        return IndexDecodeKey(self.dims.index_head_dim, next_power_of_two(num_reqs * query_len), buffered)
 
     def key_space(self, limits: ServingLimits) -> KeySpace:
         # Buffering grows with the context, so the shortest and longest contexts reach
