@@ -23,7 +23,7 @@ from zerojit.migrate.fa4_mla_prefill.model import FA4_MLA_PREFILL
 from zerojit.migrate.rocm_nvfp4.kernel import SparseDecode
 
 runner = CliRunner()
-FAMILIES = ("fa4-mla-prefill", "inkling-rel-attention", "rocm-nvfp4", "fla-layer-norm")
+FAMILIES = ("fa4-mla-prefill", "inkling-rel-attention", "rocm-nvfp4", "fla-layer-norm", "flydsl-turboquant-decode")
 TREE_FAMILIES = ("fa4-mla-prefill", "inkling-rel-attention")
 DEEPSEEK = MLADims(128, 64, 128)
 
