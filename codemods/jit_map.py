@@ -430,15 +430,16 @@ def _receivers(receiver: ast.expr, assigned: dict[str, ast.expr], depth: int = 0
 
 
 def jit_map_report(repo: Path, kernels: list[MappedKernel], device: dict[str, int],
-                   unresolved: list[Registration]) -> dict[str, Any]:
-    """The stable JSON form (format "zerojit-jit-map/1", documented in the README)."""
+                   unresolved: list[Registration], problem: str | None = None) -> dict[str, Any]:
+    """The stable JSON form (format "zerojit-jit-map/1", documented in the README); `problem`: why no kernel can
+    be reached by a legacy warmup (the orchestrator is missing or unreadable), or None."""
     counts = {backend: {status: sum(k.backend == backend and k.status == status for k in kernels)
                         for status in STATUSES} for backend in BACKENDS}
     for backend, row in counts.items():
         row["total"] = sum(row.values())
         row["device_helpers"] = device.get(backend, 0)
     totals = {status: sum(k.status == status for k in kernels) for status in STATUSES}
-    return {"format": JIT_MAP_FORMAT, "repo": str(repo), "statuses": STATUSES,
+    return {"format": JIT_MAP_FORMAT, "repo": str(repo), "statuses": STATUSES, "orchestrator_problem": problem,
             "counts": {"kernels": len(kernels), **totals, "by_backend": counts},
             "kernels": [k.to_dict() for k in kernels],
             "unresolved_registrations": [dataclasses.asdict(r) for r in unresolved]}

@@ -74,24 +74,34 @@ def _is_warmup_name(name: str) -> bool:
 
 class Survey:
     def __init__(self, repo: Path, orchestrator: str = "vllm.model_executor.warmup.kernel_warmup",
-                 entry: str = "kernel_warmup"):
+                 entry: str = "kernel_warmup", require_orchestrator: bool = True):
+        """`require_orchestrator=False`: a tree without the orchestrator (an engine with no legacy warmup left) is
+        surveyed as having no legacy warmups (`orchestrator_problem` says why) instead of refused."""
         self.repo, self.orchestrator, self.entry = Path(repo), orchestrator, entry
         self.modules = RepoModules(self.repo, orchestrator.split(".")[0])
         self.warmup_package = orchestrator.rpartition(".")[0]
-        if self.modules.tree(orchestrator) is None:
-            why = self.modules.why_unreadable(orchestrator)
-            if why:
-                raise FileNotFoundError(f"the orchestrator module {orchestrator} cannot be read: {why}")
-            raise FileNotFoundError(f"{repo} has no orchestrator module {orchestrator} (--orchestrator names it)")
-        if not isinstance(self.modules.definition(orchestrator, entry), ast.FunctionDef):
-            raise FileNotFoundError(f"{orchestrator} defines no function {entry}()")
+        self.orchestrator_problem = self._orchestrator_problem()
+        if self.orchestrator_problem and require_orchestrator:
+            raise FileNotFoundError(self.orchestrator_problem)
         self._index: dict[str, list[str]] | None = None
         self._reads: dict[str, tuple[dict[str, list[str]], dict[str, list[int]]]] = {}
+
+    def _orchestrator_problem(self) -> str | None:
+        if self.modules.tree(self.orchestrator) is None:
+            why = self.modules.why_unreadable(self.orchestrator)
+            if why:
+                return f"the orchestrator module {self.orchestrator} cannot be read: {why}"
+            return f"{self.repo} has no orchestrator module {self.orchestrator} (--orchestrator names it)"
+        if not isinstance(self.modules.definition(self.orchestrator, self.entry), ast.FunctionDef):
+            return f"{self.orchestrator} defines no function {self.entry}()"
+        return None
 
     # -- the orchestrator ------------------------------------------------------------------------
 
     def run(self) -> list[WarmupFinding]:
         findings: list[WarmupFinding] = []
+        if self.orchestrator_problem:
+            return findings
         tree = self.modules.tree(self.orchestrator)
         sites = [s for s in call_sites(tree, lambda call, assigned: True, loops_allowed=True)
                  if s.function.name == self.entry]

@@ -273,6 +273,23 @@ def test_a_small_engine_one_kernel_of_each_kind_and_status(tmp_path):
     assert found[("ops.decode", "Attention.__call__")]["constructed_in"] == ["eng.layers:Decoder"]
 
 
+def test_a_tree_with_no_legacy_warmup_left_is_mapped_with_a_warning(tmp_path):
+    for rel, text in ENGINE.items():
+        if not rel.startswith("eng/warmup/"):
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(textwrap.dedent(text))
+    result = runner.invoke(app, ["survey", "--kernels", "--repo", str(tmp_path), "--orchestrator",
+                                 "eng.warmup.kernel_warmup", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["orchestrator_problem"].endswith("has no orchestrator module eng.warmup.kernel_warmup "
+                                                     "(--orchestrator names it)")
+    assert "no kernel is listed as reached by a legacy warmup" in result.stderr
+    norm = next(k for k in document["kernels"] if k["name"] == "_rms_norm_kernel")
+    assert (norm["status"], norm["launched_by"], norm["constructed_in"]) == (
+        "unwarmed", ["eng.ops.norm:rms_norm"], ["eng.layers:Norm"])
+
+
 @pytest.mark.parametrize("args, why", [
     (["--plot", "map.png"], "--plot draws the JIT map: give --kernels too"),
     (["--kernels", "--status", "cold"], "--status cold: not one of registered"),

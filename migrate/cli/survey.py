@@ -92,8 +92,12 @@ def _jit_map(repo: Path, orchestrator: str, entry: str, statuses: list[str], plo
         if plot.suffix.lower() not in TIMELINE_FORMATS:
             raise CacheDirError(f"--plot {plot}: name a {', '.join(TIMELINE_FORMATS)} file")
     checked = check_repo(repo)
+    survey = Survey(checked, orchestrator, entry, require_orchestrator=False)
+    if survey.orchestrator_problem:
+        err.print(f"[yellow]warning:[/] {escape(survey.orchestrator_problem)}: no kernel is listed as reached by a "
+                  "legacy warmup", highlight=False)
     with err.status("reading every module of the tree for JIT kernels"):
-        report = jit_map_report(repo, *JitMap(checked, Survey(checked, orchestrator, entry)).run())
+        report = jit_map_report(repo, *JitMap(checked, survey).run(), survey.orchestrator_problem)
     if plot is not None:
         plot_jit_map(report, plot)
         err.print(f"wrote {escape(str(plot))}", highlight=False)
