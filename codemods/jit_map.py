@@ -302,13 +302,11 @@ class JitMap:
                 continue
             for owner, function, call in _calls_named(tree, "register_warmup"):
                 gate, assigned = _context(tree, function, call)
-                found = []
                 for receiver, condition in _receivers(call.func.value, assigned):
                     target = self.modules.reference(module, receiver)
-                    found.append((kernels.get(target) if target else None, receiver,
-                                  " and ".join(c for c in (gate, condition) if c) or None))
-                for kernel, receiver, where in found:
-                    registration = Registration(f"{module}:{call.lineno}", f"{module}:{owner}", where)
+                    kernel = kernels.get(target) if target else None
+                    registration = Registration(f"{module}:{call.lineno}", f"{module}:{owner}",
+                                                " and ".join(c for c in (gate, condition) if c) or None)
                     if kernel is None:
                         unresolved.append(dataclasses.replace(
                             registration, owner=f"{registration.owner} ({ast.unparse(receiver)})"))
