@@ -107,6 +107,10 @@ class JitMap:
 
     # -- the map -----------------------------------------------------------------------------------
 
+    def unreadable(self) -> dict[str, str]:
+        """The engine's modules the map could not read (they hold no kernel it can see), with why."""
+        return {module: why for module in self._modules if (why := self.modules.why_unreadable(module))}
+
     def run(self) -> tuple[list[MappedKernel], dict[str, int], list[Registration]]:
         """(entry kernels with their statuses, device helpers and kernels per backend, registrations naming nothing
         this map resolves)."""
@@ -148,7 +152,8 @@ class JitMap:
         return self._found[module]
 
     def _decorated(self, module: str, body: list[ast.stmt]) -> Iterator[_Definition]:
-        """DSL-decorated functions in `body`, at any depth, each with the module-level name it is reached through."""
+        """DSL-decorated functions in `body`, at any depth (under `if` / `try` / `with` too), each with the
+        module-level name it is reached through."""
         def visit(body: list[ast.stmt], prefix: str, method_of: str | None, top: str | None) -> Iterator[_Definition]:
             for node in body:
                 if isinstance(node, ast.ClassDef):
@@ -160,6 +165,9 @@ class JitMap:
                         backend, decorator, device = found
                         yield _Definition(qualname, node, backend, decorator, device, method_of, top or node.name)
                     yield from visit(node.body, f"{qualname}.<locals>.", None, top or node.name)
+                else:
+                    for block in _blocks(node):
+                        yield from visit(block, prefix, method_of, top)
 
         yield from visit(body, "", None, None)
 
@@ -171,42 +179,52 @@ class JitMap:
             written = dotted_name(decorator)
             if "with_warmup" in written.rsplit(".", 1)[-1]:
                 return None  # a dispatcher on the contract: a contract object, mapped with those
-            backend = self._dsl_of(module, written)
-            if backend is not None:
-                found.append((backend, written))
+            path = self._dsl_of(module, written)
+            if path is not None:
+                found.append((path, written))
         if not found:
             return None
-        if found[0][0] == "triton":
-            kinds = {written.rsplit(".", 1)[-1]: written for _, written in found}
+        backend = DSL_ROOTS[found[0][0].split(".")[0]]
+        if backend == "triton":
+            kinds = {path.rsplit(".", 1)[-1]: written for path, written in found}
             kind = next((k for k in TRITON_KINDS if k in kinds), "jit")
-            gluon = any("gluon" in written for _, written in found)
+            gluon = any(".gluon." in path for path, _ in found)
             return ("triton-gluon" if gluon else f"triton-{kind}"), kinds.get(kind, found[0][1]), False
-        backend, written = found[0]
-        return backend, written, written.rsplit(".", 1)[-1] in DEVICE_DECORATORS
+        path, written = found[0]
+        return backend, written, path.rsplit(".", 1)[-1] in DEVICE_DECORATORS
 
-    def _dsl_of(self, module: str, written: str) -> str | None:
-        """The DSL of a decorator: by the package its name is imported from, or, for an engine function
-        (vLLM's `tilelang_jit`), by the DSL decorator its body applies."""
+    def _dsl_of(self, module: str, written: str, depth: int = 0) -> str | None:
+        """The DSL decorator a decorator written in `module` is, as its full dotted path ("triton.jit",
+        "cutlass.cute.kernel"): by where its name is imported from (an alias included: `from triton import jit as
+        tjit`, `my_jit = triton.jit`), or, for an engine function (vLLM's `tilelang_jit`), by the DSL decorator its
+        body applies. None: not a DSL's."""
         head, _, rest = written.partition(".")
-        last = written.rsplit(".", 1)[-1]
         source, name = self.modules.imports(module).get(head, (None, None))
-        if source is not None:
-            if self.modules.ours(source):  # an engine module's name: where it really comes from
-                home, defined = self.modules.resolve(source, name) if name else (source, None)
-                if defined is not None and isinstance(self.modules.definition(home, defined),
-                                                      (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    return None if rest else self._dsl_applied_by(home, defined)
-                source, name = home, defined
-            root = source.split(".")[0]
-            if root in DSL_ROOTS and last in ENTRY_DECORATORS + DEVICE_DECORATORS:
-                return DSL_ROOTS[root]
-            return None
-        if isinstance(self.modules.definition(module, head), (ast.FunctionDef, ast.AsyncFunctionDef)) and not rest:
-            return self._dsl_applied_by(module, head)
+        if source is not None and self.modules.ours(source):  # an engine module's name: where it really comes from
+            home, defined = self.modules.resolve(source, name) if name else (source, None)
+            if defined is not None and self.modules.ours(home):
+                return self._dsl_of_definition(home, defined, rest, depth)
+            source, name = home, defined  # a module, or a name the engine imports from a DSL
+        if source is None:
+            return self._dsl_of_definition(module, head, rest, depth) if self.modules.definition(module, head) \
+                else None
+        path = ".".join(part for part in (source, name, rest) if part)
+        if path.split(".")[0] in DSL_ROOTS and path.rsplit(".", 1)[-1] in ENTRY_DECORATORS + DEVICE_DECORATORS:
+            return path
+        return None
+
+    def _dsl_of_definition(self, module: str, name: str, rest: str, depth: int) -> str | None:
+        """A decorator that `module` defines as `name`: an engine function applying a DSL decorator, or an alias
+        (`my_jit = tr.jit`)."""
+        node = self.modules.definition(module, name)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None if rest else self._dsl_applied_by(module, name)
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)) and depth < 4:
+            return self._dsl_of(module, ".".join(p for p in (dotted_name(node.value), rest) if p), depth + 1)
         return None
 
     def _dsl_applied_by(self, module: str, name: str) -> str | None:
-        """The DSL whose decorator an engine function applies (`return tilelang.jit(...)(fn)`), if any."""
+        """The DSL decorator (its dotted path) an engine function applies (`return tilelang.jit(...)(fn)`), if any."""
         if (module, name) not in self._dsl_functions:
             self._dsl_functions[(module, name)] = None  # a recursive decorator decides nothing
             node = self.modules.definition(module, name)
@@ -239,9 +257,13 @@ class JitMap:
         if definition.method_of is not None:
             if name == "__call__":
                 return True
+            # A Triton kernel held by a class is launched as `self.kernel[grid](...)`; a CuTe DSL method other than
+            # __call__ compiles as an entry only when host code hands it to a call (`cute.compile(self.run, ...)`).
             holders = set(mentions.get(definition.method_of, ()))
-            return any(name in self._reads_outside_dsl(other).passed_methods for other in mentions.get(name, ())
-                       if other in holders)
+            triton = definition.backend.startswith("triton")
+            return any(name in (reads.names if triton else reads.passed_methods)
+                       for other in mentions.get(name, ()) if other in holders
+                       for reads in [self._reads_outside_dsl(other)])
         reading = [other for other in mentions.get(name, ()) if name in self._reads_outside_dsl(other).everything]
         return not reading or any(name in self._reads_outside_dsl(other).names for other in reading)
 
@@ -335,7 +357,9 @@ class JitMap:
         for (module, name), kernel in kernels.items():
             if kernel.backend == "contract" or kernel.via:
                 continue
-            owners = self.survey._uses(module, tops.get((module, name), name))[1]
+            top = tops.get((module, name), name)
+            # A method of the object's class (a Triton kernel it holds), or a kernel its class reads.
+            owners = [f"{module}:{top}"] + self.survey._uses(module, top)[1]
             holder = next((by_class[owner] for owner in owners if owner in by_class), None)
             if holder is not None:
                 _take_status(kernel, holder)
@@ -374,6 +398,16 @@ class JitMap:
                 break
             frontier = following
         return launchers, list(dict.fromkeys(classes))
+
+
+def _blocks(node: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """The statement blocks of a compound statement (`if`, `try`, `with`, loops): definitions under them count."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(node, field, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            yield block
+    for handler in getattr(node, "handlers", ()):
+        yield handler.body
 
 
 def _take_status(kernel: MappedKernel, holder: MappedKernel) -> None:
@@ -428,9 +462,11 @@ def _receivers(receiver: ast.expr, assigned: dict[str, ast.expr], depth: int = 0
 
 
 def jit_map_report(repo: Path, kernels: list[MappedKernel], device: dict[str, int],
-                   unresolved: list[Registration], problem: str | None = None) -> dict[str, Any]:
+                   unresolved: list[Registration], problem: str | None = None,
+                   unreadable: dict[str, str] | None = None) -> dict[str, Any]:
     """The stable JSON form (format "zerojit-jit-map/1", documented in the README); `problem`: why no kernel can
-    be reached by a legacy warmup (the orchestrator is missing or unreadable), or None."""
+    be reached by a legacy warmup (the orchestrator is missing or unreadable), or None; `unreadable`: modules
+    the map could not read, with why."""
     counts = {backend: {status: sum(k.backend == backend and k.status == status for k in kernels)
                         for status in STATUSES} for backend in BACKENDS}
     for backend, row in counts.items():
@@ -440,7 +476,8 @@ def jit_map_report(repo: Path, kernels: list[MappedKernel], device: dict[str, in
     return {"format": JIT_MAP_FORMAT, "repo": str(repo), "statuses": STATUSES, "orchestrator_problem": problem,
             "counts": {"kernels": len(kernels), **totals, "by_backend": counts},
             "kernels": [k.to_dict() for k in kernels],
-            "unresolved_registrations": [dataclasses.asdict(r) for r in unresolved]}
+            "unresolved_registrations": [dataclasses.asdict(r) for r in unresolved],
+            "unreadable_modules": dict(unreadable or {})}
 
 
 STATUS_COLORS = {"registered": "tab:green", "unregistered": "tab:olive", "legacy": "tab:orange",

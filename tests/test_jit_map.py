@@ -273,6 +273,89 @@ def test_a_small_engine_one_kernel_of_each_kind_and_status(tmp_path):
     assert found[("ops.decode", "Attention.__call__")]["constructed_in"] == ["eng.layers:Decoder"]
 
 
+SPELLINGS = {
+    "eng/__init__.py": "",
+    "eng/jit.py": ENGINE["eng/jit.py"],
+    "eng/ops/__init__.py": "",
+    "eng/ops/spelled.py": """
+        import triton as tr
+        from triton import jit as tjit
+        from triton.experimental.gluon import jit as gjit
+        from eng.jit import JitKernel
+
+        my_jit = tr.jit
+        HAS_TRITON = True
+
+        if HAS_TRITON:
+            @tr.jit
+            def _under_if(X):
+                pass
+
+        try:
+            @tjit
+            def _aliased(X):
+                pass
+        except ImportError:
+            pass
+
+        @gjit
+        def _gluon(X):
+            pass
+
+        @my_jit
+        def _bound_alias(X):
+            pass
+
+        class CopyKernel(JitKernel):
+            @staticmethod
+            @tr.jit
+            def kernel(X):
+                pass
+
+            def compile(self, key):
+                self.kernel[(1,)](key)
+
+        COPY_KERNEL = CopyKernel()
+
+        def launch(x):
+            _under_if[(1,)](x)
+            _aliased[(1,)](x)
+            _gluon[(1,)](x)
+            _bound_alias[(1,)](x)
+        """,
+    "eng/ops/broken.py": "import triton\n\n@triton.jit\ndef _lost(X:\n",
+    "eng/layers.py": """
+        from eng.ops.spelled import COPY_KERNEL
+
+        class Copy:
+            def __init__(self):
+                COPY_KERNEL.register_warmup()
+        """,
+}
+
+
+def test_every_way_of_writing_a_kernel_is_found_and_an_unreadable_module_is_named(tmp_path):
+    for rel, text in SPELLINGS.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(textwrap.dedent(text))
+    result = runner.invoke(app, ["survey", "--kernels", "--repo", str(tmp_path), "--orchestrator",
+                                 "eng.warmup.kernel_warmup", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    found = {k["name"]: (k["backend"], k["status"]) for k in document["kernels"]}
+    assert found == {"_under_if": ("triton-jit", "unwarmed"), "_aliased": ("triton-jit", "unwarmed"),
+                     "_gluon": ("triton-gluon", "unwarmed"), "_bound_alias": ("triton-jit", "unwarmed"),
+                     "CopyKernel.kernel": ("triton-jit", "registered"), "COPY_KERNEL": ("contract", "registered")}
+    held = next(k for k in document["kernels"] if k["name"] == "CopyKernel.kernel")
+    assert held["via"] == "eng.ops.spelled:COPY_KERNEL"
+    (why,) = document["unreadable_modules"].values()
+    assert list(document["unreadable_modules"]) == ["eng.ops.broken"] and "does not parse" in why
+    assert "eng.ops.broken is not mapped" in result.stderr
+    # Without --orchestrator the map would read vllm/, which this tree does not hold: one line.
+    refused = runner.invoke(app, ["survey", "--kernels", "--repo", str(tmp_path)])
+    assert refused.exit_code == 2 and "holds no vllm/ package" in refused.output
+
+
 def test_a_tree_with_no_legacy_warmup_left_is_mapped_with_a_warning(tmp_path):
     for rel, text in ENGINE.items():
         if not rel.startswith("eng/warmup/"):

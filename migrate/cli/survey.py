@@ -92,12 +92,19 @@ def _jit_map(repo: Path, orchestrator: str, entry: str, statuses: list[str], plo
         if plot.suffix.lower() not in TIMELINE_FORMATS:
             raise CacheDirError(f"--plot {plot}: name a {', '.join(TIMELINE_FORMATS)} file")
     checked = check_repo(repo)
+    package = orchestrator.split(".")[0]
+    if not (checked / package).is_dir():
+        raise FileNotFoundError(f"{repo} holds no {package}/ package: the map reads the orchestrator's package; name "
+                                "the engine's with --orchestrator PACKAGE.module")
     survey = Survey(checked, orchestrator, entry, require_orchestrator=False)
     if survey.orchestrator_problem:
         err.print(f"[yellow]warning:[/] {escape(survey.orchestrator_problem)}: no kernel is listed as reached by a "
                   "legacy warmup", highlight=False)
     with err.status("reading every module of the tree for JIT kernels"):
-        report = jit_map_report(repo, *JitMap(checked, survey).run(), survey.orchestrator_problem)
+        jit_map = JitMap(checked, survey)
+        report = jit_map_report(repo, *jit_map.run(), survey.orchestrator_problem, jit_map.unreadable())
+    for module, why in report["unreadable_modules"].items():
+        err.print(f"[yellow]warning:[/] {escape(module)} is not mapped: {escape(why)}", highlight=False)
     if plot is not None:
         plot_jit_map(report, plot)
         err.print(f"wrote {escape(str(plot))}", highlight=False)
