@@ -25,7 +25,8 @@ from .presets import PRESETS
 
 
 def _construct(preset: Preset[TurboQuantPresetModel]):
-    layers = [TurboQuantAttention(preset.limits, preset.model.layer, preset.model.max_num_kv_splits)
+    model = preset.model
+    layers = [TurboQuantAttention(preset.limits, model.layer, model.max_num_kv_splits, model.pool_rows)
               for _ in range(preset.num_layers)]
     return layers[0].kernels
 

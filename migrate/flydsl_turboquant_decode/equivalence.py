@@ -55,6 +55,7 @@ class TurboQuantConfig:
     sliding_window: int | None = None
     has_sinks: bool = False
     max_num_seqs: int = 256
+    pool_rows: int = 512        # vLLM's largest CUDA-graph capture size
 
     @property
     def num_heads(self) -> int:
@@ -91,7 +92,7 @@ def _full() -> list[TurboQuantConfig]:
             MODELS, TP_SIZES, BLOCK_SIZES, KV_CACHE_DTYPES, MODEL_LENS, KV_SPLITS)):
         configs.append(TurboQuantConfig(model, tp, block, kv, length, splits, ("bf16", "fp16")[index % 2],
                                         ARCHS[index // 7 % 2], index % 11 != 0, (None, 4096)[index % 13 == 0],
-                                        index % 17 == 0, (256, 1, 1024)[index % 3]))
+                                        index % 17 == 0, (256, 1, 1024)[index % 3], (512, 4096)[index % 5 == 0]))
     return configs
 
 
@@ -109,14 +110,16 @@ class TurboQuantEquivalence:
                          max_model_len=st.integers(16, 300_000), max_num_kv_splits=st.integers(1, 128),
                          dtype=st.sampled_from(("bf16", "fp16")), arch=st.sampled_from(ARCHS),
                          enable_jit_warmup=st.booleans(), sliding_window=st.sampled_from((None, 0, 1024)),
-                         has_sinks=st.booleans(), max_num_seqs=st.integers(1, 2048))
+                         has_sinks=st.booleans(), max_num_seqs=st.integers(1, 2048),
+                         pool_rows=st.sampled_from((1, 512, 8192)))
 
     def legacy_keys(self, config: TurboQuantConfig) -> set[str]:
         return canonical(engine_keys(config))
 
     def migrated_keys(self, config: TurboQuantConfig) -> set[str]:
         limits = config.limits()
-        return keys_via_registry(limits, lambda: TurboQuantAttention(limits, config.layer(), config.max_num_kv_splits))
+        return keys_via_registry(limits, lambda: TurboQuantAttention(limits, config.layer(), config.max_num_kv_splits,
+                                                                     config.pool_rows))
 
     def intended(self, config: TurboQuantConfig, legacy: set[str], migrated: set[str]) -> str | None:
         if not config.enable_jit_warmup and not migrated:

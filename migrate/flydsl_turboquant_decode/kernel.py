@@ -24,6 +24,7 @@ from zerojit.contract import (Choice, CompileKey, JitKernel, KeySpace, Outcome, 
 from zerojit.contract.backends import flydsl as flydsl_backend
 from zerojit.contract.backends import triton as triton_backend
 from zerojit.contract.backends.triton import VALUE_CLASS_REPRESENTATIVE, value_class
+from zerojit.contract.kernel import BackendConfigError
 from zerojit.contract.limits import torch_dtype
 
 from .engine_kernel import FAMILY, compile_only_launches, launcher_module
@@ -34,7 +35,7 @@ MAX_PARTITIONS = 32        # the launcher caps the split count, then loops over 
 BLOCK_SIZES = (16, 32)     # KV block sizes the kernel walks
 GROUP_SIZES = (6, 8, 16)   # query heads per KV head it computes
 TOKEN_ALIGNMENT = 128      # vLLM pads a block table's width to whole 128-token runs
-POOL_ROWS = 512            # the launcher's buffers hold this many sequences (when vLLM names no CUDA-graph sizes)
+DEFAULT_POOL_ROWS = 512    # the launcher pools its buffers for this many sequences when vLLM names no CUDA-graph sizes
 BUFFER_LIMIT = 2 ** 31 - 1  # on AMD Triton specializes a pointer on its storage spanning at most this many bytes
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 KV_CACHE_DTYPES = {        # TurboQuant presets: (key bits, value bits); 8 key bits = FP8 keys
@@ -116,28 +117,37 @@ class _DecodeCallKernel(JitKernel):
     family: ClassVar[str] = FAMILY
 
     @staticmethod
-    def launch_shape(limits: ServingLimits, layer: TurboQuantLayer, max_num_kv_splits: int) -> dict[str, Any]:
-        """A layer's fixed decode inputs on this server: its facts, the target, and the block table's width."""
+    def launch_shape(limits: ServingLimits, layer: TurboQuantLayer, max_num_kv_splits: int,
+                     pool_rows: int = DEFAULT_POOL_ROWS) -> dict[str, Any]:
+        """A layer's fixed decode inputs on this server: its facts, the target, the block table's width, and the
+        sequences the launcher pools its buffers for (vLLM's largest CUDA-graph capture size)."""
         return {"layer": layer, "arch": limits.arch, "dtype": limits.dtype, "max_num_kv_splits": max_num_kv_splits,
-                "block_table_width": block_table_width(limits.max_model_len, layer.block_size)}
+                "block_table_width": block_table_width(limits.max_model_len, layer.block_size),
+                "pool_rows": pool_rows}
 
-    def key_space(self, limits: ServingLimits, *, layer: TurboQuantLayer, max_num_kv_splits: int) -> KeySpace:
-        """The decode steps a server can run: 1..max_num_seqs sequences, each up to max_model_len tokens long."""
-        return Zip([self.launch_shape(limits, layer, max_num_kv_splits)]) * \
-            Range("num_seqs", 1, limits.max_num_seqs) * Choice("max_seq_len", (1, limits.max_model_len))
+    def key_space(self, limits: ServingLimits, *, layer: TurboQuantLayer, max_num_kv_splits: int,
+                  pool_rows: int = DEFAULT_POOL_ROWS) -> KeySpace:
+        """The decode steps a server can run: 1..max_num_seqs sequences, each up to max_model_len tokens long, with
+        the output in vLLM's workspace, which the rest of the model sizes (so under 2 GB or past it)."""
+        return Zip([self.launch_shape(limits, layer, max_num_kv_splits, pool_rows)]) * \
+            Range("num_seqs", 1, limits.max_num_seqs) * Choice("max_seq_len", (1, limits.max_model_len)) * \
+            Choice("workspace_within_2gb", (True, False))
 
     def dispatch(self, *, layer: TurboQuantLayer, arch: str, dtype: str, block_table_width: int,
-                 max_num_kv_splits: int, num_seqs: int, max_seq_len: int) -> CompileKey | None:
+                 max_num_kv_splits: int, pool_rows: int, num_seqs: int, max_seq_len: int,
+                 workspace_within_2gb: bool | None = None) -> CompileKey | None:
         """The variant a decode step builds; None where the backend decodes otherwise (not gfx950, or a layer the
-        kernel does not compute: the SoA Triton decode)."""
+        kernel does not compute: the SoA Triton decode). `workspace_within_2gb`: whether the output is a view of
+        vLLM's workspace within 2 GB, or past it; None: the launcher's own pooled output (no workspace)."""
         if arch != "gfx950" or not layer.takes_flydsl():
             return None
         num_partitions, tile_groups = partitions(block_table_width, layer.block_size, max_num_kv_splits)
-        return self.key(layer, dtype, block_table_width, num_partitions, tile_groups, rows=max(POOL_ROWS, num_seqs))
+        return self.key(layer, dtype, block_table_width, num_partitions, tile_groups, max(pool_rows, num_seqs),
+                        workspace_within_2gb)
 
     @abc.abstractmethod
     def key(self, layer: TurboQuantLayer, dtype: str, block_table_width: int, num_partitions: int,
-            tile_groups: int, rows: int) -> CompileKey:
+            tile_groups: int, rows: int, workspace_within_2gb: bool | None) -> CompileKey:
         """This kernel's key for a step the FlyDSL decode takes (`rows`: sequences its buffers are pooled for)."""
 
     def launch(self, **inputs: Any) -> CompileKey | None:
@@ -155,7 +165,7 @@ class TurboQuantDecode(_DecodeCallKernel):
     parallelism: ClassVar[Parallelism] = flydsl_backend.PARALLELISM
 
     def key(self, layer: TurboQuantLayer, dtype: str, block_table_width: int, num_partitions: int,
-            tile_groups: int, rows: int) -> DecodeKey:
+            tile_groups: int, rows: int, workspace_within_2gb: bool | None) -> DecodeKey:
         """The FlyDSL variant (the batch and sequence lengths never change it)."""
         return DecodeKey(layer.num_kv_heads, num_partitions, block_table_width, round(float(layer.scale), 8),
                          layer.num_heads // layer.num_kv_heads, layer.block_size, tile_groups, float(layer.scale))
@@ -189,11 +199,13 @@ class TurboQuantReduce(_DecodeCallKernel):
     parallelism: ClassVar[Parallelism] = triton_backend.PARALLELISM
 
     def key(self, layer: TurboQuantLayer, dtype: str, block_table_width: int, num_partitions: int,
-            tile_groups: int, rows: int) -> ReduceKey:
+            tile_groups: int, rows: int, workspace_within_2gb: bool | None) -> ReduceKey:
         """The reduction's variant: the output is the step's [B, heads, 128] buffer, in the model's dtype."""
+        within = _within_2gb(layer, dtype, num_partitions, rows)
+        if workspace_within_2gb is not None:
+            within = (workspace_within_2gb, *within[1:])
         return ReduceKey(dtype, value_class(layer.num_heads * HEAD_SIZE), value_class(HEAD_SIZE), layer.num_kv_heads,
-                         layer.num_heads // layer.num_kv_heads, num_partitions, HEAD_SIZE,
-                         _within_2gb(layer, dtype, num_partitions, rows))
+                         layer.num_heads // layer.num_kv_heads, num_partitions, HEAD_SIZE, within)
 
     def warmup_arguments(self, key: ReduceKey) -> tuple[tuple, dict[str, Any]]:
         import torch
@@ -219,9 +231,9 @@ class TurboQuantReduce(_DecodeCallKernel):
 
 
 def _within_2gb(layer: TurboQuantLayer, dtype: str, num_partitions: int, rows: int) -> tuple[bool, bool, bool, bool]:
-    """Whether each buffer the reduction reads or writes spans at most 2 GB: the launcher pools them for `rows`
-    sequences ([rows, heads, 128] output, [rows, KV heads, partitions, group, 128] bf16 partials, fp32 max and
-    sum). vLLM hands the output in a workspace buffer instead, taken here to be of the same size."""
+    """Whether each buffer the reduction reads or writes spans at most 2 GB, as the launcher pools them for `rows`
+    sequences: the [rows, heads, 128] output, the [rows, KV heads, partitions, group, 128] bf16 partials, their
+    fp32 max and sum."""
     group = layer.num_kv_heads * num_partitions * (layer.num_heads // layer.num_kv_heads)
     sizes = (rows * layer.num_heads * HEAD_SIZE * ELEMENT_BYTES[dtype], rows * group * HEAD_SIZE * 2, rows * group * 4,
              rows * group * 4)
@@ -229,18 +241,27 @@ def _within_2gb(layer: TurboQuantLayer, dtype: str, num_partitions: int, rows: i
 
 
 def run_decode_step(*, layer: TurboQuantLayer, arch: str, dtype: str, block_table_width: int, max_num_kv_splits: int,
-                    num_seqs: int, max_seq_len: int) -> None:
+                    pool_rows: int, num_seqs: int, max_seq_len: int, workspace_within_2gb: bool | None = None) -> None:
     """One decode step through vLLM's own launcher, compile-only, on host tensors of the step's real shapes (the
-    KV cache holds a few blocks: its size is a runtime value)."""
+    KV cache holds a few blocks: its size is a runtime value). With `workspace_within_2gb`, the output is a view
+    of a workspace buffer as vLLM hands it (one allocation: the output's own size, or past 2 GB; never touched)."""
     import torch
 
+    if pool_rows != DEFAULT_POOL_ROWS:
+        raise BackendConfigError(f"the launcher runs here outside a vLLM config, so it pools its buffers for "
+                                 f"{DEFAULT_POOL_ROWS} sequences, not {pool_rows}")
     module = launcher_module()
     key_bits, value_bits = KV_CACHE_DTYPES[layer.kv_cache_dtype]
     slot = -(-HEAD_SIZE * key_bits // 8) + 2 + -(-HEAD_SIZE * value_bits // 8) + 4
     seq_lens = torch.full((num_seqs,), max_seq_len, dtype=torch.int32)
+    output = None
+    if workspace_within_2gb is not None:
+        size = num_seqs * layer.num_heads * HEAD_SIZE * ELEMENT_BYTES[dtype]
+        workspace = torch.empty(size if workspace_within_2gb else BUFFER_LIMIT + 1, dtype=torch.uint8)
+        output = workspace[:size].view(torch_dtype(dtype)).view(num_seqs, layer.num_heads, HEAD_SIZE)
     with compile_only_launches(module):
         module.flydsl_turboquant_decode_attention(
-            query=torch.zeros(num_seqs, layer.num_heads, HEAD_SIZE, dtype=torch_dtype(dtype)),
+            query=torch.zeros(num_seqs, layer.num_heads, HEAD_SIZE, dtype=torch_dtype(dtype)), output_buf=output,
             kv_cache=torch.zeros(4, layer.block_size, layer.num_kv_heads, slot, dtype=torch.uint8),
             block_table=torch.zeros(num_seqs, block_table_width, dtype=torch.int32), seq_lens=seq_lens,
             Pi=torch.eye(HEAD_SIZE), centroids=torch.zeros(2 ** key_bits), scale=layer.scale, mse_bits=key_bits,

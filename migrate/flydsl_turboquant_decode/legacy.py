@@ -11,8 +11,9 @@ kernel cache and buffer pool.
 Run from the tree: the backend, the launcher, the TurboQuant config, the block table's width
 (`get_block_table_width`), math_utils. Stubbed with values, and only these:
   vllm.platforms.rocm.on_gfx950 (the arch under test), the logger, vllm.triton_utils (Triton);
-  vllm.config.get_current_vllm_config (max_num_kv_splits, max_model_len, no CUDA-graph sizes);
-  vllm.v1.worker.workspace (initialized, handing out the step's buffers, as in a server);
+  vllm.config.get_current_vllm_config (max_num_kv_splits, max_model_len, the largest CUDA-graph size);
+  vllm.v1.worker.workspace (initialized, handing out the step's buffers as views of one allocation, as in a
+  server; since the rest of the model sizes it, every step runs with it both within 2 GB and past it);
   vllm.v1.attention.backends.fa_utils (no FlashAttention: it serves prefill, which this does not run);
   FlyDSL's compiler in the launcher (`_FLYC.jit` keeps the function, `build_tq_decode_module` builds
   nothing: the key is what is recorded), the reduction's launch (recorded), and the SoA Triton
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
+import math
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -45,10 +48,17 @@ REAL_MODULES = (*KERNEL_MODULES, BACKEND_MODULE, BLOCK_TABLE_MODULE, "vllm.utils
 
 
 class Workspace:
-    """vLLM's workspace manager as the decode asks it: buffers of the shapes and dtypes given."""
+    """vLLM's workspace manager as the decode asks it: views of one buffer, which the rest of the model sizes,
+    so it is run both ways: exactly what the decode asks for, or that plus `padding` bytes."""
+
+    padding = 0
 
     def get_simultaneous(self, *specs: tuple[tuple[int, ...], torch.dtype]) -> list[torch.Tensor]:
-        return [torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in specs]
+        sizes = [math.prod(shape) * dtype.itemsize for shape, dtype in specs]
+        buffer = torch.empty(sum(sizes) + self.padding, dtype=torch.uint8, device="meta")
+        starts = itertools.accumulate([0, *sizes])
+        return [buffer[start:start + size].view(dtype).view(shape)
+                for start, size, (shape, dtype) in zip(starts, sizes, specs)]
 
 
 class EngineState:
@@ -60,7 +70,7 @@ class EngineState:
         return types.SimpleNamespace(
             attention_config=types.SimpleNamespace(tq_max_kv_splits_for_cuda_graph=self.config.max_num_kv_splits),
             model_config=types.SimpleNamespace(max_model_len=self.config.max_model_len),
-            compilation_config=types.SimpleNamespace(cudagraph_capture_sizes=None))
+            compilation_config=types.SimpleNamespace(cudagraph_capture_sizes=[self.config.pool_rows]))
 
     def on_gfx950(self) -> bool:
         return self.config.arch == "gfx950"
@@ -94,9 +104,11 @@ def engine_keys(config: Any) -> list[DecodeKey | ReduceKey]:
                 kv_cache_dtype=config.kv_cache_dtype, sliding_window=config.sliding_window,
                 sinks=torch.empty(config.num_heads) if config.has_sinks else None)
             impl._dispatch_decode_soa = lambda **_: None  # an ineligible layer's decode: not this family's kernels
-            for num_seqs in sorted({1, config.max_num_seqs}):
-                for length in sorted({1, config.max_model_len}):
-                    impl._decode_attention(*_step(config, impl, num_seqs, length, width))
+            for padding in (0, BUFFER_LIMIT):
+                Workspace.padding = padding
+                for num_seqs in sorted({1, config.max_num_seqs}):
+                    for length in sorted({1, config.max_model_len}):
+                        impl._decode_attention(*_step(config, impl, num_seqs, length, width))
         builds, reductions = launches
         # Each kernel-cache miss builds once, in order: the key as the launcher stores it, the scale it compiles.
         keys: list[DecodeKey | ReduceKey] = [DecodeKey(*key, build["softmax_scale"])
