@@ -294,13 +294,28 @@ def verify_preset(family: Family, preset: Preset, *, launches: int, seed: int, c
 
 
 def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 0, seed: int = 0,
-                    legacy_tree: Path | None = None, migrated_tree: Path | None = None) -> EquivalenceReport:
+                    legacy_tree: Path | None = None, migrated_tree: Path | None = None,
+                    jobs: int = 1) -> EquivalenceReport:
     """Compare one family's migrated keys with its legacy keys over a grid and/or hypothesis samples.
 
     `legacy_tree` / `migrated_tree`: engine source trees to run the legacy side from (instead
     of the release the family's migration starts from) and the migrated side from (instead
     of the family's own modules), for families whose legacy side is engine code.
+    `jobs`: configs compared in this many processes, each with its own adapter (the same report).
     """
+    adapter = build_adapter(family_name, legacy_tree, migrated_tree)
+    if grid is not None and grid not in adapter.grids:
+        raise FamilyError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
+    configs = (adapter.grids[grid]() if grid else []) + (sample_configs(adapter, samples, seed) if samples else [])
+    if not configs:
+        source = f"grid {grid!r} holds no configs" if grid else "no grid"
+        raise FamilyError(f"{family_name}: nothing to compare ({source}, and no --samples)")
+    return compare(adapter, configs, {"grid": grid, "samples": samples, "seed": seed if samples else None},
+                   jobs=jobs, rebuild=functools.partial(build_adapter, family_name, legacy_tree, migrated_tree))
+
+
+def build_adapter(family_name: str, legacy_tree: Path | None = None, migrated_tree: Path | None = None) -> Any:
+    """A family's key-equivalence adapter, running its legacy (migrated) side from the tree given, if any."""
     adapter = equivalence_adapter(family_name)
     if adapter is None:
         raise FamilyError(f"family {family_name!r} has no key-equivalence adapter")
@@ -308,15 +323,7 @@ def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 
     if trees and not isinstance(adapter, TreeEquivalence):
         raise FamilyError(f"family {family_name!r} has no engine-tree legacy side; --legacy-tree/--migrated-tree "
                           "apply to families whose legacy warmup is engine code")
-    if trees:
-        adapter = type(adapter)(**trees)
-    if grid is not None and grid not in adapter.grids:
-        raise FamilyError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
-    configs = (adapter.grids[grid]() if grid else []) + (sample_configs(adapter, samples, seed) if samples else [])
-    if not configs:
-        source = f"grid {grid!r} holds no configs" if grid else "no grid"
-        raise FamilyError(f"{family_name}: nothing to compare ({source}, and no --samples)")
-    return compare(adapter, configs, {"grid": grid, "samples": samples, "seed": seed if samples else None})
+    return type(adapter)(**trees) if trees else adapter
 
 
 def migration_keys_check(result: MigrationResult, grid: str = "smoke") -> dict[str, EquivalenceReport | None]:

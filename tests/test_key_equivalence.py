@@ -48,6 +48,17 @@ def test_the_legacy_side_is_vllm_029_itself(family):
     assert report["legacy_source"].startswith("standalone warmup of vllm 0.29.0 at ")
 
 
+def test_configs_compared_in_worker_processes_give_the_same_report():
+    """Each worker loads vLLM 0.29.0's tree itself; the report (diffs in config order, coverage) is the one a single
+    process makes, the ROCm grid's intended differences (spread over both workers) included."""
+    runs = [keys_diff("--family", "inkling-rel-attention", "--grid", "smoke", "--jobs", jobs)
+            for jobs in ("1", "3")]
+    assert runs[0] == runs[1] and runs[0][1]["configs"] == 28
+    broken = [keys_diff("--family", "rocm-nvfp4", "--grid", "smoke", "--samples", "20", "--jobs", jobs)
+              for jobs in ("1", "2")]
+    assert broken[0] == broken[1] and broken[0][1]["intended_differences"] > 1
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_hypothesis_samples_through_the_plugin_fixture_cover_every_tp_size(key_equivalence, family):
     report = key_equivalence(family, grid=None, samples=120, seed=11)

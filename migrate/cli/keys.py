@@ -25,6 +25,8 @@ def keys_diff(
     migrated_tree: Optional[Path] = typer.Option(
         None, "--migrated-tree", help="Engine tree after a migration: its registrations and gates are the migrated "
         "side, run the same way (default: zerojit's own family modules)."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Compare the configs in this many processes (each loads "
+                             "the engine trees once; the report is the same)."),
     as_json: bool = JsonOption,
 ) -> None:
     """Legacy vs migrated keys per serving config; exit 1 on any difference not explained on purpose.
@@ -35,7 +37,7 @@ def keys_diff(
     """
     try:
         report = key_equivalence(family, None if grid == "none" else grid, samples, seed, legacy_tree=legacy_tree,
-                                 migrated_tree=migrated_tree)
+                                 migrated_tree=migrated_tree, jobs=jobs)
     except ModuleNotFoundError as exc:  # an optional extra, not a user error: say which one to install
         raise fail(f"keys diff needs {exc.name}: pip install 'zerojit[equivalence]'") from None
     if as_json:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import multiprocessing
 import subprocess
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -141,26 +143,46 @@ def _first(keys: list[str], width: int = 90) -> str:
     return text + (f"\n(+{len(keys) - 1} more)" if len(keys) > 1 else "")
 
 
-def compare(adapter: EquivalenceAdapter, configs: Iterable[Any], inputs: dict[str, Any] | None = None) \
-        -> EquivalenceReport:
-    """Legacy vs migrated keys for each config; `inputs` (grid, samples, seed) is recorded as given."""
-    diffs, count = [], 0
+def compare(adapter: EquivalenceAdapter, configs: Iterable[Any], inputs: dict[str, Any] | None = None,
+            jobs: int = 1, rebuild: Callable[[], EquivalenceAdapter] | None = None) -> EquivalenceReport:
+    """Legacy vs migrated keys for each config; `inputs` (grid, samples, seed) is recorded as given.
+
+    With `jobs` > 1 and `rebuild` (a picklable function making the same adapter), the configs are
+    compared in that many worker processes, every `jobs`-th config in each, each worker with its
+    own adapter (engine trees load once per worker); the report is the one a single process makes.
+    """
+    configs = list(configs)
+    if jobs > 1 and rebuild is not None and len(configs) > 1:
+        parts = [list(enumerate(configs))[start::jobs] for start in range(jobs)]
+        with ProcessPoolExecutor(min(jobs, len(configs)), mp_context=multiprocessing.get_context("fork")) as pool:
+            found = sorted((pair for part in pool.map(_diff_part, [rebuild] * jobs, parts) for pair in part),
+                           key=lambda pair: pair[0])
+        diffs = [diff for _, diff in found]
+    else:
+        diffs = [diff for config in configs if (diff := config_diff(adapter, config)) is not None]
     coverage: dict[str, dict[str, int]] = {}
     for config in configs:
-        count += 1
         for field in COVERAGE_FIELDS:
             if hasattr(config, field):
-                value = getattr(config, field)
                 values = coverage.setdefault(field, {})
-                values[str(value)] = values.get(str(value), 0) + 1
-        legacy, migrated = adapter.legacy_keys(config), adapter.migrated_keys(config)
-        if legacy == migrated:
-            continue
-        only_legacy, only_migrated = legacy - migrated, migrated - legacy
-        diffs.append(ConfigDiff(config, len(legacy), len(migrated), sorted(only_legacy), sorted(only_migrated),
-                                adapter.intended(config, legacy, migrated)))
-    return EquivalenceReport(adapter.family, count, diffs, adapter.legacy_source, adapter.migrated_source,
+                values[str(getattr(config, field))] = values.get(str(getattr(config, field)), 0) + 1
+    return EquivalenceReport(adapter.family, len(configs), diffs, adapter.legacy_source, adapter.migrated_source,
                              coverage, dict(inputs or {}))
+
+
+def config_diff(adapter: EquivalenceAdapter, config: Any) -> ConfigDiff | None:
+    """How one config's legacy and migrated keys differ (None: they are the same)."""
+    legacy, migrated = adapter.legacy_keys(config), adapter.migrated_keys(config)
+    if legacy == migrated:
+        return None
+    return ConfigDiff(config, len(legacy), len(migrated), sorted(legacy - migrated), sorted(migrated - legacy),
+                      adapter.intended(config, legacy, migrated))
+
+
+def _diff_part(rebuild: Callable[[], EquivalenceAdapter], part: list[tuple[int, Any]]) -> list[tuple[int, ConfigDiff]]:
+    """A worker's share of `compare`: (index, diff) of each of its configs that differ."""
+    adapter = rebuild()
+    return [(index, diff) for index, config in part if (diff := config_diff(adapter, config)) is not None]
 
 
 class TreeEquivalence:
