@@ -47,14 +47,14 @@ class EngineLogger(logging.LoggerAdapter):
         self.warning(message, *args)
 
 
-def engine_stubs(on_gfx950: bool = True) -> dict[str, dict[str, Any]]:
+def engine_stubs() -> dict[str, dict[str, Any]]:
     """The values the launcher's modules read from the rest of vLLM (see the module docstring)."""
     import triton
     import triton.language as tl
 
     return {"vllm.logger": {"init_logger": EngineLogger},
             "vllm.triton_utils": {"triton": triton, "tl": tl, "HAS_TRITON": True},
-            "vllm.platforms.rocm": {"on_gfx950": lambda: on_gfx950}}
+            "vllm.platforms.rocm": {"on_gfx950": lambda: True}}
 
 
 @functools.cache
