@@ -442,8 +442,7 @@ def _context(tree: ast.Module, function: ast.FunctionDef | None, call: ast.Call
     sites = call_sites(tree, lambda candidate, assigned: candidate is call, loops_allowed=True, functions=[function])
     if not sites:
         return None, {}
-    gates = " and ".join(("" if g.holds_when else "not ") + f"({ast.unparse(g.test)})" for g in sites[0].gates)
-    return gates or None, sites[0].assigned
+    return sites[0].gate_source(), sites[0].assigned
 
 
 def _receivers(receiver: ast.expr, assigned: dict[str, ast.expr], depth: int = 0

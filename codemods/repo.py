@@ -48,6 +48,10 @@ class CallSite:
     gates: tuple[Gate, ...]
     assigned: dict[str, ast.expr]  # `name = value` statements run before the call (the latest per name)
 
+    def gate_source(self) -> str | None:
+        """The conditions the call runs under, as source: "(a) and not (b)" (None: none)."""
+        return " and ".join(("" if g.holds_when else "not ") + f"({ast.unparse(g.test)})" for g in self.gates) or None
+
 
 Matcher = Callable[[ast.Call, dict[str, ast.expr]], bool]
 

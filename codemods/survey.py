@@ -107,7 +107,7 @@ class Survey:
                  if s.function.name == self.entry]
         seen: set[tuple[str, str]] = set()
         for site in sites:
-            gate = " and ".join(("" if g.holds_when else "not ") + f"({ast.unparse(g.test)})" for g in site.gates) or None
+            gate = site.gate_source()
             for module, function, via in self._warmups_called(site.call):
                 if (module, function) in seen:
                     continue

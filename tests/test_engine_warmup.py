@@ -1,9 +1,9 @@
 """The engine-tree runner on a small engine written here: gates followed, compiles recorded, stubs enforced."""
 
-import textwrap
 import types
 
 import pytest
+from tree_forks import write_tree
 
 from zerojit.codemods.spec import MigrationSpec
 from zerojit.migrate.engine_trees.sources import EngineSources, NamesOnlyUsed
@@ -147,10 +147,7 @@ class NormEngine:
 
 
 def write_engine(root, changes=None):
-    for rel, text in {**FILES, **(changes or {})}.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
-    return root
+    return write_tree(root, {**FILES, **(changes or {})})
 
 
 def config(**changes):

@@ -3,13 +3,12 @@ engine built here with one kernel of each kind and status."""
 
 import json
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from tree_forks import copy_033
+from tree_forks import copy_033, write_tree
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 
@@ -241,9 +240,7 @@ ENGINE = {
 
 
 def test_a_small_engine_one_kernel_of_each_kind_and_status(tmp_path):
-    for rel, text in ENGINE.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(textwrap.dedent(text))
+    write_tree(tmp_path, ENGINE)
     document = jit_map(tmp_path, "--orchestrator", "eng.warmup.kernel_warmup")
     found = {(k["module"].removeprefix("eng."), k["name"]): k for k in document["kernels"]}
     assert {name: (k["backend"], k["status"]) for name, k in found.items()} == {
@@ -335,9 +332,7 @@ SPELLINGS = {
 
 
 def test_every_way_of_writing_a_kernel_is_found_and_an_unreadable_module_is_named(tmp_path):
-    for rel, text in SPELLINGS.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(textwrap.dedent(text))
+    write_tree(tmp_path, SPELLINGS)
     result = runner.invoke(app, ["survey", "--kernels", "--repo", str(tmp_path), "--orchestrator",
                                  "eng.warmup.kernel_warmup", "--json"])
     assert result.exit_code == 0, result.output
@@ -357,10 +352,7 @@ def test_every_way_of_writing_a_kernel_is_found_and_an_unreadable_module_is_name
 
 
 def test_a_tree_with_no_legacy_warmup_left_is_mapped_with_a_warning(tmp_path):
-    for rel, text in ENGINE.items():
-        if not rel.startswith("eng/warmup/"):
-            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / rel).write_text(textwrap.dedent(text))
+    write_tree(tmp_path, {rel: text for rel, text in ENGINE.items() if not rel.startswith("eng/warmup/")})
     result = runner.invoke(app, ["survey", "--kernels", "--repo", str(tmp_path), "--orchestrator",
                                  "eng.warmup.kernel_warmup", "--json"])
     assert result.exit_code == 0, result.output

@@ -2,10 +2,11 @@
 
 import json
 import re
-import textwrap
 
 import pytest
 from typer.testing import CliRunner
+
+from tree_forks import write_tree
 
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.codemods.spec import load_specs
@@ -145,9 +146,7 @@ ENGINE = {  # a small engine: a helper of the orchestrator calls two warmups; ke
 
 
 def test_a_small_engine_helpers_wrappers_and_contract_kernels(tmp_path):
-    for rel, text in ENGINE.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(textwrap.dedent(text))
+    write_tree(tmp_path, ENGINE)
     result = runner.invoke(app, ["survey", "--repo", str(tmp_path), "--orchestrator", "eng.warmup.kernel_warmup",
                                  "--json"])
     assert result.exit_code == 0, result.output

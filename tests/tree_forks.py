@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 from zerojit.migrate.engine_trees.releases import vllm_tree
@@ -55,6 +56,14 @@ TRACEABLE_DISPATCH = """        tuned = _arch_tuned_configs()
 
 
 
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """A small engine tree: each file's text, dedented, under `root`."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text))
+    return root
 
 
 def copy_release(version: str, where: Path) -> Path:

@@ -164,8 +164,8 @@ def compare(adapter: EquivalenceAdapter, configs: Iterable[Any], inputs: dict[st
     for config in configs:
         for field in COVERAGE_FIELDS:
             if hasattr(config, field):
-                values = coverage.setdefault(field, {})
-                values[str(getattr(config, field))] = values.get(str(getattr(config, field)), 0) + 1
+                value, values = str(getattr(config, field)), coverage.setdefault(field, {})
+                values[value] = values.get(value, 0) + 1
     return EquivalenceReport(adapter.family, len(configs), diffs, adapter.legacy_source, adapter.migrated_source,
                              coverage, dict(inputs or {}))
 

@@ -51,7 +51,8 @@ class Workspace:
     """vLLM's workspace manager as the decode asks it: views of one buffer, which the rest of the model sizes,
     so it is run both ways: exactly what the decode asks for, or that plus `padding` bytes."""
 
-    padding = 0
+    def __init__(self, padding: int):
+        self.padding = padding
 
     def get_simultaneous(self, *specs: tuple[tuple[int, ...], torch.dtype]) -> list[torch.Tensor]:
         sizes = [math.prod(shape) * dtype.itemsize for shape, dtype in specs]
@@ -65,6 +66,7 @@ class EngineState:
     """The config under test, which the stubs read when engine code calls them (loaded modules are reused)."""
 
     config: Any = None
+    workspace_padding = 0  # bytes the rest of the model adds to the workspace
 
     def vllm_config(self) -> types.SimpleNamespace:
         return types.SimpleNamespace(
@@ -84,7 +86,7 @@ def sources() -> tuple[EngineSources, EngineState]:
     stubs = {**engine_stubs(), "vllm.platforms.rocm": {"on_gfx950": state.on_gfx950},
              "vllm.config": {"get_current_vllm_config": state.vllm_config},
              "vllm.v1.worker.workspace": {"is_workspace_manager_initialized": lambda: True,
-                                          "current_workspace_manager": Workspace},
+                                          "current_workspace_manager": lambda: Workspace(state.workspace_padding)},
              "vllm.v1.attention.backends.fa_utils": {"is_flash_attn_varlen_func_available": lambda: False,
                                                      "get_flash_attn_version": lambda **_: None}}
     return EngineSources(vllm_tree(LEGACY_RELEASE), "vllm", REAL_MODULES, stubs), state
@@ -104,11 +106,10 @@ def engine_keys(config: Any) -> list[DecodeKey | ReduceKey]:
                 kv_cache_dtype=config.kv_cache_dtype, sliding_window=config.sliding_window,
                 sinks=torch.empty(config.num_heads) if config.has_sinks else None)
             impl._dispatch_decode_soa = lambda **_: None  # an ineligible layer's decode: not this family's kernels
-            for padding in (0, BUFFER_LIMIT):
-                Workspace.padding = padding
-                for num_seqs in sorted({1, config.max_num_seqs}):
-                    for length in sorted({1, config.max_model_len}):
-                        impl._decode_attention(*_step(config, impl, num_seqs, length, width))
+            for padding, num_seqs, length in itertools.product(
+                    (0, BUFFER_LIMIT), sorted({1, config.max_num_seqs}), sorted({1, config.max_model_len})):
+                state.workspace_padding = padding
+                impl._decode_attention(*_step(config, impl, num_seqs, length, width))
         builds, reductions = launches
         # Each kernel-cache miss builds once, in order: the key as the launcher stores it, the scale it compiles.
         keys: list[DecodeKey | ReduceKey] = [DecodeKey(*key, build["softmax_scale"])
