@@ -1,15 +1,19 @@
-"""Variant-level warmup, measured side by side in one run: serial vs --jobs N vs the floor, and restart vs cold.
+"""Variant-level warmup as whole processes, measured side by side in one run: serial, --jobs N, the floor.
 
-Per preset it prints: serving keys, distinct backend variants, compiles (serial and
-parallel), the cold wall time of `zerojit warmup --jobs 1` and `--jobs N` (in-process
-warmup and whole process), the floor the parallel warmup can reach — worker start-up plus
-the distinct variants' compile CPU divided by N, and never below the longest single compile
-(workers start while this process sets up, so for the whole process add one start-up), the
-same `--jobs N` with every worker spawned (the design before the forkserver of
-contract/workers.py: each worker imports the DSL itself) — and a restart from the disk cache
-against the cold warmup. Every run is a fresh process on a fresh cache.
+Per preset, every run a fresh `zerojit warmup` process on a fresh cache:
+  --jobs 1     the serial warmup: each distinct variant's compile wall and CPU seconds (its timeline);
+  --jobs N     the parallel warmup (workers fork from one forkserver, contract/workers.py);
+  spawned      the same with ZEROJIT_WORKER_START=spawn (each worker imports the DSL itself);
+  restart      --jobs N again on the parallel run's full cache.
+For each: the process's wall time, when its first compile started and its last one ended (from
+`--timeline FILE.json`), and what came after (loads, report, exit).
 
-    .venv/bin/python bench/variant_warmup.py [--preset NAME ...] [--jobs N]
+The floor a parallel warmup could reach as a whole process: one start-up (a fresh Python process
+importing and configuring the DSL, up to configured, measured here in the same run; its exit is
+not start-up) + the larger of the variants' compile CPU (the serial run's) / N and the longest
+compile. `process / floor` is the parallel run's wall time over that.
+
+    .venv/bin/python bench/variant_warmup.py [--preset NAME ...] [--jobs N] [--no-spawned]
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -25,85 +28,86 @@ import time
 from pathlib import Path
 
 DEFAULT_PRESETS = ("deepseek-v3-h200", "inkling-h200", "deepseek-v3-b200", "minimax-m3-nvfp4-mi355x-tp4")
-BACKEND_START = {  # what one worker does before its first compile: start Python, import and configure the DSL
-    "cutedsl": "from zerojit.contract.backends import cutedsl as cutedsl_backend; cutedsl_backend.configure('sm90', {cache!r})",
-    "flydsl": "from zerojit.contract.backends import flydsl as flydsl_backend; flydsl_backend.configure('gfx950', {cache!r}); "
+START_UP = {  # what start-up means per backend: start Python, import and configure the DSL
+    "cutedsl": "from zerojit.contract.backends import cutedsl as backend; backend.configure({arch!r}, {cache!r}); "
+               "import flash_attn.cute.interface",
+    "flydsl": "from zerojit.contract.backends import flydsl as backend; backend.configure({arch!r}, {cache!r}); "
               "import flydsl.compiler",
 }
+CONFIGURED = "import os, sys, time; print(time.time(), flush=True); os._exit(0)"  # the instant it is configured
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> tuple[dict, float, float]:
-    """A zerojit command in a fresh process: its JSON, wall seconds, CPU seconds (user + system)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "zerojit", *args, "--json"], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        sys.exit(f"zerojit {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return json.loads(done.stdout), wall, cpu
+class Run:
+    """One `zerojit warmup` process: its JSON report, wall seconds and timeline."""
+
+    def __init__(self, preset: str, cache: Path, jobs: int, env: dict[str, str] | None = None):
+        timeline = cache.with_suffix(".timeline.json")
+        launched, start = time.time(), time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", preset, "--jobs", str(jobs),
+                               "--cache-dir", str(cache), "--timeline", str(timeline), "--json"],
+                              capture_output=True, text=True, env={**os.environ, **(env or {})})
+        self.wall = time.perf_counter() - start
+        if done.returncode != 0:
+            sys.exit(f"zerojit warmup --preset {preset} --jobs {jobs} failed:\n{done.stderr[-3000:]}")
+        self.report = json.loads(done.stdout)
+        data = json.loads(timeline.read_text())
+        self.compiles = [k for k in data["keys"] if k["outcome"] == "compiled"]
+        origin = data["origin"] - launched  # the first key's start, in seconds after launch
+        self.first = origin if self.compiles else None
+        self.last = origin + max((k["start_s"] + k["seconds"] for k in self.compiles), default=0.0)
+        self.compile_cpu = sum(k["cpu_s"] for k in self.compiles)
+
+    def line(self, label: str) -> str:
+        spans = (f"first compile at {self.first:6.2f} s, last ends {self.last:6.2f} s, "
+                 f"then {self.wall - self.last:5.2f} s" if self.first is not None else "nothing compiled")
+        return (f"  {label:<12} {self.report['compiled']:3d} compiles  process {self.wall:7.2f} s   ({spans})")
 
 
-def start_up(backend: str) -> tuple[float, float]:
-    """Wall and CPU seconds of a process that only imports and configures the backend (a worker's start-up)."""
+def start_up(backend: str, arch: str) -> float:
+    """Seconds from launching a fresh Python until it has imported and configured the backend's DSL."""
     with tempfile.TemporaryDirectory() as cache:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", BACKEND_START[backend].format(cache=cache)], check=True)
-        wall = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        code = START_UP[backend].format(arch=arch, cache=cache) + "; " + CONFIGURED
+        launched = time.time()
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1]) - launched
 
 
-def measure(preset: str, jobs: int) -> None:
+def measure(preset: str, jobs: int, spawned: bool) -> None:
+    plan = json.loads(subprocess.run([sys.executable, "-m", "zerojit", "plan", "--preset", preset, "--json"],
+                                     capture_output=True, text=True, check=True).stdout)
+    backend, arch = plan["kernels"][0]["backend"], plan["limits"]["arch"]
     with tempfile.TemporaryDirectory() as scratch:
-        serial_cache, parallel_cache = Path(scratch, "serial"), Path(scratch, "parallel")
-        spawned_cache = Path(scratch, "spawned")
-        plan, _, _ = run("plan", "--preset", preset, "--variants", "--cache-dir", str(Path(scratch, "plan")))
-        backend = plan["kernels"][0]["backend"]
-        serial, serial_wall, serial_cpu = run("warmup", "--preset", preset, "--jobs", "1", "--cache-dir",
-                                              str(serial_cache))
-        parallel, parallel_wall, _ = run("warmup", "--preset", preset, "--jobs", str(jobs), "--cache-dir",
-                                         str(parallel_cache))
-        restart, restart_wall, _ = run("warmup", "--preset", preset, "--jobs", str(jobs), "--cache-dir",
-                                       str(parallel_cache))
-        # The previous design, side by side: every worker spawned, importing the DSL itself.
-        spawned, spawned_wall, _ = run("warmup", "--preset", preset, "--jobs", str(jobs), "--cache-dir",
-                                       str(spawned_cache), env={"ZEROJIT_WORKER_START": "spawn"})
-    worker_wall, worker_cpu = start_up(backend)
-    # The serial run's CPU beyond a bare start-up is its compiles' CPU (one compile may use more than a core).
-    compile_cpu = max(serial_cpu - worker_cpu, 0.0)
-    longest = serial["longest_compile_s"]
-    # Workers start before this process configures its backend, so their start-up overlaps with
-    # it: the in-process warmup's floor is the compile work alone; the whole process adds one start-up.
-    floor = max(compile_cpu / jobs, longest)
-    print(f"{preset} ({backend}): {plan['total_keys']} keys, {plan['total_variants']} distinct variants")
-    print(f"  --jobs 1      {serial['compiled']:3d} compiles  warmup {serial['wall_s']:7.2f} s   "
-          f"process {serial_wall:7.2f} s")
-    print(f"  --jobs {jobs:<6d} {parallel['compiled']:3d} compiles  warmup {parallel['wall_s']:7.2f} s   "
-          f"process {parallel_wall:7.2f} s   speed-up {serial['wall_s'] / parallel['wall_s']:.2f}x")
-    print(f"  floor         compile CPU {compile_cpu:.1f} s / {jobs} (never below the longest compile, "
-          f"{longest:.2f} s) = {floor:.2f} s: warmup / floor = {parallel['wall_s'] / floor:.2f};  with a worker's "
-          f"start-up ({worker_wall:.2f} s) {worker_wall + floor:.2f} s: process / floor = "
-          f"{parallel_wall / (worker_wall + floor):.2f}")
-    print(f"  spawned       {spawned['compiled']:3d} compiles  warmup {spawned['wall_s']:7.2f} s   "
-          f"process {spawned_wall:7.2f} s   process / floor = {spawned_wall / (worker_wall + floor):.2f} "
-          "(ZEROJIT_WORKER_START=spawn: each worker imports the DSL)")
-    print(f"  restart       {restart['compiled']:3d} compiles  warmup {restart['wall_s']:7.3f} s "
-          f"({restart['wall_s'] / parallel['wall_s']:.3f} of cold)   process {restart_wall:7.2f} s "
-          f"({restart_wall / parallel_wall:.2f} of cold)")
+        serial = Run(preset, Path(scratch, "serial"), 1)
+        parallel = Run(preset, Path(scratch, "parallel"), jobs)
+        restart = Run(preset, Path(scratch, "parallel"), jobs)
+        old = Run(preset, Path(scratch, "spawned"), jobs, {"ZEROJIT_WORKER_START": "spawn"}) if spawned else None
+        begin = start_up(backend, arch)
+    longest = max((k["seconds"] for k in serial.compiles), default=0.0)
+    compiles = max(serial.compile_cpu / jobs, longest)
+    floor = begin + compiles
+    print(f"{preset} ({backend}): {plan['total_keys']} keys, {len(serial.compiles)} distinct variants")
+    print(serial.line("--jobs 1"))
+    print(parallel.line(f"--jobs {jobs}") + f"  {serial.wall / parallel.wall:.2f}x the serial process")
+    if old is not None:
+        print(old.line("spawned") + f"  process / floor = {old.wall / floor:.2f}")
+    print(restart.line("restart") + f"  {restart.wall / parallel.wall:.2f} of the cold process")
+    print(f"  floor        start-up {begin:.2f} s + max(compile CPU {serial.compile_cpu:.1f} s / {jobs}, "
+          f"longest compile {longest:.2f} s) = {floor:.2f} s;  process / floor = {parallel.wall / floor:.2f};  "
+          "compiles: "
+          f"{parallel.last - parallel.first:.2f} s from first start to last end against {compiles:.2f} s"
+          if parallel.first is not None else "  floor: nothing compiled")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", action="append", help=f"repeatable; default {', '.join(DEFAULT_PRESETS)}")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--no-spawned", dest="spawned", action="store_false",
+                        help="skip the run with every worker spawned (the design before the forkserver)")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, --jobs {args.jobs}, {time.strftime('%Y-%m-%d')}")
     for preset in args.preset or DEFAULT_PRESETS:
-        measure(preset, args.jobs)
+        measure(preset, args.jobs, args.spawned)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@ One key that fails to compile never stops the others; its kernel, key and cause 
 kept for the report. How keys run depends on the kernel's backend:
   SERIAL     one at a time in this process;
   THREADS    on a pool of `jobs` threads;
-  PROCESSES  (slow compiles, e.g. CuTe DSL) `jobs` worker processes compile into the
-             backend's shared disk cache, then this process loads each variant from disk.
-             Workers start with `process_setup` (the backend's configure function).
+  PROCESSES  (slow compiles, e.g. CuTe DSL) worker processes compile into the backend's
+             shared disk cache, `jobs` at any instant (contract.workers time-slices more),
+             then this process loads each variant from disk. Workers start with
+             `process_setup` (the backend's configure function).
 Many serving keys share one backend variant (`JitKernel.variant`, the backend's own compile
 key, resolved without compiling): workers compile each distinct variant once, longest first
 when a timing history from an earlier warmup knows the cost, and a variant already in the
@@ -21,7 +22,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from .cache import recording_artifacts
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from .kernel import JitKernel
+    from .workers import Setup, Workers
 
 Work = tuple["JitKernel", CompileKey]
 
@@ -60,74 +62,92 @@ def _progress_bar(console: Console | None) -> Any:
 
 
 def compile_one(kernel: JitKernel, key: CompileKey) -> KeyResult:
-    begin, start = time.time(), time.perf_counter()
+    begin, start, cpu = time.time(), time.perf_counter(), time.thread_time()
     try:
         with recording_artifacts() as artifacts:
             outcome = kernel.compile(key)
     except Exception as exc:  # noqa: BLE001 - every failure is reported, none may hide the rest
         cause = f"{type(exc).__name__}: {exc}".strip()
         return KeyResult(kernel.name, kernel.family, key, "failed", time.perf_counter() - start, cause,
-                         traceback.format_exc(limit=-3), begin, _worker_name())
+                         traceback.format_exc(limit=-3), begin, _worker_name(), cpu_s=time.thread_time() - cpu)
     return KeyResult(kernel.name, kernel.family, key, outcome.value, time.perf_counter() - start,
-                     started=begin, worker=_worker_name(), artifacts=tuple(artifacts))
+                     started=begin, worker=_worker_name(), artifacts=tuple(artifacts), cpu_s=time.thread_time() - cpu)
 
 
-def _compile_in_worker(job: Work) -> KeyResult:
-    return compile_one(*job)
-
-
-def _ready() -> int:
-    return os.getpid()
-
-
-def start_workers(jobs: int, process_setup: tuple[Callable[..., Any], tuple]) -> ProcessPoolExecutor:
-    """Start `jobs` worker processes now (each runs `process_setup`, e.g. importing the DSL) and return the pool.
+def start_workers(jobs: int, process_setup: Setup, tasks: int) -> Workers:
+    """Start worker processes now for about `tasks` compiles, `jobs` at a time, and return them.
 
     A caller that knows compiles are coming starts them before its own set-up: the forkserver
-    (contract.workers) imports the DSL once, while this process does, and every worker forks
-    from it; `execute(..., pool=...)` then uses them.
+    (contract.workers) imports the DSL once, while this process does, and every worker forks from
+    it; `execute(..., pool=...)` then uses them. With more compiles than `jobs`, up to
+    PROCESSES_PER_JOB x `jobs` processes compile at once, time-sliced to `jobs` at any instant.
     """
-    setup, args = process_setup
-    # Forked from the forkserver that runs this setup once (contract.workers), else spawned: never forked from
-    # this process, which may hold a DSL runtime.
     # Imported here, not with this module: the forkserver imports it after the package, as the setup may need.
-    from . import workers
+    from .workers import PROCESSES_PER_JOB, Workers, time_slicing
 
-    workers.prepare(process_setup)
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=workers.context(process_setup), initializer=setup,
-                               initargs=args)
-    # No worker is idle yet, so each submit starts one. A fork from the forkserver waits until the server has
-    # imported the DSL, so they start from a thread: this process goes on with its own set-up meanwhile.
-    threading.Thread(target=lambda: [pool.submit(_ready) for _ in range(jobs)], name="zerojit-start-workers",
-                     daemon=True).start()
-    return pool
+    return Workers(min(tasks, jobs * (PROCESSES_PER_JOB if time_slicing() else 1)), jobs, process_setup)
 
 
-def _compile_variants_in_workers(work: Sequence[Work], jobs: int, process_setup: tuple[Callable[..., Any], tuple],
-                                 pool: ProcessPoolExecutor | None) -> dict[tuple[str, str], KeyResult]:
-    """Compile each distinct backend variant of `work` once, in worker processes, into the shared disk cache.
+def _variants_of(work: Sequence[Work]) -> list[tuple[str, bool]]:
+    """Each key's backend variant, and whether the backend's disk cache holds it (run where the backend is set up).
 
-    The first key of each variant (in `work`'s order: longest first) stands for it; variants
-    the disk cache already holds need no worker, and no more workers start than there are
-    variants to compile. Returns the workers' results by (kernel, key digest).
+    A key whose variant cannot be resolved stands for itself, not cached: its compile fails the
+    same way, in a worker, reported with its key.
     """
-    chosen: dict[tuple[str, str], Work] = {}
+    resolved = []
     for kernel, key in work:
         try:
             variant = kernel.variant(key)
-            cached = kernel.variant_cached(variant)
-        except Exception:  # noqa: BLE001 - its compile fails the same way, in a worker, reported with its key
-            variant, cached = key.digest(), False
+            resolved.append((variant, kernel.variant_cached(variant)))
+        except Exception:  # noqa: BLE001 - reported by the compile, with its key
+            resolved.append((key.digest(), False))
+    return resolved
+
+
+def _representatives(work: Sequence[Work], resolved: Sequence[tuple[str, bool]]) -> list[Work]:
+    """One key per distinct backend variant the disk cache lacks: the first in `work`'s order (longest first)."""
+    chosen: dict[tuple[str, str], Work] = {}
+    for (kernel, key), (variant, cached) in zip(work, resolved):
         if (kernel.backend, variant) not in chosen and not cached:
             chosen[(kernel.backend, variant)] = (kernel, key)
-    representatives = list(chosen.values())
+    return list(chosen.values())
+
+
+def _resolve_in(workers: Workers, work: Sequence[Work]) -> list[tuple[str, bool]]:
+    """`_variants_of(work)` computed by the workers, a slice each (this process need not have set its backend up)."""
+    size = -(-len(work) // workers.processes)
+    slices = [work[start:start + size] for start in range(0, len(work), size)]
+    resolved = []
+    for part, answer in zip(slices, workers.map([(_variants_of, (part,)) for part in slices])):
+        resolved += [(key.digest(), False) for _, key in part] if isinstance(answer, Exception) else answer
+    return resolved
+
+
+def _compile_in_workers(work: Sequence[Work], jobs: int, process_setup: Setup | None,
+                        pool: Workers | None) -> tuple[dict[tuple[str, str], KeyResult], dict[str, float]]:
+    """Compile each distinct variant of `work` the disk cache lacks once, in worker processes, into that cache.
+
+    With `pool` (workers started earlier) the workers also resolve the variants; without, this
+    process does, and workers start only if some variant needs compiling. Returns the workers'
+    results by (kernel, key digest), and the seconds spent choosing the variants and compiling them.
+    """
+    started = time.perf_counter()
+    resolved = _variants_of(work) if pool is None else _resolve_in(pool, work)
+    representatives = _representatives(work, resolved)
+    phases = {"variants": time.perf_counter() - started}
     if not representatives:
-        return {}
+        return {}, phases
     with contextlib.ExitStack() as stack:
         if pool is None:
-            pool = stack.enter_context(start_workers(min(jobs, len(representatives)), process_setup))
-        compiled = pool.map(_compile_in_worker, representatives)
-        return {(kernel.name, key.digest()): result for (kernel, key), result in zip(representatives, compiled)}
+            pool = stack.enter_context(start_workers(jobs, process_setup, len(representatives)))
+        compiled = pool.map([(compile_one, representative) for representative in representatives])
+    phases["workers"] = time.perf_counter() - started - phases["variants"]
+    results = {}
+    for (kernel, key), result in zip(representatives, compiled):
+        if isinstance(result, Exception):  # its worker ended before answering
+            result = KeyResult(kernel.name, kernel.family, key, "failed", 0.0, f"{type(result).__name__}: {result}")
+        results[(kernel.name, key.digest())] = result
+    return results, phases
 
 
 def longest_first(work: Sequence[Work], history: dict[str, float]) -> list[Work]:
@@ -142,15 +162,20 @@ def execute(
     show_progress: bool = True,
     work: Sequence[Work] | None = None,
     history: dict[str, float] | None = None,
-    process_setup: tuple[Callable[..., Any], tuple] | None = None,
-    pool: ProcessPoolExecutor | None = None,
+    process_setup: Setup | None = None,
+    pool: Workers | None = None,
+    meanwhile: Callable[[], Any] | None = None,
 ) -> WarmupReport:
     """Compile the plan's keys (or just `work`, a part of them) and return the report.
 
-    `pool`: worker processes started earlier (`start_workers`), used instead of starting new ones.
-
+    `pool`: worker processes started earlier (`start_workers`), used instead of starting new ones;
+    they resolve the variants too. `meanwhile`: this process's own set-up (the backend's, which its
+    loads need), run while such workers compile, else before anything compiles; an error it raises
+    is raised once the workers are done.
     `history` maps key digests to seconds a compile took before (contract.cache keeps it per cache directory).
-    Failures are in the report, never raised.
+    Failures are in the report, never raised. The report's phases: configure (`meanwhile`), variants
+    and workers (resolving and compiling in workers; configure runs beside them when `pool` is
+    given), load (this process loading what workers compiled), in_process (compiles here).
     """
     work = longest_first(list(plan.work()) if work is None else list(work), history or {})
     results: list[KeyResult] = []
@@ -166,12 +191,33 @@ def execute(
         results.append(result)
         progress.update(task, advance=1, description=f"{result.kernel} {result.outcome}")
 
+    phases: dict[str, float] = {}
+
+    def set_up_here() -> None:
+        begin = time.perf_counter()
+        if meanwhile is not None:
+            meanwhile()
+        phases["configure"] = time.perf_counter() - begin
+
+    in_processes = [w for w in work if mode(*w) is Parallelism.PROCESSES]
+    if in_processes and pool is not None:  # the workers resolve and compile while this process sets up
+        with ThreadPoolExecutor(1, thread_name_prefix="zerojit-dispatch") as dispatcher:
+            remote = dispatcher.submit(_compile_in_workers, in_processes, jobs, process_setup, pool)
+            try:
+                set_up_here()
+            finally:
+                compiled, worker_phases = remote.result()
+    else:
+        set_up_here()  # an error it raises comes before anything compiles or shows
+        compiled, worker_phases = ({}, {})
     with progress:
         task = progress.add_task("", total=len(work))
-        in_processes = [w for w in work if mode(*w) is Parallelism.PROCESSES]
-        remote = _compile_variants_in_workers(in_processes, jobs, process_setup, pool) if in_processes else {}
+        if in_processes and pool is None:
+            compiled, worker_phases = _compile_in_workers(in_processes, jobs, process_setup, None)
+        phases.update(worker_phases)
+        mark = time.perf_counter()
         for kernel, key in in_processes:
-            worker = remote.get((kernel.name, key.digest()))
+            worker = compiled.get((kernel.name, key.digest()))
             if worker is not None and worker.outcome == "failed":
                 record(worker)
                 continue
@@ -179,15 +225,21 @@ def execute(
             # worker's outcome for its own key unless the load itself fails.
             local = compile_one(kernel, key)
             record(worker if worker is not None and local.outcome != "failed" else local)
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = [pool.submit(compile_one, k, key) for k, key in work if mode(k, key) is Parallelism.THREADS]
+        if in_processes:
+            phases["load"] = time.perf_counter() - mark
+            mark = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
+            futures = [threads.submit(compile_one, k, key) for k, key in work if mode(k, key) is Parallelism.THREADS]
             for k, key in work:
                 if mode(k, key) is Parallelism.SERIAL:
                     record(compile_one(k, key))
             for future in futures:
                 record(future.result())
+        if len(results) > len(in_processes):
+            phases["in_process"] = time.perf_counter() - mark
     variants = {p.kernel.name: p.kernel.variant_count() for p in plan.kernels}
-    return WarmupReport(plan=plan, results=results, wall_s=time.perf_counter() - started, variants=variants)
+    return WarmupReport(plan=plan, results=results, wall_s=time.perf_counter() - started, variants=variants,
+                        phases=phases)
 
 
 def default_jobs() -> int:

@@ -26,6 +26,7 @@ class KeyResult:
     started: float = 0.0  # wall-clock start (time.time()), for timelines
     worker: str = ""      # process / thread that ran it
     artifacts: tuple[str, ...] = ()  # backend cache files this key's compile wrote or its load read
+    cpu_s: float = 0.0    # CPU seconds of the thread that ran it (below `seconds`: it waited for a core)
 
 
 @dataclasses.dataclass
@@ -34,6 +35,9 @@ class WarmupReport:
     results: list[KeyResult]
     wall_s: float
     variants: dict[str, int]
+    # Where the warmup's wall time went, in seconds, in the order it happened (see executor.execute;
+    # warm_preset adds its own steps before it).
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def count(self, outcome: str) -> int:
         return sum(1 for r in self.results if r.outcome == outcome)
@@ -75,6 +79,7 @@ class WarmupReport:
             "wall_s": round(self.wall_s, 4),
             "longest_compile_s": round(max((r.seconds for r in self.results if r.outcome == "compiled"), default=0.0), 4),
             "total_keys": len(self.results),
+            "phases": {name: round(seconds, 4) for name, seconds in self.phases.items()},
             "kernels": self._per_kernel(),
             "failures": [
                 {"kernel": r.kernel, "key": r.key.as_dict(), "cause": r.cause, "traceback": r.detail}

@@ -1,12 +1,36 @@
-"""A warmup timeline: one lane per worker, one bar per key (compiled, cached or failed)."""
+"""A warmup timeline: one lane per worker, one bar per key (compiled, cached or failed), drawn or as data."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .report import WarmupReport
 
 COLORS = {"compiled": "tab:orange", "cached": "tab:green", "failed": "tab:red"}
+
+
+FORMAT = "zerojit-timeline/1"
+
+
+def timeline_data(report: WarmupReport) -> dict:
+    """The timeline as data: the phases, then each key's start (seconds after the first key's, whose wall-clock
+    time is `origin`), wall and CPU seconds, outcome and worker, in start order."""
+    results = sorted((r for r in report.results if r.started), key=lambda r: r.started)
+    origin = results[0].started if results else 0.0
+    return {"format": FORMAT, "origin": origin, "wall_s": round(report.wall_s, 4),
+            "phases": {name: round(seconds, 4) for name, seconds in report.phases.items()},
+            "keys": [{"kernel": r.kernel, "key": r.key.digest(), "outcome": r.outcome, "worker": r.worker,
+                      "start_s": round(r.started - origin, 4), "seconds": round(r.seconds, 4),
+                      "cpu_s": round(r.cpu_s, 4)} for r in results]}
+
+
+def write_timeline(report: WarmupReport, path: Path) -> Path:
+    """The timeline as `path`'s suffix asks: `.json` the data, otherwise a drawing (PNG, SVG or PDF)."""
+    if Path(path).suffix.lower() == ".json":
+        Path(path).write_text(json.dumps(timeline_data(report), indent=1) + "\n", encoding="utf-8")
+        return Path(path)
+    return plot_timeline(report, path)
 
 
 def plot_timeline(report: WarmupReport, path: Path) -> Path:

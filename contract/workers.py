@@ -1,35 +1,64 @@
-"""Compile workers that start once: a forkserver that has imported and configured the backend's DSL.
+"""Compile workers: forked from a forkserver that imported the DSL once, time-sliced to at most --jobs at a time.
 
-A spawned worker starts Python and imports its DSL before its first compile (CuTe DSL with
-FlashAttention-4: about 9.7 s on an H200 host), which is most of a parallel warmup's cost.
-`prepare(setup)` (which `executor.start_workers` calls) starts this process's forkserver with
-`setup` (the backend's `configure(arch, cache)`) run in it, in parallel with this process's own
-import of the DSL; every worker then forks from it configured (a fork, not an import), and a
-later pool with the same setup (the next preset of a bake) forks from the same server. It lives
-as long as this process (a CLI command; an engine does not start worker pools).
-The server and its workers see no GPU (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES empty): importing
-CuTe DSL on a GPU host initializes CUDA, which a forked child can then never use, and a compile-only
-worker needs none (it compiles for the configured target exactly as on a CPU-only host, whose
-artifacts load on the GPU host). The forkserver serves one setup for the life of the process (multiprocessing keeps one per
-process): a pool for another setup (another backend, target or cache; FlyDSL and CuTe DSL never
-share a process) spawns its workers as before, and so does every pool when ZEROJIT_WORKER_START=spawn
-(the previous design, which bench/variant_warmup.py measures beside this one).
+Start-up. A spawned worker starts Python and imports its DSL before its first compile (CuTe DSL
+with FlashAttention-4: about 9.7 s on an H200 host), which is most of a parallel warmup's cost.
+`prepare(setup)` starts this process's forkserver with `setup` (the backend's `configure(arch,
+cache)`) run in it, in parallel with this process's own import of the DSL; every worker then forks
+from it configured (a fork, not an import), and a later pool with the same setup (the next preset
+of a bake) forks from the same server. After the setup the server freezes its objects out of the
+garbage collector (`gc.freeze`), so a worker's collections never walk, nor copy on write, the heap
+it inherited. The server and its workers see no GPU (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES
+empty): importing CuTe DSL on a GPU host initializes CUDA, which a forked child can then never use,
+and a compile-only worker needs none (it compiles for the configured target exactly as on a
+CPU-only host, whose artifacts load on the GPU host). The forkserver serves one setup for the life
+of the process (multiprocessing keeps one per process): workers for another setup (another backend,
+target or cache; FlyDSL and CuTe DSL never share a process) are spawned, and so is every worker when
+ZEROJIT_WORKER_START=spawn (the previous design, which bench/variant_warmup.py measures beside this).
+The server lives as long as this process (a CLI command; an engine does not start workers), which
+stops it as it exits: it holds nothing but what its setup imported, and tearing that interpreter
+down (mostly a final garbage collection over the DSL's objects) would hold this process's pipes for
+seconds.
+
+Time slicing. A compile is indivisible and, until a warmup has recorded its time, of unknown length.
+Run --jobs N at a time, one after another, and a long compile that happens to start last ends the
+warmup alone: deepseek-v3-b200's 20 FA4 variants on 14 workers spanned 12.3 s in plan order against
+9.1 s longest first (H200 host, 2026-12-02). So `Workers` may hold more processes than N, and while
+more than N of them compile, this process time-slices them: every QUANTUM seconds it stops (SIGSTOP)
+the ones that ran longest and continues (SIGCONT) those that waited, so at most N compile at any
+instant and every compile in flight advances at the same pace (processor sharing): they end
+together, near their total CPU / N, whatever their order. ZEROJIT_TIME_SLICE=off holds N processes,
+each compiling one key at a time (the design before this one).
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
+import collections
+import gc
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.forkserver
 import os
 import pickle
-from collections.abc import Callable
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 Setup = tuple[Callable[..., Any], tuple]
+Task = tuple[Callable[..., Any], tuple]  # a picklable function and its arguments, run in a worker
 _SETUP_ENV = "ZEROJIT_FORKSERVER_SETUP"  # what the forkserver runs as it starts, read by this module's import
 _prepared: Setup | None = None
 _NO_DEVICE = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}  # compile-only workers need no GPU
+QUANTUM = 0.25  # seconds a time-sliced compile runs before the ones that waited take their turn
+PROCESSES_PER_JOB = 2  # processes `Workers` may hold per compile that runs at once, when slicing
+
+
+def time_slicing() -> bool:
+    return os.environ.get("ZEROJIT_TIME_SLICE", "on") != "off"
 
 
 def prepare(setup: Setup) -> None:
@@ -51,12 +80,228 @@ def prepare(setup: Setup) -> None:
             else:
                 os.environ[name] = value
     _prepared = setup
+    atexit.register(_stop_server)
+
+
+def _stop_server() -> None:
+    """End the forkserver now (at this process's exit: no worker is left to fork)."""
+    server = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+    if server is None:
+        return
+    try:
+        os.kill(server, signal.SIGKILL)
+        os.waitpid(server, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass  # gone already
 
 
 def context(setup: Setup) -> multiprocessing.context.BaseContext:
     """Where workers running `setup` start: forked from the prepared forkserver when it holds this setup, else
     spawned (never forked from this process, which may hold a DSL runtime)."""
     return multiprocessing.get_context("forkserver" if setup == _prepared else "spawn")
+
+
+class WorkerLost(RuntimeError):
+    """A worker process ended (killed, crashed) before it answered its task; the task's result slot holds this."""
+
+
+class _Worker:
+    def __init__(self, process: multiprocessing.process.BaseProcess, connection: Any):
+        self.process, self.connection = process, connection
+
+    def signal(self, number: int) -> None:
+        try:
+            os.kill(self.process.pid, number)
+        except ProcessLookupError:
+            pass  # it ended: its connection says so
+
+
+class Workers:
+    """Up to `processes` worker processes that run `setup` once, then tasks; at most `running` at any instant.
+
+    The processes start in the background (`prepare` makes them forks of one forkserver), so a
+    caller creates this as soon as it knows compiles are coming and goes on with its own set-up.
+    `map(tasks)` runs tasks on the workers as they arrive and returns their results in order.
+    """
+
+    def __init__(self, processes: int, running: int, setup: Setup):
+        prepare(setup)
+        self.processes, self.running = processes, running
+        self._context, self._setup = context(setup), setup
+        self._idle: list[_Worker] = []
+        self._arrived: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._start_error: BaseException | None = None
+        self._wake_read, self._wake_write = os.pipe()  # the starter thread's "a worker arrived", for map's wait
+        os.set_blocking(self._wake_read, False)
+        self._stopping = threading.Event()
+        self._started_all = threading.Event()  # set before the starter's last wake-up: no worker comes after it
+        self._starter = threading.Thread(target=self._start, args=(processes,), name="zerojit-start-workers",
+                                         daemon=True)
+        self._starter.start()
+
+    def _start(self, processes: int) -> None:
+        """Start the processes one by one (a fork from the forkserver waits until the server has imported the DSL)."""
+        try:
+            for _ in range(processes):
+                if self._stopping.is_set():
+                    return
+                here, there = self._context.Pipe()
+                process = self._context.Process(target=_serve, args=(self._setup, there), daemon=True,
+                                                name="zerojit-compile-worker")
+                process.start()
+                there.close()
+                self._arrived.put(_Worker(process, here))
+                os.write(self._wake_write, b"!")
+        except BaseException as exc:  # noqa: BLE001 - map reports it for the tasks no worker took
+            self._start_error = exc
+        finally:
+            self._started_all.set()
+            os.write(self._wake_write, b".")  # the starter is done: map stops waiting for more
+
+    def _arrivals(self) -> None:
+        """Move the workers that started since the last look to the idle ones."""
+        try:
+            os.read(self._wake_read, 4096)
+        except BlockingIOError:
+            pass
+        while not self._arrived.empty():
+            self._idle.append(self._arrived.get())
+
+    def map(self, tasks: Sequence[Task]) -> list[Any]:
+        """Each task's result, in order (a `WorkerLost` where its worker ended before answering, or none started)."""
+        pending = collections.deque(enumerate(tasks))
+        results: list[Any] = [None] * len(tasks)
+        busy: dict[Any, tuple[_Worker, int]] = {}  # connection -> worker, task index
+        slices = _TimeSlices(self.running)
+        try:
+            while pending or busy:
+                self._arrivals()
+                while pending and self._idle:
+                    worker = self._idle.pop()
+                    index, task = pending.popleft()
+                    worker.connection.send(task)
+                    busy[worker.connection] = (worker, index)
+                    slices.add(worker)
+                if pending and not busy and not self._idle and self._started_all.is_set() and self._arrived.empty():
+                    cause = self._start_error or "every worker ended"
+                    for index, _ in pending:  # no worker will come for these
+                        results[index] = WorkerLost(f"no worker process to run it: {cause}")
+                    break
+                ready = multiprocessing.connection.wait([*busy, self._wake_read],
+                                                        slices.until_next_turn() if slices.sliced else None)
+                for connection in ready:
+                    if connection == self._wake_read:
+                        continue
+                    worker, index = busy.pop(connection)
+                    slices.remove(worker)  # continued first: a stopped worker could hold half its answer back
+                    try:
+                        results[index] = connection.recv()
+                        self._idle.append(worker)
+                    except (EOFError, OSError):
+                        worker.process.join()
+                        results[index] = WorkerLost(f"worker pid {worker.process.pid} ended "
+                                                    f"(exit code {worker.process.exitcode}) before it answered")
+                slices.turn()
+        except BaseException:
+            for worker, _ in busy.values():  # interrupted: what they compile is nobody's now
+                worker.process.kill()
+            raise
+        finally:
+            slices.release()
+        return results
+
+    def close(self) -> None:
+        """End every worker: idle ones are told to, and the starter starts no more."""
+        self._stopping.set()
+        self._starter.join()
+        self._arrivals()
+        for worker in self._idle:
+            try:
+                worker.connection.send(None)
+            except OSError:
+                pass  # it ended already
+        for worker in self._idle:
+            worker.process.join(timeout=10)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.connection.close()
+        self._idle = []
+        os.close(self._wake_read)
+        os.close(self._wake_write)
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _TimeSlices:
+    """Which busy workers may run: the first `running` in turn order; every QUANTUM the order rotates."""
+
+    def __init__(self, running: int):
+        self.running = running
+        self.order: collections.deque[_Worker] = collections.deque()
+        self.stopped: set[_Worker] = set()
+        self.next_turn = time.monotonic() + QUANTUM
+
+    @property
+    def sliced(self) -> bool:
+        return len(self.order) > self.running
+
+    def add(self, worker: _Worker) -> None:
+        self.order.append(worker)
+        self._apply()
+
+    def remove(self, worker: _Worker) -> None:
+        self.order.remove(worker)
+        if worker in self.stopped:
+            worker.signal(signal.SIGCONT)
+            self.stopped.discard(worker)
+        self._apply()
+
+    def until_next_turn(self) -> float:
+        return max(0.0, self.next_turn - time.monotonic())
+
+    def turn(self) -> None:
+        """At a quantum's end, the workers that waited run and as many that ran longest wait."""
+        if time.monotonic() < self.next_turn:
+            return
+        self.next_turn = time.monotonic() + QUANTUM
+        if self.sliced:
+            self.order.rotate(-(len(self.order) - self.running))
+            self._apply()
+
+    def _apply(self) -> None:
+        for position, worker in enumerate(self.order):
+            if position < self.running and worker in self.stopped:
+                worker.signal(signal.SIGCONT)
+                self.stopped.discard(worker)
+            elif position >= self.running and worker not in self.stopped:
+                worker.signal(signal.SIGSTOP)
+                self.stopped.add(worker)
+
+    def release(self) -> None:
+        """Continue every stopped worker (map is leaving: none may stay stopped)."""
+        for worker in self.stopped:
+            worker.signal(signal.SIGCONT)
+        self.stopped.clear()
+
+
+def _serve(setup: Setup, connection: Any) -> None:
+    """A worker: run the setup (a no-op when forked from a server that ran it), then each task it is sent."""
+    function, args = setup
+    function(*args)
+    while True:
+        try:
+            task = connection.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        function, args = task
+        connection.send(function(*args))
 
 
 def _run_prepared_setup() -> None:
@@ -66,6 +311,8 @@ def _run_prepared_setup() -> None:
     if encoded:
         function, args = pickle.loads(base64.b64decode(encoded))
         function(*args)
+        gc.freeze()  # workers fork from here: their collections skip (and never copy) what the setup built
+        atexit.register(os._exit, 0)  # if it outlives this process's stop: nothing to tear down but the DSL's heap
 
 
 _run_prepared_setup()

@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import shutil
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from zerojit.contract import WarmupReport
 
 ENTRY_POINT_GROUP = "zerojit.families"
-TIMELINE_FORMATS = (".png", ".svg", ".pdf")  # what the timeline plot writes, by the file's suffix
+TIMELINE_FORMATS = (".png", ".svg", ".pdf", ".json")  # a drawing, or the data (contract.timeline), by the suffix
 MAX_LAUNCHES = 100_000  # per kernel, for verification: far beyond any useful sample, far below memory trouble
 
 Launches = list[tuple[JitKernel, dict[str, Any]]]
@@ -233,8 +234,10 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
         check_output_file(timeline, "--timeline")
         if timeline.suffix.lower() not in TIMELINE_FORMATS:
             raise CacheDirError(f"--timeline {timeline}: name a {', '.join(TIMELINE_FORMATS)} file")
-        if importlib.util.find_spec("matplotlib") is None:
-            raise CacheDirError("--timeline needs matplotlib: pip install 'zerojit[plots]'")
+        if timeline.suffix.lower() != ".json" and importlib.util.find_spec("matplotlib") is None:
+            raise CacheDirError("--timeline needs matplotlib to draw: pip install 'zerojit[plots]' (or name a .json "
+                                "file for the data)")
+    started = time.perf_counter()
     plan, kernels = plan_preset(family, preset)
     # Cooperative ranks start unsynchronized: a late rank would judge an early one's fresh compiles as untrusted.
     problems, uncovered = check_artifacts(cache, plan, remove=not (require_baked or cooperative))
@@ -242,29 +245,38 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
         missing = f"{problems[0]}".removesuffix("; recompiled") if problems else f"{uncovered} planned keys are not in it"
         raise CacheDirError(f"--require-baked: the cache at {cache.path} does not hold this preset: {missing}")
     setup = (family.backend.configure, (preset.limits.arch, cache.path))  # picklable: a worker runs it first
-    needed = min(jobs, uncovered + len(problems))
+    to_compile = uncovered + len(problems)
     # Compiles are coming: start the workers now (their forkserver imports the DSL while this process does).
-    pool = start_workers(needed, setup) if not cooperative and needed > 1 and any(
+    pool = start_workers(jobs, setup, to_compile) if not cooperative and jobs > 1 and to_compile > 1 and any(
         p.kernel.parallelism is Parallelism.PROCESSES for p in plan.kernels) else None
-    try:
+    planned = time.perf_counter()
+    checked: dict[str, Any] = {}
+
+    def set_up_here() -> None:
+        """This process's backend, for its loads and the bake's fingerprint (while the workers compile)."""
         family.configure_backend(preset, cache.path)
-        here = family.fingerprint()
-        bake = _check_bake(cache, read_fingerprint(cache), here, require_baked)
+        checked["here"] = here = family.fingerprint()
+        checked["bake"] = _check_bake(cache, read_fingerprint(cache), here, require_baked)
+
+    try:
         if cooperative:
             from zerojit.contract.cooperative import cooperative_execute
 
+            set_up_here()
             report = cooperative_execute(plan)
         else:
             report = execute(plan, jobs=jobs, console=console, show_progress=show_progress,
-                             history=read_history(cache), process_setup=setup, pool=pool)
+                             history=read_history(cache), process_setup=setup, pool=pool, meanwhile=set_up_here)
     finally:
         if pool is not None:
-            pool.shutdown()
+            pool.close()
+    report.phases = {"plan": planned - started, **report.phases}  # planning and the cache's check came first
+    here, bake = checked["here"], checked["bake"]
     record_results(cache, report, here, peers_compile=cooperative)
     if timeline is not None:
-        from zerojit.contract.timeline import plot_timeline
+        from zerojit.contract.timeline import write_timeline
 
-        plot_timeline(report, timeline)
+        write_timeline(report, timeline)
     return WarmupRun(plan, kernels, report, cache, problems, require_baked, bake)
 
 

@@ -247,10 +247,23 @@ def test_draft_specs_never_overwrite_and_never_crash(tmp_path, make_read_only):
 
 def test_a_timeline_of_a_format_the_plot_cannot_write_is_refused_before_compiling(toy_family_site, tmp_path):
     cache = tmp_path / "cache"
-    assert_one_error_line(warm_toy(toy_family_site, cache, "--timeline", str(tmp_path / "t.json")),
-                          "name a .png, .svg, .pdf file")
+    assert_one_error_line(warm_toy(toy_family_site, cache, "--timeline", str(tmp_path / "t.csv")),
+                          "name a .png, .svg, .pdf, .json file")
     assert_one_error_line(warm_toy(toy_family_site, cache, "--timeline", "/dev/full"), "not a regular file")
     assert not list(cache.glob("*.marshal"))
+
+
+def test_a_json_timeline_holds_every_key_of_the_report(toy_family_site, tmp_path):
+    """`--timeline FILE.json`: the phases and each key's start, wall and CPU seconds, as the report counted them."""
+    done = warm_toy(toy_family_site, tmp_path / "cache", "--timeline", str(tmp_path / "t.json"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report, timeline = json.loads(done.stdout), json.loads((tmp_path / "t.json").read_text())
+    assert timeline["format"] == "zerojit-timeline/1" and timeline["phases"] == report["phases"]
+    assert len(timeline["keys"]) == TOY_KEYS == report["compiled"]
+    starts = [key["start_s"] for key in timeline["keys"]]
+    assert starts[0] == 0 and starts == sorted(starts)
+    assert all(0 <= key["cpu_s"] <= key["seconds"] + 0.01 for key in timeline["keys"])
+    assert set(report["phases"]) == {"plan", "configure", "in_process"}  # the toy backend compiles serially
 
 
 def test_a_keys_diff_that_compares_nothing_is_refused():

@@ -217,6 +217,29 @@ def test_process_workers_compile_into_the_disk_cache_then_this_process_loads(tmp
     assert len(list(tmp_path.glob("*.marshal"))) == 10  # the workers wrote them
 
 
+def test_workers_started_early_resolve_and_compile_while_this_process_sets_up(tmp_path):
+    """With workers started before the warmup (`pool`), they resolve the variants and compile them while
+    `meanwhile` (this process's own set-up) runs; the phases say how long each part took."""
+    from zerojit.contract.executor import start_workers
+    from zerojit.contract.timeline import timeline_data
+    from zerojit_toy_family.kernel import SharedVariantPolyKernel, configure_worker
+
+    kernel = SharedVariantPolyKernel(cache_dir=tmp_path)
+    registry = WarmupRegistry(LIMITS)
+    with registry.capture():
+        build_model(kernel)  # 10 keys, 5 variants
+    set_up = []
+    with start_workers(2, (configure_worker, ()), 10) as pool:
+        report = execute(registry.plan(), jobs=2, show_progress=False, process_setup=(configure_worker, ()),
+                         pool=pool, meanwhile=lambda: set_up.append(os.getpid()))
+    assert set_up == [os.getpid()] and report.count("failed") == 0
+    assert list(report.phases) == ["configure", "variants", "workers", "load"]
+    in_workers = [r for r in report.results if not r.worker.startswith(f"pid {os.getpid()} ")]
+    assert len(in_workers) == 5 and {r.outcome for r in in_workers} == {"compiled"}
+    data = timeline_data(report)
+    assert len(data["keys"]) == 10 and data["phases"] == {k: round(v, 4) for k, v in report.phases.items()}
+
+
 def test_workers_get_one_key_per_backend_variant_and_this_process_the_rest(tmp_path):
     """Keys sharing a variant go to a worker once: the other keys of that variant run in this process."""
     import os
@@ -239,9 +262,9 @@ from zerojit.contract.executor import start_workers
 from zerojit_toy_family.kernel import configure_recorded
 
 for _ in range(2):  # two pools of one setup, as a bake's presets of one target start them
-    pool = start_workers(2, (configure_recorded, (sys.argv[1],)))
-    pool.submit(int).result()
-    pool.shutdown()
+    pool = start_workers(2, (configure_recorded, (sys.argv[1],)), 2)
+    assert pool.map([(int, ("7",))]) == [7]
+    pool.close()
 """
 
 

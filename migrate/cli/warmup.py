@@ -21,8 +21,9 @@ from .shared import CacheOption, JsonOption, PresetOption, err, fail, out, print
 def warmup(preset: str = PresetOption,
            jobs: int = typer.Option(default_jobs(), "--jobs", "-j", min=1,
                                     help="Parallel compiles (threads or worker processes, as the backend allows)."),
-           timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write a PNG timeline of the warmup "
-                                                   "(needs zerojit[plots])."),
+           timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write the warmup's timeline: a drawing "
+                                                   "(.png, .svg, .pdf; needs zerojit[plots]) or its data (.json: "
+                                                   "phases, and each key's start, wall and CPU seconds and worker)."),
            ranks: int = typer.Option(1, "--ranks", min=1, help="Cooperative warmup: N local rank processes "
                                      "(torch.distributed, gloo; at most 64) split the keys and share one disk "
                                      "cache."),

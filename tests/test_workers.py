@@ -1,0 +1,79 @@
+"""contract.workers: worker processes that run tasks, at most `running` of them at any instant.
+
+The tasks here burn a fixed amount of CPU time (measured by the task itself with
+`time.thread_time`), so what the pool did is read off when each task started and ended: with
+more busy processes than `running`, time slicing shows as tasks that all end together, each
+taking several times its own CPU in wall time, never as two running at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+from zerojit.contract.executor import start_workers
+from zerojit.contract.workers import WorkerLost, Workers
+
+CPU_SECONDS = 1.0
+NO_SETUP = (int, ())  # a setup that does nothing
+
+
+def burn(seconds: float) -> tuple[float, float, float]:
+    """Spin until this thread has used `seconds` of CPU; (wall start, wall end, CPU used)."""
+    start, cpu = time.time(), time.thread_time()
+    while time.thread_time() - cpu < seconds:
+        pass
+    return start, time.time(), time.thread_time() - cpu
+
+
+def _spans(processes: int, running: int, tasks: int) -> list[tuple[float, float, float]]:
+    with Workers(processes, running, NO_SETUP) as workers:
+        workers.map([(int, ())] * processes)  # every process started and idle: the clock starts together
+        return workers.map([(burn, (CPU_SECONDS,))] * tasks)
+
+
+def test_more_processes_than_running_share_the_cpu_and_end_together():
+    """Three 1-CPU-second tasks, one may run at a time: sliced, they end within about a second of each other, each
+    taking about three times its CPU; one process at a time (no slicing), they end one after another."""
+    sliced = _spans(processes=3, running=1, tasks=3)
+    ends = sorted(end for _, end, _ in sliced)
+    starts = [start for start, _, _ in sliced]
+    span = max(ends) - min(starts)
+    assert ends[-1] - ends[0] < 1.0, sliced
+    assert all(end - start > 2 * cpu for start, end, cpu in sliced), sliced
+    assert span > 0.85 * sum(cpu for _, _, cpu in sliced), "two tasks ran at once"
+    serial = _spans(processes=1, running=1, tasks=3)
+    ends = sorted(end for _, end, _ in serial)
+    assert ends[1] - ends[0] > 0.8 * CPU_SECONDS and ends[2] - ends[1] > 0.8 * CPU_SECONDS, serial
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_that_dies_loses_only_its_task():
+    with Workers(2, 2, NO_SETUP) as workers:
+        results = workers.map([(die, ()), (int, ("3",)), (int, ("4",))])
+    assert isinstance(results[0], WorkerLost) and "exit code -9" in str(results[0])
+    assert results[1:] == [3, 4]
+
+
+def test_when_no_worker_can_start_every_task_says_so(monkeypatch):
+    def broken_setup():  # not picklable for a spawned worker: the start itself fails
+        pass
+
+    monkeypatch.setenv("ZEROJIT_WORKER_START", "spawn")
+    with Workers(2, 1, (broken_setup, ())) as workers:
+        results = workers.map([(int, ())] * 3)
+    assert all(isinstance(r, WorkerLost) and "no worker process" in str(r) for r in results)
+
+
+@pytest.mark.parametrize("slicing, processes", [("on", 4), ("off", 2)])
+def test_start_workers_holds_two_processes_per_job_when_slicing(monkeypatch, slicing, processes):
+    monkeypatch.setenv("ZEROJIT_TIME_SLICE", slicing)
+    with start_workers(2, NO_SETUP, tasks=10) as workers:
+        assert (workers.processes, workers.running) == (processes, 2)
+    with start_workers(2, NO_SETUP, tasks=3) as workers:
+        assert workers.processes == min(3, processes)
