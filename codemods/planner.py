@@ -17,10 +17,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from . import gate
+from .errors import MigrationError
 from .files import SourceFile, UnreadableSource, discover_paths, read_source
 from .guards import GatePlan
 from .repo import absolute_module, module_name
-from .results import MigrationError
 from .spec import MigrationSpec, SpecError, normalized
 from .transforms import OPERATIONS, Operation
 

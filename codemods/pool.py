@@ -16,7 +16,7 @@ from pathlib import Path
 import libcst as cst
 
 from . import gate, style
-from .results import MigrationError
+from .errors import MigrationError
 from .transforms import AnchorError, FileEdit, Operation, apply
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from libcst.helpers import get_absolute_module_from_package
 
+from .errors import EngineRunError
 from .files import UnreadableSource, read_source
 
 
@@ -29,10 +30,6 @@ def module_name(repo: Path, path: Path) -> tuple[str, str]:
 def absolute_module(package: str, module: str | None, level: int) -> str:
     """The absolute module of `from {'.' * level}{module} import ...` written in `package` ('' past the top)."""
     return get_absolute_module_from_package(package or None, module, level) or ""
-
-
-class EngineRunError(RuntimeError):
-    """The tree's warmup cannot be run as written (a gate or call this runner cannot follow)."""
 
 
 @dataclasses.dataclass(frozen=True)

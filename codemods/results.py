@@ -12,10 +12,6 @@ from .guards import GatePlan
 from .transaction import Write
 
 
-class MigrationError(RuntimeError):
-    """The migration cannot be planned or checked; nothing was written."""
-
-
 @dataclasses.dataclass
 class FileChange:
     source: SourceFile  # the file as read: its encoding, BOM and mode are kept

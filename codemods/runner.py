@@ -15,9 +15,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import pool, transaction
+from .errors import MigrationError
 from .leftovers import leftovers
 from .planner import Planner
-from .results import FileChange, MigrationError, MigrationResult
+from .results import FileChange, MigrationResult
 from .spec import MigrationSpec, SpecError
 from .style import repo_style
 

@@ -31,8 +31,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from .errors import MigrationError
 from .gate import Finding
-from .results import MigrationError
 
 LINE_LENGTH = 88  # vLLM's (its pyproject.toml [tool.ruff])
 GATE_RULES = "E,F,W,I,UP,B"

@@ -34,13 +34,11 @@ from pathlib import Path
 
 from zerojit.contract.storage import atomic_write, cache_root, can_write, file_lock
 
+from .errors import TransactionError
+
 JOURNAL = "journal.json"
 # Tests set this to space the write steps out, so that a kill can land between any two of them.
 STEP_DELAY_ENV = "ZEROJIT_TEST_WRITE_STEP_DELAY"
-
-
-class TransactionError(RuntimeError):
-    """The write could not be completed; what was already replaced has been rolled back."""
 
 
 @dataclasses.dataclass(frozen=True)

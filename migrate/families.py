@@ -33,7 +33,6 @@ from zerojit.contract.backends import Backend
 from zerojit.contract.cache import (ArtifactProblem, CacheDir, CacheDirError, CacheWarning, check_artifacts,
                                     check_output_file, default_cache_dir, fingerprint_mismatch, open_cache_dir,
                                     read_fingerprint, read_history, record_results)
-from zerojit.migrate.engine_trees.equivalence import EquivalenceReport, TreeEquivalence, compare, sample_configs
 from zerojit.contract.executor import start_workers
 
 if TYPE_CHECKING:
@@ -41,9 +40,11 @@ if TYPE_CHECKING:
 
     from zerojit.codemods.runner import MigrationResult
     from zerojit.contract import WarmupReport
+    from zerojit.migrate.engine_trees.equivalence import EquivalenceReport
 
 ENTRY_POINT_GROUP = "zerojit.families"
-TIMELINE_FORMATS = (".png", ".svg", ".pdf", ".json")  # a drawing, or the data (contract.timeline), by the suffix
+DRAWING_FORMATS = (".png", ".svg", ".pdf")  # what matplotlib draws, by the file's suffix
+TIMELINE_FORMATS = (*DRAWING_FORMATS, ".json")  # a warmup timeline: a drawing, or its data (contract.timeline)
 MAX_LAUNCHES = 100_000  # per kernel, for verification: far beyond any useful sample, far below memory trouble
 
 Launches = list[tuple[JitKernel, dict[str, Any]]]
@@ -315,6 +316,8 @@ def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 
     of the family's own modules), for families whose legacy side is engine code.
     `jobs`: configs compared in this many processes, each with its own adapter (the same report).
     """
+    from zerojit.migrate.engine_trees.equivalence import compare, sample_configs  # offline: loads engine trees
+
     adapter = build_adapter(family_name, legacy_tree, migrated_tree)
     if grid is not None and grid not in adapter.grids:
         raise FamilyError(f"{family_name} has no grid {grid!r}; grids: {', '.join(adapter.grids)}")
@@ -328,6 +331,8 @@ def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 
 
 def build_adapter(family_name: str, legacy_tree: Path | None = None, migrated_tree: Path | None = None) -> Any:
     """A family's key-equivalence adapter, running its legacy (migrated) side from the tree given, if any."""
+    from zerojit.migrate.engine_trees.equivalence import TreeEquivalence
+
     adapter = equivalence_adapter(family_name)
     if adapter is None:
         raise FamilyError(f"family {family_name!r} has no key-equivalence adapter")
@@ -345,6 +350,8 @@ def migration_keys_check(result: MigrationResult, grid: str = "smoke") -> dict[s
     the planned changes applied is the migrated side (nothing in the repo is touched). None
     for a family without an engine-tree adapter, or a spec without a family room.
     """
+    from zerojit.migrate.engine_trees.equivalence import TreeEquivalence
+
     reports: dict[str, EquivalenceReport | None] = {}
     with tempfile.TemporaryDirectory(prefix="zerojit-verify-keys-") as temporary:
         after = Path(temporary)

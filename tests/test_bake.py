@@ -59,7 +59,11 @@ def test_the_other_layout_really_differs(other_layout):
 def test_a_bake_serves_another_layout_with_zero_compiles(tmp_path, other_layout):
     bake = tmp_path / "bake"
     args = [arg for preset in PRESETS for arg in ("--preset", preset)]
-    run("-m", "zerojit", "bake", *args, "--out", str(bake), "--jobs", "2")
+    baked = json.loads(run("-m", "zerojit", "bake", *args, "--out", str(bake), "--jobs", "2", "--json").stdout)
+    # The two sm90 CuTe DSL presets share one process (one DSL import, one set of workers); FlyDSL has its own.
+    assert [(row["preset"], row["cache"], row["process"]) for row in baked["presets"]] == [
+        (preset, str(bake / backend), 0 if backend == "cutedsl" else 1) for preset, backend in PRESETS.items()]
+    assert baked["failed"] == 0 and all(row["compiled"] > 0 for row in baked["presets"])
     shipped = tmp_path / "shipped"
     shutil.copytree(bake, shipped)  # what a serving host receives
     for preset, backend in PRESETS.items():

@@ -253,6 +253,14 @@ def test_a_timeline_of_a_format_the_plot_cannot_write_is_refused_before_compilin
     assert not list(cache.glob("*.marshal"))
 
 
+def test_a_bake_whose_folder_cannot_hold_it_is_refused_in_one_line(toy_family_site, tmp_path):
+    """The error comes from the process that bakes (a user error there is one line here too)."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    done = zerojit("bake", "-p", TOY, "--out", str(afile), site=toy_family_site)
+    assert_one_error_line(done, f"is under {afile}, which is a file, not a folder")
+
+
 def test_a_json_timeline_holds_every_key_of_the_report(toy_family_site, tmp_path):
     """`--timeline FILE.json`: the phases and each key's start, wall and CPU seconds, as the report counted them."""
     done = warm_toy(toy_family_site, tmp_path / "cache", "--timeline", str(tmp_path / "t.json"))

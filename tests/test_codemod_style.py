@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from zerojit.codemods import style
-from zerojit.codemods.results import MigrationError
+from zerojit.codemods.errors import MigrationError
 from zerojit.codemods.runner import migrate
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree

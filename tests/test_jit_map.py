@@ -369,6 +369,7 @@ def test_a_tree_with_no_legacy_warmup_left_is_mapped_with_a_warning(tmp_path):
     (["--plot", "map.png"], "--plot draws the JIT map: give --kernels too"),
     (["--kernels", "--status", "cold"], "--status cold: not one of registered"),
     (["--kernels", "--plot", "map.txt"], "name a .png, .svg, .pdf file"),
+    (["--kernels", "--plot", "map.json"], "name a .png, .svg, .pdf file"),  # a warmup timeline may be data; a map not
     (["--kernels", "--plot", "no/such/map.png"], "does not exist"),
 ])
 def test_bad_map_options_are_one_line(tmp_path, monkeypatch, args, why):

@@ -72,6 +72,15 @@ def test_the_contract_imports_without_the_cli_stack():
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 
 
+def test_the_cli_starts_without_the_codemods_rewriting_machinery():
+    """`zerojit warmup` starts its compile workers as soon as the CLI has loaded, so the CLI loads what only a
+    migration needs (the transforms, the pyflakes gate, the ruff style) with the command that needs it."""
+    done = _python("import sys, zerojit.migrate.cli\n"
+                   "print([m for m in ('pyflakes', 'libcst.codemod', 'zerojit.codemods.runner',"
+                   " 'zerojit.migrate.engine_trees.equivalence') if m in sys.modules])")
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+
+
 def test_a_plugin_family_is_found_only_through_its_entry_point(toy_family_site):
     names = {f["family"] for f in json.loads(zerojit("families", "--json").stdout)}
     assert "toy-poly" not in names and {"rocm-nvfp4", "fa4-mla-prefill", "inkling-rel-attention"} <= names

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import atexit
-import os
-import sys
 import warnings
 
 import typer
 
 from . import demo, families, keys, migrate, plan, survey, warmup
-from .shared import warning_line
+from .shared import exit_now, warning_line
 
 # rich_markup_mode=None: help texts are plain text, so `[[migration]]` and user input print as written.
 app = typer.Typer(help="Zero JIT compilation at serving time: plan, warm up, verify and migrate kernel warmups. "
@@ -38,25 +35,5 @@ def main() -> None:
     try:
         app(prog_name="zerojit")
     except SystemExit as done:
-        _exit_now(done.code)
-    _exit_now(0)
-
-
-def _exit_now(code: int | str | None) -> None:
-    """Exit as `sys.exit(code)` would, without tearing the interpreter down.
-
-    A command that loaded a DSL holds millions of objects; the interpreter's final garbage
-    collections over them take seconds (1.5-3 s on these machines) after the command is done.
-    Everything that exit would run still runs: the atexit handlers (logging, multiprocessing's
-    finalizers, temporary files, the forkserver's stop), then the output is flushed.
-    """
-    if isinstance(code, str):
-        print(code, file=sys.stderr)
-        code = 1
-    atexit._run_exitfuncs()  # what interpreter exit runs first; os._exit then skips only the teardown
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`zerojit plan --json | head`): nothing more to deliver
-            pass
-    os._exit(code or 0)
+        exit_now(done.code)
+    exit_now(0)

@@ -8,8 +8,6 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from zerojit.codemods.runner import migrate
-
 from ..families import get_preset, migration_specs, plan_preset, verify_preset
 from .render import print_diff, print_plan, print_warmup
 from .shared import CacheOption, out, user_errors
@@ -29,7 +27,9 @@ def demo(preset: str = typer.Option(DEFAULT_DEMO_PRESET, "--preset", "-p", help=
     print_warmup(run, out)
     out.print(coverage.table())
     out.rule("[bold]migration of the bundled legacy engine tree[/] (dry run)")
-    from ..rocm_nvfp4.example import EXAMPLE_TREE  # the rocm-nvfp4 room: imported only when the demo gets here
+    from zerojit.codemods.runner import migrate  # the codemods load only when the demo gets here
+
+    from ..rocm_nvfp4.example import EXAMPLE_TREE  # the rocm-nvfp4 room, likewise
 
     print_diff(migrate(EXAMPLE_TREE, [migration_specs()["rocm-nvfp4"]]), out)
     raise typer.Exit(0 if coverage.ok and run.report.ok else 1)

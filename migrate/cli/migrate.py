@@ -11,13 +11,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from zerojit.codemods.runner import check_repo, migrate, write
-from zerojit.codemods.transaction import TransactionError
+from zerojit.codemods.errors import TransactionError
 from zerojit.contract.cache import check_output_file
 from zerojit.contract.storage import atomic_write
 
 from ..families import migration_keys_check
-from ..pr_body import pr_body as pr_body_text
 from .render import print_diff
 from .services import chosen_migrations, migration_lock
 from .shared import TREE_ERRORS, err, fail, out, user_errors
@@ -57,6 +55,11 @@ def migrate_command(
     is all-or-nothing and survives a kill (the next --write or --recover rolls it back first);
     a second run on the same repo waits for the first. Errors exit 2 with one line.
     """
+    # The codemods (libcst, pyflakes, ruff) load with the command that needs them, not with every zerojit command.
+    from zerojit.codemods.runner import check_repo, migrate, write
+
+    from ..pr_body import pr_body as pr_body_text
+
     if write_changes and check:
         raise fail("--write and --check exclude each other")
     with user_errors(*TREE_ERRORS, TransactionError, on_bug="nothing was written unless said above"):

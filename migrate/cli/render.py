@@ -5,14 +5,17 @@ Every text that comes from the user, a preset or an engine tree is escaped: it p
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
-from zerojit.codemods.runner import MigrationResult
-
 from ..families import WarmupRun
+
+if TYPE_CHECKING:
+    from zerojit.codemods.results import MigrationResult
 
 
 def print_plan(plan, console: Console, variants: dict[str, int] | None = None) -> None:

@@ -1,7 +1,7 @@
 """What a command does beyond one call into a family or codemod service, as plain functions.
 
 Choosing a migrate run's specs and the paths that restrict it, holding a repo's migration
-lock (rolling back an interrupted --write first), baking one preset in a process of its own,
+lock (rolling back an interrupted --write first), baking presets in processes of their own,
 writing a survey's draft specs. Plain values in and out, no rich: the commands render.
 """
 
@@ -14,14 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from zerojit.codemods import transaction
-from zerojit.codemods.runner import MigrationError
+from zerojit.codemods.errors import MigrationError
 from zerojit.codemods.spec import MigrationSpec, SpecError, load_specs
-from zerojit.codemods.survey import draft_specs
 from zerojit.contract.cache import CacheDirError
 from zerojit.contract.storage import atomic_write, can_write
 
-from ..families import migration_specs
+from ..families import get_preset, migration_specs
 
 
 def split_targets(tokens: list[str], known: set[str], repo: Path) -> tuple[list[str], list[Path]]:
@@ -68,6 +66,8 @@ def migration_lock(repo: Path, exclusive: bool, recover: bool, say: Callable[[st
     An interrupted --write left a journal: an exclusive run rolls it back first, any other run
     is refused (it would read half-written files).
     """
+    from zerojit.codemods import transaction  # only a migrate run loads the codemods
+
     with transaction.locked(repo, exclusive, on_wait=lambda: say(f"waiting for another zerojit migrate on {repo} ...")):
         if transaction.pending(repo):
             if not exclusive:
@@ -84,13 +84,26 @@ class BakeError(Exception):
     """A preset's warmup for a bake ended before it could report (the warmup's own last error line)."""
 
 
-def warm_in_own_process(preset: str, cache_dir: Path, jobs: int) -> dict:
-    """`zerojit warmup --json` of one preset in a process of its own (backends cannot share one): its report."""
-    done = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", preset, "--cache-dir",
-                           str(cache_dir), "--jobs", str(jobs), "--json"], capture_output=True, text=True)
+def bake_processes(presets: list[str]) -> list[tuple[str, list[str]]]:
+    """The processes a bake runs, in order: each one's backend folder and presets.
+
+    Backends cannot share a process, nor can two targets of one backend; presets of one backend
+    and target share one: its DSL import, its forkserver and its compile workers.
+    """
+    processes: dict[tuple[str, str], list[str]] = {}
+    for name in presets:
+        family, chosen = get_preset(name)
+        processes.setdefault((family.backend_name, chosen.limits.arch), []).append(chosen.name)
+    return [(backend, names) for (backend, _), names in processes.items()]
+
+
+def bake_in_own_process(presets: list[str], cache_dir: Path, jobs: int) -> list[dict]:
+    """Warm `presets` (one backend and target) into `cache_dir` in a process of their own: each one's report."""
+    done = subprocess.run([sys.executable, "-c", "from zerojit.migrate.cli.warmup import bake_here; bake_here()",
+                           str(cache_dir), str(jobs), *presets], capture_output=True, text=True)
     if done.returncode not in (0, 1) or not done.stdout.strip():
-        raise BakeError((done.stderr.strip().splitlines() or [f"warmup of {preset} exited {done.returncode}"])[-1]
-                        .removeprefix("error: "))
+        raise BakeError((done.stderr.strip().splitlines() or [f"warmup of {', '.join(presets)} exited "
+                                                               f"{done.returncode}"])[-1].removeprefix("error: "))
     return json.loads(done.stdout)
 
 
@@ -100,6 +113,8 @@ def write_draft_specs(findings, folder: Path, orchestrator: str) -> list[Path]:
     Every destination is checked before the first is written: the folder must be (or become) a
     writable folder, and no draft overwrites a file that is already there.
     """
+    from zerojit.codemods.survey import draft_specs  # only a survey loads the codemods
+
     drafts = {folder / f"{stem}.toml": text for finding in findings
               for stem, text in draft_specs(finding, orchestrator).items()}
     if folder.exists() and not folder.is_dir():

@@ -10,12 +10,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from zerojit.codemods.jit_map import STATUSES, JitMap, jit_map_report, plot_jit_map
-from zerojit.codemods.runner import check_repo
 from zerojit.codemods.spec import VLLM_ORCHESTRATOR, VLLM_ORCHESTRATOR_ENTRY
 from zerojit.codemods.survey import Survey, survey_report
 from zerojit.contract.cache import CacheDirError, check_output_file
 
-from ..families import TIMELINE_FORMATS
+from ..families import DRAWING_FORMATS
 
 from .services import write_draft_specs
 from .shared import JsonOption, err, out, print_json, user_errors
@@ -37,7 +36,7 @@ def survey_command(
     status: list[str] = typer.Option(["unwarmed"], "--status", help="With --kernels: the statuses whose kernels the "
                                      f"table lists ({', '.join(STATUSES)}; repeat it). --json lists every kernel."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="With --kernels: write a stacked bar per backend "
-                                        f"({', '.join(TIMELINE_FORMATS)}; needs zerojit[plots])."),
+                                        f"({', '.join(DRAWING_FORMATS)}; needs zerojit[plots])."),
     as_json: bool = JsonOption,
 ) -> None:
     """Map an engine's remaining legacy warmups: what each compiles, where its kernels are built, what moves by spec.
@@ -55,6 +54,8 @@ def survey_command(
         return _jit_map(repo, orchestrator, entry, status, plot, as_json)
     if plot is not None:
         raise CacheDirError("--plot draws the JIT map: give --kernels too")
+    from zerojit.codemods.runner import check_repo  # the codemods' runner loads only where a tree is read
+
     findings = Survey(check_repo(repo), orchestrator, entry).run()
     written = write_draft_specs(findings, draft_specs, orchestrator) if draft_specs is not None else []
     if as_json:
@@ -89,8 +90,10 @@ def _jit_map(repo: Path, orchestrator: str, entry: str, statuses: list[str], plo
         raise CacheDirError(f"--status {unknown[0]}: not one of {', '.join(STATUSES)}")
     if plot is not None:
         check_output_file(plot, "--plot")  # before the tree is read
-        if plot.suffix.lower() not in TIMELINE_FORMATS:
-            raise CacheDirError(f"--plot {plot}: name a {', '.join(TIMELINE_FORMATS)} file")
+        if plot.suffix.lower() not in DRAWING_FORMATS:
+            raise CacheDirError(f"--plot {plot}: name a {', '.join(DRAWING_FORMATS)} file")
+    from zerojit.codemods.runner import check_repo
+
     checked = check_repo(repo)
     package = orchestrator.split(".")[0]
     if not (checked / package).is_dir():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -13,8 +15,9 @@ from zerojit.contract.executor import default_jobs
 
 from ..families import MAX_LAUNCHES, get_preset, verify_preset, warm_preset
 from .render import print_warmup
-from .services import BakeError, warm_in_own_process
-from .shared import CacheOption, JsonOption, PresetOption, err, fail, out, print_json, user_errors
+from .services import BakeError, bake_in_own_process, bake_processes
+from .shared import (CacheOption, JsonOption, PresetOption, err, exit_now, fail, out, print_json, user_errors,
+                     warning_line)
 
 
 @user_errors()
@@ -75,27 +78,49 @@ def bake(presets: list[str] = typer.Option(..., "--preset", "-p", help="A servin
                                            "repeatable (see `zerojit families`)."),
          out_dir: Path = typer.Option(..., "--out", help="The bake: one cache folder per backend (OUT/<backend>), "
                                       "each with a manifest of its fingerprint, keys and artifact digests."),
-         jobs: int = typer.Option(default_jobs(), "--jobs", "-j", min=1, help="Parallel compiles per preset.")) -> None:
+         jobs: int = typer.Option(default_jobs(), "--jobs", "-j", min=1, help="Parallel compiles per preset."),
+         as_json: bool = JsonOption) -> None:
     """Compile presets on this (CPU) machine into caches that serving hosts load with zero compiles.
 
     Bake in the serving hosts' environment (the same Python minor, DSL and FA4 versions: in
     practice `pip install vllm==X zerojit[cuda13]` on the builder); the manifest records it, and
     `zerojit warmup --cache-dir OUT/<backend> --require-baked` on the host refuses a bake that
-    does not apply. Each preset bakes in a process of its own (backends cannot share one).
+    does not apply. Presets of one backend and target bake in one process (one DSL import, one set
+    of compile workers); other backends and targets each in a process of their own (they cannot
+    share one).
     """
+    baked = []
+    for process, (backend, names) in enumerate(bake_processes(presets)):
+        folder = out_dir / backend
+        for name, report in zip(names, bake_in_own_process(names, folder, jobs)):
+            baked.append({"preset": name, "cache": str(folder), "process": process, **report})
+    failed = sum(row["failed"] for row in baked)
+    if as_json:
+        print_json({"out": str(out_dir), "failed": failed, "presets": baked})
+        raise typer.Exit(1 if failed else 0)
     table = Table(title=f"bake: {escape(str(out_dir))}")
-    for column in ("preset", "cache", "keys", "compiled", "loaded", "failed"):
+    for column in ("preset", "cache", "process", "keys", "compiled", "loaded", "failed"):
         table.add_column(column, justify="left" if column in ("preset", "cache") else "right")
-    failed = 0
-    for name in presets:
-        family, chosen = get_preset(name)
-        folder = out_dir / family.backend_name
-        report = warm_in_own_process(chosen.name, folder, jobs)
-        failed += report["failed"]
-        table.add_row(escape(chosen.name), escape(str(folder)), str(report["total_keys"]), str(report["compiled"]),
-                      str(report["cached"]), str(report["failed"]))
+    for row in baked:
+        table.add_row(escape(row["preset"]), escape(row["cache"]), str(row["process"] + 1), str(row["total_keys"]),
+                      str(row["compiled"]), str(row["cached"]), str(row["failed"]))
     out.print(table)
     raise typer.Exit(1 if failed else 0)
+
+
+def bake_here() -> None:
+    """The process `services.bake_in_own_process` starts (argv: the cache folder, the jobs, the presets): warms the
+    presets in turn and prints their reports as one JSON list; a user error is one `error:` line, exit 2."""
+    warnings.showwarning = warning_line
+    cache_dir, jobs, *presets = sys.argv[1:]
+    try:
+        with user_errors():
+            runs = [warm_preset(*get_preset(name), jobs=int(jobs), cache_dir=Path(cache_dir), show_progress=False)
+                    for name in presets]
+    except typer.Exit as done:
+        exit_now(done.exit_code)
+    print_json([run.report.to_dict() for run in runs])
+    exit_now(0)
 
 
 @user_errors()

@@ -1,0 +1,14 @@
+"""What the codemod layer refuses with, in a module that imports nothing: the CLI names these errors at start-up
+without loading libcst, pyflakes or ruff (commands that never migrate, such as `zerojit warmup`, never do)."""
+
+
+class MigrationError(RuntimeError):
+    """The migration cannot be planned or checked; nothing was written."""
+
+
+class EngineRunError(RuntimeError):
+    """The tree's warmup cannot be run as written (a gate or call this runner cannot follow)."""
+
+
+class TransactionError(RuntimeError):
+    """The write could not be completed; what was already replaced has been rolled back."""
