@@ -2,7 +2,10 @@
 
 Per preset, every run a fresh `zerojit warmup` process on a fresh cache:
   --jobs 1     the serial warmup: each distinct variant's compile wall and CPU seconds (its timeline);
-  --jobs N     the parallel warmup (workers fork from one forkserver, contract/workers.py);
+  --jobs N     the parallel warmup (workers fork from one forkserver and, with more variants than
+               N, are time-sliced so that N compile at any instant: contract/workers.py);
+  unsliced     the same with ZEROJIT_TIME_SLICE=off (N workers, one compile each at a time; run only
+               when there are more variants than N);
   spawned      the same with ZEROJIT_WORKER_START=spawn (each worker imports the DSL itself);
   restart      --jobs N again on the parallel run's full cache.
 For each: the process's wall time, when its first compile started and its last one ended (from
@@ -80,6 +83,8 @@ def measure(preset: str, jobs: int, spawned: bool) -> None:
         serial = Run(preset, Path(scratch, "serial"), 1)
         parallel = Run(preset, Path(scratch, "parallel"), jobs)
         restart = Run(preset, Path(scratch, "parallel"), jobs)
+        unsliced = Run(preset, Path(scratch, "unsliced"), jobs, {"ZEROJIT_TIME_SLICE": "off"}) \
+            if len(serial.compiles) > jobs else None
         old = Run(preset, Path(scratch, "spawned"), jobs, {"ZEROJIT_WORKER_START": "spawn"}) if spawned else None
         begin = start_up(backend, arch)
     longest = max((k["seconds"] for k in serial.compiles), default=0.0)
@@ -88,14 +93,17 @@ def measure(preset: str, jobs: int, spawned: bool) -> None:
     print(f"{preset} ({backend}): {plan['total_keys']} keys, {len(serial.compiles)} distinct variants")
     print(serial.line("--jobs 1"))
     print(parallel.line(f"--jobs {jobs}") + f"  {serial.wall / parallel.wall:.2f}x the serial process")
-    if old is not None:
-        print(old.line("spawned") + f"  process / floor = {old.wall / floor:.2f}")
+    for label, run in (("unsliced", unsliced), ("spawned", old)):
+        if run is not None:
+            print(run.line(label) + f"  process / floor = {run.wall / floor:.2f}")
     print(restart.line("restart") + f"  {restart.wall / parallel.wall:.2f} of the cold process")
-    print(f"  floor        start-up {begin:.2f} s + max(compile CPU {serial.compile_cpu:.1f} s / {jobs}, "
-          f"longest compile {longest:.2f} s) = {floor:.2f} s;  process / floor = {parallel.wall / floor:.2f};  "
-          "compiles: "
-          f"{parallel.last - parallel.first:.2f} s from first start to last end against {compiles:.2f} s"
-          if parallel.first is not None else "  floor: nothing compiled")
+    if parallel.first is None:
+        print("  floor        nothing compiled")
+        return
+    print(f"  floor        start-up {begin:.2f} s + max(compile CPU {serial.compile_cpu:.1f} s / {jobs}, longest "
+          f"compile {longest:.2f} s) = {floor:.2f} s;  process / floor = {parallel.wall / floor:.2f}")
+    print(f"               its compiles: {parallel.last - parallel.first:.2f} s from the first start to the last end, "
+          f"against {compiles:.2f} s")
 
 
 def main() -> None:

@@ -134,14 +134,16 @@ def _compile_in_workers(work: Sequence[Work], jobs: int, process_setup: Setup | 
     started = time.perf_counter()
     resolved = _variants_of(work) if pool is None else _resolve_in(pool, work)
     representatives = _representatives(work, resolved)
-    phases = {"variants": time.perf_counter() - started}
+    resolving_from = max(started, pool.first_started or started) if pool is not None else started
+    phases = {"workers_start": resolving_from - started} if resolving_from > started else {}  # the first worker
+    phases["variants"] = time.perf_counter() - resolving_from
     if not representatives:
         return {}, phases
     with contextlib.ExitStack() as stack:
         if pool is None:
             pool = stack.enter_context(start_workers(jobs, process_setup, len(representatives)))
         compiled = pool.map([(compile_one, representative) for representative in representatives])
-    phases["workers"] = time.perf_counter() - started - phases["variants"]
+    phases["workers"] = time.perf_counter() - started - sum(phases.values())
     results = {}
     for (kernel, key), result in zip(representatives, compiled):
         if isinstance(result, Exception):  # its worker ended before answering
@@ -173,9 +175,10 @@ def execute(
     loads need), run while such workers compile, else before anything compiles; an error it raises
     is raised once the workers are done.
     `history` maps key digests to seconds a compile took before (contract.cache keeps it per cache directory).
-    Failures are in the report, never raised. The report's phases: configure (`meanwhile`), variants
-    and workers (resolving and compiling in workers; configure runs beside them when `pool` is
-    given), load (this process loading what workers compiled), in_process (compiles here).
+    Failures are in the report, never raised. The report's phases: configure (`meanwhile`),
+    workers_start (waiting for the first worker), variants and workers (resolving and compiling in
+    workers; configure runs beside these when `pool` is given), load (this process loading what
+    workers compiled), in_process (compiles here).
     """
     work = longest_first(list(plan.work()) if work is None else list(work), history or {})
     results: list[KeyResult] = []

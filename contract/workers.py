@@ -43,6 +43,7 @@ import os
 import pickle
 import queue
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -135,6 +136,7 @@ class Workers:
         os.set_blocking(self._wake_read, False)
         self._stopping = threading.Event()
         self._started_all = threading.Event()  # set before the starter's last wake-up: no worker comes after it
+        self.first_started: float | None = None  # time.perf_counter() when the first worker was up
         self._starter = threading.Thread(target=self._start, args=(processes,), name="zerojit-start-workers",
                                          daemon=True)
         self._starter.start()
@@ -150,6 +152,7 @@ class Workers:
                                                 name="zerojit-compile-worker")
                 process.start()
                 there.close()
+                self.first_started = self.first_started or time.perf_counter()
                 self._arrived.put(_Worker(process, here))
                 os.write(self._wake_write, b"!")
         except BaseException as exc:  # noqa: BLE001 - map reports it for the tasks no worker took
@@ -290,18 +293,22 @@ class _TimeSlices:
 
 
 def _serve(setup: Setup, connection: Any) -> None:
-    """A worker: run the setup (a no-op when forked from a server that ran it), then each task it is sent."""
+    """A worker: run the setup (a no-op when forked from a server that ran it), then each task it is sent; told to
+    stop, it leaves without tearing down the DSL's heap (seconds, for a spawned worker that imported it)."""
     function, args = setup
     function(*args)
     while True:
         try:
             task = connection.recv()
         except EOFError:
-            return
+            break
         if task is None:
-            return
+            break
         function, args = task
         connection.send(function(*args))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _run_prepared_setup() -> None:

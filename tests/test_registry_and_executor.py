@@ -233,7 +233,7 @@ def test_workers_started_early_resolve_and_compile_while_this_process_sets_up(tm
         report = execute(registry.plan(), jobs=2, show_progress=False, process_setup=(configure_worker, ()),
                          pool=pool, meanwhile=lambda: set_up.append(os.getpid()))
     assert set_up == [os.getpid()] and report.count("failed") == 0
-    assert list(report.phases) == ["configure", "variants", "workers", "load"]
+    assert [p for p in report.phases if p != "workers_start"] == ["configure", "variants", "workers", "load"]
     in_workers = [r for r in report.results if not r.worker.startswith(f"pid {os.getpid()} ")]
     assert len(in_workers) == 5 and {r.outcome for r in in_workers} == {"compiled"}
     data = timeline_data(report)
