@@ -173,7 +173,7 @@ def execute(
     `pool`: worker processes started earlier (`start_workers`), used instead of starting new ones;
     they resolve the variants too. `meanwhile`: this process's own set-up (the backend's, which its
     loads need), run while such workers compile, else before anything compiles; an error it raises
-    is raised once the workers are done.
+    (or an interrupt) stops the workers and is raised.
     `history` maps key digests to seconds a compile took before (contract.cache keeps it per cache directory).
     Failures are in the report, never raised. The report's phases: configure (`meanwhile`),
     workers_start (waiting for the first worker), variants and workers (resolving and compiling in
@@ -208,8 +208,10 @@ def execute(
             remote = dispatcher.submit(_compile_in_workers, in_processes, jobs, process_setup, pool)
             try:
                 set_up_here()
-            finally:
                 compiled, worker_phases = remote.result()
+            except BaseException:  # this process's set-up failed, or it is interrupted: the workers stop now
+                pool.cancel()
+                raise
     else:
         set_up_here()  # an error it raises comes before anything compiles or shows
         compiled, worker_phases = ({}, {})

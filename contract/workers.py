@@ -35,6 +35,7 @@ from __future__ import annotations
 import atexit
 import base64
 import collections
+import ctypes
 import gc
 import multiprocessing
 import multiprocessing.connection
@@ -52,9 +53,11 @@ from typing import Any
 Setup = tuple[Callable[..., Any], tuple]
 Task = tuple[Callable[..., Any], tuple]  # a picklable function and its arguments, run in a worker
 _SETUP_ENV = "ZEROJIT_FORKSERVER_SETUP"  # what the forkserver runs as it starts, read by this module's import
+_PARENT_ENV = "ZEROJIT_FORKSERVER_PARENT"  # the process the server dies with (set when its main thread started it)
 _prepared: Setup | None = None
 _NO_DEVICE = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}  # compile-only workers need no GPU
 QUANTUM = 0.25  # seconds a time-sliced compile runs before the ones that waited take their turn
+ARRIVAL_POLL = 0.02  # seconds between looks for a newly started worker while tasks wait for one
 PROCESSES_PER_JOB = 2  # processes `Workers` may hold per compile that runs at once, when slicing
 
 
@@ -70,6 +73,8 @@ def prepare(setup: Setup) -> None:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     server_env = {_SETUP_ENV: base64.b64encode(pickle.dumps(setup)).decode(), **_NO_DEVICE}
+    if threading.current_thread() is threading.main_thread():  # the server is then this process's for its life
+        server_env[_PARENT_ENV] = str(os.getpid())
     saved = {name: os.environ.get(name) for name in server_env}
     os.environ.update(server_env)  # the server inherits this process's environment as it starts
     try:
@@ -122,7 +127,8 @@ class Workers:
 
     The processes start in the background (`prepare` makes them forks of one forkserver), so a
     caller creates this as soon as it knows compiles are coming and goes on with its own set-up.
-    `map(tasks)` runs tasks on the workers as they arrive and returns their results in order.
+    `map(tasks)` runs tasks on the workers as they arrive and returns their results in order;
+    `cancel()` (from another thread: this process is being interrupted) ends it at once.
     """
 
     def __init__(self, processes: int, running: int, setup: Setup):
@@ -132,10 +138,8 @@ class Workers:
         self._idle: list[_Worker] = []
         self._arrived: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._start_error: BaseException | None = None
-        self._wake_read, self._wake_write = os.pipe()  # the starter thread's "a worker arrived", for map's wait
-        os.set_blocking(self._wake_read, False)
-        self._stopping = threading.Event()
-        self._started_all = threading.Event()  # set before the starter's last wake-up: no worker comes after it
+        self._stopping = threading.Event()  # close() or cancel(): start no more, run no more
+        self._started_all = threading.Event()  # set after the starter's last arrival: none comes after it
         self.first_started: float | None = None  # time.perf_counter() when the first worker was up
         self._starter = threading.Thread(target=self._start, args=(processes,), name="zerojit-start-workers",
                                          daemon=True)
@@ -145,39 +149,37 @@ class Workers:
         """Start the processes one by one (a fork from the forkserver waits until the server has imported the DSL)."""
         try:
             for _ in range(processes):
-                if self._stopping.is_set():
-                    return
                 here, there = self._context.Pipe()
-                process = self._context.Process(target=_serve, args=(self._setup, there), daemon=True,
+                forked = self._context.get_start_method() == "forkserver"  # the server's main thread forks it
+                process = self._context.Process(target=_serve, args=(self._setup, there, forked), daemon=True,
                                                 name="zerojit-compile-worker")
                 process.start()
                 there.close()
+                if self._stopping.is_set():  # closed while this one started: nobody will use it
+                    process.kill()
+                    process.join()
+                    return
                 self.first_started = self.first_started or time.perf_counter()
                 self._arrived.put(_Worker(process, here))
-                os.write(self._wake_write, b"!")
         except BaseException as exc:  # noqa: BLE001 - map reports it for the tasks no worker took
             self._start_error = exc
         finally:
             self._started_all.set()
-            os.write(self._wake_write, b".")  # the starter is done: map stops waiting for more
 
     def _arrivals(self) -> None:
         """Move the workers that started since the last look to the idle ones."""
-        try:
-            os.read(self._wake_read, 4096)
-        except BlockingIOError:
-            pass
         while not self._arrived.empty():
             self._idle.append(self._arrived.get())
 
     def map(self, tasks: Sequence[Task]) -> list[Any]:
-        """Each task's result, in order (a `WorkerLost` where its worker ended before answering, or none started)."""
+        """Each task's result, in order (a `WorkerLost` where its worker ended before answering, none started,
+        or the run was cancelled)."""
         pending = collections.deque(enumerate(tasks))
         results: list[Any] = [None] * len(tasks)
         busy: dict[Any, tuple[_Worker, int]] = {}  # connection -> worker, task index
         slices = _TimeSlices(self.running)
         try:
-            while pending or busy:
+            while (pending or busy) and not self._stopping.is_set():
                 self._arrivals()
                 while pending and self._idle:
                     worker = self._idle.pop()
@@ -189,12 +191,13 @@ class Workers:
                     cause = self._start_error or "every worker ended"
                     for index, _ in pending:  # no worker will come for these
                         results[index] = WorkerLost(f"no worker process to run it: {cause}")
+                    pending.clear()
                     break
-                ready = multiprocessing.connection.wait([*busy, self._wake_read],
-                                                        slices.until_next_turn() if slices.sliced else None)
-                for connection in ready:
-                    if connection == self._wake_read:
-                        continue
+                # Wake for the next turn, and often enough to see a worker arrive or a cancel.
+                waiting = pending and not self._started_all.is_set()
+                timeout = min(slices.until_next_turn() if slices.sliced else QUANTUM,
+                              ARRIVAL_POLL if waiting else QUANTUM)
+                for connection in multiprocessing.connection.wait(list(busy), timeout):
                     worker, index = busy.pop(connection)
                     slices.remove(worker)  # continued first: a stopped worker could hold half its answer back
                     try:
@@ -205,18 +208,26 @@ class Workers:
                         results[index] = WorkerLost(f"worker pid {worker.process.pid} ended "
                                                     f"(exit code {worker.process.exitcode}) before it answered")
                 slices.turn()
-        except BaseException:
-            for worker, _ in busy.values():  # interrupted: what they compile is nobody's now
-                worker.process.kill()
-            raise
         finally:
             slices.release()
+            for worker, index in busy.values():  # cancelled or interrupted: what they compile is nobody's now
+                worker.process.kill()
+                worker.process.join()
+                results[index] = WorkerLost("cancelled")
+            for index, _ in pending:
+                results[index] = WorkerLost("cancelled")
         return results
 
-    def close(self) -> None:
-        """End every worker: idle ones are told to, and the starter starts no more."""
+    def cancel(self) -> None:
+        """Stop a `map` running in another thread within a quantum: its workers are killed, its tasks cancelled."""
         self._stopping.set()
-        self._starter.join()
+
+    def close(self) -> None:
+        """End every worker: after a normal run each one that is starting arrives and all are told to go; after a
+        cancel the starter starts no more (one it is starting dies) and nothing waits for it."""
+        if not self._stopping.is_set():
+            self._starter.join()
+        self._stopping.set()
         self._arrivals()
         for worker in self._idle:
             try:
@@ -230,8 +241,6 @@ class Workers:
                 worker.process.join()
             worker.connection.close()
         self._idle = []
-        os.close(self._wake_read)
-        os.close(self._wake_write)
 
     def __enter__(self) -> Workers:
         return self
@@ -292,9 +301,12 @@ class _TimeSlices:
         self.stopped.clear()
 
 
-def _serve(setup: Setup, connection: Any) -> None:
+def _serve(setup: Setup, connection: Any, forked: bool) -> None:
     """A worker: run the setup (a no-op when forked from a server that ran it), then each task it is sent; told to
     stop, it leaves without tearing down the DSL's heap (seconds, for a spawned worker that imported it)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is this process's parent's to handle: it ends the workers
+    if forked:
+        _die_with_parent()  # the forkserver: dead with the process that started it, whose cancel never comes
     function, args = setup
     function(*args)
     while True:
@@ -311,10 +323,29 @@ def _serve(setup: Setup, connection: Any) -> None:
     os._exit(0)
 
 
+def _die_with_parent(parent: int | None = None) -> None:
+    """Have the kernel kill this process when its parent (the thread that started it) ends, on Linux.
+
+    Time slicing leaves workers stopped (SIGSTOP); if the process that time-slices them is killed
+    (SIGKILL, an OOM kill, a CI timeout) no SIGCONT ever comes, and they would stay stopped for
+    ever. Asked for in the forkserver and in each worker forked from it, that death reaches every
+    one. `parent`: the pid expected; gone already, this process ends now.
+    """
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: no such call
+        return
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
 def _run_prepared_setup() -> None:
     """In the forkserver, as it imports this module: the setup `prepare` handed over, before any worker forks
     (nothing in the package imports this module at its own import, so the setup may import the package)."""
     encoded = os.environ.pop(_SETUP_ENV, None)  # set only while `prepare` starts the server
+    parent = os.environ.pop(_PARENT_ENV, None)
+    if parent is not None:
+        _die_with_parent(int(parent))
     if encoded:
         function, args = pickle.loads(base64.b64decode(encoded))
         function(*args)

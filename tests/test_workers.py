@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from zerojit.contract.executor import start_workers
@@ -77,3 +80,72 @@ def test_start_workers_holds_two_processes_per_job_when_slicing(monkeypatch, sli
         assert (workers.processes, workers.running) == (processes, 2)
     with start_workers(2, NO_SETUP, tasks=3) as workers:
         assert workers.processes == min(3, processes)
+
+
+def test_a_cancelled_map_ends_within_a_quantum_and_leaves_no_worker_behind():
+    """An interrupted warmup (Ctrl-C, a failed set-up) cancels from another thread: the map returns at once, its
+    tasks cancelled, and no worker survives, not even one the time slicing had stopped."""
+    import threading
+
+    workers = Workers(3, 1, NO_SETUP)
+    workers.map([(int, ())] * 3)  # all three up
+    pids = set(workers.map([(os.getpid, ())] * 3))
+    found: list = []
+    mapping = threading.Thread(target=lambda: found.extend(workers.map([(burn, (30.0,))] * 3)))
+    mapping.start()
+    time.sleep(1.0)  # two of the three are stopped now
+    cancelled = time.monotonic()
+    workers.cancel()
+    mapping.join(timeout=5)
+    assert not mapping.is_alive() and time.monotonic() - cancelled < 2
+    workers.close()
+    assert all(isinstance(r, WorkerLost) and str(r) == "cancelled" for r in found)
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+_KILLED_MIDWAY = """
+import os, sys
+sys.path.insert(0, {tests!r})
+from test_workers import NO_SETUP, burn
+from zerojit.contract.workers import Workers
+
+workers = Workers(3, 1, NO_SETUP)
+workers.map([(int, ())] * 3)
+print(os.getpid(), *sorted(set(workers.map([(os.getpid, ())] * 3))), flush=True)
+workers.map([(burn, (60.0,))] * 3)
+"""
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or a zombie nobody reaped yet (it runs no more)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's")
+def test_workers_stopped_by_time_slicing_die_with_a_killed_parent():
+    """SIGKILL the process that time-slices its workers (an OOM kill, a CI timeout): no SIGCONT ever comes, yet
+    no worker stays behind stopped, nor does the forkserver."""
+    parent = subprocess.Popen([sys.executable, "-c", _KILLED_MIDWAY.format(tests=str(Path(__file__).parent))],
+                              stdout=subprocess.PIPE, text=True)
+    me, *pids = map(int, parent.stdout.readline().split())
+    server = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent_of(int(p)) == me and int(p) not in pids]
+    time.sleep(1.0)  # two of them are stopped now
+    assert any(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T" for pid in pids)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while not all(_gone(pid) for pid in pids + server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(_gone(pid) for pid in pids + server), [pid for pid in pids + server if not _gone(pid)]
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (FileNotFoundError, ValueError):
+        return None
