@@ -1,5 +1,6 @@
 """What the codemod layer refuses with, in a module that imports nothing: the CLI names these errors at start-up
-without loading libcst, pyflakes or ruff (commands that never migrate, such as `zerojit warmup`, never do)."""
+without loading libcst's codemods, pyflakes or ruff (commands that never migrate, such as `zerojit warmup`, never
+do)."""
 
 
 class MigrationError(RuntimeError):

@@ -75,17 +75,17 @@ def compile_one(kernel: JitKernel, key: CompileKey) -> KeyResult:
 
 
 def start_workers(jobs: int, process_setup: Setup, tasks: int) -> Workers:
-    """Start worker processes now for about `tasks` compiles, `jobs` at a time, and return them.
+    """Start worker processes now for at most `tasks` compiles, `jobs` at a time, and return them.
 
     A caller that knows compiles are coming starts them before its own set-up: the forkserver
     (contract.workers) imports the DSL once, while this process does, and every worker forks from
-    it; `execute(..., pool=...)` then uses them. With more compiles than `jobs`, up to
-    PROCESSES_PER_JOB x `jobs` processes compile at once, time-sliced to `jobs` at any instant.
+    it; `execute(..., pool=...)` then uses them. With more variants to compile than `jobs`, the
+    compiles take up to PROCESSES_PER_JOB x `jobs` processes, time-sliced to `jobs` at any instant.
     """
     # Imported here, not with this module: the forkserver imports it after the package, as the setup may need.
-    from .workers import PROCESSES_PER_JOB, Workers, time_slicing
+    from .workers import Workers
 
-    return Workers(min(tasks, jobs * (PROCESSES_PER_JOB if time_slicing() else 1)), jobs, process_setup)
+    return Workers(jobs, process_setup, min(tasks, jobs))
 
 
 def _variants_of(work: Sequence[Work]) -> list[tuple[str, bool]]:
@@ -115,7 +115,7 @@ def _representatives(work: Sequence[Work], resolved: Sequence[tuple[str, bool]])
 
 def _resolve_in(workers: Workers, work: Sequence[Work]) -> list[tuple[str, bool]]:
     """`_variants_of(work)` computed by the workers, a slice each (this process need not have set its backend up)."""
-    size = -(-len(work) // workers.processes)
+    size = -(-len(work) // min(workers.running, workers.processes or 1))
     slices = [work[start:start + size] for start in range(0, len(work), size)]
     resolved = []
     for part, answer in zip(slices, workers.map([(_variants_of, (part,)) for part in slices])):
@@ -131,6 +131,8 @@ def _compile_in_workers(work: Sequence[Work], jobs: int, process_setup: Setup | 
     process does, and workers start only if some variant needs compiling. Returns the workers'
     results by (kernel, key digest), and the seconds spent choosing the variants and compiling them.
     """
+    from .workers import PROCESSES_PER_JOB, time_slicing
+
     started = time.perf_counter()
     resolved = _variants_of(work) if pool is None else _resolve_in(pool, work)
     representatives = _representatives(work, resolved)
@@ -142,7 +144,8 @@ def _compile_in_workers(work: Sequence[Work], jobs: int, process_setup: Setup | 
     with contextlib.ExitStack() as stack:
         if pool is None:
             pool = stack.enter_context(start_workers(jobs, process_setup, len(representatives)))
-        compiled = pool.map([(compile_one, representative) for representative in representatives])
+        compiled = pool.map([(compile_one, representative) for representative in representatives],
+                            processes=jobs * (PROCESSES_PER_JOB if time_slicing() else 1))
     phases["workers"] = time.perf_counter() - started - sum(phases.values())
     results = {}
     for (kernel, key), result in zip(representatives, compiled):

@@ -58,7 +58,7 @@ _prepared: Setup | None = None
 _NO_DEVICE = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}  # compile-only workers need no GPU
 QUANTUM = 0.25  # seconds a time-sliced compile runs before the ones that waited take their turn
 ARRIVAL_POLL = 0.02  # seconds between looks for a newly started worker while tasks wait for one
-PROCESSES_PER_JOB = 2  # processes `Workers` may hold per compile that runs at once, when slicing
+PROCESSES_PER_JOB = 2  # processes a time-sliced map may hold per task that runs at once
 
 
 def time_slicing() -> bool:
@@ -104,11 +104,17 @@ def _stop_server() -> None:
 def context(setup: Setup) -> multiprocessing.context.BaseContext:
     """Where workers running `setup` start: forked from the prepared forkserver when it holds this setup, else
     spawned (never forked from this process, which may hold a DSL runtime)."""
-    return multiprocessing.get_context("forkserver" if setup == _prepared else "spawn")
+    forked = setup == _prepared and os.environ.get("ZEROJIT_WORKER_START") != "spawn"
+    return multiprocessing.get_context("forkserver" if forked else "spawn")
 
 
 class WorkerLost(RuntimeError):
-    """A worker process ended (killed, crashed) before it answered its task; the task's result slot holds this."""
+    """A task got no answer: its worker ended (killed, crashed) first, no worker could start, or the run was
+    cancelled. The task's result slot holds this."""
+
+
+class TaskFailed(RuntimeError):
+    """A task raised in its worker (or its result could not be sent back); the worker carries on."""
 
 
 class _Worker:
@@ -123,57 +129,97 @@ class _Worker:
 
 
 class Workers:
-    """Up to `processes` worker processes that run `setup` once, then tasks; at most `running` at any instant.
+    """Worker processes that run `setup` once, then tasks; at most `running` tasks run at any instant.
 
-    The processes start in the background (`prepare` makes them forks of one forkserver), so a
-    caller creates this as soon as it knows compiles are coming and goes on with its own set-up.
-    `map(tasks)` runs tasks on the workers as they arrive and returns their results in order;
-    `cancel()` (from another thread: this process is being interrupted) ends it at once.
+    `processes` (default `running`) start at once, in the background (`prepare` makes them forks
+    of one forkserver), so a caller creates this as soon as it knows compiles are coming and goes on
+    with its own set-up. `map(tasks, processes)` runs tasks on the workers as they arrive and
+    returns their results in order; with `processes` above `running` it starts more and
+    time-slices them (forks of the server only: a spawned worker could not die with a killed
+    parent, so it is never left stopped). A worker that ends loses only its own task: another
+    starts in its place. `cancel()` (from another thread: this process is being interrupted)
+    ends a map within a quantum.
     """
 
-    def __init__(self, processes: int, running: int, setup: Setup):
+    def __init__(self, running: int, setup: Setup, processes: int | None = None):
         prepare(setup)
-        self.processes, self.running = processes, running
+        self.running = running
         self._context, self._setup = context(setup), setup
+        self.forked = self._context.get_start_method() == "forkserver"  # the server's main thread forks them
         self._idle: list[_Worker] = []
         self._arrived: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # the counts below, the stop flag, and each arrival
+        self.processes = 0  # started or starting, not lost
+        self._starting = 0
+        self._starters: list[threading.Thread] = []
         self._start_error: BaseException | None = None
         self._stopping = threading.Event()  # close() or cancel(): start no more, run no more
-        self._started_all = threading.Event()  # set after the starter's last arrival: none comes after it
         self.first_started: float | None = None  # time.perf_counter() when the first worker was up
-        self._starter = threading.Thread(target=self._start, args=(processes,), name="zerojit-start-workers",
-                                         daemon=True)
-        self._starter.start()
+        self.grow(processes or running)
 
-    def _start(self, processes: int) -> None:
-        """Start the processes one by one (a fork from the forkserver waits until the server has imported the DSL)."""
-        try:
-            for _ in range(processes):
+    def grow(self, processes: int) -> None:
+        """Have `processes` workers in all: the missing ones start in the background."""
+        with self._lock:
+            more = processes - self.processes
+            if more <= 0 or self._stopping.is_set():
+                return
+            self.processes += more
+            self._starting += more
+        starter = threading.Thread(target=self._start, args=(more,), name="zerojit-start-workers", daemon=True)
+        self._starters.append(starter)
+        starter.start()
+
+    def _start(self, count: int) -> None:
+        """Start `count` processes one by one (a fork from the forkserver waits until the server has imported the DSL)."""
+        for started in range(count):
+            try:
                 here, there = self._context.Pipe()
-                forked = self._context.get_start_method() == "forkserver"  # the server's main thread forks it
-                process = self._context.Process(target=_serve, args=(self._setup, there, forked), daemon=True,
-                                                name="zerojit-compile-worker")
+                process = self._context.Process(target=_serve, args=(self._setup, there, self.forked),
+                                                daemon=True, name="zerojit-compile-worker")
                 process.start()
                 there.close()
-                if self._stopping.is_set():  # closed while this one started: nobody will use it
-                    process.kill()
-                    process.join()
-                    return
-                self.first_started = self.first_started or time.perf_counter()
-                self._arrived.put(_Worker(process, here))
-        except BaseException as exc:  # noqa: BLE001 - map reports it for the tasks no worker took
-            self._start_error = exc
-        finally:
-            self._started_all.set()
+            except BaseException as exc:  # noqa: BLE001 - map reports it for the tasks no worker took
+                self._start_error = exc
+                self._gave_up(count - started)
+                return
+            with self._lock:
+                stopped = self._stopping.is_set()
+                if not stopped:
+                    self._starting -= 1
+                    self.first_started = self.first_started or time.perf_counter()
+                    self._arrived.put(_Worker(process, here))
+            if stopped:  # closed while this one started: nobody will use it
+                process.kill()
+                process.join()
+                self._gave_up(count - started)
+                return
+
+    def _gave_up(self, count: int) -> None:
+        with self._lock:
+            self._starting -= count
+            self.processes -= count
 
     def _arrivals(self) -> None:
         """Move the workers that started since the last look to the idle ones."""
         while not self._arrived.empty():
             self._idle.append(self._arrived.get())
 
-    def map(self, tasks: Sequence[Task]) -> list[Any]:
-        """Each task's result, in order (a `WorkerLost` where its worker ended before answering, none started,
-        or the run was cancelled)."""
+    def _lost(self, worker: _Worker, replace: int) -> str:
+        """A worker ended: why, and another starts in its place while `replace` (a map's process count) wants it."""
+        worker.process.join()
+        worker.connection.close()
+        with self._lock:
+            self.processes -= 1
+        self.grow(replace)
+        return f"worker pid {worker.process.pid} ended (exit code {worker.process.exitcode}) before it answered"
+
+    def map(self, tasks: Sequence[Task], processes: int | None = None) -> list[Any]:
+        """Each task's result, in order; an exception instance where a task got none (`WorkerLost`, `TaskFailed`).
+
+        `processes`: how many workers may hold these tasks at once (default `running`; more are
+        time-sliced to `running` at any instant, if forked).
+        """
+        self.grow(min(processes if processes and self.forked else self.running, len(tasks)))
         pending = collections.deque(enumerate(tasks))
         results: list[Any] = [None] * len(tasks)
         busy: dict[Any, tuple[_Worker, int]] = {}  # connection -> worker, task index
@@ -184,19 +230,27 @@ class Workers:
                 while pending and self._idle:
                     worker = self._idle.pop()
                     index, task = pending.popleft()
-                    worker.connection.send(task)
+                    try:
+                        worker.connection.send(task)
+                    except (OSError, EOFError):  # it ended while idle: the task waits for another
+                        pending.appendleft((index, task))
+                        self._lost(worker, replace=self.processes + 1)
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - the task cannot be sent (pickling); the worker stays
+                        results[index] = TaskFailed(f"{type(exc).__name__}: {exc}")
+                        self._idle.append(worker)
+                        continue
                     busy[worker.connection] = (worker, index)
                     slices.add(worker)
-                if pending and not busy and not self._idle and self._started_all.is_set() and self._arrived.empty():
+                if pending and not busy and not self._idle and self._arrived.empty() and self._starting == 0:
                     cause = self._start_error or "every worker ended"
                     for index, _ in pending:  # no worker will come for these
                         results[index] = WorkerLost(f"no worker process to run it: {cause}")
                     pending.clear()
                     break
                 # Wake for the next turn, and often enough to see a worker arrive or a cancel.
-                waiting = pending and not self._started_all.is_set()
                 timeout = min(slices.until_next_turn() if slices.sliced else QUANTUM,
-                              ARRIVAL_POLL if waiting else QUANTUM)
+                              ARRIVAL_POLL if pending and self._starting else QUANTUM)
                 for connection in multiprocessing.connection.wait(list(busy), timeout):
                     worker, index = busy.pop(connection)
                     slices.remove(worker)  # continued first: a stopped worker could hold half its answer back
@@ -204,9 +258,7 @@ class Workers:
                         results[index] = connection.recv()
                         self._idle.append(worker)
                     except (EOFError, OSError):
-                        worker.process.join()
-                        results[index] = WorkerLost(f"worker pid {worker.process.pid} ended "
-                                                    f"(exit code {worker.process.exitcode}) before it answered")
+                        results[index] = WorkerLost(self._lost(worker, replace=self.processes + 1 if pending else 0))
                 slices.turn()
         finally:
             slices.release()
@@ -220,14 +272,16 @@ class Workers:
 
     def cancel(self) -> None:
         """Stop a `map` running in another thread within a quantum: its workers are killed, its tasks cancelled."""
-        self._stopping.set()
+        with self._lock:
+            self._stopping.set()
 
     def close(self) -> None:
         """End every worker: after a normal run each one that is starting arrives and all are told to go; after a
-        cancel the starter starts no more (one it is starting dies) and nothing waits for it."""
+        cancel no more start (one that is starting dies) and nothing waits for them."""
         if not self._stopping.is_set():
-            self._starter.join()
-        self._stopping.set()
+            for starter in self._starters:
+                starter.join()
+        self.cancel()
         self._arrivals()
         for worker in self._idle:
             try:
@@ -317,7 +371,14 @@ def _serve(setup: Setup, connection: Any, forked: bool) -> None:
         if task is None:
             break
         function, args = task
-        connection.send(function(*args))
+        try:
+            result = function(*args)
+        except BaseException as exc:  # noqa: BLE001 - the task's failure, not the worker's
+            result = TaskFailed(f"{type(exc).__name__}: {exc}")
+        try:
+            connection.send(result)
+        except Exception as exc:  # noqa: BLE001 - an answer that does not pickle
+            connection.send(TaskFailed(f"its result could not be sent back ({type(exc).__name__}: {exc})"))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

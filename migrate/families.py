@@ -268,6 +268,10 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
         else:
             report = execute(plan, jobs=jobs, console=console, show_progress=show_progress,
                              history=read_history(cache), process_setup=setup, pool=pool, meanwhile=set_up_here)
+    except BaseException:
+        if pool is not None:  # an error or an interrupt before the workers were handed over: nothing waits for them
+            pool.cancel()
+        raise
     finally:
         if pool is not None:
             pool.close()

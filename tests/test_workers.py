@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from zerojit.contract.executor import start_workers
-from zerojit.contract.workers import WorkerLost, Workers
+from zerojit.contract.workers import TaskFailed, WorkerLost, Workers
 
 CPU_SECONDS = 1.0
 NO_SETUP = (int, ())  # a setup that does nothing
@@ -32,9 +32,9 @@ def burn(seconds: float) -> tuple[float, float, float]:
 
 
 def _spans(processes: int, running: int, tasks: int) -> list[tuple[float, float, float]]:
-    with Workers(processes, running, NO_SETUP) as workers:
-        workers.map([(int, ())] * processes)  # every process started and idle: the clock starts together
-        return workers.map([(burn, (CPU_SECONDS,))] * tasks)
+    with Workers(running, NO_SETUP, processes) as workers:
+        workers.map([(int, ())] * processes, processes)  # every process started and idle: the clock starts together
+        return workers.map([(burn, (CPU_SECONDS,))] * tasks, processes)
 
 
 def test_more_processes_than_running_share_the_cpu_and_end_together():
@@ -56,11 +56,25 @@ def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def test_a_worker_that_dies_loses_only_its_task():
-    with Workers(2, 2, NO_SETUP) as workers:
-        results = workers.map([(die, ()), (int, ("3",)), (int, ("4",))])
-    assert isinstance(results[0], WorkerLost) and "exit code -9" in str(results[0])
-    assert results[1:] == [3, 4]
+def fail(message: str) -> None:
+    raise ValueError(message)
+
+
+def test_a_worker_that_dies_loses_only_its_task_and_another_takes_its_place():
+    """Two workers, three of whose tasks kill their worker: every other task still runs (replacements start)."""
+    with Workers(2, NO_SETUP) as workers:
+        results = workers.map([(die, ()), (int, ("3",)), (die, ()), (die, ()), (int, ("4",)), (int, ("5",))])
+    assert all(isinstance(results[i], WorkerLost) and "exit code -9" in str(results[i]) for i in (0, 2, 3))
+    assert [results[i] for i in (1, 4, 5)] == [3, 4, 5]
+
+
+def test_a_task_that_raises_fails_alone_and_its_worker_carries_on():
+    with Workers(1, NO_SETUP) as workers:
+        pid = workers.map([(os.getpid, ())])[0]
+        results = workers.map([(fail, ("no",)), (os.getpid, ()), (lambda: None, ())])  # the last cannot be pickled
+    assert isinstance(results[0], TaskFailed) and str(results[0]) == "ValueError: no"
+    assert results[1] == pid
+    assert isinstance(results[2], TaskFailed) and "pickle" in str(results[2]).lower()
 
 
 def test_when_no_worker_can_start_every_task_says_so(monkeypatch):
@@ -68,18 +82,21 @@ def test_when_no_worker_can_start_every_task_says_so(monkeypatch):
         pass
 
     monkeypatch.setenv("ZEROJIT_WORKER_START", "spawn")
-    with Workers(2, 1, (broken_setup, ())) as workers:
+    with Workers(1, (broken_setup, ()), 2) as workers:
         results = workers.map([(int, ())] * 3)
     assert all(isinstance(r, WorkerLost) and "no worker process" in str(r) for r in results)
 
 
-@pytest.mark.parametrize("slicing, processes", [("on", 4), ("off", 2)])
-def test_start_workers_holds_two_processes_per_job_when_slicing(monkeypatch, slicing, processes):
-    monkeypatch.setenv("ZEROJIT_TIME_SLICE", slicing)
+def test_start_workers_starts_one_per_job_and_a_map_may_hold_more_only_when_forked(monkeypatch):
     with start_workers(2, NO_SETUP, tasks=10) as workers:
-        assert (workers.processes, workers.running) == (processes, 2)
-    with start_workers(2, NO_SETUP, tasks=3) as workers:
-        assert workers.processes == min(3, processes)
+        assert (workers.processes, workers.running, workers.forked) == (2, 2, True)
+        workers.map([(int, ())] * 6, processes=4)
+        assert workers.processes == 4
+    with start_workers(2, NO_SETUP, tasks=1) as workers:
+        assert workers.processes == 1
+    monkeypatch.setenv("ZEROJIT_WORKER_START", "spawn")  # a spawned worker could not die with its parent: never sliced
+    with start_workers(2, NO_SETUP, tasks=10) as workers:
+        assert workers.map([(int, ("1",))] * 6, processes=4) == [1] * 6 and workers.processes == 2
 
 
 def test_a_cancelled_map_ends_within_a_quantum_and_leaves_no_worker_behind():
@@ -87,11 +104,11 @@ def test_a_cancelled_map_ends_within_a_quantum_and_leaves_no_worker_behind():
     tasks cancelled, and no worker survives, not even one the time slicing had stopped."""
     import threading
 
-    workers = Workers(3, 1, NO_SETUP)
-    workers.map([(int, ())] * 3)  # all three up
-    pids = set(workers.map([(os.getpid, ())] * 3))
+    workers = Workers(1, NO_SETUP, 3)
+    workers.map([(int, ())] * 3, 3)  # all three up
+    pids = set(workers.map([(os.getpid, ())] * 3, 3))
     found: list = []
-    mapping = threading.Thread(target=lambda: found.extend(workers.map([(burn, (30.0,))] * 3)))
+    mapping = threading.Thread(target=lambda: found.extend(workers.map([(burn, (30.0,))] * 3, 3)))
     mapping.start()
     time.sleep(1.0)  # two of the three are stopped now
     cancelled = time.monotonic()
@@ -111,10 +128,10 @@ sys.path.insert(0, {tests!r})
 from test_workers import NO_SETUP, burn
 from zerojit.contract.workers import Workers
 
-workers = Workers(3, 1, NO_SETUP)
-workers.map([(int, ())] * 3)
-print(os.getpid(), *sorted(set(workers.map([(os.getpid, ())] * 3))), flush=True)
-workers.map([(burn, (60.0,))] * 3)
+workers = Workers(1, NO_SETUP, 3)
+workers.map([(int, ())] * 3, 3)
+print(os.getpid(), *sorted(set(workers.map([(os.getpid, ())] * 3, 3))), flush=True)
+workers.map([(burn, (60.0,))] * 3, 3)
 """
 
 

@@ -84,7 +84,7 @@ def exit_now(code: int | str | None) -> None:
     if isinstance(code, str):
         print(code, file=sys.stderr)
         code = 1
-    atexit._run_exitfuncs()  # what interpreter exit runs first; os._exit then skips only the teardown
+    atexit._run_exitfuncs()  # the handlers, as interpreter exit runs them; os._exit then skips the teardown
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -16,8 +16,8 @@ from zerojit.contract.executor import default_jobs
 from ..families import MAX_LAUNCHES, get_preset, verify_preset, warm_preset
 from .render import print_warmup
 from .services import BakeError, bake_in_own_process, bake_processes
-from .shared import (CacheOption, JsonOption, PresetOption, err, exit_now, fail, out, print_json, user_errors,
-                     warning_line)
+from .shared import (USER_ERRORS, CacheOption, JsonOption, PresetOption, err, exit_now, fail, out, print_json,
+                     user_errors, warning_line)
 
 
 @user_errors()
@@ -113,12 +113,12 @@ def bake_here() -> None:
     presets in turn and prints their reports as one JSON list; a user error is one `error:` line, exit 2."""
     warnings.showwarning = warning_line
     cache_dir, jobs, *presets = sys.argv[1:]
-    try:
-        with user_errors():
-            runs = [warm_preset(*get_preset(name), jobs=int(jobs), cache_dir=Path(cache_dir), show_progress=False)
-                    for name in presets]
-    except typer.Exit as done:
-        exit_now(done.exit_code)
+    runs = []
+    for name in presets:
+        try:
+            runs.append(warm_preset(*get_preset(name), jobs=int(jobs), cache_dir=Path(cache_dir), show_progress=False))
+        except USER_ERRORS as exc:  # one line, naming the preset
+            exit_now(fail(f"{name}: {exc}").exit_code)
     print_json([run.report.to_dict() for run in runs])
     exit_now(0)
 
