@@ -23,6 +23,14 @@ CPU_SECONDS = 1.0
 NO_SETUP = (int, ())  # a setup that does nothing
 
 
+def forked_setup() -> tuple:
+    """A setup whose workers fork from this process's forkserver: the one a test before prepared (the server keeps
+    its first setup for the process's life), else the no-op one. The tasks here need no setup of their own."""
+    from zerojit.contract import workers
+
+    return workers._prepared or NO_SETUP
+
+
 def burn(seconds: float) -> tuple[float, float, float]:
     """Spin until this thread has used `seconds` of CPU; (wall start, wall end, CPU used)."""
     start, cpu = time.time(), time.thread_time()
@@ -32,7 +40,8 @@ def burn(seconds: float) -> tuple[float, float, float]:
 
 
 def _spans(processes: int, running: int, tasks: int) -> list[tuple[float, float, float]]:
-    with Workers(running, NO_SETUP, processes) as workers:
+    with Workers(running, forked_setup(), processes) as workers:
+        assert workers.forked
         workers.map([(int, ())] * processes, processes)  # every process started and idle: the clock starts together
         return workers.map([(burn, (CPU_SECONDS,))] * tasks, processes)
 
@@ -62,14 +71,14 @@ def fail(message: str) -> None:
 
 def test_a_worker_that_dies_loses_only_its_task_and_another_takes_its_place():
     """Two workers, three of whose tasks kill their worker: every other task still runs (replacements start)."""
-    with Workers(2, NO_SETUP) as workers:
+    with Workers(2, forked_setup()) as workers:
         results = workers.map([(die, ()), (int, ("3",)), (die, ()), (die, ()), (int, ("4",)), (int, ("5",))])
     assert all(isinstance(results[i], WorkerLost) and "exit code -9" in str(results[i]) for i in (0, 2, 3))
     assert [results[i] for i in (1, 4, 5)] == [3, 4, 5]
 
 
 def test_a_task_that_raises_fails_alone_and_its_worker_carries_on():
-    with Workers(1, NO_SETUP) as workers:
+    with Workers(1, forked_setup()) as workers:
         pid = workers.map([(os.getpid, ())])[0]
         results = workers.map([(fail, ("no",)), (os.getpid, ()), (lambda: None, ())])  # the last cannot be pickled
     assert isinstance(results[0], TaskFailed) and str(results[0]) == "ValueError: no"
@@ -88,14 +97,14 @@ def test_when_no_worker_can_start_every_task_says_so(monkeypatch):
 
 
 def test_start_workers_starts_one_per_job_and_a_map_may_hold_more_only_when_forked(monkeypatch):
-    with start_workers(2, NO_SETUP, tasks=10) as workers:
+    with start_workers(2, forked_setup(), tasks=10) as workers:
         assert (workers.processes, workers.running, workers.forked) == (2, 2, True)
         workers.map([(int, ())] * 6, processes=4)
         assert workers.processes == 4
-    with start_workers(2, NO_SETUP, tasks=1) as workers:
+    with start_workers(2, forked_setup(), tasks=1) as workers:
         assert workers.processes == 1
     monkeypatch.setenv("ZEROJIT_WORKER_START", "spawn")  # a spawned worker could not die with its parent: never sliced
-    with start_workers(2, NO_SETUP, tasks=10) as workers:
+    with Workers(2, NO_SETUP, 4) as workers:
         assert workers.map([(int, ("1",))] * 6, processes=4) == [1] * 6 and workers.processes == 2
 
 
@@ -104,7 +113,7 @@ def test_a_cancelled_map_ends_within_a_quantum_and_leaves_no_worker_behind():
     tasks cancelled, and no worker survives, not even one the time slicing had stopped."""
     import threading
 
-    workers = Workers(1, NO_SETUP, 3)
+    workers = Workers(1, forked_setup(), 3)
     workers.map([(int, ())] * 3, 3)  # all three up
     pids = set(workers.map([(os.getpid, ())] * 3, 3))
     found: list = []
