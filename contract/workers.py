@@ -155,7 +155,7 @@ class Workers:
         self._start_error: BaseException | None = None
         self._stopping = threading.Event()  # close() or cancel(): start no more, run no more
         self.first_started: float | None = None  # time.perf_counter() when the first worker was up
-        self.grow(processes if processes and self.forked else running)
+        self.grow((processes or running) if self.forked else min(processes or running, running))
 
     def grow(self, processes: int) -> None:
         """Have `processes` workers in all: the missing ones start in the background."""
