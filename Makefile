@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.zerojit-installed
 
-.PHONY: install demo test mutants clean
+.PHONY: install demo lint test mutants clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ install: $(STAMP)
 
 demo: install
 	$(VENV)/bin/zerojit demo
+
+# The project is held to the linter and formatter it gates migrated code on ([tool.ruff]).
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test: install
 	$(PY) -m pytest -q

@@ -45,16 +45,24 @@ def main() -> None:
 
     # FA4 MLA prefill on B200 with a QK-128 layout (vLLM expands it; DeepSeek dims hit its defect).
     fa4, config = FA4MLAEquivalence(), MLAConfig("sm100", MLADims(64, 64, 128), total_heads=128, tp_size=8)
-    report("FA4 MLA prefill, sm100, dims (64, 64, 128), 16 heads per rank",
-           lambda: [k for k in fa4.family_keys(config) if f'"max_seqlen_q":{MULTI_BLOCK_Q}' not in k],
-           lambda: fa4.legacy.standalone_keys(config), args.repeats * 10)
+    report(
+        "FA4 MLA prefill, sm100, dims (64, 64, 128), 16 heads per rank",
+        lambda: [k for k in fa4.family_keys(config) if f'"max_seqlen_q":{MULTI_BLOCK_Q}' not in k],
+        lambda: fa4.legacy.standalone_keys(config),
+        args.repeats * 10,
+    )
 
     # Inkling on B200: the large space (2 layer kinds x query buckets x request counts).
-    inkling, config = InklingEquivalence(), InklingConfig("sm100", "inkling-64h", tp_size=8,
-                                                          scheduler=(256, 8192, 32768))
-    report("Inkling relative attention, sm100, 64 heads TP8, 256 seqs x 8192 tokens",
-           lambda: inkling.family_keys(config), lambda: inkling.legacy.standalone_keys(config),
-           max(1, args.repeats // 4))
+    inkling, config = (
+        InklingEquivalence(),
+        InklingConfig("sm100", "inkling-64h", tp_size=8, scheduler=(256, 8192, 32768)),
+    )
+    report(
+        "Inkling relative attention, sm100, 64 heads TP8, 256 seqs x 8192 tokens",
+        lambda: inkling.family_keys(config),
+        lambda: inkling.legacy.standalone_keys(config),
+        max(1, args.repeats // 4),
+    )
 
 
 if __name__ == "__main__":

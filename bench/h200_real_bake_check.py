@@ -62,11 +62,21 @@ def main() -> None:
     warmup_compiles = len(compiles)
     coverage = verify_zero_jit(kernels, family.sample_launches(preset, kernels, launches, seed))
     torch.cuda.synchronize()
-    print(json.dumps({"preset": preset_name, "gpu": torch.cuda.get_device_name(), "keys": plan.total_keys,
-                      "failed": report.count("failed"), "warmup_compiles": warmup_compiles,
-                      "launches": coverage.launches, "launch_compiles": len(compiles) - warmup_compiles,
-                      "variant_growth": coverage.cache_growth,
-                      "failures": [f.cause for f in report.failures][:3]}))
+    print(
+        json.dumps(
+            {
+                "preset": preset_name,
+                "gpu": torch.cuda.get_device_name(),
+                "keys": plan.total_keys,
+                "failed": report.count("failed"),
+                "warmup_compiles": warmup_compiles,
+                "launches": coverage.launches,
+                "launch_compiles": len(compiles) - warmup_compiles,
+                "variant_growth": coverage.cache_growth,
+                "failures": [f.cause for f in report.failures][:3],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -34,9 +34,15 @@ def main(cache_dir: str, tokens: int) -> dict:
     triton.knobs.cache.dir = cache_dir
     triton.knobs.compilation.listener = listen
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    sources = EngineSources(vllm_tree(KERNEL_RELEASE), "vllm", (KERNEL_MODULE, "vllm.utils.math_utils"), {
-        "vllm.triton_utils": {"triton": triton, "tl": triton.language},
-        "vllm.utils.platform_utils": {"num_compute_units": lambda device_id=0: sms}})
+    sources = EngineSources(
+        vllm_tree(KERNEL_RELEASE),
+        "vllm",
+        (KERNEL_MODULE, "vllm.utils.math_utils"),
+        {
+            "vllm.triton_utils": {"triton": triton, "tl": triton.language},
+            "vllm.utils.platform_utils": {"num_compute_units": lambda device_id=0: sms},
+        },
+    )
     with sources.installed():
         norm_fwd = sources.module(KERNEL_MODULE).layer_norm_fwd
     width, rows = QWEN3_NEXT_TP4.group_size, QWEN3_NEXT_TP4.rows_per_token
@@ -45,16 +51,23 @@ def main(cache_dir: str, tokens: int) -> dict:
     for count in range(1, tokens + 1):
         x = torch.randn(count * rows, width, dtype=torch.bfloat16, device="cuda")
         z = torch.randn_like(x)
-        out, _, _ = norm_fwd(x, weight, None, EPS, z=z, group_size=width, norm_before_gate=True, is_rms_norm=True,
-                             activation="silu")
+        out, _, _ = norm_fwd(
+            x, weight, None, EPS, z=z, group_size=width, norm_before_gate=True, is_rms_norm=True, activation="silu"
+        )
         xf = x.float()
         reference = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * weight.float() * F.silu(z.float())
         worst = max(worst, (out.float() - reference).abs().max().item())
     torch.cuda.synchronize()
-    return {"device": torch.cuda.get_device_name(0), "sms": sms, "triton": triton.__version__,
-            "cache_manager": os.environ.get("TRITON_CACHE_MANAGER", "Triton's stock FileCacheManager"),
-            "launches": tokens,
-            **counts, "max_abs_error_vs_fp32": worst, "seconds": round(time.perf_counter() - started, 2)}
+    return {
+        "device": torch.cuda.get_device_name(0),
+        "sms": sms,
+        "triton": triton.__version__,
+        "cache_manager": os.environ.get("TRITON_CACHE_MANAGER", "Triton's stock FileCacheManager"),
+        "launches": tokens,
+        **counts,
+        "max_abs_error_vs_fp32": worst,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
 
 
 if __name__ == "__main__":

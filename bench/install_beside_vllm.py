@@ -18,8 +18,18 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ("vllm", "zerojit", "torch", "triton", "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-cu13",
-          "nvidia-cutlass-dsl-libs-cu12", "flash-attn-4", "quack-kernels", "apache-tvm-ffi")
+SHARED = (
+    "vllm",
+    "zerojit",
+    "torch",
+    "triton",
+    "nvidia-cutlass-dsl",
+    "nvidia-cutlass-dsl-libs-cu13",
+    "nvidia-cutlass-dsl-libs-cu12",
+    "flash-attn-4",
+    "quack-kernels",
+    "apache-tvm-ffi",
+)
 
 
 def _python312() -> str:
@@ -37,16 +47,29 @@ def main() -> int:
         venv = Path(tmp, "venv")
         subprocess.run([args.python, "-m", "venv", str(venv)], check=True)
         report = Path(tmp, "report.json")
-        command = [str(venv / "bin" / "python"), "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(report),
-                   "--ignore-installed", f"vllm=={args.vllm}", f"{ROOT}[{args.extra}]"]
+        command = [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--report",
+            str(report),
+            "--ignore-installed",
+            f"vllm=={args.vllm}",
+            f"{ROOT}[{args.extra}]",
+        ]
         print("$", " ".join(command), flush=True)
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             print(done.stdout[-4000:], done.stderr[-4000:], sep="\n")
             print(f"RESULT: vllm=={args.vllm} and zerojit[{args.extra}] do NOT resolve together")
             return 1
-        chosen = {item["metadata"]["name"].lower(): item["metadata"]["version"]
-                  for item in json.loads(report.read_text())["install"]}
+        chosen = {
+            item["metadata"]["name"].lower(): item["metadata"]["version"]
+            for item in json.loads(report.read_text())["install"]
+        }
     for name in SHARED:
         if name in chosen:
             print(f"  {name:32s} {chosen[name]}")

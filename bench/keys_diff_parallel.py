@@ -25,8 +25,24 @@ JIT_WARMUP = "vllm.model_executor.warmup.jit_warmup"
 
 def keys_diff(family: str, jobs: int) -> tuple[str, float]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "zerojit", "keys", "diff", "--family", family, "--grid", "full",
-                           "--jobs", str(jobs), "--json"], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zerojit",
+            "keys",
+            "diff",
+            "--family",
+            family,
+            "--grid",
+            "full",
+            "--jobs",
+            str(jobs),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode not in (0, 1):
         sys.exit(f"keys diff --jobs {jobs} failed: {done.stderr[-2000:]}")
     return done.stdout, time.perf_counter() - start
@@ -74,16 +90,20 @@ def main() -> None:
     serial, serial_s = keys_diff(args.family, 1)
     parallel, parallel_s = keys_diff(args.family, args.jobs)
     print(f"  --jobs 1          {serial_s:7.1f} s")
-    print(f"  --jobs {args.jobs:<10} {parallel_s:7.1f} s   {serial_s / parallel_s:.2f}x faster, "
-          f"report {'identical' if serial == parallel else 'DIFFERENT'}")
+    print(
+        f"  --jobs {args.jobs:<10} {parallel_s:7.1f} s   {serial_s / parallel_s:.2f}x faster, "
+        f"report {'identical' if serial == parallel else 'DIFFERENT'}"
+    )
     counted = distinct_inputs(args.family)
     if counted is None:
         print("  (the legacy side is not vLLM's traced expansion: no memo count)")
         return
     evaluations, distinct, dispatch_reads = counted
-    print(f"  legacy expansion: {evaluations} compile-key evaluations, {distinct} distinct inputs "
-          f"({evaluations / distinct:.2f} per input), {dispatch_reads} distinct in what the dispatch reads "
-          f"({evaluations / dispatch_reads:.2f}): a memo saves at most {1 - dispatch_reads / evaluations:.0%}")
+    print(
+        f"  legacy expansion: {evaluations} compile-key evaluations, {distinct} distinct inputs "
+        f"({evaluations / distinct:.2f} per input), {dispatch_reads} distinct in what the dispatch reads "
+        f"({evaluations / dispatch_reads:.2f}): a memo saves at most {1 - dispatch_reads / evaluations:.0%}"
+    )
 
 
 if __name__ == "__main__":

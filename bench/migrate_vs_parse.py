@@ -3,7 +3,8 @@
 Both sides use the same number of processes (-j). The migrations, each on the tree where it
 has work to do: fa4-mla-prefill + inkling-rel-attention on vLLM 0.29.0; fla-layer-norm on
 0.33.0; rocm-nvfp4 on 0.33.0 with the bundled legacy layout wired in. (ll-bf16-router-gemm
-refuses the 0.33.0 release, whose LLBf16Gemm.dispatch VllmJitKernel cannot trace.) The parse side parses every `.py` of the same tree with
+refuses the 0.33.0 release, whose LLBf16Gemm.dispatch VllmJitKernel cannot trace.) The parse
+side parses every `.py` of the same tree with
 libcst. A dry run is `migrate` without writing and without --verify-keys; each is timed
 `--repeat` times and the median is shown. The goal is a ratio (parse / dry run) of 30x or
 more for every migration; the exit status is 1 when one falls short.
@@ -80,8 +81,10 @@ def main() -> None:
             ratio = parse_s / migrate_s
             label = " + ".join(families)
             print(f"{label} on vLLM {tree}: {report['files_scanned']} files, {report['changes']} changes", flush=True)
-            print(f"  dry run (median of {args.repeat})       {migrate_s:8.2f} s   "
-                  f"(ast-parsed {report['files_parsed']} files)")
+            print(
+                f"  dry run (median of {args.repeat})       {migrate_s:8.2f} s   "
+                f"(ast-parsed {report['files_parsed']} files)"
+            )
             print(f"  libcst parse of every file  {parse_s:8.2f} s   ({parsed} files, -j {args.jobs})")
             print(f"  parse / dry run             {ratio:8.1f}x  (goal {GOAL:.0f}x)", flush=True)
             if ratio < GOAL:

@@ -33,9 +33,9 @@ from pathlib import Path
 DEFAULT_PRESETS = ("deepseek-v3-h200", "inkling-h200", "deepseek-v3-b200", "minimax-m3-nvfp4-mi355x-tp4")
 START_UP = {  # what start-up means per backend: start Python, import and configure the DSL
     "cutedsl": "from zerojit.contract.backends import cutedsl as backend; backend.configure({arch!r}, {cache!r}); "
-               "import flash_attn.cute.interface",
+    "import flash_attn.cute.interface",
     "flydsl": "from zerojit.contract.backends import flydsl as backend; backend.configure({arch!r}, {cache!r}); "
-              "import flydsl.compiler",
+    "import flydsl.compiler",
 }
 CONFIGURED = "import os, sys, time; print(time.time(), flush=True); os._exit(0)"  # the instant it is configured
 
@@ -46,9 +46,26 @@ class Run:
     def __init__(self, preset: str, cache: Path, jobs: int, env: dict[str, str] | None = None):
         timeline = cache.with_suffix(".timeline.json")
         launched, start = time.time(), time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", preset, "--jobs", str(jobs),
-                               "--cache-dir", str(cache), "--timeline", str(timeline), "--json"],
-                              capture_output=True, text=True, env={**os.environ, **(env or {})})
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "zerojit",
+                "warmup",
+                "--preset",
+                preset,
+                "--jobs",
+                str(jobs),
+                "--cache-dir",
+                str(cache),
+                "--timeline",
+                str(timeline),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
         self.wall = time.perf_counter() - start
         if done.returncode != 0:
             sys.exit(f"zerojit warmup --preset {preset} --jobs {jobs} failed:\n{done.stderr[-3000:]}")
@@ -61,9 +78,12 @@ class Run:
         self.compile_cpu = sum(k["cpu_s"] for k in self.compiles)
 
     def line(self, label: str) -> str:
-        spans = (f"first compile at {self.first:6.2f} s, last ends {self.last:6.2f} s, "
-                 f"then {self.wall - self.last:5.2f} s" if self.first is not None else "nothing compiled")
-        return (f"  {label:<12} {self.report['compiled']:3d} compiles  process {self.wall:7.2f} s   ({spans})")
+        spans = (
+            f"first compile at {self.first:6.2f} s, last ends {self.last:6.2f} s, then {self.wall - self.last:5.2f} s"
+            if self.first is not None
+            else "nothing compiled"
+        )
+        return f"  {label:<12} {self.report['compiled']:3d} compiles  process {self.wall:7.2f} s   ({spans})"
 
 
 def start_up(backend: str, arch: str) -> float:
@@ -76,15 +96,24 @@ def start_up(backend: str, arch: str) -> float:
 
 
 def measure(preset: str, jobs: int, spawned: bool) -> None:
-    plan = json.loads(subprocess.run([sys.executable, "-m", "zerojit", "plan", "--preset", preset, "--json"],
-                                     capture_output=True, text=True, check=True).stdout)
+    plan = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "zerojit", "plan", "--preset", preset, "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     backend, arch = plan["kernels"][0]["backend"], plan["limits"]["arch"]
     with tempfile.TemporaryDirectory() as scratch:
         serial = Run(preset, Path(scratch, "serial"), 1)
         parallel = Run(preset, Path(scratch, "parallel"), jobs)
         restart = Run(preset, Path(scratch, "parallel"), jobs)
-        unsliced = Run(preset, Path(scratch, "unsliced"), jobs, {"ZEROJIT_TIME_SLICE": "off"}) \
-            if len(serial.compiles) > jobs else None
+        unsliced = (
+            Run(preset, Path(scratch, "unsliced"), jobs, {"ZEROJIT_TIME_SLICE": "off"})
+            if len(serial.compiles) > jobs
+            else None
+        )
         old = Run(preset, Path(scratch, "spawned"), jobs, {"ZEROJIT_WORKER_START": "spawn"}) if spawned else None
         begin = start_up(backend, arch)
     longest = max((k["seconds"] for k in serial.compiles), default=0.0)
@@ -100,18 +129,26 @@ def measure(preset: str, jobs: int, spawned: bool) -> None:
     if parallel.first is None:
         print("  floor        nothing compiled")
         return
-    print(f"  floor        start-up {begin:.2f} s + max(compile CPU {serial.compile_cpu:.1f} s / {jobs}, longest "
-          f"compile {longest:.2f} s) = {floor:.2f} s;  process / floor = {parallel.wall / floor:.2f}")
-    print(f"               its compiles: {parallel.last - parallel.first:.2f} s from the first start to the last end, "
-          f"against {compiles:.2f} s")
+    print(
+        f"  floor        start-up {begin:.2f} s + max(compile CPU {serial.compile_cpu:.1f} s / {jobs}, longest "
+        f"compile {longest:.2f} s) = {floor:.2f} s;  process / floor = {parallel.wall / floor:.2f}"
+    )
+    print(
+        f"               its compiles: {parallel.last - parallel.first:.2f} s from the first start to the last end, "
+        f"against {compiles:.2f} s"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", action="append", help=f"repeatable; default {', '.join(DEFAULT_PRESETS)}")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--no-spawned", dest="spawned", action="store_false",
-                        help="skip the run with every worker spawned (the design before the forkserver)")
+    parser.add_argument(
+        "--no-spawned",
+        dest="spawned",
+        action="store_false",
+        help="skip the run with every worker spawned (the design before the forkserver)",
+    )
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, --jobs {args.jobs}, {time.strftime('%Y-%m-%d')}")
     for preset in args.preset or DEFAULT_PRESETS:

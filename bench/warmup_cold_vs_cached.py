@@ -24,8 +24,12 @@ import time
 
 def warmup(preset: str, cache_dir: str) -> tuple[float, dict]:
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", preset, "--json",
-                             "--cache-dir", cache_dir], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "zerojit", "warmup", "--preset", preset, "--json", "--cache-dir", cache_dir],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return time.perf_counter() - start, json.loads(result.stdout)
 
 
@@ -51,12 +55,15 @@ def measure(preset: str, repeats: int) -> None:
     cold_proc = statistics.median(w for w, _ in cold)
     cached_proc = statistics.median(w for w, _ in cached)
     compiled = cold[0][1]["compiled"]
-    print(f"preset {preset}: {cold[0][1]['total_keys']} keys, {compiled} real compiles cold, "
-          f"median of {repeats} runs")
-    print(f"  warmup (in process)   cold {cold_in:7.3f} s   cached {cached_in:7.3f} s   "
-          f"cached/cold {cached_in / cold_in:5.2f}")
-    print(f"  whole process         cold {cold_proc:7.3f} s   cached {cached_proc:7.3f} s   "
-          f"cached/cold {cached_proc / cold_proc:5.2f}")
+    print(f"preset {preset}: {cold[0][1]['total_keys']} keys, {compiled} real compiles cold, median of {repeats} runs")
+    print(
+        f"  warmup (in process)   cold {cold_in:7.3f} s   cached {cached_in:7.3f} s   "
+        f"cached/cold {cached_in / cold_in:5.2f}"
+    )
+    print(
+        f"  whole process         cold {cold_proc:7.3f} s   cached {cached_proc:7.3f} s   "
+        f"cached/cold {cached_proc / cold_proc:5.2f}"
+    )
     if compiled:
         print(f"  seconds per compiled variant (cold): {cold_in / compiled:.3f}")
     print(f"  compiled on the cached run: {cached[0][1]['compiled']} (cached {cached[0][1]['cached']})")

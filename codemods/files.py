@@ -67,8 +67,12 @@ def _git_files(repo: Path) -> list[Path] | None:
     if not (repo / ".git").exists():
         return None
     try:
-        listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
-                                 "--", "*.py"], capture_output=True, check=True, timeout=120).stdout
+        listed = subprocess.run(
+            ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.py"],
+            capture_output=True,
+            check=True,
+            timeout=120,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return sorted({repo / name for name in listed.decode("utf-8", "surrogateescape").split("\0") if name})

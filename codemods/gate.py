@@ -30,8 +30,13 @@ from pyflakes import messages
 from .repo import absolute_module
 
 # What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823, F405).
-_BLOCKING = (messages.UndefinedName, messages.UndefinedExport, messages.RedefinedWhileUnused,
-             messages.UndefinedLocal, messages.ImportStarUsage)
+_BLOCKING = (
+    messages.UndefinedName,
+    messages.UndefinedExport,
+    messages.RedefinedWhileUnused,
+    messages.UndefinedLocal,
+    messages.ImportStarUsage,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +67,11 @@ class Facts:
     renamed: tuple[Renamed, ...]
 
     def words(self) -> set[str]:
-        return ({m.rsplit(".", 1)[-1] for m in self.deleted_modules} | {f.rsplit(".", 1)[-1] for f in self.deleted_functions}
-                | {r.old for r in self.renamed})
+        return (
+            {m.rsplit(".", 1)[-1] for m in self.deleted_modules}
+            | {f.rsplit(".", 1)[-1] for f in self.deleted_functions}
+            | {r.old for r in self.renamed}
+        )
 
 
 def _pyflakes(path: Path, source: str) -> tuple[Counter, dict]:
@@ -79,10 +87,11 @@ def _new_findings(path: Path, before: str, after: str) -> list[Finding]:
     old, _ = _pyflakes(path, before)
     new, lines = _pyflakes(path, after)
     out = []
-    for key, count in (new - old).items():
+    for key in new - old:
         kind, args = key
-        out.append(Finding(path, lines[key], f"the migration introduces {kind} ({', '.join(map(str, args))}) "
-                                             "(pyflakes)"))
+        out.append(
+            Finding(path, lines[key], f"the migration introduces {kind} ({', '.join(map(str, args))}) (pyflakes)")
+        )
     return out
 
 
@@ -113,8 +122,9 @@ def _dotted(node: ast.AST, bound: Mapping[str, set[str]]) -> set[str]:
     return set()
 
 
-def _references(path: Path, tree: ast.Module, bound: Mapping[str, set[str]], module: str, package: str,
-                facts: Facts) -> Iterable[Finding]:
+def _references(
+    path: Path, tree: ast.Module, bound: Mapping[str, set[str]], module: str, package: str, facts: Facts
+) -> Iterable[Finding]:
     deleted = facts.deleted_modules
     gone = deleted | facts.deleted_functions
 
@@ -136,8 +146,11 @@ def _references(path: Path, tree: ast.Module, bound: Mapping[str, set[str]], mod
                 if is_gone(full) and not is_gone(source):
                     yield Finding(path, node.lineno, f"imports {full}, which the migration deletes")
                 if full in old_names:
-                    yield Finding(path, node.lineno, f"imports {alias.name} from {source}: the kernel is now "
-                                                     f"{old_names[full].new}")
+                    yield Finding(
+                        path,
+                        node.lineno,
+                        f"imports {alias.name} from {source}: the kernel is now {old_names[full].new}",
+                    )
         elif isinstance(node, (ast.Name, ast.Attribute)):
             for name in _dotted(node, bound):
                 if name in old_names and not (isinstance(node, ast.Name)):
@@ -151,16 +164,20 @@ def _references(path: Path, tree: ast.Module, bound: Mapping[str, set[str]], mod
         if module in renamed.exporters:
             for node in _module_level(tree):
                 targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-                if any(isinstance(t, ast.Name) and t.id == renamed.old for t in targets) or \
-                        (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                         and node.name == renamed.old):
+                if any(isinstance(t, ast.Name) and t.id == renamed.old for t in targets) or (
+                    isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == renamed.old
+                ):
                     yield Finding(path, node.lineno, f"still defines {renamed.old}: the kernel is now {renamed.new}")
             for node in ast.walk(tree):
                 if isinstance(node, ast.Global) and renamed.old in node.names:
                     yield Finding(path, node.lineno, f"declares global {renamed.old}: the kernel is now {renamed.new}")
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and node.id == renamed.old and isinstance(node.ctx, ast.Load) \
-                    and bound.get(node.id, set()) & {f"{e}.{renamed.old}" for e in renamed.exporters}:
+            if (
+                isinstance(node, ast.Name)
+                and node.id == renamed.old
+                and isinstance(node.ctx, ast.Load)
+                and bound.get(node.id, set()) & {f"{e}.{renamed.old}" for e in renamed.exporters}
+            ):
                 yield Finding(path, node.lineno, f"uses {renamed.old}: the kernel is now {renamed.new}")
 
 
@@ -171,8 +188,12 @@ def _module_level(tree: ast.Module) -> Iterable[ast.stmt]:
         node = pending.pop(0)
         yield node
         if isinstance(node, (ast.If, ast.Try)):
-            pending += [*node.body, *node.orelse, *getattr(node, "finalbody", []),
-                        *(s for h in getattr(node, "handlers", []) for s in h.body)]
+            pending += [
+                *node.body,
+                *node.orelse,
+                *getattr(node, "finalbody", []),
+                *(s for h in getattr(node, "handlers", []) for s in h.body),
+            ]
 
 
 def check_file(path: Path, before: str, after: str) -> list[Finding]:
@@ -184,8 +205,9 @@ def check_file(path: Path, before: str, after: str) -> list[Finding]:
     return _new_findings(path, before, after)
 
 
-def check_references(path: Path, module: str, package: str, source: str, facts: Facts) \
-        -> tuple[list[Finding], list[Finding]]:
+def check_references(
+    path: Path, module: str, package: str, source: str, facts: Facts
+) -> tuple[list[Finding], list[Finding]]:
     """The repo-wide half, one file at a time: nothing refers to what was deleted or renamed.
 
     Run on every file that could refer to them (the text prefilter's candidates: a reference
@@ -203,9 +225,12 @@ def check_references(path: Path, module: str, package: str, source: str, facts: 
     if _BY_STRING.search(source):  # a module imported by a string: the text names how
         found += _looked_up_by_string(path, tree, bound, module, package, facts)
     flagged = {f.line for f in found}
-    warnings = [Finding(path, number, f"still mentions {renamed.old} (a comment or docstring?)")
-                for renamed in facts.renamed for number, text in enumerate(source.splitlines(), 1)
-                if number not in flagged and re.search(rf"\b{re.escape(renamed.old)}\b", text)]
+    warnings = [
+        Finding(path, number, f"still mentions {renamed.old} (a comment or docstring?)")
+        for renamed in facts.renamed
+        for number, text in enumerate(source.splitlines(), 1)
+        if number not in flagged and re.search(rf"\b{re.escape(renamed.old)}\b", text)
+    ]
     return found, warnings + list(_computed_names(path, tree, bound, facts))
 
 
@@ -217,12 +242,20 @@ def _computed_names(path: Path, tree: ast.Module, bound: Mapping[str, set[str]],
             continue
         callee = _dotted(node.func, bound) | ({node.func.id} if isinstance(node.func, ast.Name) else set())
         if callee & {"importlib.import_module", "__import__"} and not isinstance(node.args[0], ast.Constant):
-            yield Finding(path, node.lineno, "imports a module by a computed name; check it names nothing the "
-                                             "migration deletes")
-        elif callee & {"getattr", "hasattr"} and len(node.args) > 1 and not isinstance(node.args[1], ast.Constant) \
-                and _dotted(node.args[0], bound) & watched:
-            yield Finding(path, node.lineno, "reads an attribute of a migrated module by a computed name; check it "
-                                             "names no renamed kernel")
+            yield Finding(
+                path, node.lineno, "imports a module by a computed name; check it names nothing the migration deletes"
+            )
+        elif (
+            callee & {"getattr", "hasattr"}
+            and len(node.args) > 1
+            and not isinstance(node.args[1], ast.Constant)
+            and _dotted(node.args[0], bound) & watched
+        ):
+            yield Finding(
+                path,
+                node.lineno,
+                "reads an attribute of a migrated module by a computed name; check it names no renamed kernel",
+            )
 
 
 _IMPORTERS_BY_STRING = {"importlib.import_module", "importlib.__import__", "__import__"}
@@ -231,8 +264,9 @@ _ATTRIBUTE_FUNCTIONS = ("getattr", "hasattr", "setattr")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def _looked_up_by_string(path: Path, tree: ast.Module, bound: Mapping[str, set[str]], module: str, package: str,
-                         facts: Facts) -> Iterable[Finding]:
+def _looked_up_by_string(
+    path: Path, tree: ast.Module, bound: Mapping[str, set[str]], module: str, package: str, facts: Facts
+) -> Iterable[Finding]:
     """The old name read off an exporter that the code imports by a literal string: `getattr` / `hasattr` /
     `setattr(<import>, "old")` and `<import>.old`, where <import> is `importlib.import_module("exporter")`,
     `__import__("exporter", fromlist=[...])`, an attribute of one (a submodule), or a name assigned from one in the
@@ -253,28 +287,42 @@ def _looked_up_by_string(path: Path, tree: ast.Module, bound: Mapping[str, set[s
 
     def scope(node: ast.AST, outer: Mapping[str, set[str]]) -> Iterable[Finding]:
         own = list(_own_nodes(node))
-        bound_here = {n.id for n in own if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} \
-            | {n.arg for n in own if isinstance(n, ast.arg)} \
-            | {n.asname or n.name.split(".")[0] for n in own if isinstance(n, ast.alias)} \
+        bound_here = (
+            {n.id for n in own if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            | {n.arg for n in own if isinstance(n, ast.arg)}
+            | {n.asname or n.name.split(".")[0] for n in own if isinstance(n, ast.alias)}
             | {n.name for n in own if isinstance(n, _SCOPES) and not isinstance(n, ast.Lambda)}
+        )
         names = {name: modules for name, modules in outer.items() if name not in bound_here}
-        for n in sorted((n for n in own if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and n.value),
-                        key=lambda n: (n.lineno, n.col_offset)):
+        for n in sorted(
+            (n for n in own if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and n.value),
+            key=lambda n: (n.lineno, n.col_offset),
+        ):
             for target in getattr(n, "targets", None) or [n.target]:
                 if isinstance(target, ast.Name) and (modules := modules_of(n.value, names)):
                     names.setdefault(target.id, set()).update(modules)
         for n in own:
             if isinstance(n, ast.Attribute):
                 target, attr, how = n.value, n.attr, "an attribute"
-            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _ATTRIBUTE_FUNCTIONS \
-                    and len(n.args) > 1 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str):
+            elif (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id in _ATTRIBUTE_FUNCTIONS
+                and len(n.args) > 1
+                and isinstance(n.args[1], ast.Constant)
+                and isinstance(n.args[1].value, str)
+            ):
                 target, attr, how = n.args[0], n.args[1].value, f"{n.func.id}()"
             else:
                 continue
             for exporter in sorted(modules_of(target, names)):
                 if (exporter, attr) in renamed:
-                    yield Finding(path, n.lineno, f"looks up {attr!r} by name ({how}) on {exporter}, imported by a "
-                                                  f"string: the kernel is now {renamed[exporter, attr].new}")
+                    yield Finding(
+                        path,
+                        n.lineno,
+                        f"looks up {attr!r} by name ({how}) on {exporter}, imported by a "
+                        f"string: the kernel is now {renamed[exporter, attr].new}",
+                    )
         for n in own:
             if isinstance(n, _SCOPES):
                 yield from scope(n, outer if isinstance(node, ast.ClassDef) else names)

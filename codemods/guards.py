@@ -81,17 +81,25 @@ class Difference:
 
     def render(self) -> str:
         condition = f"`{self.atom.written}`"
-        if self.atom.canonical.replace("@", "") not in (self.atom.written, self.atom.canonical) \
-                and len(self.atom.canonical) < 80:
+        if (
+            self.atom.canonical.replace("@", "") not in (self.atom.written, self.atom.canonical)
+            and len(self.atom.canonical) < 80
+        ):
             condition += f" (`{self.atom.canonical.replace('@', '')}`)"
         if self.kind == "uncaught":
-            return f"{self.atom.where}: the legacy call's failures were caught ({self.atom.written}); the " \
-                   f"registration's are not: {self.reason}"
+            return (
+                f"{self.atom.where}: the legacy call's failures were caught ({self.atom.written}); the "
+                f"registration's are not: {self.reason}"
+            )
         if self.kind == "dropped":
-            return f"{self.atom.where}: the legacy call ran only when {condition}; the registration does not " \
-                   f"require it: {self.reason}"
-        return f"{self.atom.where}: the legacy call ran whatever {condition} said; the registration is warmed " \
-               f"only when it holds: {self.reason}"
+            return (
+                f"{self.atom.where}: the legacy call ran only when {condition}; the registration does not "
+                f"require it: {self.reason}"
+            )
+        return (
+            f"{self.atom.where}: the legacy call ran whatever {condition} said; the registration is warmed "
+            f"only when it holds: {self.reason}"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,18 +116,35 @@ class GatePlan:
     per_layer: tuple[Atom, ...]  # legacy conditions the registering layer's own facts decide
 
     def report(self) -> dict:
-        return {"family": self.family, "site": self.site,
-                "legacy_gate": [a.report() for a in self.legacy if not a.per_layer],
-                "per_layer": [a.report() for a in self.per_layer],
-                "registry_gate": [a.report() for a in self.registry],
-                "gate": self.gate,
-                "intended_differences": [{"kind": d.kind, "where": d.atom.where, "condition": d.atom.written,
-                                          "reason": d.reason, "words": d.render()} for d in self.differences]}
+        return {
+            "family": self.family,
+            "site": self.site,
+            "legacy_gate": [a.report() for a in self.legacy if not a.per_layer],
+            "per_layer": [a.report() for a in self.per_layer],
+            "registry_gate": [a.report() for a in self.registry],
+            "gate": self.gate,
+            "intended_differences": [
+                {
+                    "kind": d.kind,
+                    "where": d.atom.where,
+                    "condition": d.atom.written,
+                    "reason": d.reason,
+                    "words": d.render(),
+                }
+                for d in self.differences
+            ],
+        }
 
 
 def _negated(test: ast.expr) -> ast.expr:
-    flips = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot,
-             ast.IsNot: ast.Is}
+    flips = {
+        ast.Eq: ast.NotEq,
+        ast.NotEq: ast.Eq,
+        ast.In: ast.NotIn,
+        ast.NotIn: ast.In,
+        ast.Is: ast.IsNot,
+        ast.IsNot: ast.Is,
+    }
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return test.operand
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in flips:
@@ -146,8 +171,13 @@ class _Canonical(ast.NodeTransformer):
         if name.startswith("@") or "." in name:
             return node
         if name in frame.assigned and self.depth < 12:
-            rest = _Frame(frame.module, frame.function, {k: v for k, v in frame.assigned.items() if k != name},
-                          frame.arguments, frame.imports)
+            rest = _Frame(
+                frame.module,
+                frame.function,
+                {k: v for k, v in frame.assigned.items() if k != name},
+                frame.arguments,
+                frame.imports,
+            )
             return canonical(self.modules, frame.assigned[name], rest, self.depth + 1)
         if name in frame.arguments:
             value, caller = frame.arguments[name]
@@ -176,16 +206,26 @@ class _Canonical(ast.NodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
         node = self.generic_visit(node)
         value = node.value
-        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == WORKER \
-                and value.attr == "model_runner" and node.attr == "vllm_config":
+        if (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == WORKER
+            and value.attr == "model_runner"
+            and node.attr == "vllm_config"
+        ):
             return ast.Name(CONFIG)  # the runner's config is the worker's
         if isinstance(value, ast.Name) and value.id == WORKER:
             if node.attr == "vllm_config":
                 return ast.Name(CONFIG)
             if node.attr.endswith("_config"):
                 return ast.Attribute(ast.Name(CONFIG), node.attr)
-        if isinstance(value, ast.Name) and "." in value.id and not value.id.startswith("@") \
-                and self.modules.ours(value.id) and self.modules.tree(value.id) is not None:
+        if (
+            isinstance(value, ast.Name)
+            and "." in value.id
+            and not value.id.startswith("@")
+            and self.modules.ours(value.id)
+            and self.modules.tree(value.id) is not None
+        ):
             resolved, name = self.modules.resolve(value.id, node.attr)
             if name and self.modules.definition(resolved, name) is not None:
                 return ast.Name(f"{resolved}.{name}")  # `module.name`: the name where it is defined
@@ -196,8 +236,12 @@ class _Canonical(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         node = self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id.rsplit(".", 1)[-1] in _CONFIG_ACCESSORS \
-                and not node.args and not node.keywords:
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id.rsplit(".", 1)[-1] in _CONFIG_ACCESSORS
+            and not node.args
+            and not node.keywords
+        ):
             return ast.Name(CONFIG)
         return node
 
@@ -208,8 +252,9 @@ def canonical(modules: RepoModules, node: ast.expr, frame: _Frame, depth: int = 
 
 def _parameters(function: ast.FunctionDef) -> list[str]:
     a = function.args
-    return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)] + \
-        [p.arg for p in (a.vararg, a.kwarg) if p is not None]
+    return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)] + [
+        p.arg for p in (a.vararg, a.kwarg) if p is not None
+    ]
 
 
 def _locals(function: ast.FunctionDef) -> set[str]:
@@ -245,8 +290,16 @@ def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: _Frame) -> list
             text = ast.unparse(form)
             reads_model = any(f"{WORKER}.{state}" in text for state in _MODEL_STATE)
             per_layer = SELF in text or (reads_model and _found_in_model(modules, form))
-            found.append(Atom(text, ast.unparse(part), _where(modules, frame.module, gate.test), per_layer, form,
-                              frozenset(spelled | {ast.dump(part), ast.dump(form)})))
+            found.append(
+                Atom(
+                    text,
+                    ast.unparse(part),
+                    _where(modules, frame.module, gate.test),
+                    per_layer,
+                    form,
+                    frozenset(spelled | {ast.dump(part), ast.dump(form)}),
+                )
+            )
     return found
 
 
@@ -256,8 +309,13 @@ def _found_in_model(modules: RepoModules, test: ast.expr) -> bool:
     Any other test of the model (an attribute, a flag) is a guard the site cannot write."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
-            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
         test = test.left
     if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and "." in test.func.id):
         return False
@@ -273,25 +331,38 @@ class GuardsUnreadable(SpecError):
     """The legacy call's guards cannot be read (the planner reports it with the run's other refusals)."""
 
 
-def _chain_into(modules: RepoModules, spec: MigrationSpec, module: str, callee_module: str, callee: str,
-                frame: _Frame, atoms: list[Atom], defined_here: bool = False) -> _Frame:
+def _chain_into(
+    modules: RepoModules,
+    spec: MigrationSpec,
+    module: str,
+    callee_module: str,
+    callee: str,
+    frame: _Frame,
+    atoms: list[Atom],
+    defined_here: bool = False,
+) -> _Frame:
     """Follow the one call of `callee_module.callee` in `frame`'s function: its guards join `atoms`."""
     tree = modules.tree(module)
     sites = _sites(modules, module, calls_to(tree, module, callee_module, callee, defined_here), frame.function)
     if not sites:
         for helper in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n is not frame.function):
-            if _sites(modules, module, calls_to(tree, module, callee_module, callee, defined_here), helper) and \
-                    _sites(modules, module, calls_to(tree, module, module, helper.name, True), frame.function):
+            if _sites(modules, module, calls_to(tree, module, callee_module, callee, defined_here), helper) and _sites(
+                modules, module, calls_to(tree, module, module, helper.name, True), frame.function
+            ):
                 inner = _chain_into(modules, spec, module, module, helper.name, frame, atoms, defined_here=True)
                 return _chain_into(modules, spec, module, callee_module, callee, inner, atoms, defined_here)
-        raise GuardsUnreadable(f"{_where(modules, module, frame.function)}: {frame.function.name} does not call "
-                               f"{callee} as a plain statement of its own body or of its if/with/try blocks, so "
-                               "the guards the legacy call runs under cannot be read")
+        raise GuardsUnreadable(
+            f"{_where(modules, module, frame.function)}: {frame.function.name} does not call "
+            f"{callee} as a plain statement of its own body or of its if/with/try blocks, so "
+            "the guards the legacy call runs under cannot be read"
+        )
     shapes = {tuple(a.canonical for a in _atoms(modules, site.gates, _with(frame, site))) for site in sites}
     if len(shapes) > 1:
-        raise GuardsUnreadable(f"{spec.family}: {module}.{frame.function.name} calls {callee} from {len(sites)} places "
-                          f"under different guards ({_where(modules, module, sites[0].call)}); one registration "
-                          "gate cannot stand for them")
+        raise GuardsUnreadable(
+            f"{spec.family}: {module}.{frame.function.name} calls {callee} from {len(sites)} places "
+            f"under different guards ({_where(modules, module, sites[0].call)}); one registration "
+            "gate cannot stand for them"
+        )
     site = sites[0]
     atoms += _atoms(modules, site.gates, _with(frame, site)) + _caught(modules, module, frame.function, site.call)
     target = _function(modules, callee_module, callee)
@@ -306,8 +377,15 @@ def _caught(modules: RepoModules, module: str, function: ast.FunctionDef, call: 
     for node in ast.walk(function):
         if isinstance(node, ast.Try) and node.handlers and any(call in ast.walk(s) for s in node.body):
             caught = ", ".join(ast.unparse(h.type) if h.type else "everything" for h in node.handlers)
-            found.append(Atom(f"{CAUGHT}:{caught}", f"try: ... except {caught}", _where(modules, module, node),
-                              False, ast.Constant(True)))
+            found.append(
+                Atom(
+                    f"{CAUGHT}:{caught}",
+                    f"try: ... except {caught}",
+                    _where(modules, module, node),
+                    False,
+                    ast.Constant(True),
+                )
+            )
     return found
 
 
@@ -318,8 +396,10 @@ def _with(frame: _Frame, site: CallSite) -> _Frame:
 def _entry(modules: RepoModules, spec: MigrationSpec) -> _Frame:
     entry = _function(modules, spec.orchestrator_module, VLLM_ORCHESTRATOR_ENTRY)
     if entry is None:
-        raise SpecError(f"{spec.family}: {spec.orchestrator_module} has no {VLLM_ORCHESTRATOR_ENTRY}() to read the "
-                        "legacy call's guards from")
+        raise SpecError(
+            f"{spec.family}: {spec.orchestrator_module} has no {VLLM_ORCHESTRATOR_ENTRY}() to read the "
+            "legacy call's guards from"
+        )
     worker = _parameters(entry)[:1]
     return _Frame(spec.orchestrator_module, entry, {}, {name: (ast.Name(WORKER), None) for name in worker})
 
@@ -329,24 +409,37 @@ def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
     atoms: list[Atom] = []
     frame = _entry(modules, spec)
     if spec.orchestrator_step:
-        frame = _chain_into(modules, spec, spec.orchestrator_module, spec.orchestrator_module,
-                            spec.orchestrator_step, frame, atoms, defined_here=True)
+        frame = _chain_into(
+            modules,
+            spec,
+            spec.orchestrator_module,
+            spec.orchestrator_module,
+            spec.orchestrator_step,
+            frame,
+            atoms,
+            defined_here=True,
+        )
     else:
-        frame = _chain_into(modules, spec, spec.orchestrator_module, spec.legacy_module, spec.legacy_function,
-                            frame, atoms)
+        frame = _chain_into(
+            modules, spec, spec.orchestrator_module, spec.legacy_module, spec.legacy_function, frame, atoms
+        )
         if spec.legacy_step:
-            frame = _chain_into(modules, spec, spec.legacy_module, spec.legacy_module, spec.legacy_step, frame,
-                                atoms, defined_here=True)
+            frame = _chain_into(
+                modules, spec, spec.legacy_module, spec.legacy_module, spec.legacy_step, frame, atoms, defined_here=True
+            )
     kernel_calls = _sites(modules, frame.module, _reaches_kernel(modules, frame.module, spec), frame.function)
     if not kernel_calls:
-        raise GuardsUnreadable(f"{_where(modules, frame.module, frame.function)}: {frame.function.name} never calls "
-                               f"anything from {spec.singleton_module} where its guards can be read, so the "
-                               "conditions it warms the kernel under are unknown")
+        raise GuardsUnreadable(
+            f"{_where(modules, frame.module, frame.function)}: {frame.function.name} never calls "
+            f"anything from {spec.singleton_module} where its guards can be read, so the "
+            "conditions it warms the kernel under are unknown"
+        )
     if kernel_calls:
         common = None
         for site in kernel_calls:
-            found = _atoms(modules, site.gates, _with(frame, site)) + \
-                _caught(modules, frame.module, frame.function, site.call)
+            found = _atoms(modules, site.gates, _with(frame, site)) + _caught(
+                modules, frame.module, frame.function, site.call
+            )
             common = found if common is None else [a for a in common if a in found]
         atoms += common
     return atoms
@@ -365,6 +458,7 @@ def _reaches_kernel(modules: RepoModules, module: str, spec: MigrationSpec):
         source = table.get(root.id)
         homes = {source[0], f"{source[0]}.{source[1]}"} if source and source[1] else {source[0] if source else module}
         return spec.singleton_module in homes or root.id == spec.singleton
+
     return matches
 
 
@@ -374,20 +468,37 @@ def registry_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
     module, tree = spec.orchestrator_module, modules.tree(spec.orchestrator_module)
     registry = method_calls(VLLM_REGISTRY_HOLDER, VLLM_REGISTRY_WARMUP)
     sites = _sites(modules, module, registry, frame.function)
-    helper = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n is not frame.function
-                   and _sites(modules, module, registry, n)), None) if not sites else None
-    if helper is not None and _sites(modules, module, calls_to(tree, module, module, helper.name, True),
-                                     frame.function):  # the entry runs the registry through a helper of its own
+    helper = (
+        next(
+            (
+                n
+                for n in tree.body
+                if isinstance(n, ast.FunctionDef) and n is not frame.function and _sites(modules, module, registry, n)
+            ),
+            None,
+        )
+        if not sites
+        else None
+    )
+    if helper is not None and _sites(
+        modules, module, calls_to(tree, module, module, helper.name, True), frame.function
+    ):  # the entry runs the registry through a helper of its own
         frame = _chain_into(modules, spec, module, module, helper.name, frame, atoms, defined_here=True)
         sites = _sites(modules, module, registry, frame.function)
     if not sites:
-        raise SpecError(f"{spec.family}: {spec.orchestrator_module}.{VLLM_ORCHESTRATOR_ENTRY} never calls "
-                        f"{VLLM_REGISTRY_HOLDER}.{VLLM_REGISTRY_WARMUP}(): a registration would warm nothing")
+        raise SpecError(
+            f"{spec.family}: {spec.orchestrator_module}.{VLLM_ORCHESTRATOR_ENTRY} never calls "
+            f"{VLLM_REGISTRY_HOLDER}.{VLLM_REGISTRY_WARMUP}(): a registration would warm nothing"
+        )
     return atoms + _atoms(modules, sites[0].gates, _with(frame, sites[0]))
 
 
-def site_frame(modules: RepoModules, module: str, init: ast.FunctionDef,
-               extra_imports: dict[str, tuple[str, str | None]] | None = None) -> _Frame:
+def site_frame(
+    modules: RepoModules,
+    module: str,
+    init: ast.FunctionDef,
+    extra_imports: dict[str, tuple[str, str | None]] | None = None,
+) -> _Frame:
     """The construction site's names: `self`, its config (a `vllm_config` parameter or the accessor)."""
     arguments: dict[str, tuple[ast.expr, _Frame | None]] = {"self": (ast.Name(SELF), None)}
     if "vllm_config" in _parameters(init):
@@ -399,8 +510,11 @@ def _site_locals(init: ast.FunctionDef) -> dict[str, ast.expr]:
     """`name = value` statements of the constructor's own body (not its branches), the first per name."""
     found: dict[str, ast.expr] = {}
     for statement in init.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                and isinstance(statement.targets[0], ast.Name):
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
             found.setdefault(statement.targets[0].id, statement.value)
     return found
 
@@ -423,12 +537,17 @@ def registration_guards(modules: RepoModules, frame: _Frame, registration: str) 
             imports.update({a.asname or a.name: (node.module, a.name) for a in node.names})
     function = ast.FunctionDef("registration", ast.arguments([], [], None, [], [], None, []), tree.body, [])
     inner = _Frame(frame.module, frame.function, {}, frame.arguments, imports)
-    sites = call_sites(ast.Module([function], []), lambda call, assigned: isinstance(call.func, ast.Attribute)
-                       and call.func.attr == "register_warmup", loops_allowed=True, functions=[function])
+    sites = call_sites(
+        ast.Module([function], []),
+        lambda call, assigned: isinstance(call.func, ast.Attribute) and call.func.attr == "register_warmup",
+        loops_allowed=True,
+        functions=[function],
+    )
     found = []
     for site in sites[:1]:
-        found = _atoms(modules, site.gates, _Frame(inner.module, inner.function, dict(site.assigned),
-                                                   inner.arguments, imports))
+        found = _atoms(
+            modules, site.gates, _Frame(inner.module, inner.function, dict(site.assigned), inner.arguments, imports)
+        )
     return [dataclasses.replace(a, where="registration") for a in found]
 
 
@@ -453,8 +572,15 @@ def holds_at_site(frame: _Frame) -> set[str]:
     return {f"{frame.module!r} in sys.modules", f"{CONFIG} is not None"}
 
 
-def compare(modules: RepoModules, spec: MigrationSpec, frame: _Frame, legacy: list[Atom], registry: list[Atom],
-            migrated: list[Atom], site_where: str) -> tuple[list[Difference], list[str], list[str]]:
+def compare(
+    modules: RepoModules,
+    spec: MigrationSpec,
+    frame: _Frame,
+    legacy: list[Atom],
+    registry: list[Atom],
+    migrated: list[Atom],
+    site_where: str,
+) -> tuple[list[Difference], list[str], list[str]]:
     """Differences between the legacy guards and the migrated gate (with the registry's), refusals, and warnings
     (an intended difference this tree does not have: a spec may serve trees whose guards differ).
 
@@ -477,36 +603,55 @@ def compare(modules: RepoModules, spec: MigrationSpec, frame: _Frame, legacy: li
             continue
         reason = intended(atom)
         if atom.caught:
-            differences.append(Difference("uncaught", atom, reason or "start-up went on when the legacy call "
-                                          "failed; the registry logs a registered kernel's compile failure and "
-                                          "raises, so start-up stops"))
+            differences.append(
+                Difference(
+                    "uncaught",
+                    atom,
+                    reason
+                    or "start-up went on when the legacy call "
+                    "failed; the registry logs a registered kernel's compile failure and "
+                    "raises, so start-up stops",
+                )
+            )
             continue
         if reason is None and atom.expressible:
             continue
         if reason is not None:
             differences.append(Difference("dropped", atom, reason))
         elif not atom.expressible:
-            refusals.append(f"{atom.where}: the legacy call runs only when `{atom.written}`, which cannot be "
-                            f"written at {site_where} (it reads `{atom.canonical}`). List it in "
-                            "intended_differences with a reason if the site need not check it")
+            refusals.append(
+                f"{atom.where}: the legacy call runs only when `{atom.written}`, which cannot be "
+                f"written at {site_where} (it reads `{atom.canonical}`). List it in "
+                "intended_differences with a reason if the site need not check it"
+            )
     for atom in migrated + registry:
-        if atom.per_layer or atom.canonical in wanted | holds_at_site(frame) or \
-                atom.canonical in {d.atom.canonical for d in differences} or \
-                (atom not in registry and atom.canonical in {r.canonical for r in registry}):
+        if (
+            atom.per_layer
+            or atom.canonical in wanted | holds_at_site(frame)
+            or atom.canonical in {d.atom.canonical for d in differences}
+            or (atom not in registry and atom.canonical in {r.canonical for r in registry})
+        ):
             continue
         reason = intended(atom)
         if reason is None and atom in registry:
-            reason = "the registry compiles registrations only then, so with it off this kernel compiles in the " \
-                     "first requests that use it"
+            reason = (
+                "the registry compiles registrations only then, so with it off this kernel compiles in the "
+                "first requests that use it"
+            )
         if reason is not None:
             differences.append(Difference("added", atom, reason))
         else:
-            refusals.append(f"{site_where}: the registration requires `{atom.written}`, which the legacy call "
-                            f"did not. Legacy gate: {_shown(legacy)}; migrated gate: {_shown(migrated + registry)}. "
-                            "List it in intended_differences with a reason if that is meant")
-    unused = [f"{spec.family}: intended_differences entry `{entry}` matches no difference between the legacy gate "
-              f"({_shown(legacy)}) and the migrated one at {site_where} ({_shown(migrated + registry)})"
-              for index, (entry, _) in enumerate(spec.intended_differences) if index not in used]
+            refusals.append(
+                f"{site_where}: the registration requires `{atom.written}`, which the legacy call "
+                f"did not. Legacy gate: {_shown(legacy)}; migrated gate: {_shown(migrated + registry)}. "
+                "List it in intended_differences with a reason if that is meant"
+            )
+    unused = [
+        f"{spec.family}: intended_differences entry `{entry}` matches no difference between the legacy gate "
+        f"({_shown(legacy)}) and the migrated one at {site_where} ({_shown(migrated + registry)})"
+        for index, (entry, _) in enumerate(spec.intended_differences)
+        if index not in used
+    ]
     return differences, refusals, unused
 
 
@@ -527,8 +672,11 @@ def _top_level_binding(modules: RepoModules, module: str, qualified: str) -> str
         for alias in node.names:
             local = alias.asname or alias.name.split(".")[0]
             source = modules.imports(module).get(local)
-            if source is None or (source[1] is None and source[0] != qualified) or \
-                    (source[1] is not None and source[1] != last and source[0] != qualified):
+            if (
+                source is None
+                or (source[1] is None and source[0] != qualified)
+                or (source[1] is not None and source[1] != last and source[0] != qualified)
+            ):
                 continue
             target, name = source if source[1] is None else modules.resolve(*source)
             if (f"{target}.{name}" if name else target) == qualified:
@@ -536,8 +684,14 @@ def _top_level_binding(modules: RepoModules, module: str, qualified: str) -> str
     return None
 
 
-def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms: list[Atom],
-                where: str, removed: frozenset[str] = frozenset()) -> tuple[str, tuple[str, ...]]:
+def render_gate(
+    modules: RepoModules,
+    module: str,
+    init: ast.FunctionDef,
+    atoms: list[Atom],
+    where: str,
+    removed: frozenset[str] = frozenset(),
+) -> tuple[str, tuple[str, ...]]:
     """The atoms as one condition in the site's names, and the imports it needs there.
 
     `removed`: modules whose code the migration removes from (the legacy warmup, the orchestrator's step):
@@ -548,8 +702,11 @@ def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms:
     parameter, or the engine's non-raising accessor (never one that asserts outside a config
     context, which would break building the layer in a unit test).
     """
-    taken = set(_locals(init)) | set(_parameters(init)) | \
-        {n.id for n in ast.walk(modules.tree(module)) if isinstance(n, ast.Name)}
+    taken = (
+        set(_locals(init))
+        | set(_parameters(init))
+        | {n.id for n in ast.walk(modules.tree(module)) if isinstance(n, ast.Name)}
+    )
     imports: dict[str, str] = {}
     config = config_name(modules, site_frame(modules, module, init))
     uses_config = False
@@ -563,8 +720,10 @@ def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms:
             if getattr(node, "module", None) is not None:  # a module: the site must import it already
                 local = _top_level_binding(modules, module, node.id)
                 if local is None:
-                    raise SpecError(f"{where}: the tree's gate reads the module {node.id}, which {module} does not "
-                                    "import; write the gate in the spec or list the condition as intended")
+                    raise SpecError(
+                        f"{where}: the tree's gate reads the module {node.id}, which {module} does not "
+                        "import; write the gate in the spec or list the condition as intended"
+                    )
                 return ast.Name(local)
             if "." not in node.id:
                 return node
@@ -573,29 +732,39 @@ def render_gate(modules: RepoModules, module: str, init: ast.FunctionDef, atoms:
                 return ast.Name(local)
             home, _, name = node.id.rpartition(".")
             if home in removed:
-                raise SpecError(f"{where}: the tree's gate reads {name} from {home}, the legacy warmup code this "
-                                "migration removes; write the gate in the spec, or list the condition in "
-                                "intended_differences with a reason")
+                raise SpecError(
+                    f"{where}: the tree's gate reads {name} from {home}, the legacy warmup code this "
+                    "migration removes; write the gate in the spec, or list the condition in "
+                    "intended_differences with a reason"
+                )
             if modules.tree(node.id) is not None:
                 raise SpecError(f"{where}: the tree's gate reads the module {node.id}; write the gate in the spec")
             for local in dict.fromkeys((name, getattr(node, "local", name))):
                 if local not in taken or imports.get(local) == (home, name):
                     imports[local] = (home, name)
                     return ast.Name(local)
-            raise SpecError(f"{where}: the tree's gate reads {node.id}, but {name} already names something else "
-                            f"in {module}; write the gate in the spec")
+            raise SpecError(
+                f"{where}: the tree's gate reads {node.id}, but {name} already names something else "
+                f"in {module}; write the gate in the spec"
+            )
 
     parts = [ast.unparse(Site().visit(copy.deepcopy(a.expression))) for a in atoms]
-    lines = tuple(f"from {home} import {name}" + (f" as {local}" if local != name else "")
-                  for local, (home, name) in sorted(imports.items()))
+    lines = tuple(
+        f"from {home} import {name}" + (f" as {local}" if local != name else "")
+        for local, (home, name) in sorted(imports.items())
+    )
     if uses_config and not config:
         accessor = f"{modules.package}.config"
         if modules.definition(*modules.resolve(accessor, _CONFIG_ACCESSORS[1])) is None:
-            raise SpecError(f"{where}: the tree's gate reads the engine config, which {module} cannot reach: no "
-                            f"vllm_config parameter, and {accessor} has no {_CONFIG_ACCESSORS[1]}()")
+            raise SpecError(
+                f"{where}: the tree's gate reads the engine config, which {module} cannot reach: no "
+                f"vllm_config parameter, and {accessor} has no {_CONFIG_ACCESSORS[1]}()"
+            )
         if "vllm_config" in taken:
-            raise SpecError(f"{where}: the tree's gate reads the engine config and vllm_config already names "
-                            "something in the constructor; write the gate in the spec")
+            raise SpecError(
+                f"{where}: the tree's gate reads the engine config and vllm_config already names "
+                "something in the constructor; write the gate in the spec"
+            )
         parts.insert(0, f"(vllm_config := {_CONFIG_ACCESSORS[1]}()) is not None")
         lines += (f"from {accessor} import {_CONFIG_ACCESSORS[1]}",)
     return " and ".join(parts), lines

@@ -38,11 +38,19 @@ STATUSES = {
     "legacy": "reached by a legacy warmup",
     "unwarmed": "warmed by nothing zerojit can see",
 }
-BACKENDS = ("triton-jit", "triton-heuristics", "triton-autotune", "triton-gluon", "cute-dsl", "flydsl", "tilelang",
-            "contract")
+BACKENDS = (
+    "triton-jit",
+    "triton-heuristics",
+    "triton-autotune",
+    "triton-gluon",
+    "cute-dsl",
+    "flydsl",
+    "tilelang",
+    "contract",
+)
 # The DSLs by the top-level package their decorators come from, and what each decorator makes.
 DSL_ROOTS = {"triton": "triton", "cutlass": "cute-dsl", "flydsl": "flydsl", "tilelang": "tilelang"}
-DEVICE_DECORATORS = ("kernel",)          # compiled inside the jit function that launches it
+DEVICE_DECORATORS = ("kernel",)  # compiled inside the jit function that launches it
 ENTRY_DECORATORS = ("jit", "autotune", "heuristics", "prim_func")
 TRITON_KINDS = ("autotune", "heuristics", "jit")  # the outermost decides what the name is
 LAUNCH_DEPTH = 3  # module functions followed from a kernel to the engine classes that launch it
@@ -50,23 +58,23 @@ LAUNCH_DEPTH = 3  # module functions followed from a kernel to the engine classe
 
 @dataclasses.dataclass
 class Registration:
-    site: str            # "module:line" of the register_warmup call
-    owner: str           # "module:Class.method" or "module:function" it sits in
-    gate: str | None     # the conditions it runs under inside that function, as source
+    site: str  # "module:line" of the register_warmup call
+    owner: str  # "module:Class.method" or "module:function" it sits in
+    gate: str | None  # the conditions it runs under inside that function, as source
 
 
 @dataclasses.dataclass
 class MappedKernel:
-    name: str            # qualified inside its module ("Class.__call__", "outer.<locals>.inner")
+    name: str  # qualified inside its module ("Class.__call__", "outer.<locals>.inner")
     module: str
     line: int
-    backend: str         # one of BACKENDS
-    decorator: str       # as written ("triton.jit", "flyc.jit"), or "Class(...)" for a contract object
+    backend: str  # one of BACKENDS
+    decorator: str  # as written ("triton.jit", "flyc.jit"), or "Class(...)" for a contract object
     status: str = "unwarmed"
     registered_at: list[Registration] = dataclasses.field(default_factory=list)
-    via: str | None = None            # "module:dispatcher" whose contract status a wrapped Triton kernel takes
-    warmed_by: list[str] = dataclasses.field(default_factory=list)   # "module:function" of legacy warmups
-    verdict: str | None = None        # the survey's verdict for a legacy-warmed kernel (spec / lift / manual)
+    via: str | None = None  # "module:dispatcher" whose contract status a wrapped Triton kernel takes
+    warmed_by: list[str] = dataclasses.field(default_factory=list)  # "module:function" of legacy warmups
+    verdict: str | None = None  # the survey's verdict for a legacy-warmed kernel (spec / lift / manual)
     launched_by: list[str] = dataclasses.field(default_factory=list)  # "module:function" reaching it (unwarmed)
     constructed_in: list[str] = dataclasses.field(default_factory=list)  # "module:Class" of those launchers
 
@@ -82,18 +90,18 @@ class _Definition:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     backend: str
     decorator: str
-    device: bool          # a device kernel (@cute.kernel, @flyc.kernel)
+    device: bool  # a device kernel (@cute.kernel, @flyc.kernel)
     method_of: str | None  # the class it is a method of
-    top: str              # the module-level name it is reached through (itself, its class, or its outer function)
+    top: str  # the module-level name it is reached through (itself, its class, or its outer function)
 
 
 @dataclasses.dataclass
 class _HostReads:
     """What a module's host code (outside every DSL function) reads."""
 
-    names: set[str]           # names and attributes read
+    names: set[str]  # names and attributes read
     passed_methods: set[str]  # attributes passed as a call's argument (`cute.compile(self.kernel, ...)`)
-    everything: set[str]      # every name and attribute read anywhere in the module, DSL code included
+    everything: set[str]  # every name and attribute read anywhere in the module, DSL code included
 
 
 class JitMap:
@@ -139,8 +147,11 @@ class JitMap:
     def _modules(self) -> list[str]:
         """Every module of the engine package (its .py files as discovery finds them: .gitignore honoured)."""
         paths, _ = discover_paths(self.repo)
-        return [module_name(self.repo, path)[0] for path in paths
-                if path.suffix == ".py" and path.relative_to(self.repo).parts[0] == self.package]
+        return [
+            module_name(self.repo, path)[0]
+            for path in paths
+            if path.suffix == ".py" and path.relative_to(self.repo).parts[0] == self.package
+        ]
 
     # -- kernels ----------------------------------------------------------------------------------
 
@@ -154,6 +165,7 @@ class JitMap:
     def _decorated(self, module: str, body: list[ast.stmt]) -> Iterator[_Definition]:
         """DSL-decorated functions in `body`, at any depth (under `if` / `try` / `with` too), each with the
         module-level name it is reached through."""
+
         def visit(body: list[ast.stmt], prefix: str, method_of: str | None, top: str | None) -> Iterator[_Definition]:
             for node in body:
                 if isinstance(node, ast.ClassDef):
@@ -171,8 +183,7 @@ class JitMap:
 
         yield from visit(body, "", None, None)
 
-    def _dsl_decorator(self, module: str, node: ast.FunctionDef | ast.AsyncFunctionDef
-                       ) -> tuple[str, str, bool] | None:
+    def _dsl_decorator(self, module: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, str, bool] | None:
         """(backend, decorator as written, device kernel?) of the DSL decorator that decides what `node` is."""
         found = []
         for decorator in node.decorator_list:
@@ -206,8 +217,7 @@ class JitMap:
                 return self._dsl_of_definition(home, defined, rest, depth)
             source, name = home, defined  # a module, or a name the engine imports from a DSL
         if source is None:
-            return self._dsl_of_definition(module, head, rest, depth) if self.modules.definition(module, head) \
-                else None
+            return self._dsl_of_definition(module, head, rest, depth) if self.modules.definition(module, head) else None
         path = ".".join(part for part in (source, name, rest) if part)
         if path.split(".")[0] in DSL_ROOTS and path.rsplit(".", 1)[-1] in ENTRY_DECORATORS + DEVICE_DECORATORS:
             return path
@@ -261,9 +271,12 @@ class JitMap:
             # __call__ compiles as an entry only when host code hands it to a call (`cute.compile(self.run, ...)`).
             holders = set(mentions.get(definition.method_of, ()))
             triton = definition.backend.startswith("triton")
-            return any(name in (reads.names if triton else reads.passed_methods)
-                       for other in mentions.get(name, ()) if other in holders
-                       for reads in [self._reads_outside_dsl(other)])
+            return any(
+                name in (reads.names if triton else reads.passed_methods)
+                for other in mentions.get(name, ())
+                if other in holders
+                for reads in [self._reads_outside_dsl(other)]
+            )
         reading = [other for other in mentions.get(name, ()) if name in self._reads_outside_dsl(other).everything]
         return not reading or any(name in self._reads_outside_dsl(other).names for other in reading)
 
@@ -284,9 +297,11 @@ class JitMap:
                         if not inside:
                             reads.names.add(child.attr)
                     elif isinstance(child, ast.Call) and not inside:
-                        reads.passed_methods.update(arg.attr for arg in (*child.args, *(k.value for k in
-                                                                                      child.keywords))
-                                                    if isinstance(arg, ast.Attribute))
+                        reads.passed_methods.update(
+                            arg.attr
+                            for arg in (*child.args, *(k.value for k in child.keywords))
+                            if isinstance(arg, ast.Attribute)
+                        )
                     walk(child, inside or id(child) in dsl)
 
             tree = self.modules.tree(module)
@@ -300,16 +315,21 @@ class JitMap:
         register_warmup, and functions a `*_with_warmup` decorator (or factory) makes."""
         for module in self._modules:
             for node in getattr(self.modules.tree(module), "body", ()):
-                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1 \
-                        and isinstance(node.targets[0], ast.Name):
+                if (
+                    isinstance(node, ast.Assign)
+                    and isinstance(node.value, ast.Call)
+                    and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                ):
                     name = node.targets[0].id
                     if self.modules.kernel_class(module, name) and self.modules.off_contract(module, name) is None:
-                        yield MappedKernel(name, module, node.lineno, "contract",
-                                           f"{dotted_name(node.value)}(...)")
+                        yield MappedKernel(name, module, node.lineno, "contract", f"{dotted_name(node.value)}(...)")
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
                     written = [dotted_name(d) for d in node.decorator_list]
-                    if any("with_warmup" in w.rsplit(".", 1)[-1] for w in written) \
-                            and self.modules.off_contract(module, node.name) is None:
+                    if (
+                        any("with_warmup" in w.rsplit(".", 1)[-1] for w in written)
+                        and self.modules.off_contract(module, node.name) is None
+                    ):
                         yield MappedKernel(node.name, module, node.lineno, "contract", written[0])
 
     # -- statuses ---------------------------------------------------------------------------------
@@ -327,18 +347,23 @@ class JitMap:
                 for receiver, condition in _receivers(call.func.value, assigned):
                     target = self.modules.reference(module, receiver)
                     kernel = kernels.get(target) if target else None
-                    registration = Registration(f"{module}:{call.lineno}", f"{module}:{owner}",
-                                                " and ".join(c for c in (gate, condition) if c) or None)
+                    registration = Registration(
+                        f"{module}:{call.lineno}",
+                        f"{module}:{owner}",
+                        " and ".join(c for c in (gate, condition) if c) or None,
+                    )
                     if kernel is None:
-                        unresolved.append(dataclasses.replace(
-                            registration, owner=f"{registration.owner} ({ast.unparse(receiver)})"))
+                        unresolved.append(
+                            dataclasses.replace(registration, owner=f"{registration.owner} ({ast.unparse(receiver)})")
+                        )
                     else:
                         kernel.registered_at.append(registration)
                         kernel.status = "registered"
         return unresolved
 
-    def _compiled_by_contract(self, kernels: dict[tuple[str, str], MappedKernel], tops: dict[tuple[str, str], str]
-                              ) -> None:
+    def _compiled_by_contract(
+        self, kernels: dict[tuple[str, str], MappedKernel], tops: dict[tuple[str, str], str]
+    ) -> None:
         """A DSL kernel a contract object compiles takes that object's status (`via`): the Triton kernel a
         dispatcher wraps (`@triton_kernel_dispatcher_with_warmup(kernel=k)`), and a kernel the object's class
         reads (a `VllmJitKernel` subclass whose compile launches it)."""
@@ -348,8 +373,9 @@ class JitMap:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for decorator in node.decorator_list:
                     for keyword in decorator.keywords if isinstance(decorator, ast.Call) else ():
-                        wrapped = self.modules.reference(kernel.module, keyword.value) \
-                            if keyword.arg == "kernel" else None
+                        wrapped = (
+                            self.modules.reference(kernel.module, keyword.value) if keyword.arg == "kernel" else None
+                        )
                         if wrapped in kernels:
                             _take_status(kernels[wrapped], kernel)
             elif (found := self.modules.kernel_class(kernel.module, kernel.name)) is not None:
@@ -418,6 +444,7 @@ def _take_status(kernel: MappedKernel, holder: MappedKernel) -> None:
 
 def _calls_named(tree: ast.Module, attribute: str) -> Iterator[tuple[str, ast.FunctionDef | None, ast.Call]]:
     """Every `<...>.attribute(...)` call, with the "Class.method" / "function" it sits in and that function."""
+
     def visit(node: ast.AST, prefix: str, function: ast.FunctionDef | None, owner: str):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef):
@@ -425,16 +452,20 @@ def _calls_named(tree: ast.Module, attribute: str) -> Iterator[tuple[str, ast.Fu
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 yield from visit(child, f"{prefix}{child.name}.<locals>.", child, prefix + child.name)
             else:
-                if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
-                        and child.func.attr == attribute:
+                if (
+                    isinstance(child, ast.Call)
+                    and isinstance(child.func, ast.Attribute)
+                    and child.func.attr == attribute
+                ):
                     yield owner or "<module>", function, child
                 yield from visit(child, prefix, function, owner)
 
     yield from visit(tree, "", None, "")
 
 
-def _context(tree: ast.Module, function: ast.FunctionDef | None, call: ast.Call
-             ) -> tuple[str | None, dict[str, ast.expr]]:
+def _context(
+    tree: ast.Module, function: ast.FunctionDef | None, call: ast.Call
+) -> tuple[str | None, dict[str, ast.expr]]:
     """The conditions `call` runs under inside `function` as source ("(a) and not (b)"), and the locals assigned
     before it."""
     if function is None:
@@ -445,8 +476,9 @@ def _context(tree: ast.Module, function: ast.FunctionDef | None, call: ast.Call
     return sites[0].gate_source(), sites[0].assigned
 
 
-def _receivers(receiver: ast.expr, assigned: dict[str, ast.expr], depth: int = 0
-               ) -> Iterator[tuple[ast.expr, str | None]]:
+def _receivers(
+    receiver: ast.expr, assigned: dict[str, ast.expr], depth: int = 0
+) -> Iterator[tuple[ast.expr, str | None]]:
     """What a register_warmup receiver may be, each with the condition choosing it: both arms of
     `A if c else B`, and the value of a local assigned before the call."""
     if isinstance(receiver, ast.Name) and receiver.id in assigned and depth < 4:
@@ -460,27 +492,38 @@ def _receivers(receiver: ast.expr, assigned: dict[str, ast.expr], depth: int = 0
         yield receiver, None
 
 
-def jit_map_report(repo: Path, kernels: list[MappedKernel], device: dict[str, int],
-                   unresolved: list[Registration], problem: str | None = None,
-                   unreadable: dict[str, str] | None = None) -> dict[str, Any]:
+def jit_map_report(
+    repo: Path,
+    kernels: list[MappedKernel],
+    device: dict[str, int],
+    unresolved: list[Registration],
+    problem: str | None = None,
+    unreadable: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """The stable JSON form (format "zerojit-jit-map/1", documented in the README); `problem`: why no kernel can
     be reached by a legacy warmup (the orchestrator is missing or unreadable), or None; `unreadable`: modules
     the map could not read, with why."""
-    counts = {backend: {status: sum(k.backend == backend and k.status == status for k in kernels)
-                        for status in STATUSES} for backend in BACKENDS}
+    counts = {
+        backend: {status: sum(k.backend == backend and k.status == status for k in kernels) for status in STATUSES}
+        for backend in BACKENDS
+    }
     for backend, row in counts.items():
         row["total"] = sum(row.values())
         row["device_helpers"] = device.get(backend, 0)
     totals = {status: sum(k.status == status for k in kernels) for status in STATUSES}
-    return {"format": JIT_MAP_FORMAT, "repo": str(repo), "statuses": STATUSES, "orchestrator_problem": problem,
-            "counts": {"kernels": len(kernels), **totals, "by_backend": counts},
-            "kernels": [k.to_dict() for k in kernels],
-            "unresolved_registrations": [dataclasses.asdict(r) for r in unresolved],
-            "unreadable_modules": dict(unreadable or {})}
+    return {
+        "format": JIT_MAP_FORMAT,
+        "repo": str(repo),
+        "statuses": STATUSES,
+        "orchestrator_problem": problem,
+        "counts": {"kernels": len(kernels), **totals, "by_backend": counts},
+        "kernels": [k.to_dict() for k in kernels],
+        "unresolved_registrations": [dataclasses.asdict(r) for r in unresolved],
+        "unreadable_modules": dict(unreadable or {}),
+    }
 
 
-STATUS_COLORS = {"registered": "tab:green", "unregistered": "tab:olive", "legacy": "tab:orange",
-                 "unwarmed": "tab:red"}
+STATUS_COLORS = {"registered": "tab:green", "unregistered": "tab:olive", "legacy": "tab:orange", "unwarmed": "tab:red"}
 
 
 def plot_jit_map(report: dict[str, Any], path: Path) -> Path:

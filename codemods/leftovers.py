@@ -18,8 +18,9 @@ from pathlib import Path
 from .repo import RepoModules, module_name
 
 
-def leftovers(repo: Path, package: str, changed: Mapping[Path, tuple[str, str]], texts: Mapping[Path, str]) \
-        -> list[str]:
+def leftovers(
+    repo: Path, package: str, changed: Mapping[Path, tuple[str, str]], texts: Mapping[Path, str]
+) -> list[str]:
     """`path:line: what` for each leftover. `changed`: path -> (before, after) of each changed file;
     `texts`: every file of the run as it is after the migration (changed files included, deleted ones not)."""
     modules = RepoModules(repo, package)
@@ -40,11 +41,16 @@ def _used_names(source: str) -> set[str]:
     return names
 
 
-def _orphaned_helpers(repo: Path, modules: RepoModules, module: str, before: str, gone: Iterable[str],
-                      texts: Mapping[Path, str]) -> list[str]:
+def _orphaned_helpers(
+    repo: Path, modules: RepoModules, module: str, before: str, gone: Iterable[str], texts: Mapping[Path, str]
+) -> list[str]:
     tree, found = ast.parse(before), []
-    imported = {alias.asname or alias.name: (node, alias.name) for node in ast.walk(tree)
-                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    imported = {
+        alias.asname or alias.name: (node, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
     for local in sorted(gone):
         if local not in imported:
             continue
@@ -64,8 +70,10 @@ def _orphaned_helpers(repo: Path, modules: RepoModules, module: str, before: str
         own = len(word.findall(texts.get(home_path) or home_path.read_text())) if home_path else 0
         if uses - own == 0 and own <= 1 + _exported(modules, home, defined):
             where = modules.path(home).relative_to(repo).as_posix()
-            found.append(f"{where}:{definition.lineno}: {defined}() is public and kept, but nothing in the repo "
-                         "calls it any more (the removed legacy step was its only caller)")
+            found.append(
+                f"{where}:{definition.lineno}: {defined}() is public and kept, but nothing in the repo "
+                "calls it any more (the removed legacy step was its only caller)"
+            )
     return found
 
 
@@ -82,14 +90,20 @@ def _unread_fields(repo: Path, path: Path, before: str, after: str) -> list[str]
     """Dataclass fields of the file read (through a parameter annotated with the class) before, not after."""
     found = []
     tree = ast.parse(after)
-    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and any(
-            "dataclass" in ast.unparse(d) for d in n.decorator_list)):
-        fields = {n.target.id: n.lineno for n in cls.body if isinstance(n, ast.AnnAssign)
-                  and isinstance(n.target, ast.Name)}
+    for cls in (
+        n
+        for n in tree.body
+        if isinstance(n, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in n.decorator_list)
+    ):
+        fields = {
+            n.target.id: n.lineno for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+        }
         was, now = _field_reads(ast.parse(before), cls.name), _field_reads(tree, cls.name)
         for field in sorted(set(fields) & (was - now)):
-            found.append(f"{path.relative_to(repo).as_posix()}:{fields[field]}: {cls.name}.{field} is still filled "
-                         "but nothing reads it any more (the removed legacy step did)")
+            found.append(
+                f"{path.relative_to(repo).as_posix()}:{fields[field]}: {cls.name}.{field} is still filled "
+                "but nothing reads it any more (the removed legacy step did)"
+            )
     return found
 
 
@@ -97,10 +111,24 @@ def _field_reads(tree: ast.Module, cls: str) -> set[str]:
     """Attributes read off a parameter or local annotated with `cls` (`config: cls`, `cls | None`)."""
     reads = set()
     for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-        typed = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
-                 if a.annotation is not None and re.search(rf"\b{re.escape(cls)}\b", ast.unparse(a.annotation))}
-        typed |= {n.target.id for n in ast.walk(function) if isinstance(n, ast.AnnAssign)
-                  and isinstance(n.target, ast.Name) and re.search(rf"\b{re.escape(cls)}\b", ast.unparse(n.annotation))}
-        reads |= {n.attr for n in ast.walk(function) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
-                  and isinstance(n.value, ast.Name) and n.value.id in typed}
+        typed = {
+            a.arg
+            for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
+            if a.annotation is not None and re.search(rf"\b{re.escape(cls)}\b", ast.unparse(a.annotation))
+        }
+        typed |= {
+            n.target.id
+            for n in ast.walk(function)
+            if isinstance(n, ast.AnnAssign)
+            and isinstance(n.target, ast.Name)
+            and re.search(rf"\b{re.escape(cls)}\b", ast.unparse(n.annotation))
+        }
+        reads |= {
+            n.attr
+            for n in ast.walk(function)
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.ctx, ast.Load)
+            and isinstance(n.value, ast.Name)
+            and n.value.id in typed
+        }
     return reads

@@ -41,18 +41,59 @@ _PURE_BUILTINS = {"int", "float", "bool", "min", "max", "abs", "len", "round"}
 _PURE_MATH = {"cdiv", "next_power_of_2", "ceil", "floor", "log2", "prod"}
 _TENSOR_FACTS = {"stride", "size", "numel", "dim", "element_size", "is_contiguous", "data_ptr"}
 _LOGGING = {"debug", "info", "warning", "warning_once", "info_once", "debug_once", "error", "exception"}
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
-        ast.Mod: operator.mod, ast.Pow: operator.pow, ast.Div: operator.truediv, ast.LShift: operator.lshift,
-        ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitAnd: operator.and_}
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.Div: operator.truediv,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_,
+}
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
 _NO_VALUE = object()
 # What vLLM's helper expands in a provider's expressions (the subset its error names: names, constants, attributes,
 # subscripts, tuple/list literals, conditionals, comparisons, boolean operators, not/minus, arithmetic, calls).
-_EXPANDABLE = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.IfExp, ast.Compare,
-               ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.Call, ast.keyword, ast.Starred, ast.Lambda, ast.arguments,
-               ast.arg, ast.expr_context, ast.boolop, ast.cmpop, ast.Not, ast.USub, *_OPS)
+_EXPANDABLE = (
+    ast.Name,
+    ast.Constant,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Tuple,
+    ast.List,
+    ast.IfExp,
+    ast.Compare,
+    ast.BoolOp,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.Call,
+    ast.keyword,
+    ast.Starred,
+    ast.Lambda,
+    ast.arguments,
+    ast.arg,
+    ast.expr_context,
+    ast.boolop,
+    ast.cmpop,
+    ast.Not,
+    ast.USub,
+    *_OPS,
+)
 
 
 class LiftError(SpecError):
@@ -91,17 +132,24 @@ class Tensor:
 
     def code(self) -> str:
         shape = ", ".join(v.code for v in self.shape) + ("," if len(self.shape) == 1 else "")
-        strides = "" if self.strides is None else \
-            ", strides=(" + ", ".join(v.code for v in self.strides) + ("," if len(self.strides) == 1 else "") + ")"
-        aligned = "" if self.offset.fixed and self.offset.known % 16 == 0 else \
-            f", aligned={_binary(ast.Mult(), self.offset, Value(f'{self.dtype.code}.itemsize')).code} % 16 == 0"
+        strides = (
+            ""
+            if self.strides is None
+            else ", strides=(" + ", ".join(v.code for v in self.strides) + ("," if len(self.strides) == 1 else "") + ")"
+        )
+        aligned = (
+            ""
+            if self.offset.fixed and self.offset.known % 16 == 0
+            else f", aligned={_binary(ast.Mult(), self.offset, Value(f'{self.dtype.code}.itemsize')).code} % 16 == 0"
+        )
         return f"TritonWarmupTensor({self.dtype.code}{aligned}, shape=({shape}){strides})"
 
     def view(self, shape: tuple[Value, ...], strides: tuple[Value, ...], offset: Value) -> Tensor:
         """A view of this tensor's storage (row-major strides written as None)."""
         compact = Tensor(self.dtype, shape).stride()
-        return Tensor(self.dtype, shape, None if strides == compact else strides,
-                      _binary(ast.Add(), self.offset, offset))
+        return Tensor(
+            self.dtype, shape, None if strides == compact else strides, _binary(ast.Add(), self.offset, offset)
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,8 +218,18 @@ def _binary(op: ast.operator, left: Value, right: Value) -> Value:
 def _negated(code: str) -> str:
     """`not (code)`, written as a reviewer would (`a != b` for `not a == b`)."""
     node = _expr(code)
-    inverse = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE,
-               ast.LtE: ast.Gt, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}
+    inverse = {
+        ast.Eq: ast.NotEq,
+        ast.NotEq: ast.Eq,
+        ast.Lt: ast.GtE,
+        ast.GtE: ast.Lt,
+        ast.Gt: ast.LtE,
+        ast.LtE: ast.Gt,
+        ast.Is: ast.IsNot,
+        ast.IsNot: ast.Is,
+        ast.In: ast.NotIn,
+        ast.NotIn: ast.In,
+    }
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         return ast.unparse(ast.Compare(node.left, [inverse[type(node.ops[0])]()], node.comparators))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -186,8 +244,10 @@ class _Scope:
         self.lift, self.module, self.function, self.env = lift, module, function, env
 
     def where(self, node: ast.AST) -> str:
-        return f"{self.lift.modules.path(self.module).relative_to(self.lift.modules.repo).as_posix()}:" \
-               f"{getattr(node, 'lineno', self.function.lineno)}"
+        return (
+            f"{self.lift.modules.path(self.module).relative_to(self.lift.modules.repo).as_posix()}:"
+            f"{getattr(node, 'lineno', self.function.lineno)}"
+        )
 
     def refuse(self, node: ast.AST, why: str) -> LiftError:
         return LiftError(f"{self.where(node)}: {why}")
@@ -208,8 +268,9 @@ class _Scope:
     def plain(self, node: ast.expr) -> Value:
         found = self.value(node)
         if not isinstance(found, Value):
-            raise self.refuse(node, f"`{ast.unparse(node)}` is used as a number, but it is a "
-                                    f"{type(found).__name__.lower()}")
+            raise self.refuse(
+                node, f"`{ast.unparse(node)}` is used as a number, but it is a {type(found).__name__.lower()}"
+            )
         return found
 
     def _Constant(self, node: ast.Constant) -> Value:
@@ -262,8 +323,10 @@ class _Scope:
             return Value(ast.unparse(ast.Subscript(_expr(holder.code), _expr(index.code))))
         if isinstance(holder, Value) and isinstance(node.slice, ast.Slice):  # a value the registration passes
             # Written `x[slice(a, b)]`: vLLM's helper expands a provider's expressions by AST, and takes no `a:b`.
-            bounds = ", ".join("None" if part is None else self.plain(part).code
-                               for part in (node.slice.lower, node.slice.upper, node.slice.step))
+            bounds = ", ".join(
+                "None" if part is None else self.plain(part).code
+                for part in (node.slice.lower, node.slice.upper, node.slice.step)
+            )
             return Value(f"{ast.unparse(_expr(holder.code))}[slice({bounds})]")
         raise self.refuse(node, f"the lift cannot translate the subscript `{ast.unparse(node)}`")
 
@@ -285,10 +348,16 @@ class _Scope:
     def _GeneratorExp(self, node: ast.GeneratorExp) -> Sequence:
         """`f(x) for x in parts` over a sequence the lift counts (a tensor's `split` into parts of one size):
         one item per part, each evaluated with its part bound (`q, k, v = (t.view(...) for t in qkv.split(n))`)."""
-        if len(node.generators) != 1 or node.generators[0].ifs or node.generators[0].is_async \
-                or not isinstance(node.generators[0].target, ast.Name):
-            raise self.refuse(node, f"the lift translates a comprehension of one `for name in ...` without `if`, "
-                                    f"not `{ast.unparse(node)}`")
+        if (
+            len(node.generators) != 1
+            or node.generators[0].ifs
+            or node.generators[0].is_async
+            or not isinstance(node.generators[0].target, ast.Name)
+        ):
+            raise self.refuse(
+                node,
+                f"the lift translates a comprehension of one `for name in ...` without `if`, not `{ast.unparse(node)}`",
+            )
         loop = node.generators[0]
         parts = self.value(loop.iter)
         if not isinstance(parts, Sequence):
@@ -317,8 +386,12 @@ class _Scope:
     def _UnaryOp(self, node: ast.UnaryOp) -> Value:
         operand = self.plain(node.operand)
         if operand.fixed:
-            value = {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos,
-                     ast.Invert: operator.invert}[type(node.op)](operand.known)
+            value = {
+                ast.Not: operator.not_,
+                ast.USub: operator.neg,
+                ast.UAdd: operator.pos,
+                ast.Invert: operator.invert,
+            }[type(node.op)](operand.known)
             return Value(repr(value), value)
         return Value(ast.unparse(ast.UnaryOp(node.op, _expr(operand.code))))
 
@@ -339,22 +412,33 @@ class _Scope:
     def _Compare(self, node: ast.Compare) -> Value:
         left = self.value(node.left)
         values = [left, *(self.value(c) for c in node.comparators)]
-        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) and any(
-                isinstance(v, Value) and v.known is None for v in values):
+        if (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+            and any(isinstance(v, Value) and v.known is None for v in values)
+        ):
             is_not = isinstance(node.ops[0], ast.IsNot)
             optional = next((v for v in values if isinstance(v, MaybeTensor)), None)
             if optional is not None:  # present in the cases its test holds for
                 return optional.test if is_not else Value(_negated(optional.test.code))
             if any(isinstance(v, (Tensor, Device, Sequence)) for v in values):
                 return Value(repr(is_not), is_not)  # a tensor, device or sequence is never None
-        if all(isinstance(v, Value) and v.fixed or isinstance(v, Sequence) and all(
-                isinstance(i, Value) and i.fixed for i in v.items) for v in values):
+        if all(
+            isinstance(v, Value)
+            and v.fixed
+            or isinstance(v, Sequence)
+            and all(isinstance(i, Value) and i.fixed for i in v.items)
+            for v in values
+        ):
             known = [v.known if isinstance(v, Value) else tuple(i.known for i in v.items) for v in values]
             result = all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, known, known[1:]))
             return Value(repr(result), result)
         operands = [_expr(self._as_value(n, v).code) for n, v in zip([node.left, *node.comparators], values)]
-        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
-                and ast.dump(operands[0]) == ast.dump(operands[1]):
+        if (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Eq, ast.NotEq))
+            and ast.dump(operands[0]) == ast.dump(operands[1])
+        ):
             result = isinstance(node.ops[0], ast.Eq)  # a size compared with itself (`x.stride(0) == n`, x is (m, n))
             return Value(repr(result), result)
         return Value(ast.unparse(ast.Compare(operands[0], node.ops, operands[1:])))
@@ -375,8 +459,9 @@ class _Scope:
             inner = ", ".join(i.code for i in found.items) + ("," if len(found.items) == 1 else "")
             known = tuple(i.known for i in found.items) if all(i.fixed for i in found.items) else _NO_VALUE
             return Value(f"({inner})", known)
-        raise self.refuse(node, f"`{ast.unparse(node)}` is a {type(found).__name__.lower()} where the lift needs a "
-                                "value")
+        raise self.refuse(
+            node, f"`{ast.unparse(node)}` is a {type(found).__name__.lower()} where the lift needs a value"
+        )
 
     def _Call(self, node: ast.Call) -> Any:
         if any(k.arg is None for k in node.keywords):
@@ -395,9 +480,10 @@ class _Scope:
             if module in ("triton", "math") and func.attr in _PURE_MATH or module == "torch" and func.attr == "dtype":
                 args = [self.plain(a) for a in node.args]
                 if all(a.fixed for a in args):
-                    value = {"cdiv": lambda a, b: -(-a // b),
-                             "next_power_of_2": lambda n: 1 if n <= 1 else 1 << (n - 1).bit_length()}.get(
-                        func.attr, getattr(math, func.attr, None))(*(a.known for a in args))
+                    value = {
+                        "cdiv": lambda a, b: -(-a // b),
+                        "next_power_of_2": lambda n: 1 if n <= 1 else 1 << (n - 1).bit_length(),
+                    }.get(func.attr, getattr(math, func.attr, None))(*(a.known for a in args))
                     return Value(repr(value), value)
                 return Value(f"{ast.unparse(func.value)}.{func.attr}({', '.join(a.code for a in args)})")
         if isinstance(func, ast.Name) and self.lift.is_typing_cast(self, func.id) and len(node.args) == 2:
@@ -405,16 +491,21 @@ class _Scope:
         if isinstance(func, ast.Name) and func.id == "isinstance" and self.lift.global_is_builtin(self, func.id):
             subject, kinds = self.value(node.args[0]), node.args[1]
             names = [k.id for k in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]) if isinstance(k, ast.Name)]
-            builtin = [getattr(builtins, n) for n in names
-                       if n in dir(builtins) and isinstance(getattr(builtins, n), type)]
+            builtin = [
+                getattr(builtins, n) for n in names if n in dir(builtins) and isinstance(getattr(builtins, n), type)
+            ]
             if isinstance(subject, Value) and subject.fixed and len(builtin) == len(names):
                 result = isinstance(subject.known, tuple(builtin))
                 return Value(repr(result), result)
             if isinstance(subject, Tensor) and builtin:
                 return Value("False", False)
             raise self.refuse(node, f"`{ast.unparse(node)}`: a type test the lift cannot decide")
-        if isinstance(func, ast.Name) and func.id in _PURE_BUILTINS and func.id not in self.env \
-                and self.lift.global_is_builtin(self, func.id):
+        if (
+            isinstance(func, ast.Name)
+            and func.id in _PURE_BUILTINS
+            and func.id not in self.env
+            and self.lift.global_is_builtin(self, func.id)
+        ):
             args = [self.value(a) for a in node.args]
             if func.id == "len" and len(args) == 1 and isinstance(args[0], Tensor):
                 return args[0].shape[0]
@@ -425,13 +516,22 @@ class _Scope:
                 value = getattr(builtins, func.id)(*(a.known for a in args))
                 return Value(repr(value), value)
             return Value(f"{func.id}({', '.join(a.code for a in args)})")
-        if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2 \
-                and isinstance(node.args[1], ast.Constant) and isinstance(self._raw(node.args[0]), Facts):
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(self._raw(node.args[0]), Facts)
+        ):
             holder = self._raw(node.args[0])
             return self.lift.parameter(f"{holder.name}.{node.args[1].value}", node.args[1].value)
         arguments = [self.value(a) for a in node.args] + [self.value(k.value) for k in node.keywords]
-        if isinstance(func, ast.Name) and func.id not in self.env and any(a is DEVICE for a in arguments) and all(
-                a is DEVICE or isinstance(a, Value) and a.fixed for a in arguments):
+        if (
+            isinstance(func, ast.Name)
+            and func.id not in self.env
+            and any(a is DEVICE for a in arguments)
+            and all(a is DEVICE or isinstance(a, Value) and a.fixed for a in arguments)
+        ):
             # A fact of the device (its compute units): the launch's tensors live where the step made them, so
             # the step and the launcher read one value, which the registration passes.
             home, name = callee(self.lift.modules, self.module, self.function, func.id)
@@ -440,7 +540,9 @@ class _Scope:
         if isinstance(callee_value, Value) and all(isinstance(a, (Value, Sequence)) for a in arguments):
             # A call the lift does not model, of names the provider can read: the provider makes it too.
             args = [self._as_value(a, v).code for a, v in zip(node.args, arguments)]
-            args += [f"{k.arg}={self._as_value(k.value, v).code}" for k, v in zip(node.keywords, arguments[len(args):])]
+            args += [
+                f"{k.arg}={self._as_value(k.value, v).code}" for k, v in zip(node.keywords, arguments[len(args) :])
+            ]
             return Value(f"{callee_value.code}({', '.join(args)})")
         raise self.refuse(node, f"calls `{ast.unparse(func)}` with a tensor, which the lift does not translate")
 
@@ -459,10 +561,16 @@ class _Scope:
             return Tensor(dtype, shape)
         if name == "arange":
             bounds = [self.plain(a) for a in node.args]
-            start, stop, step = (Value("0", 0), bounds[0], Value("1", 1)) if len(bounds) == 1 else \
-                (bounds[0], bounds[1], bounds[2] if len(bounds) > 2 else Value("1", 1))
-            length = _binary(ast.FloorDiv(), _binary(ast.Add(), _binary(ast.Sub(), stop, start),
-                                                     _binary(ast.Sub(), step, Value("1", 1))), step)
+            start, stop, step = (
+                (Value("0", 0), bounds[0], Value("1", 1))
+                if len(bounds) == 1
+                else (bounds[0], bounds[1], bounds[2] if len(bounds) > 2 else Value("1", 1))
+            )
+            length = _binary(
+                ast.FloorDiv(),
+                _binary(ast.Add(), _binary(ast.Sub(), stop, start), _binary(ast.Sub(), step, Value("1", 1))),
+                step,
+            )
             return Tensor(dtype, (length,))
         args = node.args[:-1] if name == "full" else node.args
         if name == "empty_strided":
@@ -472,8 +580,9 @@ class _Scope:
 
     def _dtype(self, node: ast.Call, keywords: dict[str, ast.expr]) -> Value:
         if "dtype" not in keywords:
-            raise self.refuse(node, "allocates a tensor with the default dtype; write its dtype= so the key is "
-                                    "explicit")
+            raise self.refuse(
+                node, "allocates a tensor with the default dtype; write its dtype= so the key is explicit"
+            )
         return self.plain(keywords["dtype"])
 
     def _shape(self, node: ast.Call, args: list[ast.expr]) -> tuple[Value, ...]:
@@ -504,8 +613,12 @@ class _Scope:
             shape_args = node.args[:-1] if name == "new_full" else node.args
             dtype = self.plain(keywords["dtype"]) if "dtype" in keywords else tensor.dtype
             return Tensor(dtype, self._shape(node, shape_args))
-        if name in ("stride", "size") and len(args) == 1 and isinstance(args[0], Value) \
-                and isinstance(args[0].known, int):
+        if (
+            name in ("stride", "size")
+            and len(args) == 1
+            and isinstance(args[0], Value)
+            and isinstance(args[0].known, int)
+        ):
             return (tensor.stride() if name == "stride" else tensor.shape)[args[0].known]
         if name in ("stride", "size") and not args:
             return Sequence(tensor.stride() if name == "stride" else tensor.shape)
@@ -517,8 +630,11 @@ class _Scope:
         if name == "dim":
             return Value(str(len(tensor.shape)), len(tensor.shape))
         if name == "is_contiguous":
-            return Value(repr(tensor.strides is None), tensor.strides is None) if tensor.strides is None else \
-                Value(repr(tensor.strides == Tensor(tensor.dtype, tensor.shape).stride()))
+            return (
+                Value(repr(tensor.strides is None), tensor.strides is None)
+                if tensor.strides is None
+                else Value(repr(tensor.strides == Tensor(tensor.dtype, tensor.shape).stride()))
+            )
         if name == "data_ptr":
             return Value("0", 0)  # only its count matters where the step reads it (a table of pointers)
         if name == "to" and set(keywords) <= {"dtype"} and (args or keywords):
@@ -526,8 +642,9 @@ class _Scope:
             return Tensor(dtype, tensor.shape, tensor.strides)
         raise self.refuse(node, f"calls `.{name}()` on a tensor, which the lift does not model")
 
-    def _parts(self, node: ast.Call, tensor: Tensor, name: str, args: list[Any], keywords: dict[str, ast.expr]) \
-            -> Sequence:
+    def _parts(
+        self, node: ast.Call, tensor: Tensor, name: str, args: list[Any], keywords: dict[str, ast.expr]
+    ) -> Sequence:
         """`tensor.split(sizes, dim)` / `tensor.chunk(n, dim)`: views along `dim`, each at its offset."""
         dim = self.plain(keywords["dim"]).known if "dim" in keywords else (args[1].known if len(args) > 1 else 0)
         if not isinstance(dim, int):
@@ -545,7 +662,7 @@ class _Scope:
             sizes = [part] * total.known
         parts, offset = [], Value("0", 0)
         for part in sizes:
-            shape = tensor.shape[:dim] + (part,) + tensor.shape[dim + 1:]
+            shape = tensor.shape[:dim] + (part,) + tensor.shape[dim + 1 :]
             parts.append(tensor.view(shape, strides, offset))
             offset = _binary(ast.Add(), offset, _binary(ast.Mult(), part, strides[dim]))
         return Sequence(tuple(parts))
@@ -555,8 +672,9 @@ class _Scope:
         matched as products of the same factors); a row-major tensor takes any shape of its size."""
         if tensor.strides is None:
             return Tensor(tensor.dtype, shape, None, tensor.offset)
-        unmatched = self.refuse(node, f"`.{name}()` to a shape the lift cannot match to the tensor's "
-                                      f"(`{ast.unparse(node)}`)")
+        unmatched = self.refuse(
+            node, f"`.{name}()` to a shape the lift cannot match to the tensor's (`{ast.unparse(node)}`)"
+        )
         strides: list[Value] = []
         index, old = 0, tensor.stride()
         # What torch gives a dimension of size 1 instead: it joins the run of dimensions to its right, so each
@@ -620,8 +738,9 @@ def _divided(size: Value, by: Value) -> Value | None:
     if not part or rest + part != whole:
         return None
     literal = all(factor.isdigit() for factor in rest)  # `3 * h * d` by `h * d`: three, a number
-    return Value(" * ".join(sorted(rest.elements())) or "1",
-                 math.prod(int(f) for f in rest.elements()) if literal else _NO_VALUE)
+    return Value(
+        " * ".join(sorted(rest.elements())) or "1", math.prod(int(f) for f in rest.elements()) if literal else _NO_VALUE
+    )
 
 
 def _either(test: Value, body: Any, orelse: Any) -> Any:
@@ -671,8 +790,15 @@ class _Lift:
 
     def fresh(self, wanted: str) -> str:
         name, index = wanted, 2
-        while name in self.taken or name in ("dict", "TritonWarmupTensor", "WarmupChoices", "WarmupIntRange",
-                                             "_when", "torch", "triton"):
+        while name in self.taken or name in (
+            "dict",
+            "TritonWarmupTensor",
+            "WarmupChoices",
+            "WarmupIntRange",
+            "_when",
+            "torch",
+            "triton",
+        ):
             name, index = f"{wanted}_{index}", index + 1
         self.taken.add(name)
         return name
@@ -694,8 +820,9 @@ class _Lift:
         return False
 
     def is_typing_cast(self, scope: _Scope, name: str) -> bool:
-        return name not in scope.env and (_function_import(scope.function, name) or
-                                          self.modules.imports(scope.module).get(name)) == ("typing", "cast")
+        return name not in scope.env and (
+            _function_import(scope.function, name) or self.modules.imports(scope.module).get(name)
+        ) == ("typing", "cast")
 
     def global_is_builtin(self, scope: _Scope, name: str) -> bool:
         return self.modules.definition(scope.module, name) is None and name not in self.modules.imports(scope.module)
@@ -710,16 +837,20 @@ class _Lift:
         if found is not None and (found[1] is None or found[0].endswith("triton_utils")):
             home = self.modules.imports(self.kernel_module).get(name)
             if home != found:
-                raise scope.refuse(node, f"reads the module `{name}`, which {self.kernel_module} does not import "
-                                         "under that name")
+                raise scope.refuse(
+                    node, f"reads the module `{name}`, which {self.kernel_module} does not import under that name"
+                )
             return Value(name)
         module, target = (found[0], found[1]) if found else (scope.module, name)
         module, target = self.modules.resolve(module, target)
         bindings = _module_bindings(self.modules.tree(module), target) if target else []
         definition = self.modules.definition(module, target) if target else None
         if len(bindings) > 1:
-            raise scope.refuse(node, f"reads `{name}` ({module}), which its module binds {len(bindings)} times "
-                                     "(the lift copies a constant only when it has one value)")
+            raise scope.refuse(
+                node,
+                f"reads `{name}` ({module}), which its module binds {len(bindings)} times "
+                "(the lift copies a constant only when it has one value)",
+            )
         value = bindings[0].value if bindings and isinstance(bindings[0], (ast.Assign, ast.AnnAssign)) else None
         if value is not None:
             try:
@@ -733,8 +864,11 @@ class _Lift:
             return Value(repr(known), known) if known in (True, False, None) else Value(name)
         if target and self.modules.resolve(self.kernel_module, name) == (module, target):
             return Value(name)  # the kernel's module names the same object: the provider may read it
-        raise scope.refuse(node, f"reads `{name}` ({module}), which is not a constant the lift can copy and "
-                                 f"not a name {self.kernel_module} binds")
+        raise scope.refuse(
+            node,
+            f"reads `{name}` ({module}), which is not a constant the lift can copy and "
+            f"not a name {self.kernel_module} binds",
+        )
 
     # -- statements --------------------------------------------------------------------------------------
     def walk(self, scope: _Scope, body: list[ast.stmt], is_target, gates: bool = False) -> ast.AST | None:
@@ -751,26 +885,39 @@ class _Lift:
                 continue  # a docstring
             if isinstance(statement, (ast.Import, ast.ImportFrom, ast.Assert, ast.Pass, ast.Global)):
                 continue
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                    and isinstance(statement.targets[0], ast.Name):
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
                 self._assign(scope, statement.targets[0].id, statement.value, statement)
                 continue
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                    and _unpacked_names(statement.targets[0]):
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and _unpacked_names(statement.targets[0])
+            ):
                 self._unpack(scope, _unpacked_names(statement.targets[0]), statement.value, statement)
                 continue
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
                 self._assign(scope, statement.target.id, statement.value, statement)
                 continue
-            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
-                    and _is_side_effect_free(scope, statement.value):
+            if (
+                isinstance(statement, ast.Expr)
+                and isinstance(statement.value, ast.Call)
+                and _is_side_effect_free(scope, statement.value)
+            ):
                 continue
             if isinstance(statement, ast.If):
                 try:
                     test = scope.plain(statement.test)
                 except LiftError:
-                    if gates and _exits(statement.body) and not statement.orelse \
-                            and not _holds(scope, statement.body, is_target):
+                    if (
+                        gates
+                        and _exits(statement.body)
+                        and not statement.orelse
+                        and not _holds(scope, statement.body, is_target)
+                    ):
                         continue
                     raise
                 inside = _holds(scope, statement.body, is_target)
@@ -787,10 +934,15 @@ class _Lift:
                     self.when(test.code if inside else _negated(test.code))
                     return self.walk(scope, statement.body if inside else statement.orelse, is_target)
                 if any(isinstance(n, ast.Break) for branch in (statement.body, statement.orelse) for n in branch):
-                    raise scope.refuse(statement, "leaves its loop under a condition (`break`): the cases after it "
-                                                  "depend on the order, which the provider's domains do not have")
-                for branch, rest, keep in ((statement.body, statement.orelse, _negated(test.code)),
-                                           (statement.orelse, statement.body, test.code)):
+                    raise scope.refuse(
+                        statement,
+                        "leaves its loop under a condition (`break`): the cases after it "
+                        "depend on the order, which the provider's domains do not have",
+                    )
+                for branch, rest, keep in (
+                    (statement.body, statement.orelse, _negated(test.code)),
+                    (statement.orelse, statement.body, test.code),
+                ):
                     if _exits(branch):
                         self.when(keep)  # the cases that get past it take the other branch
                         if not _exits(rest):
@@ -810,8 +962,11 @@ class _Lift:
                 continue
             if isinstance(statement, ast.Return) and index == len(body) - 1:
                 return None
-            if not _binds([statement]) and not _holds(scope, [statement], is_target) \
-                    and not isinstance(statement, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            if (
+                not _binds([statement])
+                and not _holds(scope, [statement], is_target)
+                and not isinstance(statement, (ast.Return, ast.Raise, ast.Continue, ast.Break))
+            ):
                 continue
             first = ast.unparse(statement).splitlines()[0]
             raise scope.refuse(statement, f"the lift cannot translate this statement (`{first}`)")
@@ -847,8 +1002,12 @@ class _Lift:
             found = scope.value(value)
         except LiftError as exc:
             found = self._from_site(scope, value, name) or _Unknown(str(exc))
-        if isinstance(found, Value) and not found.fixed and scope.function.name != self.launcher \
-                and not found.code.isidentifier():
+        if (
+            isinstance(found, Value)
+            and not found.fixed
+            and scope.function.name != self.launcher
+            and not found.code.isidentifier()
+        ):
             local = self.fresh(name)
             dynamic = bool(self.depends(found.code) & self.dynamic)
             guard = None if dynamic else self.guard(found.code)
@@ -862,10 +1021,17 @@ class _Lift:
     def _merge(self, scope: _Scope, statement: ast.If, test: Value) -> None:
         """An if/else whose condition depends on the case, setting values: each name it sets becomes
         `a if test else b` (a name neither branch can give one value reads as unknown, refused where read)."""
-        if any(isinstance(n, (ast.Return, ast.Raise, ast.Continue, ast.Break)) for branch in
-               (statement.body, statement.orelse) for s in branch for n in ast.walk(s)):
-            raise scope.refuse(statement, "sets values under a condition the lift cannot decide "
-                                          f"(`{ast.unparse(statement.test)}`) and leaves under another")
+        if any(
+            isinstance(n, (ast.Return, ast.Raise, ast.Continue, ast.Break))
+            for branch in (statement.body, statement.orelse)
+            for s in branch
+            for n in ast.walk(s)
+        ):
+            raise scope.refuse(
+                statement,
+                "sets values under a condition the lift cannot decide "
+                f"(`{ast.unparse(statement.test)}`) and leaves under another",
+            )
         outcomes = []
         for branch in (statement.body, statement.orelse):
             inner, written = _Scope(self, scope.module, scope.function, dict(scope.env)), len(self.statements)
@@ -875,18 +1041,32 @@ class _Lift:
                 inner.env.update({name: _Unknown(str(exc)) for s in branch for name in _stored(s)})
             if len(self.statements) > written:  # a provider local the other cases would compute too
                 del self.statements[written:]
-                inner.env.update({name: _Unknown(scope.refuse(statement, f"sets `{name}` under a condition the lift "
-                                                              "cannot decide, from a value it computes").args[0])
-                                  for s in branch for name in _stored(s)})
+                inner.env.update(
+                    {
+                        name: _Unknown(
+                            scope.refuse(
+                                statement,
+                                f"sets `{name}` under a condition the lift cannot decide, from a value it computes",
+                            ).args[0]
+                        )
+                        for s in branch
+                        for name in _stored(s)
+                    }
+                )
             outcomes.append(inner.env)
         body, orelse = outcomes
         for name in {n for s in statement.body + statement.orelse for n in _stored(s)}:
             unknown = next((env[name] for env in outcomes if isinstance(env.get(name), _Unknown)), None)
             either = _either(test, body.get(name), orelse.get(name)) if unknown is None else None
             if either is None and unknown is None:
-                unknown = _Unknown(scope.refuse(statement, f"sets `{name}` under a condition the lift cannot decide "
-                                                           f"(`{ast.unparse(statement.test)}`) to values it cannot "
-                                                           "write as one").args[0])
+                unknown = _Unknown(
+                    scope.refuse(
+                        statement,
+                        f"sets `{name}` under a condition the lift cannot decide "
+                        f"(`{ast.unparse(statement.test)}`) to values it cannot "
+                        "write as one",
+                    ).args[0]
+                )
             scope.env[name] = unknown if unknown is not None else either
 
     def _from_site(self, scope: _Scope, value: ast.expr, name: str) -> Value | None:
@@ -897,8 +1077,11 @@ class _Lift:
             return None
         for read in _loads(value):
             bound = scope.env.get(read)
-            if isinstance(bound, (Tensor, MaybeTensor, _Unknown)) or isinstance(bound, Value) and \
-                    _names_in(bound.code) & self.dynamic:
+            if (
+                isinstance(bound, (Tensor, MaybeTensor, _Unknown))
+                or isinstance(bound, Value)
+                and _names_in(bound.code) & self.dynamic
+            ):
                 return None
         where = f"{scope.where(value).rpartition(':')[2]}"
         return self.parameter(f"{ast.unparse(value)} ({scope.module}:{where})", name.lstrip("_"))
@@ -914,15 +1097,19 @@ class _Lift:
 
         used = _names_in(code)
         if used & self.dynamic:
-            raise scope.refuse(loop, "a loop whose values depend on another loop's value: the provider's domains "
-                                     "are independent")
+            raise scope.refuse(
+                loop, "a loop whose values depend on another loop's value: the provider's domains are independent"
+            )
         return ast.unparse(Inline().visit(_expr(code)))
 
     def _guarded_domain(self, domain: str) -> str:
         """A domain no case of which is evaluated where an earlier case-independent `_when` fails (empty there)."""
         call = _expr(domain)
-        values = ast.unparse(call.args[0].value if len(call.args) == 1 and isinstance(call.args[0], ast.Starred)
-                             else ast.Tuple(call.args))
+        values = ast.unparse(
+            call.args[0].value
+            if len(call.args) == 1 and isinstance(call.args[0], ast.Starred)
+            else ast.Tuple(call.args)
+        )
         guard = self.guard(values)
         if guard is None:
             return domain
@@ -946,11 +1133,16 @@ class _Lift:
     def _domain(self, scope: _Scope, loop: ast.For) -> None:
         names = [loop.target.id] if isinstance(loop.target, ast.Name) else _unpacked_names(loop.target)
         if not names or loop.orelse:
-            raise scope.refuse(loop, "a loop whose variable is not one name or a tuple of names (or with an else) "
-                                     "is not translated")
+            raise scope.refuse(
+                loop, "a loop whose variable is not one name or a tuple of names (or with an else) is not translated"
+            )
         iterable = loop.iter
-        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range" \
-                and "range" not in scope.env:
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and iterable.func.id == "range"
+            and "range" not in scope.env
+        ):
             bounds = [scope.plain(a).code for a in iterable.args]
             domain = f"WarmupIntRange({', '.join(bounds if len(bounds) > 1 else ['0', *bounds])})"
         else:
@@ -1005,8 +1197,13 @@ def _module_bindings(tree: ast.Module | None, name: str) -> list[ast.stmt]:
     """The module-level statements that bind `name` by assignment (a constant has exactly one)."""
     found = []
     for statement in getattr(tree, "body", []):
-        targets = statement.targets if isinstance(statement, ast.Assign) else \
-            [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else []
+        targets = (
+            statement.targets
+            if isinstance(statement, ast.Assign)
+            else [statement.target]
+            if isinstance(statement, (ast.AnnAssign, ast.AugAssign))
+            else []
+        )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             found.append(statement)
     return found
@@ -1014,9 +1211,12 @@ def _module_bindings(tree: ast.Module | None, name: str) -> list[ast.stmt]:
 
 def _frozen(node: ast.expr) -> ast.expr:
     """`frozenset({...})` / `tuple(...)` of a literal as the literal (for ast.literal_eval)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-            and node.func.id in ("frozenset", "tuple", "set") \
-            and len(node.args) == 1:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("frozenset", "tuple", "set")
+        and len(node.args) == 1
+    ):
         return node.args[0]
     return node
 
@@ -1077,14 +1277,18 @@ def _is_triton_kernel(modules: RepoModules, module: str, name: str) -> bool:
     node = modules.definition(home, target) if target else None
     return isinstance(node, ast.FunctionDef) and any(
         ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith(("jit", "heuristics", "autotune"))
-        for d in node.decorator_list)
+        for d in node.decorator_list
+    )
 
 
 def launched_kernels(modules: RepoModules, module: str, launcher: str) -> list[str]:
     """The Triton kernels of the repo that `module.launcher` launches (`kernel[grid](...)`), by the names it uses."""
     function = _function(modules, module, launcher, "the launcher")
-    names = [node.func.value.id for node in ast.walk(function) if isinstance(node, ast.Call)
-             and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name)]
+    names = [
+        node.func.value.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name)
+    ]
     return [name for name in dict.fromkeys(names) if _is_triton_kernel(modules, module, name)]
 
 
@@ -1106,7 +1310,7 @@ def _bind_call(scope: _Scope, function: ast.FunctionDef, call: ast.Call) -> dict
 def _defaults(function: ast.FunctionDef) -> dict[str, ast.expr]:
     args = function.args
     positional = args.posonlyargs + args.args
-    out = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)}
+    out = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults) :], args.defaults)}
     out.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
     return out
 
@@ -1114,13 +1318,24 @@ def _defaults(function: ast.FunctionDef) -> dict[str, ast.expr]:
 def binding_target(input_name: str, kernel_parameters: set[str]) -> str | None:
     """The kernel parameter the engine's Triton helper binds a dispatcher input to (`x`, `x_ptr`, `X`, `X_PTR`)."""
     pointer = f"{input_name}_ptr"
-    return next((c for c in (input_name, pointer, input_name.upper(), pointer.upper()) if c in kernel_parameters),
-                None)
+    return next((c for c in (input_name, pointer, input_name.upper(), pointer.upper()) if c in kernel_parameters), None)
 
 
-def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher_module: str, launcher: str,
-              step_module: str, step: str, dispatcher_name: str, provider_name: str,
-              helper_module: str, jit_module: str, together: tuple[str, ...] = ()) -> LiftPlan:
+def plan_lift(
+    modules: RepoModules,
+    *,
+    kernel_module: str,
+    kernel: str,
+    launcher_module: str,
+    launcher: str,
+    step_module: str,
+    step: str,
+    dispatcher_name: str,
+    provider_name: str,
+    helper_module: str,
+    jit_module: str,
+    together: tuple[str, ...] = (),
+) -> LiftPlan:
     """The dispatcher and provider for `kernel`, launched by `launcher` and warmed by the legacy `step`.
 
     together: the launcher's other kernels the same migration lifts (each to its own dispatcher); the launcher
@@ -1131,14 +1346,18 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
     for decorator in kernel_def.decorator_list:
         written = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
         if written.endswith("autotune"):
-            raise LiftError(f"{shown(kernel_module)}:{kernel_def.lineno}: {kernel} is autotuned (@{written}): the "
-                            "engine's "
-                            "helper launches an autotuned kernel for real to pick its config, which a compile-only "
-                            "warmup cannot do; warm it by hand")
+            raise LiftError(
+                f"{shown(kernel_module)}:{kernel_def.lineno}: {kernel} is autotuned (@{written}): the "
+                "engine's "
+                "helper launches an autotuned kernel for real to pick its config, which a compile-only "
+                "warmup cannot do; warm it by hand"
+            )
         if not (written.endswith("jit") or written.endswith("heuristics")):
-            raise LiftError(f"{shown(kernel_module)}:{kernel_def.lineno}: {kernel} is decorated with @{written}, "
-                            "not "
-                            "@triton.jit or @triton.heuristics")
+            raise LiftError(
+                f"{shown(kernel_module)}:{kernel_def.lineno}: {kernel} is decorated with @{written}, "
+                "not "
+                "@triton.jit or @triton.heuristics"
+            )
     launcher_def = _function(modules, launcher_module, launcher, "the launcher")
     step_def = _function(modules, step_module, step, "the legacy step")
     lift = _Lift(modules, kernel_module, launcher)
@@ -1146,35 +1365,44 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
     kernel_parameters = _kernel_parameters(kernel_def)
     launch = _launch_statement(modules, launcher_module, launcher_def, kernel_module, kernel)
     if launch is None:
-        raise LiftError(f"{shown(launcher_module)}:{launcher_def.lineno}: {launcher} has no `{kernel}[grid](...)` "
-                        "statement "
-                        "at its top level (a launch under a condition or in a loop is not lifted)")
+        raise LiftError(
+            f"{shown(launcher_module)}:{launcher_def.lineno}: {launcher} has no `{kernel}[grid](...)` "
+            "statement "
+            "at its top level (a launch under a condition or in a loop is not lifted)"
+        )
     for node in ast.walk(launcher_def):
         if not (isinstance(node, ast.Subscript) and node is not launch.value.func and isinstance(node.value, ast.Name)):
             continue
         if modules.resolve(launcher_module, node.value.id) == modules.resolve(kernel_module, kernel):
-            raise LiftError(f"{shown(launcher_module)}:{node.lineno}: {launcher} launches {kernel} here too; the "
-                            "lift moves one launch, and the warmup of this one would be lost (put each on the "
-                            "dispatcher by hand)")
+            raise LiftError(
+                f"{shown(launcher_module)}:{node.lineno}: {launcher} launches {kernel} here too; the "
+                "lift moves one launch, and the warmup of this one would be lost (put each on the "
+                "dispatcher by hand)"
+            )
         if _is_triton_kernel(modules, launcher_module, node.value.id) and node.value.id not in together:
-            raise LiftError(f"{shown(launcher_module)}:{node.lineno}: {launcher} also launches {node.value.id}, "
-                            "which the legacy step warms through the same call: the migration would delete that "
-                            f"warmup with the step (lift {node.value.id} in the same migration, with a spec of its "
-                            "own and its own dispatcher name)")
+            raise LiftError(
+                f"{shown(launcher_module)}:{node.lineno}: {launcher} also launches {node.value.id}, "
+                "which the legacy step warms through the same call: the migration would delete that "
+                f"warmup with the step (lift {node.value.id} in the same migration, with a spec of its "
+                "own and its own dispatcher name)"
+            )
     launches = [launch]
     for other in together:
         found = _launch_statement(modules, launcher_module, launcher_def, kernel_module, other)
         if found is None:
-            raise LiftError(f"{shown(launcher_module)}:{launcher_def.lineno}: {launcher} has no `{other}[grid](...)` "
-                            "statement at its top level to lift with this one")
+            raise LiftError(
+                f"{shown(launcher_module)}:{launcher_def.lineno}: {launcher} has no `{other}[grid](...)` "
+                "statement at its top level to lift with this one"
+            )
         launches.append(found)
 
     # The step, run up to its call of the launcher.
     step_scope = _Scope(lift, step_module, step_def, {})
     for argument in step_def.args.posonlyargs + step_def.args.args + step_def.args.kwonlyargs:
         annotation = ast.unparse(argument.annotation) if argument.annotation else ""
-        step_scope.env[argument.arg] = DEVICE if argument.arg == "device" or "device" in annotation \
-            else Facts(argument.arg)
+        step_scope.env[argument.arg] = (
+            DEVICE if argument.arg == "device" or "device" in annotation else Facts(argument.arg)
+        )
 
     wanted = modules.resolve(launcher_module, launcher)
 
@@ -1200,9 +1428,11 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
         inner.env.update(bound)
         scope, call = inner, lift.walk(inner, function.body, towards_launcher)
     if call is None:
-        raise LiftError(f"{shown(step_module)}:{step_def.lineno}: {step} never calls {launcher} (or an engine "
-                        "function "
-                        "that calls it) as a statement the lift follows")
+        raise LiftError(
+            f"{shown(step_module)}:{step_def.lineno}: {step} never calls {launcher} (or an engine "
+            "function "
+            "that calls it) as a statement the lift follows"
+        )
     step_scope = scope
     bound = _bind_call(step_scope, launcher_def, call)
     launcher_scope = _Scope(lift, launcher_module, launcher_def, {})
@@ -1214,74 +1444,114 @@ def plan_lift(modules: RepoModules, *, kernel_module: str, kernel: str, launcher
     launcher_scope.env.update(bound)
     reached = lift.walk(launcher_scope, launcher_def.body, lambda scope, s: s if s is launch else None)
     if reached is None:
-        raise LiftError(f"{shown(launcher_module)}:{launch.lineno}: the step's arguments never reach the launch "
-                        "(the launcher returns before it)")
+        raise LiftError(
+            f"{shown(launcher_module)}:{launch.lineno}: the step's arguments never reach the launch "
+            "(the launcher returns before it)"
+        )
 
     inputs, kept = _dispatcher_inputs(modules, launcher_module, launcher_def, launch)
     _check_copies(shown(launcher_module), launcher_def, launch, inputs, kept)
     # What the launcher keeps is decided over every launch the migration moves: the dispatchers copy what they
     # need, so a statement only launches read goes even when two of them read it.
-    copied = list(dict.fromkeys(kept + [s for other in launches[1:] for s in
-                                        _dispatcher_inputs(modules, launcher_module, launcher_def, other)[1]]))
+    copied = list(
+        dict.fromkeys(
+            kept
+            + [
+                s
+                for other in launches[1:]
+                for s in _dispatcher_inputs(modules, launcher_module, launcher_def, other)[1]
+            ]
+        )
+    )
     source = modules.path(launcher_module).read_text()
     arguments = _launch_arguments(launch, kernel_parameters, shown(launcher_module), source)
-    arguments += _defaults_the_helper_would_fill(kernel_def, shown(launcher_module), launch, inputs,
-                                                 arguments, modules.path(kernel_module).read_text())
+    arguments += _defaults_the_helper_would_fill(
+        kernel_def, shown(launcher_module), launch, inputs, arguments, modules.path(kernel_module).read_text()
+    )
     names = set(kernel_parameters)
     passed = {name: code for name, code in arguments}
     omitted = set()
     for name in inputs:
         target = binding_target(name, names)
-        if target is not None and passed[target] == name and \
-                sum(binding_target(n, names) == target for n in inputs) == 1:
+        if (
+            target is not None
+            and passed[target] == name
+            and sum(binding_target(n, names) == target for n in inputs) == 1
+        ):
             omitted.add(target)
     values = []
     for name in inputs:
         value = launcher_scope.env.get(name)
         if isinstance(value, _Unknown) or value is None:
-            raise LiftError(value.why if value is not None else
-                            f"{shown(launcher_module)}:{launch.lineno}: the launch reads {name}, which the lift "
-                            "cannot follow")
+            raise LiftError(
+                value.why
+                if value is not None
+                else f"{shown(launcher_module)}:{launch.lineno}: the launch reads {name}, which the lift cannot follow"
+            )
         if isinstance(value, Device):
             raise LiftError(f"{shown(launcher_module)}:{launch.lineno}: the launch passes a device ({name})")
-        code = value.code() if isinstance(value, (Tensor, MaybeTensor)) else \
-            launcher_scope._as_value(launch, value).code
+        code = (
+            value.code() if isinstance(value, (Tensor, MaybeTensor)) else launcher_scope._as_value(launch, value).code
+        )
         values.append(f"{name}={code}")
     grid = ast.get_source_segment(source, launch.value.func.slice)
     launch_kwargs = [f"{name}={code}" for name, code in arguments if name not in omitted]
-    annotations = {a.arg: ast.get_source_segment(source, a.annotation) for a in
-                   launcher_def.args.args + launcher_def.args.kwonlyargs if a.annotation is not None}
+    annotations = {
+        a.arg: ast.get_source_segment(source, a.annotation)
+        for a in launcher_def.args.args + launcher_def.args.kwonlyargs
+        if a.annotation is not None
+    }
     signature = ", ".join(f"{n}: {annotations[n]}" if n in annotations else n for n in inputs)
-    dispatcher = (f"@triton_kernel_dispatcher_with_warmup(kernel={kernel}, warmup_inputs={provider_name})\n"
-                  f"def {dispatcher_name}({signature}) -> DispatchSpec:\n"
-                  + _docstring(f"{launcher}'s launch of {kernel}: the grid and the arguments the inputs do not "
-                               "bind, so the JIT warmup registry can compile it ahead of time."))
+    dispatcher = (
+        f"@triton_kernel_dispatcher_with_warmup(kernel={kernel}, warmup_inputs={provider_name})\n"
+        f"def {dispatcher_name}({signature}) -> DispatchSpec:\n"
+        + _docstring(
+            f"{launcher}'s launch of {kernel}: the grid and the arguments the inputs do not "
+            "bind, so the JIT warmup registry can compile it ahead of time."
+        )
+    )
     returned = f"return {grid}, " + (f"dict({', '.join(launch_kwargs)})" if launch_kwargs else "{}")
     statements = _read_by(lift.statements, f"dict({', '.join(values)})")
     written = ast.parse("\n".join([*statements, *values]))  # the provider's body: assignments and `_when`s
-    odd = next((n for n in ast.walk(written) if not isinstance(n, (*_EXPANDABLE, ast.Module, ast.Expr, ast.Assign))),
-               None)
+    odd = next(
+        (n for n in ast.walk(written) if not isinstance(n, (*_EXPANDABLE, ast.Module, ast.Expr, ast.Assign))), None
+    )
     if odd is not None:
-        raise LiftError(f"{shown(step_module)}:{step_def.lineno}: the provider would need `{ast.unparse(odd)}` "
-                        f"({type(odd).__name__}), which vLLM's helper does not expand")
+        raise LiftError(
+            f"{shown(step_module)}:{step_def.lineno}: the provider would need `{ast.unparse(odd)}` "
+            f"({type(odd).__name__}), which vLLM's helper does not expand"
+        )
     # What the step read that only the launcher's other kernels use is not this provider's to take.
     read = _loads(written)
     used = {name: what for name, what in lift.parameters.items() if name in read}
     parameters = tuple(used)
     removed = _unread_after(launcher_def, launches, copied)
     header = f"def {provider_name}(*, {', '.join(parameters)}):" if parameters else f"def {provider_name}():"
-    provider = (header + "\n"
-                + _docstring(f"What the legacy {step} warmed {kernel} with, as {dispatcher_name} inputs.")
-                + "".join(f"    {s}\n" for s in statements)
-                + f"    return dict({', '.join(values)})\n")
-    used_helpers = [(helper_module, n) for n in ("DispatchSpec", "TritonWarmupTensor",
-                                                  "triton_kernel_dispatcher_with_warmup") if n in provider + dispatcher]
+    provider = (
+        header
+        + "\n"
+        + _docstring(f"What the legacy {step} warmed {kernel} with, as {dispatcher_name} inputs.")
+        + "".join(f"    {s}\n" for s in statements)
+        + f"    return dict({', '.join(values)})\n"
+    )
+    used_helpers = [
+        (helper_module, n)
+        for n in ("DispatchSpec", "TritonWarmupTensor", "triton_kernel_dispatcher_with_warmup")
+        if n in provider + dispatcher
+    ]
     used_helpers += [(jit_module, n) for n in ("WarmupChoices", "WarmupIntRange", "_when") if f"{n}(" in provider]
-    return LiftPlan(provider, dispatcher, returned, tuple(s.lineno for s in kept),
-                    tuple(s.lineno for s in removed), tuple(_unread_names(launcher_def, launches, copied, removed)),
-                    launch.lineno,
-                    f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})", tuple(used.items()),
-                    tuple(used_helpers))
+    return LiftPlan(
+        provider,
+        dispatcher,
+        returned,
+        tuple(s.lineno for s in kept),
+        tuple(s.lineno for s in removed),
+        tuple(_unread_names(launcher_def, launches, copied, removed)),
+        launch.lineno,
+        f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})",
+        tuple(used.items()),
+        tuple(used_helpers),
+    )
 
 
 def _loads(node: ast.AST) -> set[str]:
@@ -1292,14 +1562,20 @@ def _stored(statement: ast.stmt) -> list[str]:
     return [n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
 
 
-def _unread_names(launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt],
-                  removed: list[ast.stmt]) -> list[tuple[int, str]]:
+def _unread_names(
+    launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt], removed: list[ast.stmt]
+) -> list[tuple[int, str]]:
     """(line, name) of names a copied `a, b = ...` the launcher keeps binds that it no longer reads (they become
     `_`); `removed`: the copied statements it no longer keeps (`_unread_after`)."""
     staying = [s for s in copied if s not in removed]
     reads = set().union(*(_loads(s) for s in launcher.body if s not in launches and s not in removed))
-    return [(s.lineno, name) for s in staying if isinstance(s, ast.Assign) and _unpacked_names(s.targets[0])
-            for name in _unpacked_names(s.targets[0]) if name not in reads]
+    return [
+        (s.lineno, name)
+        for s in staying
+        if isinstance(s, ast.Assign) and _unpacked_names(s.targets[0])
+        for name in _unpacked_names(s.targets[0])
+        if name not in reads
+    ]
 
 
 def _unread_after(launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt]) -> list[ast.stmt]:
@@ -1342,20 +1618,35 @@ def _check_step(modules: RepoModules, module: str, step: ast.FunctionDef, wanted
     deletion would lose (another kernel's warmup, a call kept for its effect); logging and filling the tensors
     it allocates are fine."""
     where = lambda node: f"{modules.path(module).relative_to(modules.repo).as_posix()}:{node.lineno}"  # noqa: E731
-    reaching = [call for call in ast.walk(step) if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                and ((target := callee(modules, module, step, call.func.id)) == wanted
-                     or reaches(modules, *target, wanted))]
+    reaching = [
+        call
+        for call in ast.walk(step)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and ((target := callee(modules, module, step, call.func.id)) == wanted or reaches(modules, *target, wanted))
+    ]
     if len(reaching) > 1:
-        raise LiftError(f"{where(reaching[1])}: {step.name} reaches {wanted[1]} more than once; the provider "
-                        "translates one call (move each into its own step, or write the provider by hand)")
+        raise LiftError(
+            f"{where(reaching[1])}: {step.name} reaches {wanted[1]} more than once; the provider "
+            "translates one call (move each into its own step, or write the provider by hand)"
+        )
     for statement in (n for n in ast.walk(step) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)):
         func = statement.value.func
-        if statement.value in reaching or isinstance(func, ast.Attribute) and (
-                isinstance(func.value, ast.Name) and func.value.id == "logger" and func.attr in _LOGGING
-                or func.attr in _SAME_TENSOR):
+        if (
+            statement.value in reaching
+            or isinstance(func, ast.Attribute)
+            and (
+                isinstance(func.value, ast.Name)
+                and func.value.id == "logger"
+                and func.attr in _LOGGING
+                or func.attr in _SAME_TENSOR
+            )
+        ):
             continue
-        raise LiftError(f"{where(statement)}: {step.name} also runs `{ast.unparse(func)}(...)`, which the migration "
-                        "would delete with the step; move it out of the step first")
+        raise LiftError(
+            f"{where(statement)}: {step.name} also runs `{ast.unparse(func)}(...)`, which the migration "
+            "would delete with the step; move it out of the step first"
+        )
 
 
 def callee(modules: RepoModules, module: str, function: ast.FunctionDef, name: str) -> tuple[str, str | None]:
@@ -1379,9 +1670,14 @@ def reaches(modules: RepoModules, module: str, name: str | None, wanted: tuple[s
     return min(found, default=0)
 
 
-def _defaults_the_helper_would_fill(kernel: ast.FunctionDef, launcher_file: str, launch: ast.Expr,
-                                    inputs: list[str], arguments: list[tuple[str, str]],
-                                    kernel_source: str) -> list[tuple[str, str]]:
+def _defaults_the_helper_would_fill(
+    kernel: ast.FunctionDef,
+    launcher_file: str,
+    launch: ast.Expr,
+    inputs: list[str],
+    arguments: list[tuple[str, str]],
+    kernel_source: str,
+) -> list[tuple[str, str]]:
     """Kernel parameters the launch leaves to their defaults that the engine's helper would fill: from an input
     of their name (`x`, `x_ptr`, `X`, `X_PTR`) or from a bound input's stride (`<x>_stride[_N]`). Each is
     passed its default explicitly, so the dispatcher launches what the launcher did."""
@@ -1401,44 +1697,56 @@ def _defaults_the_helper_would_fill(kernel: ast.FunctionDef, launcher_file: str,
         strided = bool(separator) and (not dim or dim.isdigit()) and source in bound
         if name in bound or strided:
             if name not in defaults:
-                raise LiftError(f"{launcher_file}:{launch.lineno}: the engine's helper would fill the kernel "
-                                f"parameter {name}, which the launch does not pass")
+                raise LiftError(
+                    f"{launcher_file}:{launch.lineno}: the engine's helper would fill the kernel "
+                    f"parameter {name}, which the launch does not pass"
+                )
             filled.append((name, ast.get_source_segment(kernel_source, defaults[name])))
     return filled
 
 
-def _check_copies(module: str, launcher: ast.FunctionDef, launch: ast.stmt, inputs: list[str],
-                  copied: list[ast.stmt]) -> None:
+def _check_copies(
+    module: str, launcher: ast.FunctionDef, launch: ast.stmt, inputs: list[str], copied: list[ast.stmt]
+) -> None:
     """The dispatcher can copy these statements: none of them shares its line with another statement, and none
     sets a name the dispatcher takes as an input (the copy would overwrite what the launcher passes)."""
     lines = [s.lineno for s in launcher.body]
     for statement in copied:
         if lines.count(statement.lineno) > 1 or launcher.body[lines.index(statement.lineno)] is not statement:
-            raise LiftError(f"{module}:{statement.lineno}: this line holds several statements; split it before "
-                            "the lift copies one of them")
+            raise LiftError(
+                f"{module}:{statement.lineno}: this line holds several statements; split it before "
+                "the lift copies one of them"
+            )
         clobbered = sorted(set(_stored(statement)) & set(inputs))
         if clobbered:
-            raise LiftError(f"{module}:{statement.lineno}: the launch needs {', '.join(clobbered)} as the launcher "
-                            "leaves it, which this statement (copied into the dispatcher) would set again")
+            raise LiftError(
+                f"{module}:{statement.lineno}: the launch needs {', '.join(clobbered)} as the launcher "
+                "leaves it, which this statement (copied into the dispatcher) would set again"
+            )
     if lines.count(launch.lineno) > 1:
         raise LiftError(f"{module}:{launch.lineno}: the launch shares its line with another statement")
 
 
-def _launch_statement(modules: RepoModules, module: str, launcher: ast.FunctionDef, kernel_module: str,
-                      kernel: str) -> ast.Expr | None:
+def _launch_statement(
+    modules: RepoModules, module: str, launcher: ast.FunctionDef, kernel_module: str, kernel: str
+) -> ast.Expr | None:
     """The launcher's top-level `kernel[grid](...)` statement."""
     for statement in launcher.body:
-        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
-                and isinstance(statement.value.func, ast.Subscript) \
-                and isinstance(statement.value.func.value, ast.Name):
+        if (
+            isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Subscript)
+            and isinstance(statement.value.func.value, ast.Name)
+        ):
             name = statement.value.func.value.id
             if modules.resolve(module, name) == modules.resolve(kernel_module, kernel):
                 return statement
     return None
 
 
-def _launch_arguments(launch: ast.Expr, kernel_parameters: list[str], module: str, source: str) \
-        -> list[tuple[str, str]]:
+def _launch_arguments(
+    launch: ast.Expr, kernel_parameters: list[str], module: str, source: str
+) -> list[tuple[str, str]]:
     call = launch.value
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         raise LiftError(f"{module}:{launch.lineno}: the launch unpacks its arguments (*args/**kwargs)")
@@ -1448,8 +1756,9 @@ def _launch_arguments(launch: ast.Expr, kernel_parameters: list[str], module: st
     return named + [(k.arg, ast.get_source_segment(source, k.value)) for k in call.keywords]
 
 
-def _dispatcher_inputs(modules: RepoModules, module: str, launcher: ast.FunctionDef, launch: ast.Expr) \
-        -> tuple[list[str], list[ast.stmt]]:
+def _dispatcher_inputs(
+    modules: RepoModules, module: str, launcher: ast.FunctionDef, launch: ast.Expr
+) -> tuple[list[str], list[ast.stmt]]:
     """The dispatcher's parameters (what the launch reads that the launcher does not compute purely before it)
     and the launcher's statements it copies (those pure computations, in order)."""
     index = launcher.body.index(launch)
@@ -1463,8 +1772,10 @@ def _dispatcher_inputs(modules: RepoModules, module: str, launcher: ast.Function
     kept: list[ast.stmt] = []
 
     def need(node: ast.AST) -> None:
-        for name in sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)},
-                           key=lambda n: (n not in parameters, n)):
+        for name in sorted(
+            {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)},
+            key=lambda n: (n not in parameters, n),
+        ):
             statements = definitions.get(name, [])
             if len(statements) == 1 and _pure_assignment(statements[0], name):
                 if statements[0] not in kept:
@@ -1476,8 +1787,9 @@ def _dispatcher_inputs(modules: RepoModules, module: str, launcher: ast.Function
 
     need(launch)
     order = {name: i for i, name in enumerate(parameters)}
-    inputs.sort(key=lambda n: (order.get(n, len(order)), min((before.index(s) for s in definitions.get(n, [])),
-                                                               default=0)))
+    inputs.sort(
+        key=lambda n: (order.get(n, len(order)), min((before.index(s) for s in definitions.get(n, [])), default=0))
+    )
     return inputs, kept
 
 
@@ -1486,12 +1798,22 @@ def _pure_assignment(statement: ast.stmt, name: str) -> bool:
     assignments under such a condition (copied into the dispatcher)."""
     if isinstance(statement, ast.If):  # each branch sets every name it sets, from what was there before
         sets = [{n for s in branch for n in _stored(s)} for branch in (statement.body, statement.orelse)]
-        return name in sets[0] and sets[0] == sets[1] and not sets[0] & _loads(statement) \
-            and _pure_expression(statement.test) and all(
-                _pure_assignment(s, n) for s in statement.body + statement.orelse for n in _stored(s)[:1])
-    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and (
-            isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name
-            or name in _unpacked_names(statement.targets[0]))):
+        return (
+            name in sets[0]
+            and sets[0] == sets[1]
+            and not sets[0] & _loads(statement)
+            and _pure_expression(statement.test)
+            and all(_pure_assignment(s, n) for s in statement.body + statement.orelse for n in _stored(s)[:1])
+        )
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and (
+            isinstance(statement.targets[0], ast.Name)
+            and statement.targets[0].id == name
+            or name in _unpacked_names(statement.targets[0])
+        )
+    ):
         return False
     return _pure_expression(statement.value)
 

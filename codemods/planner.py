@@ -77,8 +77,9 @@ class SourceModule:
                 yield absolute_module(self.package, node.module, node.level)
 
 
-def discover(repo: Path, respect_gitignore: bool = True, only: Sequence[Path] = ()) \
-        -> tuple[dict[str, SourceModule], dict[Path, str]]:
+def discover(
+    repo: Path, respect_gitignore: bool = True, only: Sequence[Path] = ()
+) -> tuple[dict[str, SourceModule], dict[Path, str]]:
     """Every readable module of the run by dotted name, and the files skipped with why.
 
     `only`: files or folders that restrict the run (nothing outside them is read or changed).
@@ -107,8 +108,9 @@ class Planner:
     (modules), `deleted_functions` and `renamed`.
     """
 
-    def __init__(self, repo: Path, specs: list[MigrationSpec], respect_gitignore: bool = True,
-                 only: Sequence[Path] = ()):
+    def __init__(
+        self, repo: Path, specs: list[MigrationSpec], respect_gitignore: bool = True, only: Sequence[Path] = ()
+    ):
         self.repo, self.specs = repo, specs
         self.modules, self.skipped = discover(repo, respect_gitignore, only)
         words = {word for spec in specs for word in spec.identifiers()}
@@ -151,7 +153,12 @@ class Planner:
         if spec.private_singleton and spec.singleton in home.defs:
             return False
         # The registration's call as inserted: the kernel may be named through the module's own alias.
-        registration = re.compile(re.escape(normalized(spec.registration_call())).replace(
-            re.escape(spec.kernel_name), r"[A-Za-z_][A-Za-z0-9_]*"))
-        return all(module in self.modules and registration.search(normalized(self.modules[module].text))
-                   for module, _ in spec.constructions())
+        registration = re.compile(
+            re.escape(normalized(spec.registration_call())).replace(
+                re.escape(spec.kernel_name), r"[A-Za-z_][A-Za-z0-9_]*"
+            )
+        )
+        return all(
+            module in self.modules and registration.search(normalized(self.modules[module].text))
+            for module, _ in spec.constructions()
+        )

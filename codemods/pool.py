@@ -99,16 +99,19 @@ def check_unchanged(job: CheckJob) -> CheckResult:
     return CheckResult(tuple(violations), tuple(warnings))
 
 
-def run(transforms: Sequence[TransformJob], checks: Sequence[CheckJob], jobs: int,
-        on_progress: Callable[[int, int], None]) -> tuple[list[TransformResult], list[CheckResult]]:
+def run(
+    transforms: Sequence[TransformJob], checks: Sequence[CheckJob], jobs: int, on_progress: Callable[[int, int], None]
+) -> tuple[list[TransformResult], list[CheckResult]]:
     """Every job's result, in job order; on_progress(done, total) as each transform ends.
 
     The pool takes the costliest transforms first, so that it ends with the cheap ones.
     """
     if jobs > 1 and len(transforms) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {index: pool.submit(transform, transforms[index])
-                       for index in sorted(range(len(transforms)), key=lambda i: -_cost(transforms[i]))}
+            futures = {
+                index: pool.submit(transform, transforms[index])
+                for index in sorted(range(len(transforms)), key=lambda i: -_cost(transforms[i]))
+            }
             checked = list(pool.map(check_unchanged, checks, chunksize=8))
             for done, _ in enumerate(as_completed(futures.values()), 1):
                 on_progress(done, len(transforms))
@@ -127,7 +130,7 @@ def _cost(job: TransformJob) -> int:
 
 
 def _format(command: Sequence[str], repo: Path, path: Path, source: str) -> str:
-    """Run a formatter that reads code on stdin and writes it to stdout (e.g. `ruff format -`), as libcst's runner does."""
+    """Run a formatter that reads code on stdin and writes it to stdout (`ruff format -`), as libcst's runner does."""
     try:
         done = subprocess.run([*command], input=source, capture_output=True, text=True, cwd=repo, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -57,8 +57,9 @@ def _exits(block: list[ast.stmt]) -> bool:
     return bool(block) and isinstance(block[-1], (ast.Return, ast.Raise))
 
 
-def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False,
-               functions: list[ast.FunctionDef] | None = None) -> list[CallSite]:
+def call_sites(
+    tree: ast.Module, matches: Matcher, loops_allowed: bool = False, functions: list[ast.FunctionDef] | None = None
+) -> list[CallSite]:
     """Every call `matches` accepts in the module's top-level functions (or in `functions`), with the gates
     it runs under.
 
@@ -66,12 +67,18 @@ def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False,
     """
     sites: list[CallSite] = []
 
-    def visit(block: list[ast.stmt], function: ast.FunctionDef, gates: tuple[Gate, ...],
-              assigned: dict[str, ast.expr]) -> None:
+    def visit(
+        block: list[ast.stmt], function: ast.FunctionDef, gates: tuple[Gate, ...], assigned: dict[str, ast.expr]
+    ) -> None:
         for statement in block:
             if isinstance(statement, ast.If):
-                assigned.update({n.target.id: n.value for n in ast.walk(statement.test)
-                                 if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)})
+                assigned.update(
+                    {
+                        n.target.id: n.value
+                        for n in ast.walk(statement.test)
+                        if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)
+                    }
+                )
                 visit(statement.body, function, gates + (Gate(statement.test, True),), dict(assigned))
                 visit(statement.orelse, function, gates + (Gate(statement.test, False),), dict(assigned))
                 if _exits(statement.body) and not statement.orelse:
@@ -83,13 +90,20 @@ def call_sites(tree: ast.Module, matches: Matcher, loops_allowed: bool = False,
             if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)) and inner and not loops_allowed:
                 raise EngineRunError(f"{function.name}: the call on line {inner[0].lineno} runs inside a loop")
             if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try)):
-                for body in (statement.body, *(h.body for h in getattr(statement, "handlers", ())),
-                             getattr(statement, "orelse", []), getattr(statement, "finalbody", [])):
+                for body in (
+                    statement.body,
+                    *(h.body for h in getattr(statement, "handlers", ())),
+                    getattr(statement, "orelse", []),
+                    getattr(statement, "finalbody", []),
+                ):
                     visit(body, function, gates, assigned)
                 continue
             sites.extend(CallSite(function, call, gates, dict(assigned)) for call in inner)
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                    and isinstance(statement.targets[0], ast.Name):
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
                 assigned[statement.targets[0].id] = statement.value
 
     for node in tree.body if functions is None else functions:
@@ -104,8 +118,7 @@ def import_table(tree: ast.Module, importer: str, is_package: bool = False) -> d
     table: dict[str, tuple[str, str | None]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            source = absolute_module(importer if is_package else importer.rpartition(".")[0], node.module,
-                                     node.level)
+            source = absolute_module(importer if is_package else importer.rpartition(".")[0], node.module, node.level)
             for alias in node.names:
                 table[alias.asname or alias.name] = (source, alias.name)
         elif isinstance(node, ast.Import):
@@ -129,19 +142,25 @@ def calls_to(tree: ast.Module, importer: str, module: str, name: str, defined_he
         func = call.func
         if isinstance(func, ast.Name):
             return func.id in names
-        return (isinstance(func, ast.Attribute) and func.attr == name
-                and (ast.unparse(func.value) in modules or ast.unparse(func.value) == module))
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr == name
+            and (ast.unparse(func.value) in modules or ast.unparse(func.value) == module)
+        )
+
     return matches
 
 
 def method_calls(holder: str, method: str) -> Matcher:
     """A matcher for `<...>.holder.method()`, also through a local assigned from `<...>.holder`."""
+
     def matches(call: ast.Call, assigned: dict[str, ast.expr]) -> bool:
         func = call.func
         if not (isinstance(func, ast.Attribute) and func.attr == method):
             return False
         target = assigned.get(func.value.id, func.value) if isinstance(func.value, ast.Name) else func.value
         return ast.unparse(target).split(".")[-1] == holder
+
     return matches
 
 
@@ -206,8 +225,9 @@ class RepoModules:
             for node in tree.body if tree else ():
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
                     found = node
-                elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                                          for t in node.targets):
+                elif isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in node.targets
+                ):
                     found = node
             self._definitions[(module, name)] = found
         return self._definitions[(module, name)]
@@ -241,14 +261,18 @@ class RepoModules:
             factory = node.value.func
             if self._has_register(module, factory) or self._builds_registering(module, factory):
                 return None
-            return (f"{name} = {ast.unparse(factory)}(...) ({module}:{node.lineno}) makes an object with no "
-                    "register_warmup (neither its class nor a base class in the repo defines one)")
+            return (
+                f"{name} = {ast.unparse(factory)}(...) ({module}:{node.lineno}) makes an object with no "
+                "register_warmup (neither its class nor a base class in the repo defines one)"
+            )
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if any(self._builds_registering(module, decorator) for decorator in node.decorator_list):
                 return None
             decorators = ", ".join(f"@{dotted_name(d)}" for d in node.decorator_list) or "no decorator"
-            return (f"{name} ({module}:{node.lineno}) is a {type(node).__name__.removesuffix('Def').lower()} with "
-                    f"{decorators}: it has no register_warmup (a JITFunction, for one, does not)")
+            return (
+                f"{name} ({module}:{node.lineno}) is a {type(node).__name__.removesuffix('Def').lower()} with "
+                f"{decorators}: it has no register_warmup (a JITFunction, for one, does not)"
+            )
         return f"{name} ({module}:{node.lineno}) is not an object the contract can register"
 
     def kernel_class(self, module: str, name: str) -> tuple[str, ast.ClassDef] | None:
@@ -295,8 +319,9 @@ class RepoModules:
         if found is None or depth > 8:
             return False
         home, cls = found
-        return any(isinstance(item, ast.FunctionDef) and item.name == "register_warmup" for item in cls.body) or \
-            any(self._has_register(home, base, depth + 1) for base in cls.bases)
+        return any(isinstance(item, ast.FunctionDef) and item.name == "register_warmup" for item in cls.body) or any(
+            self._has_register(home, base, depth + 1) for base in cls.bases
+        )
 
     def _builds_registering(self, module: str, decorator: ast.expr) -> bool:
         """A decorator (or decorator factory) defined in the repo whose body builds a registering object."""

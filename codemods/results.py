@@ -15,7 +15,7 @@ from .transaction import Write
 @dataclasses.dataclass
 class FileChange:
     source: SourceFile  # the file as read: its encoding, BOM and mode are kept
-    after: str | None   # None: deleted
+    after: str | None  # None: deleted
 
     @property
     def path(self) -> Path:
@@ -27,15 +27,24 @@ class FileChange:
 
     def write(self) -> Write:
         """The change as bytes in the file's own encoding (decoding then encoding gives back the bytes read)."""
-        return Write(self.path, self.source.encode(self.source.text),
-                     None if self.after is None else self.source.encode(self.after), self.source.mode)
+        return Write(
+            self.path,
+            self.source.encode(self.source.text),
+            None if self.after is None else self.source.encode(self.after),
+            self.source.mode,
+        )
 
     def diff(self, repo: Path) -> str:
         """A unified diff; line endings are the file's own, so a CRLF file's diff shows only the changed lines."""
         rel = self.path.relative_to(repo).as_posix()
-        return "".join(difflib.unified_diff(
-            self.before.splitlines(keepends=True), (self.after or "").splitlines(keepends=True),
-            fromfile=f"a/{rel}", tofile=f"b/{rel}" if self.after is not None else "/dev/null"))
+        return "".join(
+            difflib.unified_diff(
+                self.before.splitlines(keepends=True),
+                (self.after or "").splitlines(keepends=True),
+                fromfile=f"a/{rel}",
+                tofile=f"b/{rel}" if self.after is not None else "/dev/null",
+            )
+        )
 
 
 @dataclasses.dataclass

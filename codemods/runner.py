@@ -25,9 +25,15 @@ from .style import repo_style
 __all__ = ["MigrationError", "MigrationResult", "check_repo", "migrate", "write"]
 
 
-def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_command: Sequence[str] = (),
-            respect_gitignore: bool = True, only: Sequence[Path] = (),
-            on_progress: Callable[[int, int], None] | None = None) -> MigrationResult:
+def migrate(
+    repo: Path,
+    specs: list[MigrationSpec],
+    jobs: int = 1,
+    format_command: Sequence[str] = (),
+    respect_gitignore: bool = True,
+    only: Sequence[Path] = (),
+    on_progress: Callable[[int, int], None] | None = None,
+) -> MigrationResult:
     """Plan, apply, format and gate every edit; write nothing (see `write`). Refusals raise MigrationError.
 
     format_command: a formatter run on each changed file before the gate (stdin to stdout);
@@ -37,9 +43,11 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_comman
     started = time.perf_counter()
     for spec in specs:
         if spec.confirm:
-            raise SpecError(f"{spec.family}: the spec's confirm list holds {len(spec.confirm)} things a human must "
-                            f"check first ({spec.confirm[0]}{' ...' if len(spec.confirm) > 1 else ''}); check "
-                            "them, fix the spec where needed, then empty the list")
+            raise SpecError(
+                f"{spec.family}: the spec's confirm list holds {len(spec.confirm)} things a human must "
+                f"check first ({spec.confirm[0]}{' ...' if len(spec.confirm) > 1 else ''}); check "
+                "them, fix the spec where needed, then empty the list"
+            )
     repo = check_repo(repo)
     planner = Planner(repo, specs, respect_gitignore, [Path(p).resolve() for p in only])
     planner.plan()
@@ -48,17 +56,25 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_comman
     # The repo's ruff settings, or vLLM's with the engine packages (the modules' first component) first-party.
     style = repo_style(repo, {name.split(".")[0] for name in planner.ops}) if planner.ops else None
     # Largest files first: the order of the run's changes and warnings.
-    transforms = sorted((pool.TransformJob(file(planner.modules[name]), tuple(ops), repo, tuple(format_command), facts,
-                                           style)
-                         for name, ops in planner.ops.items() if name not in planner.deleted),
-                        key=lambda job: (-len(job.file.source), str(job.file.path)))
-    checks = [pool.CheckJob(file(m), facts) for m in planner.candidates.values()
-              if m.name not in planner.ops and m.name not in planner.deleted]
+    transforms = sorted(
+        (
+            pool.TransformJob(file(planner.modules[name]), tuple(ops), repo, tuple(format_command), facts, style)
+            for name, ops in planner.ops.items()
+            if name not in planner.deleted
+        ),
+        key=lambda job: (-len(job.file.source), str(job.file.path)),
+    )
+    checks = [
+        pool.CheckJob(file(m), facts)
+        for m in planner.candidates.values()
+        if m.name not in planner.ops and m.name not in planner.deleted
+    ]
     results, checked = pool.run(transforms, checks, jobs, on_progress or (lambda done, total: None))
     errors = planner.refusals + [result.error for result in results if result.error]
     rel = lambda path: path.relative_to(repo).as_posix()  # noqa: E731
-    errors += [f"{rel(result.path)}:{r.line}: {r.why}" for result in results if result.edit
-               for r in result.edit.refusals]
+    errors += [
+        f"{rel(result.path)}:{r.line}: {r.why}" for result in results if result.edit for r in result.edit.refusals
+    ]
     if errors:
         raise MigrationError("refused; nothing was written:\n" + "\n".join(errors))
     changes, counts = [], Counter()
@@ -81,17 +97,32 @@ def migrate(repo: Path, specs: list[MigrationSpec], jobs: int = 1, format_comman
         if not change.path.resolve().is_relative_to(repo):
             raise MigrationError(f"{change.path} lies outside the repo {repo}; nothing was written")
     if violations:
-        raise MigrationError("refused by the safety gate; nothing was written:\n"
-                             + "\n".join(f.render(repo) for f in sorted(violations, key=lambda f: (str(f.path), f.line))))
+        raise MigrationError(
+            "refused by the safety gate; nothing was written:\n"
+            + "\n".join(f.render(repo) for f in sorted(violations, key=lambda f: (str(f.path), f.line)))
+        )
     warnings += [f.render(repo) for f in notes]
     after = {c.path: (c.before, c.after) for c in changes if c.after is not None}
-    texts = {m.path: m.text for m in planner.modules.values() if m.name not in planner.deleted} | \
-        {path: new for path, (_, new) in after.items()}
+    texts = {m.path: m.text for m in planner.modules.values() if m.name not in planner.deleted} | {
+        path: new for path, (_, new) in after.items()
+    }
     left = planner.leftovers + leftovers(repo, specs[0].singleton_module.split(".")[0], after, texts)
     parsed = sum(m.parsed for m in planner.modules.values())
     skipped = {path.relative_to(repo).as_posix(): why for path, why in sorted(planner.skipped.items())}
-    return MigrationResult(repo, [s.family for s in specs], changes, counts, len(planner.modules), parsed,
-                           time.perf_counter() - started, warnings, skipped, planner.gate_plans, left, planner.lifts)
+    return MigrationResult(
+        repo,
+        [s.family for s in specs],
+        changes,
+        counts,
+        len(planner.modules),
+        parsed,
+        time.perf_counter() - started,
+        warnings,
+        skipped,
+        planner.gate_plans,
+        left,
+        planner.lifts,
+    )
 
 
 def check_repo(repo: Path) -> Path:
@@ -103,8 +134,10 @@ def check_repo(repo: Path) -> Path:
         root = repo
         while (root / "__init__.py").is_file():
             root = root.parent
-        raise MigrationError(f"--repo {repo} is inside the package {repo.relative_to(root).parts[0]}; the checkout "
-                             f"root (the folder holding it) is {root}")
+        raise MigrationError(
+            f"--repo {repo} is inside the package {repo.relative_to(root).parts[0]}; the checkout "
+            f"root (the folder holding it) is {root}"
+        )
     return repo
 
 

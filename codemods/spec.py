@@ -42,8 +42,12 @@ def free_names(source: str, mode: str) -> set[str]:
     """Names a snippet reads that it does not bind itself (the first name of each attribute chain)."""
     tree = ast.parse(source, mode=mode)
     stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    stored |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
-               for a in n.names}
+    stored |= {
+        (a.asname or a.name).split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - stored
 
 
@@ -141,13 +145,22 @@ class MigrationSpec:
         _identifier("singleton", self.singleton)
         if self.legacy_module:
             _dotted("legacy_module", self.legacy_module)
-        for field in ("legacy_function", "legacy_step", "orchestrator_step", "private_singleton", "launcher",
-                      "construction_method", "dispatcher"):
+        for field in (
+            "legacy_function",
+            "legacy_step",
+            "orchestrator_step",
+            "private_singleton",
+            "launcher",
+            "construction_method",
+            "dispatcher",
+        ):
             if getattr(self, field):
                 _identifier(field, getattr(self, field))
         if bool(self.orchestrator_step) == bool(self.legacy_module or self.legacy_function):
-            raise SpecError("spec fields legacy_module/legacy_function and orchestrator_step: name either a legacy "
-                            "module and its entry function, or a step inside the orchestrator, not both or neither")
+            raise SpecError(
+                "spec fields legacy_module/legacy_function and orchestrator_step: name either a legacy "
+                "module and its entry function, or a step inside the orchestrator, not both or neither"
+            )
         if self.legacy_module and not self.legacy_function:
             raise SpecError("spec field legacy_function: required with legacy_module")
         if self.legacy_function and not self.legacy_module:
@@ -155,18 +168,24 @@ class MigrationSpec:
         if self.legacy_step and not self.legacy_module:
             raise SpecError("spec field legacy_step: a helper of the legacy module, so legacy_module is required")
         if self.legacy_module == self.orchestrator_module:
-            raise SpecError(f"spec field legacy_module={self.legacy_module!r} is the orchestrator itself; a step "
-                            "inside the orchestrator is named with orchestrator_step")
+            raise SpecError(
+                f"spec field legacy_module={self.legacy_module!r} is the orchestrator itself; a step "
+                "inside the orchestrator is named with orchestrator_step"
+            )
         if self.private_singleton == self.singleton:
             object.__setattr__(self, "private_singleton", "")
         if not self.construction_class:
             raise SpecError("spec field construction_class: name at least one class")
         if self.dispatcher and not (self.launcher and self.dispatcher.endswith("_dispatch")):
-            raise SpecError(f"spec field dispatcher={self.dispatcher!r}: the name of a lifted kernel's dispatcher "
-                            "(with launcher), ending in _dispatch")
+            raise SpecError(
+                f"spec field dispatcher={self.dispatcher!r}: the name of a lifted kernel's dispatcher "
+                "(with launcher), ending in _dispatch"
+            )
         if self.launcher and (self.private_singleton or self.contract_base):
-            raise SpecError("spec field launcher: a lifted kernel keeps its name and needs no contract base (the "
-                            "dispatcher is the contract's); leave private_singleton and contract_base empty")
+            raise SpecError(
+                "spec field launcher: a lifted kernel keeps its name and needs no contract base (the "
+                "dispatcher is the contract's); leave private_singleton and contract_base empty"
+            )
         for target in self.construction_class:
             module, _, cls = target.rpartition(":")
             if module:
@@ -198,20 +217,27 @@ class MigrationSpec:
                 tree = ast.parse(line)
             except SyntaxError:
                 tree = None
-            if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.ImportFrom) \
-                    or tree.body[0].level or any(a.name == "*" for a in tree.body[0].names):
+            if (
+                tree is None
+                or len(tree.body) != 1
+                or not isinstance(tree.body[0], ast.ImportFrom)
+                or tree.body[0].level
+                or any(a.name == "*" for a in tree.body[0].names)
+            ):
                 raise SpecError(f"spec field gate_imports: {line!r} is not one 'from module import name' line")
 
     def _check_types(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.name == "construction_class":
-                ok = isinstance(value, str) or (isinstance(value, (list, tuple)) and value
-                                                and all(isinstance(v, str) for v in value))
+                ok = isinstance(value, str) or (
+                    isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value)
+                )
                 expected = "a string or a list of strings"
             elif field.name == "intended_differences":
                 ok = isinstance(value, (list, tuple)) and all(
-                    isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in value)
+                    isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in value
+                )
                 expected = "a list of [condition, reason] pairs of strings"
             elif field.name in ("gate_imports", "confirm"):
                 ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
@@ -256,16 +282,24 @@ class MigrationSpec:
 
     def registers_kernel(self) -> bool:
         """The registration calls `<kernel>.register_warmup(...)` (so the kernel must have that method)."""
-        return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                   and node.func.attr == "register_warmup" and isinstance(node.func.value, ast.Name)
-                   and node.func.value.id == self.kernel_name for node in ast.walk(ast.parse(self.registration)))
+        return any(
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "register_warmup"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == self.kernel_name
+            for node in ast.walk(ast.parse(self.registration))
+        )
 
     def registration_call(self) -> str:
         """The source of the registration's `register_warmup(...)` call (the last statement when it has none):
         what shows a site is migrated, whatever a formatter or an import sorter did to the lines around it."""
         tree = ast.parse(self.registration)
-        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                 and n.func.attr == "register_warmup"]
+        calls = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_warmup"
+        ]
         return ast.get_source_segment(self.registration, calls[0] if calls else tree.body[-1])
 
     def identifiers(self) -> tuple[str, ...]:
@@ -315,4 +349,3 @@ def load_specs(path: Path) -> list[MigrationSpec]:
         except SpecError as exc:
             raise SpecError(f"{path}: [[migration]] #{index + 1}: {exc}") from None
     return specs
-

@@ -49,8 +49,9 @@ def find_ruff() -> tuple[str, ...]:
         return (on_path,)
     if importlib.util.find_spec("ruff") is not None:
         return (sys.executable, "-m", "ruff")
-    raise MigrationError("ruff is not installed (zerojit formats and checks what it writes with it): "
-                         "pip install 'ruff>=0.5'")
+    raise MigrationError(
+        "ruff is not installed (zerojit formats and checks what it writes with it): pip install 'ruff>=0.5'"
+    )
 
 
 def configures_ruff(repo: Path) -> bool:
@@ -92,8 +93,9 @@ class Style:
         rel = path.relative_to(self.repo).as_posix() if path.is_absolute() else str(path)
         command = [*self.ruff, *args, "--no-cache", *self.settings, "--stdin-filename", rel, "-"]
         try:  # bytes both ways: ruff speaks UTF-8, and a CRLF file keeps its line endings
-            done = subprocess.run(command, input=source.encode("utf-8"), capture_output=True, cwd=self.repo,
-                                  timeout=120)
+            done = subprocess.run(
+                command, input=source.encode("utf-8"), capture_output=True, cwd=self.repo, timeout=120
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise MigrationError(f"ruff {args[0]} on {rel}: {exc}") from None
         if done.returncode != 0:
@@ -104,12 +106,29 @@ class Style:
 
     def lint(self, path: Path, source: str, rules: str = GATE_RULES) -> list[Diagnostic]:
         """ruff's findings (syntax errors left out: the gate's compile check has those)."""
-        found = json.loads(self._run(["check", "--select", rules, "--output-format", "json", "--exit-zero"],
-                                     path, source) or "[]")
-        return [Diagnostic(item["code"], item["message"], item["location"]["row"], item["end_location"]["row"],
-                           tuple((e["location"]["row"], e["location"]["column"], e["end_location"]["row"],
-                                  e["end_location"]["column"], e["content"]) for e in (item["fix"] or {}).get("edits", ())))
-                for item in found if item["code"]]
+        found = json.loads(
+            self._run(["check", "--select", rules, "--output-format", "json", "--exit-zero"], path, source) or "[]"
+        )
+        return [
+            Diagnostic(
+                item["code"],
+                item["message"],
+                item["location"]["row"],
+                item["end_location"]["row"],
+                tuple(
+                    (
+                        e["location"]["row"],
+                        e["location"]["column"],
+                        e["end_location"]["row"],
+                        e["end_location"]["column"],
+                        e["content"],
+                    )
+                    for e in (item["fix"] or {}).get("edits", ())
+                ),
+            )
+            for item in found
+            if item["code"]
+        ]
 
     def format(self, path: Path, source: str, lines: tuple[int, int] | None = None) -> str:
         """`ruff format`, of the whole file or of lines (first, last), 1-based and inclusive."""
@@ -128,8 +147,17 @@ def repo_style(repo: Path, packages: Iterable[str] = ()) -> Style:
     if configures_ruff(repo):
         return Style(ruff, repo, ())
     first_party = json.dumps(sorted(set(packages)))
-    return Style(ruff, repo, ("--isolated", "--config", f"line-length={LINE_LENGTH}",
-                              "--config", f"lint.isort.known-first-party={first_party}"))
+    return Style(
+        ruff,
+        repo,
+        (
+            "--isolated",
+            "--config",
+            f"line-length={LINE_LENGTH}",
+            "--config",
+            f"lint.isort.known-first-party={first_party}",
+        ),
+    )
 
 
 def changed_ranges(before: str, after: str) -> list[tuple[int, int]]:
@@ -173,7 +201,7 @@ def _apply(source: str, edits: Iterable[tuple[int, int, int, int, str]]) -> str:
         starts.append(starts[-1] + len(line))
     offset = lambda row, column: starts[min(row, len(starts)) - 1] + column - 1  # noqa: E731
     for row, column, end_row, end_column, text in sorted(edits, reverse=True):
-        source = source[:offset(row, column)] + text + source[offset(end_row, end_column):]
+        source = source[: offset(row, column)] + text + source[offset(end_row, end_column) :]
     return source
 
 
@@ -184,10 +212,14 @@ def sort_imports(style: Style, path: Path, before: str, after: str, original: Se
         return after
     theirs = [(d.line, d.end_line) for d in original if d.code == "I001"]
     kept = _kept(before, after)
-    edits = [edit for d in unsorted
-             if not any(first <= kept.get(line, 0) <= last for line in range(d.line, d.end_line + 1)
-                        for first, last in theirs)
-             for edit in d.edits]
+    edits = [
+        edit
+        for d in unsorted
+        if not any(
+            first <= kept.get(line, 0) <= last for line in range(d.line, d.end_line + 1) for first, last in theirs
+        )
+        for edit in d.edits
+    ]
     return _apply(after, edits)
 
 
@@ -238,10 +270,13 @@ def check(style: Style, path: Path, before: str, after: str, original: Sequence[
     formatted = style.format(path, after)
     if formatted != after:
         unformatted = [(start, end) for start, end in ranges if style.format(path, after, (start, end)) != after]
-        findings += [Finding(path, start, f"ruff format would reformat lines {start}-{end}, which the migration "
-                                          "wrote") for start, end in unformatted]
+        findings += [
+            Finding(path, start, f"ruff format would reformat lines {start}-{end}, which the migration wrote")
+            for start, end in unformatted
+        ]
         if not unformatted and style.format(path, before) == before:
             line = _first_difference(after, formatted)
-            findings.append(Finding(path, line, f"ruff format would reformat line {line} (the original file "
-                                                "was formatted)"))
+            findings.append(
+                Finding(path, line, f"ruff format would reformat line {line} (the original file was formatted)")
+            )
     return findings

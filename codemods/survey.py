@@ -37,15 +37,15 @@ class KernelFinding:
     name: str
     module: str
     line: int
-    kind: str                 # the decorator (e.g. "triton.jit") or "JitKernel object"
-    on_contract: bool         # it has register_warmup (a JitKernel object, or a *_with_warmup dispatcher)
-    registers_at: list[str]   # "module:line" of register_warmup calls on it
-    launched_by: list[str]    # "module:function" outside the warmups that reference it (its wrappers)
+    kind: str  # the decorator (e.g. "triton.jit") or "JitKernel object"
+    on_contract: bool  # it has register_warmup (a JitKernel object, or a *_with_warmup dispatcher)
+    registers_at: list[str]  # "module:line" of register_warmup calls on it
+    launched_by: list[str]  # "module:function" outside the warmups that reference it (its wrappers)
     constructed_in: list[str]  # "module:Class" referencing it, or one of its wrappers, outside the warmups
-    verdict: str = "manual"   # "spec" (a spec moves it), "lift" (the lift puts it on the contract), "manual"
+    verdict: str = "manual"  # "spec" (a spec moves it), "lift" (the lift puts it on the contract), "manual"
     reasons: list[str] = dataclasses.field(default_factory=list)  # why manual, or what a human must confirm
     launcher: str | None = None  # "module:function" whose launch a lift turns into the dispatcher
-    step: str | None = None      # "module:function" of the legacy code the lift translates into the provider
+    step: str | None = None  # "module:function" of the legacy code the lift translates into the provider
     parameters: list[str] = dataclasses.field(default_factory=list)  # the lifted provider's: the registration's
     dispatcher: str | None = None  # the lifted dispatcher's name (what the registration calls)
     lifted_with: list[str] = dataclasses.field(default_factory=list)  # the launcher's other kernels, lifted together
@@ -55,13 +55,13 @@ class KernelFinding:
 class WarmupFinding:
     function: str
     module: str
-    kind: str            # "standalone" (a function of another module) or "inline step" (of the orchestrator)
-    via: str | None      # the orchestrator helper it is reached through, if any
-    gate: str | None     # the conditions the orchestrator calls it under, as source
-    line: int            # of the call in the orchestrator
+    kind: str  # "standalone" (a function of another module) or "inline step" (of the orchestrator)
+    via: str | None  # the orchestrator helper it is reached through, if any
+    gate: str | None  # the conditions the orchestrator calls it under, as source
+    line: int  # of the call in the orchestrator
     kernels: list[KernelFinding]
-    verdict: str         # "spec"/"lift" (every kernel it warms moves so), or "manual"
-    reasons: list[str]   # why manual, or what a human must confirm
+    verdict: str  # "spec"/"lift" (every kernel it warms moves so), or "manual"
+    reasons: list[str]  # why manual, or what a human must confirm
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -73,8 +73,13 @@ def _is_warmup_name(name: str) -> bool:
 
 
 class Survey:
-    def __init__(self, repo: Path, orchestrator: str = "vllm.model_executor.warmup.kernel_warmup",
-                 entry: str = "kernel_warmup", require_orchestrator: bool = True):
+    def __init__(
+        self,
+        repo: Path,
+        orchestrator: str = "vllm.model_executor.warmup.kernel_warmup",
+        entry: str = "kernel_warmup",
+        require_orchestrator: bool = True,
+    ):
         """`require_orchestrator=False`: a tree without the orchestrator (an engine with no legacy warmup left) is
         surveyed as having no legacy warmups (`orchestrator_problem` says why) instead of refused."""
         self.repo, self.orchestrator, self.entry = Path(repo), orchestrator, entry
@@ -103,8 +108,11 @@ class Survey:
         if self.orchestrator_problem:
             return findings
         tree = self.modules.tree(self.orchestrator)
-        sites = [s for s in call_sites(tree, lambda call, assigned: True, loops_allowed=True)
-                 if s.function.name == self.entry]
+        sites = [
+            s
+            for s in call_sites(tree, lambda call, assigned: True, loops_allowed=True)
+            if s.function.name == self.entry
+        ]
         seen: set[tuple[str, str]] = set()
         for site in sites:
             gate = site.gate_source()
@@ -123,8 +131,12 @@ class Survey:
             return
         module, function = target
         if module == self.orchestrator:
-            reached = [t for inner in self._calls_in(module, function) for t in [self._call_target(module, inner)]
-                       if t and t[0] != module and _is_warmup_name(t[1])]
+            reached = [
+                t
+                for inner in self._calls_in(module, function)
+                for t in [self._call_target(module, inner)]
+                if t and t[0] != module and _is_warmup_name(t[1])
+            ]
             if reached:  # a helper of the orchestrator that calls warmups of other modules
                 for inner_module, inner_function in dict.fromkeys(reached):
                     yield inner_module, inner_function, function
@@ -150,8 +162,11 @@ class Survey:
     def _defines(self, module: str, name: str) -> bool:
         """`module` defines `name`, or is the engine's own module and cannot be read or lacks it (then the survey
         lists the call with why, never drops it)."""
-        return self.modules.definition(module, name) is not None or bool(self.modules.why_unreadable(module)) or \
-            (self.modules.ours(module) and self.modules.tree(module) is not None and _is_warmup_name(name))
+        return (
+            self.modules.definition(module, name) is not None
+            or bool(self.modules.why_unreadable(module))
+            or (self.modules.ours(module) and self.modules.tree(module) is not None and _is_warmup_name(name))
+        )
 
     def _calls_in(self, module: str, function: str) -> list[ast.Call]:
         node = self.modules.definition(module, function)
@@ -159,14 +174,16 @@ class Survey:
 
     # -- what a warmup compiles ------------------------------------------------------------------
 
-    def _finding(self, module: str, function: str, kind: str, via: str | None, gate: str | None,
-                 line: int) -> WarmupFinding:
+    def _finding(
+        self, module: str, function: str, kind: str, via: str | None, gate: str | None, line: int
+    ) -> WarmupFinding:
         kernels = [self._kernel(m, n) for m, n in self._kernels_of(module, function)]
         verdict, reasons = self._verdict(module, function, kind, kernels)
         for kernel in kernels:
             kernel.verdict, kernel.reasons = self._kernel_verdict(module, function, kind, kernel, reasons)
-        structural = verdict == "manual" and (not kernels or any("autotune" in r or "cannot be read" in r
-                                                                 or "defines no" in r for r in reasons))
+        structural = verdict == "manual" and (
+            not kernels or any("autotune" in r or "cannot be read" in r or "defines no" in r for r in reasons)
+        )
         if not structural:
             # The warmup moves when each of its kernels does (one spec per kernel, --draft-specs); else why not.
             manual = [k for k in kernels if k.verdict == "manual"]
@@ -177,8 +194,9 @@ class Survey:
                 reasons = [f"{k.name} ({k.verdict}): {r}" for k in kernels for r in k.reasons]
         return WarmupFinding(function, module, kind, via, gate, line, kernels, verdict, reasons)
 
-    def _kernel_verdict(self, module: str, function: str, kind: str, kernel: KernelFinding,
-                        warmup_reasons: list[str]) -> tuple[str, list[str]]:
+    def _kernel_verdict(
+        self, module: str, function: str, kind: str, kernel: KernelFinding, warmup_reasons: list[str]
+    ) -> tuple[str, list[str]]:
         """One kernel's verdict: what its warmup's verdict says of it alone, or the lift's answer for a plain
         Triton kernel off the contract (a lift verdict only where codemods.lift accepts its launcher and step)."""
         autotuned = [r for r in warmup_reasons if "autotune" in r]
@@ -187,29 +205,42 @@ class Survey:
         if not kernel.on_contract and kernel.kind.rsplit(".", 1)[-1] in ("jit", "heuristics"):
             return self._lift_verdict(module, function, kind, kernel)
         if kernel.kind.rsplit(".", 1)[-1] == "autotune":
-            return "manual", [f"{kernel.name} is autotuned: the engine's helper launches it for real to pick a "
-                              "config, which a compile-only warmup cannot"]
+            return "manual", [
+                f"{kernel.name} is autotuned: the engine's helper launches it for real to pick a "
+                "config, which a compile-only warmup cannot"
+            ]
         verdict, reasons = self._verdict(module, function, kind, [kernel])
         if verdict == "spec" and len(self._kernels_of(module, function)) > 1:
             home = self.orchestrator if kind == "inline step" else module
-            steps = [step for w in kernel.launched_by if (step := self._step_calling(home, function,
-                                                                                   *w.partition(":")[::2]))]
+            steps = [
+                step for w in kernel.launched_by if (step := self._step_calling(home, function, *w.partition(":")[::2]))
+            ]
             if not steps or steps[0] == function:
-                return "manual", [f"{kernel.name} is warmed in one step with other kernels: split the warmup into "
-                                  "one step per kernel first (then one spec each)"]
+                return "manual", [
+                    f"{kernel.name} is warmed in one step with other kernels: split the warmup into "
+                    "one step per kernel first (then one spec each)"
+                ]
             kernel.step = f"{home}:{steps[0]}"
         return verdict, reasons
 
     def _lift_verdict(self, module: str, function: str, kind: str, kernel: KernelFinding) -> tuple[str, list[str]]:
         step_home = self.orchestrator if kind == "inline step" else module
         launchers = [w.partition(":")[2] for w in kernel.launched_by if w.partition(":")[0] == kernel.module]
-        why = [f"{kernel.name} is launched from no function of its own module ({kernel.module}) that the lift can "
-               "turn into a dispatcher"] if not launchers else []
+        why = (
+            [
+                f"{kernel.name} is launched from no function of its own module ({kernel.module}) that the lift can "
+                "turn into a dispatcher"
+            ]
+            if not launchers
+            else []
+        )
         for launcher in launchers:
             step = self._step_calling(step_home, function, kernel.module, launcher)
             if step is None:
-                why.append(f"no function of {step_home} calls {kernel.module}.{launcher} by name (the warmup "
-                           "reaches it through an engine object's methods)")
+                why.append(
+                    f"no function of {step_home} calls {kernel.module}.{launcher} by name (the warmup "
+                    "reaches it through an engine object's methods)"
+                )
                 continue
             # A launcher's kernels go together: the step that warms one through it warms them all.
             kernels = list(dict.fromkeys([kernel.name, *lift.launched_kernels(self.modules, kernel.module, launcher)]))
@@ -218,28 +249,47 @@ class Survey:
                 for name in kernels:
                     dispatcher = _dispatcher_name(launcher, name, kernels)
                     plans[name] = lift.plan_lift(
-                        self.modules, kernel_module=kernel.module, kernel=name, launcher_module=kernel.module,
-                        launcher=launcher, step_module=step_home, step=step, dispatcher_name=dispatcher,
-                        provider_name=provider_of(dispatcher), helper_module=VLLM_TRITON_HELPER,
-                        jit_module=VLLM_JIT_MODULE, together=tuple(other for other in kernels if other != name))
+                        self.modules,
+                        kernel_module=kernel.module,
+                        kernel=name,
+                        launcher_module=kernel.module,
+                        launcher=launcher,
+                        step_module=step_home,
+                        step=step,
+                        dispatcher_name=dispatcher,
+                        provider_name=provider_of(dispatcher),
+                        helper_module=VLLM_TRITON_HELPER,
+                        jit_module=VLLM_JIT_MODULE,
+                        together=tuple(other for other in kernels if other != name),
+                    )
             except lift.LiftError as exc:
                 failed = next(name for name in kernels if name not in plans)
-                why.append(str(exc) if failed == kernel.name else
-                           f"{launcher} also launches {failed}, which must be lifted with it and is not: {exc}")
+                why.append(
+                    str(exc)
+                    if failed == kernel.name
+                    else f"{launcher} also launches {failed}, which must be lifted with it and is not: {exc}"
+                )
                 continue
             plan = plans[kernel.name]
             kernel.launcher, kernel.step = f"{kernel.module}:{launcher}", f"{step_home}:{step}"
             kernel.parameters = [name for name, _ in plan.parameters]
             kernel.dispatcher = _dispatcher_name(launcher, kernel.name, kernels)
             kernel.lifted_with = [name for name in kernels if name != kernel.name]
-            confirm = [f"registration: pass {name} (the legacy step read {read}) in the site's names"
-                       for name, read in plan.parameters]
+            confirm = [
+                f"registration: pass {name} (the legacy step read {read}) in the site's names"
+                for name, read in plan.parameters
+            ]
             sites = ", ".join(kernel.constructed_in) or "no engine class found: name the class that launches it"
-            confirm.append(f"site: {sites}; register in __init__, or in the method where what the registration "
-                           "reads exists inside a capture window (construction_method, e.g. bind_kv_cache for "
-                           "KV-cache facts)")
-            confirm += [f"{launcher} also launches {name}: migrate its draft ({name.strip('_')}.toml) in the same "
-                        "run, or the step's deletion loses its warmup" for name in kernel.lifted_with]
+            confirm.append(
+                f"site: {sites}; register in __init__, or in the method where what the registration "
+                "reads exists inside a capture window (construction_method, e.g. bind_kv_cache for "
+                "KV-cache facts)"
+            )
+            confirm += [
+                f"{launcher} also launches {name}: migrate its draft ({name.strip('_')}.toml) in the same "
+                "run, or the step's deletion loses its warmup"
+                for name in kernel.lifted_with
+            ]
             return "lift", confirm
         return "manual", why
 
@@ -247,9 +297,13 @@ class Survey:
         """The function of `module` the warmup `function` runs (itself or one it calls) that calls
         `kernel_module.launcher` the fewest calls away (`function` first among equals)."""
         wanted = self.modules.resolve(kernel_module, launcher)
-        names = [function] + [n.name for n in getattr(self.modules.tree(module), "body", [])
-                              if isinstance(n, ast.FunctionDef) and n.name != function
-                              and lift.reaches(self.modules, module, function, (module, n.name))]
+        names = [function] + [
+            n.name
+            for n in getattr(self.modules.tree(module), "body", [])
+            if isinstance(n, ast.FunctionDef)
+            and n.name != function
+            and lift.reaches(self.modules, module, function, (module, n.name))
+        ]
         depths = {name: lift.reaches(self.modules, module, name, wanted) for name in names}
         reaching = sorted((depth, index, name) for index, (name, depth) in enumerate(depths.items()) if depth)
         return reaching[0][2] if reaching else None  # the closest to the launcher: the step of this kernel
@@ -288,8 +342,9 @@ class Survey:
             cls = self.modules.definition(cls_module, cls_name) if cls_name else None
             if isinstance(cls, ast.ClassDef) and any("JitKernel" in ast.unparse(base) for base in cls.bases):
                 return "JitKernel object"
-            if isinstance(cls, ast.ClassDef) and any(isinstance(n, ast.FunctionDef) and n.name == "warmup"
-                                                     for n in cls.body):
+            if isinstance(cls, ast.ClassDef) and any(
+                isinstance(n, ast.FunctionDef) and n.name == "warmup" for n in cls.body
+            ):
                 return f"{cls_name} object (its own warmup())"
         return None
 
@@ -303,8 +358,16 @@ class Survey:
             wrapper_module, _, wrapper_name = wrapper.removesuffix("()").partition(":")
             classes += [owner for owner in self._uses(wrapper_module, wrapper_name)[1] if not owner.endswith("()")]
         on_contract = self.modules.off_contract(module, name) is None
-        return KernelFinding(name, module, node.lineno, kind, on_contract, registers,
-                             [w.removesuffix("()") for w in wrappers], list(dict.fromkeys(classes)))
+        return KernelFinding(
+            name,
+            module,
+            node.lineno,
+            kind,
+            on_contract,
+            registers,
+            [w.removesuffix("()") for w in wrappers],
+            list(dict.fromkeys(classes)),
+        )
 
     def _uses(self, module: str, name: str) -> tuple[list[str], list[str]]:
         """register_warmup calls on `module.name`, and what references it outside the warmups:
@@ -313,8 +376,11 @@ class Survey:
         for other in self._mentions().get(name, ()):
             if other.startswith(self.warmup_package + "."):
                 continue
-            aliases = {local for local, source in self.modules.imports(other).items()
-                       if source[1] == name and self.modules.resolve(*source) == (module, name)}
+            aliases = {
+                local
+                for local, source in self.modules.imports(other).items()
+                if source[1] == name and self.modules.resolve(*source) == (module, name)
+            }
             if other == module:
                 aliases.add(name)
             loads, registrations = self._names_read(other)
@@ -331,8 +397,11 @@ class Survey:
             registers: dict[str, list[int]] = {}
             tree = self.modules.tree(module)
             for owner, node in _owned_nodes(tree) if tree is not None else ():
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                        and node.func.attr == "register_warmup":
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "register_warmup"
+                ):
                     registers.setdefault(dotted_name(node.func.value), []).append(node.lineno)
                 if owner and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     loads.setdefault(node.id, {})[owner] = None
@@ -365,32 +434,46 @@ class Survey:
         if unreadable:
             return "manual", [f"its module cannot be read: {unreadable}"]
         if self.modules.definition(module, function) is None:
-            return "manual", [f"{module} ({self.modules.path(module)}) defines no {function}(); the orchestrator calls it"]
+            return "manual", [
+                f"{module} ({self.modules.path(module)}) defines no {function}(); the orchestrator calls it"
+            ]
         manual = []
         if "autotune" in function.lower():
             manual.append("autotunes at init (measures configurations on the device); not a set of compile keys")
         if not kernels:
-            manual.append("no kernel found in it or the engine functions it calls (launched through an engine "
-                          "object's methods, looked up at run time, or another library's)")
+            manual.append(
+                "no kernel found in it or the engine functions it calls (launched through an engine "
+                "object's methods, looked up at run time, or another library's)"
+            )
         elif len(kernels) > 1:
-            manual.append(f"warms {len(kernels)} kernels; a spec moves one kernel: split the warmup into one "
-                          "step per kernel first (then one spec each)")
+            manual.append(
+                f"warms {len(kernels)} kernels; a spec moves one kernel: split the warmup into one "
+                "step per kernel first (then one spec each)"
+            )
         elif not kernels[0].constructed_in:
-            manual.append(f"{kernels[0].name} is referenced by no engine class outside the warmups, directly or "
-                          "through its wrappers (no construction site to register in)")
+            manual.append(
+                f"{kernels[0].name} is referenced by no engine class outside the warmups, directly or "
+                "through its wrappers (no construction site to register in)"
+            )
         if manual:
             return "manual", manual
         kernel = kernels[0]
-        confirm = ["gate: the draft registers under the orchestrator's gate of this warmup (or the JIT switch); "
-                   "check it holds exactly where the kernel is launched",
-                   f"insertion point: the end of __init__ of {', '.join(kernel.constructed_in)}; check the kernel is "
-                   "selected there"]
+        confirm = [
+            "gate: the draft registers under the orchestrator's gate of this warmup (or the JIT switch); "
+            "check it holds exactly where the kernel is launched",
+            f"insertion point: the end of __init__ of {', '.join(kernel.constructed_in)}; check the kernel is "
+            "selected there",
+        ]
         if not kernel.on_contract:
-            confirm.append(f"{kernel.name} ({kernel.kind}) is not on the contract: put it there first (vLLM's "
-                           "triton_kernel_dispatcher_with_warmup with its warmup inputs, or a JitKernel object)")
+            confirm.append(
+                f"{kernel.name} ({kernel.kind}) is not on the contract: put it there first (vLLM's "
+                "triton_kernel_dispatcher_with_warmup with its warmup inputs, or a JitKernel object)"
+            )
         if kernel.registers_at:
-            confirm.append(f"{kernel.name} already registers at {', '.join(kernel.registers_at)}: the standalone "
-                           "warmup may only need removing")
+            confirm.append(
+                f"{kernel.name} already registers at {', '.join(kernel.registers_at)}: the standalone "
+                "warmup may only need removing"
+            )
         return "spec", confirm
 
 
@@ -404,27 +487,44 @@ def _dispatcher_name(launcher: str, kernel: str, kernels: list[str]) -> str:
 def _owned_nodes(tree: ast.Module) -> Iterator[tuple[str | None, ast.AST]]:
     """Every node with the class (or module-level function) it sits in; None at module level."""
     for top in tree.body:
-        owner = f"{top.name}" if isinstance(top, ast.ClassDef) else \
-            f"{top.name}()" if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        owner = (
+            f"{top.name}"
+            if isinstance(top, ast.ClassDef)
+            else f"{top.name}()"
+            if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef))
+            else None
+        )
         for node in ast.walk(top):
             yield owner, node
 
 
 def survey_report(repo: Path, findings: list[WarmupFinding], orchestrator: str, entry: str) -> dict[str, Any]:
     """The stable JSON form (format "zerojit-survey/1", documented in the README)."""
-    return {"format": SURVEY_FORMAT, "repo": str(repo), "orchestrator": orchestrator, "entry": entry,
-            "counts": {"warmups": len(findings), **{v: sum(f.verdict == v for f in findings) for v in VERDICTS},
-                       "kernels": {"total": sum(len(f.kernels) for f in findings),
-                                   **{v: sum(k.verdict == v for f in findings for k in f.kernels)
-                                      for v in VERDICTS}}},
-            "warmups": [finding.to_dict() for finding in findings]}
+    return {
+        "format": SURVEY_FORMAT,
+        "repo": str(repo),
+        "orchestrator": orchestrator,
+        "entry": entry,
+        "counts": {
+            "warmups": len(findings),
+            **{v: sum(f.verdict == v for f in findings) for v in VERDICTS},
+            "kernels": {
+                "total": sum(len(f.kernels) for f in findings),
+                **{v: sum(k.verdict == v for f in findings for k in f.kernels) for v in VERDICTS},
+            },
+        },
+        "warmups": [finding.to_dict() for finding in findings],
+    }
 
 
 def draft_specs(finding: WarmupFinding, orchestrator: str) -> dict[str, str]:
     """A TOML migration spec per kernel of `finding` that a spec or a lift moves, by file stem; each `confirm` list
     holds what a human must check first (`zerojit migrate` refuses a spec until it is empty)."""
-    return {kernel.name.strip("_"): _draft(finding, kernel, orchestrator) for kernel in finding.kernels
-            if kernel.verdict in ("spec", "lift")}
+    return {
+        kernel.name.strip("_"): _draft(finding, kernel, orchestrator)
+        for kernel in finding.kernels
+        if kernel.verdict in ("spec", "lift")
+    }
 
 
 def _draft(finding: WarmupFinding, kernel: KernelFinding, orchestrator: str) -> str:
@@ -443,15 +543,21 @@ def _draft(finding: WarmupFinding, kernel: KernelFinding, orchestrator: str) -> 
         fields["launcher"] = kernel.launcher.partition(":")[2]
         if kernel.lifted_with:
             fields["dispatcher"] = kernel.dispatcher
-        registration = f"{kernel.dispatcher}.register_warmup(" + \
-            ", ".join(f"{name}=..." for name in kernel.parameters) + ")"
+        registration = (
+            f"{kernel.dispatcher}.register_warmup(" + ", ".join(f"{name}=..." for name in kernel.parameters) + ")"
+        )
     else:
         registration = f"{kernel.name}.register_warmup()"
-    fields.update(construction_module=classes[0].partition(":")[0] or kernel.module, construction_class=classes,
-                  registration=registration,
-                  confirm=[*kernel.reasons, f"the orchestrator called it under: {finding.gate or 'no gate'}"])
-    lines = [f"# Drafted by `zerojit survey` from {finding.module}.{finding.function}; `zerojit migrate` refuses it",
-             "# until `confirm` is empty: check each item, change the spec where it is wrong, then delete the item.",
-             "[[migration]]"]
+    fields.update(
+        construction_module=classes[0].partition(":")[0] or kernel.module,
+        construction_class=classes,
+        registration=registration,
+        confirm=[*kernel.reasons, f"the orchestrator called it under: {finding.gate or 'no gate'}"],
+    )
+    lines = [
+        f"# Drafted by `zerojit survey` from {finding.module}.{finding.function}; `zerojit migrate` refuses it",
+        "# until `confirm` is empty: check each item, change the spec where it is wrong, then delete the item.",
+        "[[migration]]",
+    ]
     lines += [f"{key} = {json.dumps(value)}" for key, value in fields.items()]  # JSON strings/lists are TOML too
     return "\n".join(lines) + "\n"

@@ -67,16 +67,23 @@ def locked(repo: Path, exclusive: bool, on_wait: Callable[[], None] = lambda: No
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         if exclusive:
-            raise TransactionError(f"{repo} cannot be written: zerojit's state folder {folder} cannot be created "
-                                   f"({exc.strerror or exc}); nothing was written") from None
+            raise TransactionError(
+                f"{repo} cannot be written: zerojit's state folder {folder} cannot be created "
+                f"({exc.strerror or exc}); nothing was written"
+            ) from None
         yield  # nobody can write a repo whose state folder cannot even be made: a reader needs no lock
         return
-    odd = [path for path in (folder / "lock", folder / JOURNAL, folder / "backup")
-           if (path.exists() or path.is_symlink()) and not (path.is_dir() if path.name == "backup" else path.is_file())
-           or path.is_symlink()]
+    odd = [
+        path
+        for path in (folder / "lock", folder / JOURNAL, folder / "backup")
+        if (path.exists() or path.is_symlink())
+        and not (path.is_dir() if path.name == "backup" else path.is_file())
+        or path.is_symlink()
+    ]
     if odd:
-        raise TransactionError(f"zerojit's state folder {folder} holds {odd[0]}, which is not what zerojit keeps "
-                               "there: remove it")
+        raise TransactionError(
+            f"zerojit's state folder {folder} holds {odd[0]}, which is not what zerojit keeps there: remove it"
+        )
     with file_lock(folder / "lock", shared=not exclusive, on_wait=on_wait):
         yield
 
@@ -106,29 +113,44 @@ def pending(repo: Path) -> Path | None:
 
 def _journal_entries(repo: Path, journal: Path) -> list[dict]:
     """The journal's entries, each checked to be this repo's (see the module docstring); else TransactionError."""
+
     def refuse(why: str) -> TransactionError:
-        return TransactionError(f"the journal {journal} was not written for this repo by zerojit ({why}); "
-                                "nothing was touched: check it, then remove it")
+        return TransactionError(
+            f"the journal {journal} was not written for this repo by zerojit ({why}); "
+            "nothing was touched: check it, then remove it"
+        )
 
     try:
         data = json.loads(journal.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise refuse(f"unreadable: {exc}") from None
     root = Path(repo).resolve()
-    if not isinstance(data, dict) or not isinstance(data.get("files"), list) or \
-            not isinstance(data.get("repo"), str) or Path(data["repo"]).resolve() != root:
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("files"), list)
+        or not isinstance(data.get("repo"), str)
+        or Path(data["repo"]).resolve() != root
+    ):
         raise refuse(f"it records the repo {data.get('repo') if isinstance(data, dict) else None!r}")
     backups = state_dir(repo) / "backup"
     for index, entry in enumerate(data["files"]):
-        if not (isinstance(entry, dict) and entry.get("index") == index and isinstance(entry.get("path"), str)
-                and isinstance(entry.get("temp"), str) and isinstance(entry.get("mode"), int)
-                and 0 <= entry["mode"] <= 0o777 and all(isinstance(entry.get(k), (str, type(None)))
-                                                         for k in ("before", "after"))):
+        if not (
+            isinstance(entry, dict)
+            and entry.get("index") == index
+            and isinstance(entry.get("path"), str)
+            and isinstance(entry.get("temp"), str)
+            and isinstance(entry.get("mode"), int)
+            and 0 <= entry["mode"] <= 0o777
+            and all(isinstance(entry.get(k), (str, type(None))) for k in ("before", "after"))
+        ):
             raise refuse(f"entry {index} is malformed")
         path, temp = Path(entry["path"]), Path(entry["temp"])
         try:
-            outside = not path.is_absolute() or not path.parent.resolve().is_relative_to(root) or \
-                (path.is_symlink() and not path.resolve().is_relative_to(root))
+            outside = (
+                not path.is_absolute()
+                or not path.parent.resolve().is_relative_to(root)
+                or (path.is_symlink() and not path.resolve().is_relative_to(root))
+            )
             odd = (path.exists() and not path.is_file()) or (temp.exists() and not temp.is_file())
         except (OSError, ValueError) as exc:  # a NUL in the name, a name too long
             raise refuse(f"entry {index} names a path the system refuses ({exc})") from None
@@ -136,8 +158,9 @@ def _journal_entries(repo: Path, journal: Path) -> list[dict]:
             raise refuse(f"it names {path}, outside the repo")
         if odd:
             raise refuse(f"{path} (or its staging file) is not a regular file")
-        if temp.parent != path.parent or not (temp.name.startswith(f".{path.name}.")
-                                               and temp.name.endswith(".zerojit-new")):
+        if temp.parent != path.parent or not (
+            temp.name.startswith(f".{path.name}.") and temp.name.endswith(".zerojit-new")
+        ):
             raise refuse(f"its staging file {temp} is not beside {path.name}")
         # Every backup is written before the first file is replaced: a replaced file's backup must be whole.
         if _digest(_current(path)) != entry["before"] and _digest(_current(backups / str(index))) != entry["before"]:
@@ -152,10 +175,14 @@ def recover(repo: Path) -> int:
     restored = 0
     if journal.is_file():
         entries = _journal_entries(repo, journal)
-        changed_since = [e["path"] for e in entries if _digest(_current(Path(e["path"]))) not in (e["before"], e["after"])]
+        changed_since = [
+            e["path"] for e in entries if _digest(_current(Path(e["path"]))) not in (e["before"], e["after"])
+        ]
         if changed_since:
-            raise TransactionError(f"an interrupted migration's journal ({journal}) lists files changed since: "
-                                   f"{', '.join(changed_since)}; restore them from {folder / 'backup'} by hand")
+            raise TransactionError(
+                f"an interrupted migration's journal ({journal}) lists files changed since: "
+                f"{', '.join(changed_since)}; restore them from {folder / 'backup'} by hand"
+            )
         for entry in entries:
             path, temp = Path(entry["path"]), Path(entry["temp"])
             temp.unlink(missing_ok=True)
@@ -180,8 +207,17 @@ def commit(repo: Path, writes: Sequence[Write]) -> None:
     shutil.rmtree(backups, ignore_errors=True)  # left by a run killed after its commit point
     backups.mkdir(parents=True)
     token = f"{os.getpid()}.{secrets.token_hex(4)}"
-    entries = [{"index": i, "path": str(w.path), "temp": str(w.path.with_name(f".{w.path.name}.{token}.zerojit-new")),
-                "before": _digest(w.before), "after": _digest(w.after), "mode": w.mode} for i, w in enumerate(writes)]
+    entries = [
+        {
+            "index": i,
+            "path": str(w.path),
+            "temp": str(w.path.with_name(f".{w.path.name}.{token}.zerojit-new")),
+            "before": _digest(w.before),
+            "after": _digest(w.after),
+            "mode": w.mode,
+        }
+        for i, w in enumerate(writes)
+    ]
     staged = folder / f"{JOURNAL}.{token}"
     staged.write_text(json.dumps({"repo": str(repo), "files": entries}, indent=1))
     os.replace(staged, folder / JOURNAL)
@@ -202,8 +238,10 @@ def commit(repo: Path, writes: Sequence[Write]) -> None:
                 os.replace(entry["temp"], write.path)
     except OSError as exc:
         recover(repo)
-        raise TransactionError(f"could not write {getattr(exc, 'filename', None) or exc}: "
-                               f"{exc.strerror or exc}; rolled back, every file is as it was") from None
+        raise TransactionError(
+            f"could not write {getattr(exc, 'filename', None) or exc}: "
+            f"{exc.strerror or exc}; rolled back, every file is as it was"
+        ) from None
     _pause()
     (folder / JOURNAL).unlink()  # the commit point
     shutil.rmtree(backups, ignore_errors=True)

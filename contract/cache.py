@@ -20,7 +20,8 @@ that its key recompiles, and the warmup reports it. The manifest is data from el
 bake is a folder received from another machine): a path in it that resolves outside the
 cache folder, or is not a plain relative path, refuses its entry and touches nothing; a
 manifest that is missing or unreadable while backend files are there vouches for nothing,
-so those files are removed (or, read-only, refused) rather than loaded and blessed. A read-only cache (a baked cache mounted
+so those files are removed (or, read-only, refused) rather than loaded and blessed. A read-only
+cache (a baked cache mounted
 read-only) is fine as long as the manifest covers every planned key. A cache baked elsewhere
 applies only where its fingerprint matches (`fingerprint_mismatch` names the first field
 that differs, instead of letting the DSL recompile everything silently).
@@ -99,24 +100,29 @@ def open_cache_dir(path: Path, backend: str | None = None) -> CacheDir:
     for name, what in OWN_FILES.items():
         own = path / name
         if (own.exists() or own.is_symlink()) and not (own.is_file() and not own.is_symlink()):
-            raise CacheDirError(f"cache dir {path}: {own} is not a regular file, where zerojit keeps its {what}: "
-                                "remove it")
+            raise CacheDirError(
+                f"cache dir {path}: {own} is not a regular file, where zerojit keeps its {what}: remove it"
+            )
     return CacheDir(path, can_write(path))
 
 
 def _backend_folder(path: Path, backend: str) -> Path:
     """`path` itself, or its `backend` folder when `path` is a bake root."""
     if path.name == backend and (path.parent / MANIFEST_FILE).is_file():
-        raise CacheDirError(f"cache dir {path} would sit inside {path.parent}, which is itself a {backend} cache: "
-                            f"point at {path.parent} itself (or set ZEROJIT_CACHE to the folder above it)")
+        raise CacheDirError(
+            f"cache dir {path} would sit inside {path.parent}, which is itself a {backend} cache: "
+            f"point at {path.parent} itself (or set ZEROJIT_CACHE to the folder above it)"
+        )
     if (path / MANIFEST_FILE).exists() or not path.is_dir():
         return path
     if (path / backend / MANIFEST_FILE).is_file():
         return path / backend
     baked = sorted(child.name for child in path.iterdir() if (child / MANIFEST_FILE).is_file())
     if baked:
-        raise CacheDirError(f"cache dir {path} is a bake root holding {', '.join(baked)}, with no {backend} folder for "
-                            f"this preset's backend: bake the preset into it, or give a {backend} cache folder")
+        raise CacheDirError(
+            f"cache dir {path} is a bake root holding {', '.join(baked)}, with no {backend} folder for "
+            f"this preset's backend: bake the preset into it, or give a {backend} cache folder"
+        )
     return path
 
 
@@ -125,8 +131,10 @@ def _check_entry(entry: Path, cache: Path) -> None:
     device (opening one hangs), nothing others can write."""
     info = entry.lstat()
     if stat.S_ISLNK(info.st_mode):
-        raise CacheDirError(f"cache dir {cache} holds a symlink, {entry}: a cache must hold its own files (what a "
-                            "link points to lies outside it); remove the link")
+        raise CacheDirError(
+            f"cache dir {cache} holds a symlink, {entry}: a cache must hold its own files (what a "
+            "link points to lies outside it); remove the link"
+        )
     if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
         raise CacheDirError(f"cache dir {cache} holds {entry}, which is not a regular file or folder: remove it")
     _check_trusted(entry, cache)
@@ -140,11 +148,15 @@ def _check_trusted(folder: Path, cache: Path) -> None:
         info = folder.stat()
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         fix = f"chmod go-w {folder}" if folder == cache else f"chmod -R go-w {cache}"
-        raise CacheDirError(f"{name} {folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}); "
-                            f"it holds compiled code the warmup loads: use a folder only you can write ({fix})")
+        raise CacheDirError(
+            f"{name} {folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}); "
+            f"it holds compiled code the warmup loads: use a folder only you can write ({fix})"
+        )
     if info.st_uid not in (os.getuid(), 0):
-        raise CacheDirError(f"{name} {folder} belongs to another user (uid {info.st_uid}); it holds compiled code "
-                            "the warmup loads: use a folder you or root own")
+        raise CacheDirError(
+            f"{name} {folder} belongs to another user (uid {info.st_uid}); it holds compiled code "
+            "the warmup loads: use a folder you or root own"
+        )
 
 
 def claim(folder: Path) -> None:
@@ -176,7 +188,7 @@ def locked(cache: CacheDir) -> Iterator[None]:
 
 
 def _read_json(path: Path, what: str, valid: Any, warn: bool) -> dict:
-    """A zerojit file of the cache, or {} when it is missing, corrupt or of the wrong shape (then a warning if `warn`)."""
+    """A zerojit file of the cache, or {} when it is missing, corrupt or of the wrong shape (a warning if `warn`)."""
     if not path.exists():
         return {}
     try:
@@ -185,8 +197,9 @@ def _read_json(path: Path, what: str, valid: Any, warn: bool) -> dict:
             raise ValueError("unexpected content")
     except (OSError, ValueError, RecursionError) as exc:
         if warn:
-            warnings.warn(f"ignoring {what} {path} ({type(exc).__name__}: {exc}); it is rebuilt", CacheWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"ignoring {what} {path} ({type(exc).__name__}: {exc}); it is rebuilt", CacheWarning, stacklevel=3
+            )
         return {}
     return data
 
@@ -196,8 +209,9 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def _valid_history(data: Any) -> bool:
-    return isinstance(data, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                          for v in data.values())
+    return isinstance(data, dict) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in data.values()
+    )
 
 
 def _strings(value: Any) -> bool:
@@ -206,9 +220,13 @@ def _strings(value: Any) -> bool:
 
 
 def _valid_manifest(data: Any) -> bool:
-    return (isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT and isinstance(data.get("keys"), dict)
-            and _strings(data.get("fingerprint", {}))
-            and all(isinstance(entry, dict) and _strings(entry.get("artifacts")) for entry in data["keys"].values()))
+    return (
+        isinstance(data, dict)
+        and data.get("format") == MANIFEST_FORMAT
+        and isinstance(data.get("keys"), dict)
+        and _strings(data.get("fingerprint", {}))
+        and all(isinstance(entry, dict) and _strings(entry.get("artifacts")) for entry in data["keys"].values())
+    )
 
 
 def read_history(cache: CacheDir, warn: bool = True) -> dict[str, float]:
@@ -299,11 +317,17 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
     manifest = _read_json(manifest_path, "artifact manifest", _valid_manifest, warn=False)
     if not manifest and (untrusted := backend_files(cache)):
         if not (manifest_path.exists() or (cache.path / LOCK_FILE).exists()):
-            raise CacheDirError(f"cache dir {cache.path} holds {len(untrusted)} files and no zerojit manifest or lock: "
-                                "it is not a zerojit cache (give an empty folder, a cache zerojit made, or a bake)")
+            raise CacheDirError(
+                f"cache dir {cache.path} holds {len(untrusted)} files and no zerojit manifest or lock: "
+                "it is not a zerojit cache (give an empty folder, a cache zerojit made, or a bake)"
+            )
         state = "unreadable or corrupt" if manifest_path.exists() else "missing"
-        problem = ArtifactProblem(None, "", f"the artifact manifest {manifest_path}",
-                                  f"is {state}, so none of the cache's {len(untrusted)} backend files can be trusted")
+        problem = ArtifactProblem(
+            None,
+            "",
+            f"the artifact manifest {manifest_path}",
+            f"is {state}, so none of the cache's {len(untrusted)} backend files can be trusted",
+        )
         if not cache.writable and remove:
             raise _needs_writing(cache, str(problem))
         for path in untrusted if remove else ():
@@ -319,12 +343,16 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
             uncovered += 1
             continue
         found = {relative: inside(cache, relative) for relative in entry["artifacts"]}
-        refused = [relative for relative, path in found.items()
-                   if path is None or (path.exists() and not path.is_file())]
+        refused = [
+            relative for relative, path in found.items() if path is None or (path.exists() and not path.is_file())
+        ]
         if refused:
             why = "is not a regular file" if found[refused[0]] is not None else "lies outside the cache folder"
-            problems.append(ArtifactProblem(kernel.name, key.digest(), refused[0],
-                                            f"{why}: the manifest's entry for this key is refused"))
+            problems.append(
+                ArtifactProblem(
+                    kernel.name, key.digest(), refused[0], f"{why}: the manifest's entry for this key is refused"
+                )
+            )
             doomed += [path for path in found.values() if path is not None and path.is_file()]
             continue
         for relative, digest in entry["artifacts"].items():
@@ -332,11 +360,14 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
             if not path.is_file():
                 problems.append(ArtifactProblem(kernel.name, key.digest(), relative, "is missing"))
             elif file_digest(path) != digest:
-                problems.append(ArtifactProblem(kernel.name, key.digest(), relative,
-                                                "does not match the key it was stored for"))
+                problems.append(
+                    ArtifactProblem(kernel.name, key.digest(), relative, "does not match the key it was stored for")
+                )
                 doomed.append(path)
     if (problems or uncovered) and not cache.writable and remove:
-        raise _needs_writing(cache, str(problems[0]) if problems else f"{uncovered} planned keys are not in its manifest")
+        raise _needs_writing(
+            cache, str(problems[0]) if problems else f"{uncovered} planned keys are not in its manifest"
+        )
     for path in doomed if remove else ():
         path.unlink(missing_ok=True)
     if remove and cache.writable:
@@ -345,11 +376,14 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
 
 
 def _needs_writing(cache: CacheDir, what: str) -> CacheDirError:
-    return CacheDirError(f"cache dir {cache.path} is read-only and would need writing: {what.removesuffix('; recompiled')}")
+    return CacheDirError(
+        f"cache dir {cache.path} is read-only and would need writing: {what.removesuffix('; recompiled')}"
+    )
 
 
-def record_results(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] | None = None,
-                   peers_compile: bool = False) -> None:
+def record_results(
+    cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] | None = None, peers_compile: bool = False
+) -> None:
     """Merge this warmup's compile times and artifacts into the cache's history and manifest, under the lock.
 
     `fingerprint`: what the artifacts compiled here are valid for; recorded when something compiled.
@@ -361,8 +395,10 @@ def record_results(cache: CacheDir, report: WarmupReport, fingerprint: dict[str,
     try:
         _record(cache, report, fingerprint, peers_compile)
     except OSError as exc:
-        raise CacheDirError(f"cannot record the warmup in cache dir {cache.path}: {exc.strerror or exc} (its compiled "
-                            "files are there, but no manifest vouches for them)") from None
+        raise CacheDirError(
+            f"cannot record the warmup in cache dir {cache.path}: {exc.strerror or exc} (its compiled "
+            "files are there, but no manifest vouches for them)"
+        ) from None
 
 
 def _record(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] | None, peers_compile: bool) -> None:
@@ -372,11 +408,20 @@ def _record(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] |
         history.update({r.key.digest(): round(r.seconds, 4) for r in report.results if r.outcome == "compiled"})
         _write_json(cache.path / HISTORY_FILE, history)
         keys = read_manifest(cache, warn=False)
-        found = [{str(path.relative_to(root)): file_digest(path) for path in map(_resolved, result.artifacts)
-                  if path.is_relative_to(root) and path.is_file()} for result in report.results]
+        found = [
+            {
+                str(path.relative_to(root)): file_digest(path)
+                for path in map(_resolved, result.artifacts)
+                if path.is_relative_to(root) and path.is_file()
+            }
+            for result in report.results
+        ]
         vouched = {item for entry in keys.values() for item in entry["artifacts"].items()} | {
-            item for result, artifacts in zip(report.results, found) if result.outcome == "compiled"
-            for item in artifacts.items()}
+            item
+            for result, artifacts in zip(report.results, found)
+            if result.outcome == "compiled"
+            for item in artifacts.items()
+        }
         unvouched: set[str] = set()
         for result, artifacts in zip(report.results, found):
             if result.outcome == "failed":
@@ -386,8 +431,11 @@ def _record(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] |
                 continue  # loaded from a file no manifest entry vouched for: never blessed
             previous = keys.get(result.key.digest(), {}).get("artifacts", {})
             if artifacts or not previous:
-                keys[result.key.digest()] = {"kernel": result.kernel, "key": json.loads(result.key.to_json()),
-                                             "artifacts": artifacts or previous}
+                keys[result.key.digest()] = {
+                    "kernel": result.kernel,
+                    "key": json.loads(result.key.to_json()),
+                    "artifacts": artifacts or previous,
+                }
         manifest = {"format": MANIFEST_FORMAT, "keys": keys, "fingerprint": read_fingerprint(cache)}
         if fingerprint and report.count("compiled"):
             manifest["fingerprint"] = fingerprint
@@ -395,9 +443,13 @@ def _record(cache: CacheDir, report: WarmupReport, fingerprint: dict[str, str] |
         for relative in sorted(unvouched):
             (cache.path / relative).unlink(missing_ok=True)
     if unvouched:
-        warnings.warn(f"cache dir {cache.path}: {len(unvouched)} files were loaded that no manifest entry vouched for "
-                      f"({', '.join(sorted(unvouched)[:3])}); they were removed, not recorded, and their keys "
-                      "recompile next time", CacheWarning, stacklevel=3)
+        warnings.warn(
+            f"cache dir {cache.path}: {len(unvouched)} files were loaded that no manifest entry vouched for "
+            f"({', '.join(sorted(unvouched)[:3])}); they were removed, not recorded, and their keys "
+            "recompile next time",
+            CacheWarning,
+            stacklevel=3,
+        )
 
 
 def _resolved(path: str) -> Path:

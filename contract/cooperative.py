@@ -27,5 +27,6 @@ def cooperative_execute(plan: WarmupPlan, show_progress: bool = False) -> Warmup
     own = execute(plan, work=work[rank::world_size], show_progress=show_progress)
     dist.barrier()  # every share is on disk now
     rest = execute(plan, work=[w for i, w in enumerate(work) if i % world_size != rank], show_progress=show_progress)
-    return WarmupReport(plan=plan, results=own.results + rest.results, wall_s=time.perf_counter() - started,
-                        variants=rest.variants)
+    return WarmupReport(
+        plan=plan, results=own.results + rest.results, wall_s=time.perf_counter() - started, variants=rest.variants
+    )

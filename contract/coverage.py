@@ -56,8 +56,13 @@ class CoverageReport:
             "launches": self.launches,
             "cache_growth": self.cache_growth,
             "launchers": [
-                {"name": k.name, "variants": k.variants_after, "launches": k.launches, "grew": k.grew,
-                 "missed_keys": k.missed_keys}
+                {
+                    "name": k.name,
+                    "variants": k.variants_after,
+                    "launches": k.launches,
+                    "grew": k.grew,
+                    "missed_keys": k.missed_keys,
+                }
                 for k in self.kernels
             ],
             "post_warmup_compiles": [dataclasses.asdict(event) for event in self.compiles],
@@ -76,7 +81,9 @@ class CoverageReport:
         return table
 
 
-def verify_zero_jit(kernels: Sequence[JitKernel], launches: Iterable[tuple[JitKernel, dict[str, Any]]]) -> CoverageReport:
+def verify_zero_jit(
+    kernels: Sequence[JitKernel], launches: Iterable[tuple[JitKernel, dict[str, Any]]]
+) -> CoverageReport:
     """Run `launches` through each kernel's runtime path and report any cache growth.
 
     A JIT monitor is armed meanwhile, so compiles are also caught where they happen

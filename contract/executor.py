@@ -57,8 +57,15 @@ class _NoProgress(contextlib.nullcontext):
 def _progress_bar(console: Console | None) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("[bold]warmup[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("{task.description}", markup=False), console=console, transient=False)
+    return Progress(
+        TextColumn("[bold]warmup[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}", markup=False),
+        console=console,
+        transient=False,
+    )
 
 
 def compile_one(kernel: JitKernel, key: CompileKey) -> KeyResult:
@@ -68,10 +75,29 @@ def compile_one(kernel: JitKernel, key: CompileKey) -> KeyResult:
             outcome = kernel.compile(key)
     except Exception as exc:  # noqa: BLE001 - every failure is reported, none may hide the rest
         cause = f"{type(exc).__name__}: {exc}".strip()
-        return KeyResult(kernel.name, kernel.family, key, "failed", time.perf_counter() - start, cause,
-                         traceback.format_exc(limit=-3), begin, _worker_name(), cpu_s=time.thread_time() - cpu)
-    return KeyResult(kernel.name, kernel.family, key, outcome.value, time.perf_counter() - start,
-                     started=begin, worker=_worker_name(), artifacts=tuple(artifacts), cpu_s=time.thread_time() - cpu)
+        return KeyResult(
+            kernel.name,
+            kernel.family,
+            key,
+            "failed",
+            time.perf_counter() - start,
+            cause,
+            traceback.format_exc(limit=-3),
+            begin,
+            _worker_name(),
+            cpu_s=time.thread_time() - cpu,
+        )
+    return KeyResult(
+        kernel.name,
+        kernel.family,
+        key,
+        outcome.value,
+        time.perf_counter() - start,
+        started=begin,
+        worker=_worker_name(),
+        artifacts=tuple(artifacts),
+        cpu_s=time.thread_time() - cpu,
+    )
 
 
 def start_workers(jobs: int, process_setup: Setup, tasks: int) -> Workers:
@@ -116,15 +142,16 @@ def _representatives(work: Sequence[Work], resolved: Sequence[tuple[str, bool]])
 def _resolve_in(workers: Workers, work: Sequence[Work]) -> list[tuple[str, bool]]:
     """`_variants_of(work)` computed by the workers, a slice each (this process need not have set its backend up)."""
     size = -(-len(work) // min(workers.running, workers.processes or 1))
-    slices = [work[start:start + size] for start in range(0, len(work), size)]
+    slices = [work[start : start + size] for start in range(0, len(work), size)]
     resolved = []
     for part, answer in zip(slices, workers.map([(_variants_of, (part,)) for part in slices])):
         resolved += [(key.digest(), False) for _, key in part] if isinstance(answer, Exception) else answer
     return resolved
 
 
-def _compile_in_workers(work: Sequence[Work], jobs: int, process_setup: Setup | None,
-                        pool: Workers | None) -> tuple[dict[tuple[str, str], KeyResult], dict[str, float]]:
+def _compile_in_workers(
+    work: Sequence[Work], jobs: int, process_setup: Setup | None, pool: Workers | None
+) -> tuple[dict[tuple[str, str], KeyResult], dict[str, float]]:
     """Compile each distinct variant of `work` the disk cache lacks once, in worker processes, into that cache.
 
     With `pool` (workers started earlier) the workers also resolve the variants; without, this
@@ -144,8 +171,10 @@ def _compile_in_workers(work: Sequence[Work], jobs: int, process_setup: Setup | 
     with contextlib.ExitStack() as stack:
         if pool is None:
             pool = stack.enter_context(start_workers(jobs, process_setup, len(representatives)))
-        compiled = pool.map([(compile_one, representative) for representative in representatives],
-                            processes=jobs * (PROCESSES_PER_JOB if time_slicing() else 1))
+        compiled = pool.map(
+            [(compile_one, representative) for representative in representatives],
+            processes=jobs * (PROCESSES_PER_JOB if time_slicing() else 1),
+        )
     phases["workers"] = time.perf_counter() - started - sum(phases.values())
     results = {}
     for (kernel, key), result in zip(representatives, compiled):
@@ -246,8 +275,9 @@ def execute(
         if len(results) > len(in_processes):
             phases["in_process"] = time.perf_counter() - mark
     variants = {p.kernel.name: p.kernel.variant_count() for p in plan.kernels}
-    return WarmupReport(plan=plan, results=results, wall_s=time.perf_counter() - started, variants=variants,
-                        phases=phases)
+    return WarmupReport(
+        plan=plan, results=results, wall_s=time.perf_counter() - started, variants=variants, phases=phases
+    )
 
 
 def default_jobs() -> int:

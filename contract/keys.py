@@ -78,7 +78,9 @@ class CompileKey:
         unknown = sorted(set(data) - names)
         missing = sorted(names - set(data))
         if unknown or missing:
-            raise ValueError(f"{cls.__name__}: JSON does not match the key fields (unknown {unknown}, missing {missing})")
+            raise ValueError(
+                f"{cls.__name__}: JSON does not match the key fields (unknown {unknown}, missing {missing})"
+            )
         return cls(**{name: _as_tuples(value) for name, value in data.items()})
 
     def digest(self) -> str:

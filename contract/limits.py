@@ -12,8 +12,17 @@ from typing import Any
 
 KNOWN_ARCHS = ("sm90", "sm100", "sm103", "sm110", "sm120", "sm121", "gfx942", "gfx950")
 KNOWN_DTYPES = ("bf16", "fp16", "fp32", "fp8")
-KNOWN_KV_DTYPES = ("auto", "bf16", "fp16", "fp8", "nvfp4",  # and vLLM's TurboQuant presets (quantized K and V)
-                   "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")
+KNOWN_KV_DTYPES = (
+    "auto",
+    "bf16",
+    "fp16",
+    "fp8",
+    "nvfp4",  # and vLLM's TurboQuant presets (quantized K and V)
+    "turboquant_k8v4",
+    "turboquant_4bit_nc",
+    "turboquant_k3v4_nc",
+    "turboquant_3bit_nc",
+)
 # Serving dtype names -> torch dtype attributes: the one table every backend, family and legacy side reads.
 TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "float8_e4m3fn"}
 
@@ -106,7 +115,9 @@ class ServingLimits:
             )
         if self.max_model_len < self.max_query_len:
             raise LimitsError(
-                "max_model_len", self.max_model_len, f"smaller than one step of a sequence ({self.max_query_len} tokens)"
+                "max_model_len",
+                self.max_model_len,
+                f"smaller than one step of a sequence ({self.max_query_len} tokens)",
             )
         if not self.enable_chunked_prefill and self.max_model_len > self.max_num_batched_tokens:
             raise LimitsError(

@@ -24,9 +24,9 @@ class KeyResult:
     cause: str | None = None
     detail: str | None = None
     started: float = 0.0  # wall-clock start (time.time()), for timelines
-    worker: str = ""      # process / thread that ran it
+    worker: str = ""  # process / thread that ran it
     artifacts: tuple[str, ...] = ()  # backend cache files this key's compile wrote or its load read
-    cpu_s: float = 0.0    # CPU seconds of the thread that ran it (below `seconds`: it waited for a core)
+    cpu_s: float = 0.0  # CPU seconds of the thread that ran it (below `seconds`: it waited for a core)
 
 
 @dataclasses.dataclass
@@ -55,17 +55,19 @@ class WarmupReport:
         for planned in self.plan.kernels:
             mine = [r for r in self.results if r.kernel == planned.kernel.name]
             outcomes = Counter(r.outcome for r in mine)
-            rows.append({
-                "kernel": planned.kernel.name,
-                "family": planned.kernel.family,
-                "keys": len(planned.keys),
-                "empty": planned.empty,
-                "compiled": outcomes["compiled"],
-                "cached": outcomes["cached"],
-                "failed": outcomes["failed"],
-                "seconds": round(sum(r.seconds for r in mine), 4),
-                "variants": self.variants.get(planned.kernel.name, 0),
-            })
+            rows.append(
+                {
+                    "kernel": planned.kernel.name,
+                    "family": planned.kernel.family,
+                    "keys": len(planned.keys),
+                    "empty": planned.empty,
+                    "compiled": outcomes["compiled"],
+                    "cached": outcomes["cached"],
+                    "failed": outcomes["failed"],
+                    "seconds": round(sum(r.seconds for r in mine), 4),
+                    "variants": self.variants.get(planned.kernel.name, 0),
+                }
+            )
         # The same kernel registered with several params appears once per registration
         # in the plan; report it once.
         unique = {row["kernel"]: row for row in rows}
@@ -77,7 +79,9 @@ class WarmupReport:
             "cached": self.count("cached"),
             "failed": self.count("failed"),
             "wall_s": round(self.wall_s, 4),
-            "longest_compile_s": round(max((r.seconds for r in self.results if r.outcome == "compiled"), default=0.0), 4),
+            "longest_compile_s": round(
+                max((r.seconds for r in self.results if r.outcome == "compiled"), default=0.0), 4
+            ),
             "total_keys": len(self.results),
             "phases": {name: round(seconds, 4) for name, seconds in self.phases.items()},
             "kernels": self._per_kernel(),
@@ -100,6 +104,13 @@ class WarmupReport:
         for row in self._per_kernel():
             name = escape(row["kernel"]) + (" [red](registered, 0 keys)[/]" if row["empty"] else "")
             failed = f"[red]{row['failed']}[/]" if row["failed"] else "0"
-            table.add_row(name, str(row["keys"]), str(row["compiled"]), str(row["cached"]),
-                          failed, f"{row['seconds']:.2f}", str(row["variants"]))
+            table.add_row(
+                name,
+                str(row["keys"]),
+                str(row["compiled"]),
+                str(row["cached"]),
+                failed,
+                f"{row['seconds']:.2f}",
+                str(row["variants"]),
+            )
         return table

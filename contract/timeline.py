@@ -18,11 +18,24 @@ def timeline_data(report: WarmupReport) -> dict:
     time is `origin`), wall and CPU seconds, outcome and worker, in start order."""
     results = sorted((r for r in report.results if r.started), key=lambda r: r.started)
     origin = results[0].started if results else 0.0
-    return {"format": FORMAT, "origin": origin, "wall_s": round(report.wall_s, 4),
-            "phases": {name: round(seconds, 4) for name, seconds in report.phases.items()},
-            "keys": [{"kernel": r.kernel, "key": r.key.digest(), "outcome": r.outcome, "worker": r.worker,
-                      "start_s": round(r.started - origin, 4), "seconds": round(r.seconds, 4),
-                      "cpu_s": round(r.cpu_s, 4)} for r in results]}
+    return {
+        "format": FORMAT,
+        "origin": origin,
+        "wall_s": round(report.wall_s, 4),
+        "phases": {name: round(seconds, 4) for name, seconds in report.phases.items()},
+        "keys": [
+            {
+                "kernel": r.kernel,
+                "key": r.key.digest(),
+                "outcome": r.outcome,
+                "worker": r.worker,
+                "start_s": round(r.started - origin, 4),
+                "seconds": round(r.seconds, 4),
+                "cpu_s": round(r.cpu_s, 4),
+            }
+            for r in results
+        ],
+    }
 
 
 def write_timeline(report: WarmupReport, path: Path) -> Path:
@@ -48,8 +61,13 @@ def plot_timeline(report: WarmupReport, path: Path) -> Path:
     figure, axes = plt.subplots(figsize=(10, 1 + 0.5 * len(workers)))
     for lane, worker in enumerate(workers):
         mine = [r for r in results if r.worker == worker]
-        axes.broken_barh([(r.started - origin, max(r.seconds, 1e-3)) for r in mine], (lane - 0.4, 0.8),
-                         facecolors=[COLORS[r.outcome] for r in mine], edgecolor="black", linewidth=0.3)
+        axes.broken_barh(
+            [(r.started - origin, max(r.seconds, 1e-3)) for r in mine],
+            (lane - 0.4, 0.8),
+            facecolors=[COLORS[r.outcome] for r in mine],
+            edgecolor="black",
+            linewidth=0.3,
+        )
     axes.set_yticks(range(len(workers)), workers)
     axes.set_xlabel("seconds since warmup start")
     counts = ", ".join(f"{report.count(o)} {o}" for o in COLORS)

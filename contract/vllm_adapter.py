@@ -26,6 +26,7 @@ from .keys import CompileKey
 from .limits import ServingLimits
 from .monitor import MODES, JitMonitor
 
+
 def limits_from_vllm_config(vllm_config: Any, arch: str, kv_cache_dtype: str = "auto") -> ServingLimits:
     """ServingLimits from a VllmConfig (scheduler, model, parallel and speculative configs)."""
     scheduler, model = vllm_config.scheduler_config, vllm_config.model_config
@@ -33,10 +34,15 @@ def limits_from_vllm_config(vllm_config: Any, arch: str, kv_cache_dtype: str = "
     draft = getattr(speculative, "num_speculative_tokens", 0) or 0
     kernel_config = getattr(vllm_config, "kernel_config", None)
     return ServingLimits(
-        max_num_seqs=scheduler.max_num_seqs, max_num_batched_tokens=scheduler.max_num_batched_tokens,
-        max_model_len=model.max_model_len, spec_query_lens=(draft + 1,) if draft else (),
-        tp_size=getattr(vllm_config.parallel_config, "tensor_parallel_size", 1), arch=arch,
-        kv_cache_dtype=kv_cache_dtype, enable_jit_warmup=getattr(kernel_config, "enable_jit_warmup", True))
+        max_num_seqs=scheduler.max_num_seqs,
+        max_num_batched_tokens=scheduler.max_num_batched_tokens,
+        max_model_len=model.max_model_len,
+        spec_query_lens=(draft + 1,) if draft else (),
+        tp_size=getattr(vllm_config.parallel_config, "tensor_parallel_size", 1),
+        arch=arch,
+        kv_cache_dtype=kv_cache_dtype,
+        enable_jit_warmup=getattr(kernel_config, "enable_jit_warmup", True),
+    )
 
 
 class VllmKernel:
@@ -113,8 +119,9 @@ def register_plugin() -> JitMonitor | None:
         if mode == "off":
             return None
         if mode not in MODES:
-            _tell(f"zerojit: ZEROJIT_MONITOR={mode!r} is not one of {', '.join(MODES)} or off; the JIT monitor stays "
-                  "off")
+            _tell(
+                f"zerojit: ZEROJIT_MONITOR={mode!r} is not one of {', '.join(MODES)} or off; the JIT monitor stays off"
+            )
             return None
         from vllm.model_executor.warmup.jit_warmup import JitWarmupRegistry
 

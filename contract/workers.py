@@ -170,12 +170,13 @@ class Workers:
         starter.start()
 
     def _start(self, count: int) -> None:
-        """Start `count` processes one by one (a fork from the forkserver waits until the server has imported the DSL)."""
+        """Start `count` processes one by one (a fork from the forkserver waits until the server imported the DSL)."""
         for started in range(count):
             try:
                 here, there = self._context.Pipe()
-                process = self._context.Process(target=_serve, args=(self._setup, there, self.forked),
-                                                daemon=True, name="zerojit-compile-worker")
+                process = self._context.Process(
+                    target=_serve, args=(self._setup, there, self.forked), daemon=True, name="zerojit-compile-worker"
+                )
                 process.start()
                 there.close()
             except BaseException as exc:  # noqa: BLE001 - map reports it for the tasks no worker took
@@ -249,8 +250,10 @@ class Workers:
                     pending.clear()
                     break
                 # Wake for the next turn, and often enough to see a worker arrive or a cancel.
-                timeout = min(slices.until_next_turn() if slices.sliced else QUANTUM,
-                              ARRIVAL_POLL if pending and self._starting else QUANTUM)
+                timeout = min(
+                    slices.until_next_turn() if slices.sliced else QUANTUM,
+                    ARRIVAL_POLL if pending and self._starting else QUANTUM,
+                )
                 for connection in multiprocessing.connection.wait(list(busy), timeout):
                     worker, index = busy.pop(connection)
                     slices.remove(worker)  # continued first: a stopped worker could hold half its answer back

@@ -26,13 +26,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from zerojit.codemods.spec import MigrationSpec
-from zerojit.contract import (CoverageReport, JitKernel, Parallelism, ServingLimits, WarmupPlan, WarmupRegistry,
-                              execute)
-from zerojit.contract import verify_zero_jit
+from zerojit.contract import (
+    CoverageReport,
+    JitKernel,
+    Parallelism,
+    ServingLimits,
+    WarmupPlan,
+    WarmupRegistry,
+    execute,
+    verify_zero_jit,
+)
 from zerojit.contract.backends import Backend
-from zerojit.contract.cache import (ArtifactProblem, CacheDir, CacheDirError, CacheWarning, check_artifacts,
-                                    check_output_file, default_cache_dir, fingerprint_mismatch, open_cache_dir,
-                                    read_fingerprint, read_history, record_results)
+from zerojit.contract.cache import (
+    ArtifactProblem,
+    CacheDir,
+    CacheDirError,
+    CacheWarning,
+    check_artifacts,
+    check_output_file,
+    default_cache_dir,
+    fingerprint_mismatch,
+    open_cache_dir,
+    read_fingerprint,
+    read_history,
+    record_results,
+)
 from zerojit.contract.executor import start_workers
 
 if TYPE_CHECKING:
@@ -87,8 +105,10 @@ class Family:
             if preset.family != self.name:
                 raise TypeError(f"preset {preset.name!r} names family {preset.family!r}, not {self.name!r}")
             if self.preset_model is not None and not isinstance(preset.model, self.preset_model):
-                raise TypeError(f"preset {preset.name!r}: model must be a {self.preset_model.__name__}, "
-                                f"not {type(preset.model).__name__}")
+                raise TypeError(
+                    f"preset {preset.name!r}: model must be a {self.preset_model.__name__}, "
+                    f"not {type(preset.model).__name__}"
+                )
 
     @property
     def backend_name(self) -> str:
@@ -129,15 +149,23 @@ def families() -> dict[str, Family]:
         try:
             family = entry.load()
         except Exception as exc:  # noqa: BLE001 - someone else's plug-in must not take the CLI down
-            warnings.warn(f"family plug-in {entry.name!r} ({entry.value}) failed to load: {type(exc).__name__}: "
-                          f"{exc}", FamilyPluginWarning, stacklevel=2)
+            warnings.warn(
+                f"family plug-in {entry.name!r} ({entry.value}) failed to load: {type(exc).__name__}: {exc}",
+                FamilyPluginWarning,
+                stacklevel=2,
+            )
             continue
         if not isinstance(family, Family):
-            warnings.warn(f"family plug-in {entry.name!r} ({entry.value}) is a {type(family).__name__}, not a "
-                          "zerojit.migrate.families.Family", FamilyPluginWarning, stacklevel=2)
+            warnings.warn(
+                f"family plug-in {entry.name!r} ({entry.value}) is a {type(family).__name__}, not a "
+                "zerojit.migrate.families.Family",
+                FamilyPluginWarning,
+                stacklevel=2,
+            )
         elif family.name in found:
-            warnings.warn(f"family {family.name!r} is declared twice; {entry.value} is ignored", FamilyPluginWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"family {family.name!r} is declared twice; {entry.value} is ignored", FamilyPluginWarning, stacklevel=2
+            )
         else:
             found[family.name] = family
     return found
@@ -167,7 +195,9 @@ def migration_specs() -> dict[str, MigrationSpec]:
     from .engine_specs import SPECS
     from .triton_lifts.specs import SPECS as LIFTS
 
-    return {spec.family: spec for spec in (*SPECS, *LIFTS, *(s for family in families().values() for s in family.specs))}
+    return {
+        spec.family: spec for spec in (*SPECS, *LIFTS, *(s for family in families().values() for s in family.specs))
+    }
 
 
 def equivalence_adapter(name: str) -> Any:
@@ -178,8 +208,10 @@ def equivalence_adapter(name: str) -> Any:
         module, _, attribute = EQUIVALENCES[name].partition(":")
         return getattr(importlib.import_module(module), attribute)()
     if name not in families():
-        raise FamilyError(f"unknown family {name!r}; known: {', '.join(sorted(families()))}; built-in lifts: "
-                          f"{', '.join(sorted(EQUIVALENCES))}")
+        raise FamilyError(
+            f"unknown family {name!r}; known: {', '.join(sorted(families()))}; built-in lifts: "
+            f"{', '.join(sorted(EQUIVALENCES))}"
+        )
     return get_family(name).equivalence_adapter()
 
 
@@ -193,8 +225,9 @@ def plan_preset(family: Family, preset: Preset) -> tuple[WarmupPlan, Sequence[Ji
 
 def preset_variants(family: Family, preset: Preset, plan: WarmupPlan, cache_dir: Path | None = None) -> dict[str, int]:
     """Distinct backend variants per kernel of a plan (the backend is configured on the cache to resolve them)."""
-    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend_name),
-                           family.backend_name)
+    cache = open_cache_dir(
+        cache_dir if cache_dir is not None else default_cache_dir(family.backend_name), family.backend_name
+    )
     family.configure_backend(preset, cache.path)
     return {planned.kernel.name: len({planned.kernel.variant(key) for key in planned.keys}) for planned in plan.kernels}
 
@@ -215,9 +248,18 @@ class WarmupRun:
         return self.report.count("compiled") if self.require_baked else 0
 
 
-def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Path | None = None,
-                console: Console | None = None, show_progress: bool = True, timeline: Path | None = None,
-                cooperative: bool = False, require_baked: bool = False) -> WarmupRun:
+def warm_preset(
+    family: Family,
+    preset: Preset,
+    *,
+    jobs: int = 1,
+    cache_dir: Path | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+    timeline: Path | None = None,
+    cooperative: bool = False,
+    require_baked: bool = False,
+) -> WarmupRun:
     """Compile every planned key of a preset (compile-only) into a vetted cache directory.
 
     Everything that could fail at the end (cache dir, timeline file, a read-only cache that
@@ -229,27 +271,37 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
     happens is counted in `unbaked_compiles`. `cooperative`: this process is one rank of a
     torch.distributed group that splits the plan (contract.cooperative).
     """
-    cache = open_cache_dir(cache_dir if cache_dir is not None else default_cache_dir(family.backend_name),
-                           family.backend_name)
+    cache = open_cache_dir(
+        cache_dir if cache_dir is not None else default_cache_dir(family.backend_name), family.backend_name
+    )
     if timeline is not None:
         check_output_file(timeline, "--timeline")
         if timeline.suffix.lower() not in TIMELINE_FORMATS:
             raise CacheDirError(f"--timeline {timeline}: name a {', '.join(TIMELINE_FORMATS)} file")
         if timeline.suffix.lower() != ".json" and importlib.util.find_spec("matplotlib") is None:
-            raise CacheDirError("--timeline needs matplotlib to draw: pip install 'zerojit[plots]' (or name a .json "
-                                "file for the data)")
+            raise CacheDirError(
+                "--timeline needs matplotlib to draw: pip install 'zerojit[plots]' (or name a .json file for the data)"
+            )
     started = time.perf_counter()
     plan, kernels = plan_preset(family, preset)
     # Cooperative ranks start unsynchronized: a late rank would judge an early one's fresh compiles as untrusted.
     problems, uncovered = check_artifacts(cache, plan, remove=not (require_baked or cooperative))
     if require_baked and (uncovered or problems):
-        missing = f"{problems[0]}".removesuffix("; recompiled") if problems else f"{uncovered} planned keys are not in it"
+        missing = (
+            f"{problems[0]}".removesuffix("; recompiled") if problems else f"{uncovered} planned keys are not in it"
+        )
         raise CacheDirError(f"--require-baked: the cache at {cache.path} does not hold this preset: {missing}")
     setup = (family.backend.configure, (preset.limits.arch, cache.path))  # picklable: a worker runs it first
     to_compile = uncovered + len(problems)
     # Compiles are coming: start the workers now (their forkserver imports the DSL while this process does).
-    pool = start_workers(jobs, setup, to_compile) if not cooperative and jobs > 1 and to_compile > 1 and any(
-        p.kernel.parallelism is Parallelism.PROCESSES for p in plan.kernels) else None
+    pool = (
+        start_workers(jobs, setup, to_compile)
+        if not cooperative
+        and jobs > 1
+        and to_compile > 1
+        and any(p.kernel.parallelism is Parallelism.PROCESSES for p in plan.kernels)
+        else None
+    )
     planned = time.perf_counter()
     checked: dict[str, Any] = {}
 
@@ -266,8 +318,16 @@ def warm_preset(family: Family, preset: Preset, *, jobs: int = 1, cache_dir: Pat
             set_up_here()
             report = cooperative_execute(plan)
         else:
-            report = execute(plan, jobs=jobs, console=console, show_progress=show_progress,
-                             history=read_history(cache), process_setup=setup, pool=pool, meanwhile=set_up_here)
+            report = execute(
+                plan,
+                jobs=jobs,
+                console=console,
+                show_progress=show_progress,
+                history=read_history(cache),
+                process_setup=setup,
+                pool=pool,
+                meanwhile=set_up_here,
+            )
     except BaseException:
         if pool is not None:  # an error or an interrupt before the workers were handed over: nothing waits for them
             pool.cancel()
@@ -289,19 +349,32 @@ def _check_bake(cache: CacheDir, baked: dict[str, str], here: dict[str, str], re
     """One line on whether the cache's fingerprint applies here (a warning when not); with `required`, refuse it."""
     mismatch = fingerprint_mismatch(baked, here) if baked else None
     if required and not baked:
-        raise CacheDirError(f"--require-baked: the cache at {cache.path} has no bake fingerprint (zerojit bake makes one)")
+        raise CacheDirError(
+            f"--require-baked: the cache at {cache.path} has no bake fingerprint (zerojit bake makes one)"
+        )
     if mismatch and required:
         raise CacheDirError(f"--require-baked: the cache at {cache.path} does not apply here: {mismatch}")
     if mismatch:
-        warnings.warn(f"the cache at {cache.path} does not apply here ({mismatch}): what it holds will recompile",
-                      CacheWarning, stacklevel=3)
+        warnings.warn(
+            f"the cache at {cache.path} does not apply here ({mismatch}): what it holds will recompile",
+            CacheWarning,
+            stacklevel=3,
+        )
         return None
-    return f"the cache at {cache.path} applies here ({', '.join(f'{k} {v}' for k, v in baked.items())})" \
-        if baked else None
+    return (
+        f"the cache at {cache.path} applies here ({', '.join(f'{k} {v}' for k, v in baked.items())})" if baked else None
+    )
 
 
-def verify_preset(family: Family, preset: Preset, *, launches: int, seed: int, cache_dir: Path | None = None,
-                  console: Console | None = None) -> tuple[WarmupRun, CoverageReport]:
+def verify_preset(
+    family: Family,
+    preset: Preset,
+    *,
+    launches: int,
+    seed: int,
+    cache_dir: Path | None = None,
+    console: Console | None = None,
+) -> tuple[WarmupRun, CoverageReport]:
     """Warm the preset, then prove that `launches` random in-range launches per kernel compile nothing."""
     if not 1 <= launches <= MAX_LAUNCHES:
         raise FamilyError(f"--launches must be between 1 and {MAX_LAUNCHES}, not {launches}")
@@ -310,9 +383,15 @@ def verify_preset(family: Family, preset: Preset, *, launches: int, seed: int, c
     return run, coverage
 
 
-def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 0, seed: int = 0,
-                    legacy_tree: Path | None = None, migrated_tree: Path | None = None,
-                    jobs: int = 1) -> EquivalenceReport:
+def key_equivalence(
+    family_name: str,
+    grid: str | None = "full",
+    samples: int = 0,
+    seed: int = 0,
+    legacy_tree: Path | None = None,
+    migrated_tree: Path | None = None,
+    jobs: int = 1,
+) -> EquivalenceReport:
     """Compare one family's migrated keys with its legacy keys over a grid and/or hypothesis samples.
 
     `legacy_tree` / `migrated_tree`: engine source trees to run the legacy side from (instead
@@ -329,8 +408,13 @@ def key_equivalence(family_name: str, grid: str | None = "full", samples: int = 
     if not configs:
         source = f"grid {grid!r} holds no configs" if grid else "no grid"
         raise FamilyError(f"{family_name}: nothing to compare ({source}, and no --samples)")
-    return compare(adapter, configs, {"grid": grid, "samples": samples, "seed": seed if samples else None},
-                   jobs=jobs, rebuild=functools.partial(build_adapter, family_name, legacy_tree, migrated_tree))
+    return compare(
+        adapter,
+        configs,
+        {"grid": grid, "samples": samples, "seed": seed if samples else None},
+        jobs=jobs,
+        rebuild=functools.partial(build_adapter, family_name, legacy_tree, migrated_tree),
+    )
 
 
 def build_adapter(family_name: str, legacy_tree: Path | None = None, migrated_tree: Path | None = None) -> Any:
@@ -342,8 +426,10 @@ def build_adapter(family_name: str, legacy_tree: Path | None = None, migrated_tr
         raise FamilyError(f"family {family_name!r} has no key-equivalence adapter")
     trees = {name: tree for name, tree in (("legacy_tree", legacy_tree), ("migrated_tree", migrated_tree)) if tree}
     if trees and not isinstance(adapter, TreeEquivalence):
-        raise FamilyError(f"family {family_name!r} has no engine-tree legacy side; --legacy-tree/--migrated-tree "
-                          "apply to families whose legacy warmup is engine code")
+        raise FamilyError(
+            f"family {family_name!r} has no engine-tree legacy side; --legacy-tree/--migrated-tree "
+            "apply to families whose legacy warmup is engine code"
+        )
     return type(adapter)(**trees) if trees else adapter
 
 
@@ -373,6 +459,7 @@ def migration_keys_check(result: MigrationResult, grid: str = "smoke") -> dict[s
             except FamilyError:
                 adapter = None  # a spec without a family room or a lift of its own (engine_specs) has no adapter
             tree_based = isinstance(adapter, TreeEquivalence)
-            reports[name] = key_equivalence(name, grid, legacy_tree=result.repo, migrated_tree=after) \
-                if tree_based else None
+            reports[name] = (
+                key_equivalence(name, grid, legacy_tree=result.repo, migrated_tree=after) if tree_based else None
+            )
     return reports

@@ -1,8 +1,8 @@
 """The pull-request description of a migration: what a maintainer pastes, every table from a check that ran.
 
-It says what moved where (and, for a lifted Triton kernel, what its dispatcher and provider are), the gates (the legacy call's, read from the tree, beside the
-registration's), the key-equivalence result of the same check `--verify-keys` runs, every
-intended difference with its reason, and the legacy code left in place.
+It says what moved where (and, for a lifted Triton kernel, what its dispatcher and provider are), the gates
+(the legacy call's, read from the tree, beside the registration's), the key-equivalence result of the same
+check `--verify-keys` runs, every intended difference with its reason, and the legacy code left in place.
 """
 
 from __future__ import annotations
@@ -21,35 +21,54 @@ def pr_body(result: MigrationResult, keys: dict[str, EquivalenceReport | str | N
     a string: why it could not run on this tree)."""
     rel = lambda path: path.relative_to(result.repo).as_posix()  # noqa: E731
     families = ", ".join(f"`{name}`" for name in result.families)
-    lines = [f"# Move the {families} warmup onto the JIT warmup contract", "",
-             f"Written by `{command}`. Each kernel now registers itself where the layer that selects it is built, "
-             "and the engine's registry compiles every registered key at start-up; the legacy warmup step goes. "
-             "Every table below comes from a check run on this tree.", "", "## What moves where", "",
-             "| file | change |", "|---|---|"]
-    lines += [f"| `{rel(c.path)}` | {'deleted' if c.after is None else 'changed'} |"
-              for c in sorted(result.changes, key=lambda c: str(c.path))]
+    lines = [
+        f"# Move the {families} warmup onto the JIT warmup contract",
+        "",
+        f"Written by `{command}`. Each kernel now registers itself where the layer that selects it is built, "
+        "and the engine's registry compiles every registered key at start-up; the legacy warmup step goes. "
+        "Every table below comes from a check run on this tree.",
+        "",
+        "## What moves where",
+        "",
+        "| file | change |",
+        "|---|---|",
+    ]
+    lines += [
+        f"| `{rel(c.path)}` | {'deleted' if c.after is None else 'changed'} |"
+        for c in sorted(result.changes, key=lambda c: str(c.path))
+    ]
     if result.lifts:
         lines += ["", "## Plain Triton kernels put on the contract", ""] + [f"- {lift}" for lift in result.lifts]
     lines += ["", "## Gates", ""]
     for plan in result.gates:
-        lines += [f"### `{plan.family}` at `{plan.site}`", "",
-                  f"- The registration's gate: `{plan.gate}`" if plan.gate else
-                  "- The registration has no gate of its own (the legacy call had none the site must check).",
-                  "- The legacy call ran when (read from the tree):"]
+        lines += [
+            f"### `{plan.family}` at `{plan.site}`",
+            "",
+            f"- The registration's gate: `{plan.gate}`"
+            if plan.gate
+            else "- The registration has no gate of its own (the legacy call had none the site must check).",
+            "- The legacy call ran when (read from the tree):",
+        ]
         lines += [f"  - `{a.written}` ({a.where})" for a in plan.legacy if not a.per_layer] or ["  - (always)"]
         if plan.per_layer:
-            lines.append("- Decided by the registering layer's own facts (the legacy step searched the model for "
-                         "such layers):")
+            lines.append(
+                "- Decided by the registering layer's own facts (the legacy step searched the model for such layers):"
+            )
             lines += [f"  - `{a.written}` ({a.where})" for a in plan.per_layer]
         lines += [f"- The registry runs registrations only when `{a.written}` ({a.where})." for a in plan.registry]
         lines.append("")
     lines += ["## Intended differences", ""]
     lines += [f"- {difference}" for difference in result.differences()] or ["- None."]
-    lines += ["", "## Key equivalence", "",
-              "The compile keys the tree warms before the change (the legacy steps, run from the tree) against those "
-              "it warms after (the registrations, run through the tree's own registry), per serving configuration:",
-              "", "| family | engine tree | configs checked | mismatches | intended differences |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Key equivalence",
+        "",
+        "The compile keys the tree warms before the change (the legacy steps, run from the tree) against those "
+        "it warms after (the registrations, run through the tree's own registry), per serving configuration:",
+        "",
+        "| family | engine tree | configs checked | mismatches | intended differences |",
+        "|---|---|---|---|---|",
+    ]
     reasons: dict[str, list[str]] = {}
     for family in result.families:
         report = keys.get(family)
@@ -59,8 +78,10 @@ def pr_body(result: MigrationResult, keys: dict[str, EquivalenceReport | str | N
             continue
         intended = [d for d in report.diffs if d.intended]
         reasons[family] = list(dict.fromkeys(d.intended for d in intended))
-        lines.append(f"| `{family}` | {_cell(report.legacy_source)} | {report.configs} | {len(report.mismatches)} | "
-                     f"{len(intended)} |")
+        lines.append(
+            f"| `{family}` | {_cell(report.legacy_source)} | {report.configs} | {len(report.mismatches)} | "
+            f"{len(intended)} |"
+        )
     if any(reasons.values()):
         lines += ["", "Why the intended key differences are intended:", ""]
     for family, why in reasons.items():

@@ -48,8 +48,11 @@ def key_equivalence():
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "key_equivalence(family, grid='full', samples=0, seed=0): assert the "
-                                       "family's migrated keys equal its legacy keys")
+    config.addinivalue_line(
+        "markers",
+        "key_equivalence(family, grid='full', samples=0, seed=0): assert the "
+        "family's migrated keys equal its legacy keys",
+    )
 
 
 def pytest_runtest_call(item: pytest.Item) -> None:

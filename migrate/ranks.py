@@ -43,6 +43,11 @@ def cooperative_warmup(preset_name: str, world_size: int, cache_dir: Path | None
     if cache_dir is not None:
         open_cache_dir(cache_dir)  # refuse a bad cache dir here, in one line, not in every rank
     with tempfile.TemporaryDirectory(prefix="zerojit-ranks-") as workdir:
-        mp.start_processes(rank_main, args=(world_size, preset_name, cache_dir, workdir), nprocs=world_size,
-                           start_method="spawn", join=True)
+        mp.start_processes(
+            rank_main,
+            args=(world_size, preset_name, cache_dir, workdir),
+            nprocs=world_size,
+            start_method="spawn",
+            join=True,
+        )
         return [json.loads(Path(workdir, f"rank{r}.json").read_text()) for r in range(world_size)]

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from zerojit.contract import clear_missed_registrations
+
 # The toy kernel family's source, importable by the tests (and by the worker processes they
 # spawn); `zerojit families` only sees it once it is installed (tests/test_packaging.py).
 TOY_FAMILY_SOURCE = Path(__file__).with_name("toy_family")
 sys.path.insert(0, str(TOY_FAMILY_SOURCE))
-
-from zerojit.contract import clear_missed_registrations
 
 
 @pytest.fixture(autouse=True)
@@ -22,6 +22,7 @@ def fresh_missed_ledger():
     yield
     clear_missed_registrations()
 
+
 pytest_plugins = ["pytester"]
 
 
@@ -29,9 +30,24 @@ pytest_plugins = ["pytester"]
 def toy_family_site(tmp_path_factory):
     """The toy family installed with pip into a folder of its own (its dist-info carries the entry point)."""
     site = tmp_path_factory.mktemp("toy-site")
-    install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                              "--no-index", "--target", str(site), str(TOY_FAMILY_SOURCE)],
-                             capture_output=True, text=True, cwd=site)
+    install = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(TOY_FAMILY_SOURCE),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=site,
+    )
     assert install.returncode == 0, install.stderr[-2000:]
     return site
 
@@ -49,12 +65,25 @@ def migrated_029(tmp_path_factory):
     """vLLM 0.29.0 with zerojit's FA4 MLA prefill and Inkling migrations written, and the run's report."""
     from typer.testing import CliRunner
 
-    from zerojit.migrate.engine_trees.releases import vllm_tree
     from zerojit.migrate.cli import app
+    from zerojit.migrate.engine_trees.releases import vllm_tree
 
     repo = tmp_path_factory.mktemp("vllm-0.29.0-migrated")
     shutil.copytree(vllm_tree("0.29.0"), repo, dirs_exist_ok=True)
-    result = CliRunner().invoke(app, ["migrate", "fa4-mla-prefill", "inkling-rel-attention", "--repo", str(repo),
-                                      "--write", "-j", "2", "--report", str(repo / "report.json")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "migrate",
+            "fa4-mla-prefill",
+            "inkling-rel-attention",
+            "--repo",
+            str(repo),
+            "--write",
+            "-j",
+            "2",
+            "--report",
+            str(repo / "report.json"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     return repo, json.loads((repo / "report.json").read_text())

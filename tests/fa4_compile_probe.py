@@ -21,8 +21,18 @@ def mla(facts):
     from zerojit.migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims
 
     kernel = FA4MLAPrefill()
-    key = kernel.dispatch(batch_size=1, dtype="bf16", num_heads=16, dims=MLADims(128, 64, 128), max_seqlen_q=1,
-                          max_seqlen_k=128, requires_v_padding=False, causal=True, fa_version=4, num_splits=1)
+    key = kernel.dispatch(
+        batch_size=1,
+        dtype="bf16",
+        num_heads=16,
+        dims=MLADims(128, 64, 128),
+        max_seqlen_q=1,
+        max_seqlen_k=128,
+        requires_v_padding=False,
+        causal=True,
+        fa_version=4,
+        num_splits=1,
+    )
     facts["before"] = fa4_cache_size()
     facts["first"] = kernel.compile(key).value
     facts["after_first"], facts["variants"] = fa4_cache_size(), kernel.variant_count()
@@ -35,8 +45,18 @@ def inkling(facts):
     from zerojit.migrate.inkling_rel_attention.kernel import InklingRelAttention
 
     kernel = InklingRelAttention("sm90")
-    inputs = dict(is_local=True, num_heads=8, num_kv_heads=1, head_dim=128, rel_extent=512, dtype="bf16",
-                  kv_dtype="bf16", block_size=128, window_size=(511, 0), max_kv_len=512)
+    inputs = dict(
+        is_local=True,
+        num_heads=8,
+        num_kv_heads=1,
+        head_dim=128,
+        rel_extent=512,
+        dtype="bf16",
+        kv_dtype="bf16",
+        block_size=128,
+        window_size=(511, 0),
+        max_kv_len=512,
+    )
     key = kernel.dispatch(**inputs, query_len=3, num_reqs=2)
     facts["key"] = key.as_dict()
     facts["before"] = fa4_cache_size()
@@ -53,8 +73,17 @@ def mla_sm100(facts):
     from zerojit.migrate.fa4_mla_prefill.kernel import MULTI_BLOCK_Q, Q_TILE, FA4MLAPrefill, MLADims
 
     kernel = FA4MLAPrefill()
-    common = dict(batch_size=1, dtype="bf16", num_heads=16, dims=MLADims(128, 64, 128), max_seqlen_k=512,
-                  requires_v_padding=False, causal=True, fa_version=4, num_splits=0)
+    common = dict(
+        batch_size=1,
+        dtype="bf16",
+        num_heads=16,
+        dims=MLADims(128, 64, 128),
+        max_seqlen_k=512,
+        requires_v_padding=False,
+        causal=True,
+        fa_version=4,
+        num_splits=0,
+    )
     facts["before"] = fa4_cache_size()
     facts["one_block"] = kernel.compile(kernel.dispatch(**common, max_seqlen_q=Q_TILE + 1)).value
     facts["after_one_block"] = fa4_cache_size()
@@ -69,9 +98,20 @@ def inkling_sm100(facts):
     from zerojit.migrate.inkling_rel_attention.kernel import InklingRelAttention
 
     kernel = InklingRelAttention("sm100")
-    key = kernel.dispatch(is_local=False, num_heads=8, num_kv_heads=1, head_dim=128, rel_extent=1024, dtype="bf16",
-                          kv_dtype="bf16", block_size=128, window_size=(-1, -1), max_kv_len=32768, query_len=1,
-                          num_reqs=4)
+    key = kernel.dispatch(
+        is_local=False,
+        num_heads=8,
+        num_kv_heads=1,
+        head_dim=128,
+        rel_extent=1024,
+        dtype="bf16",
+        kv_dtype="bf16",
+        block_size=128,
+        window_size=(-1, -1),
+        max_kv_len=32768,
+        query_len=1,
+        num_reqs=4,
+    )
     facts["key"] = key.as_dict()
     facts["before"] = fa4_cache_size()
     facts["first"] = kernel.compile(key).value
@@ -85,8 +125,16 @@ def monitor(facts):
     from zerojit.migrate.fa4_mla_prefill.kernel import FA4MLAPrefill, MLADims
 
     kernel = FA4MLAPrefill()
-    common = dict(batch_size=1, dtype="bf16", num_heads=16, dims=MLADims(128, 64, 128), max_seqlen_k=128,
-                  requires_v_padding=False, fa_version=4, num_splits=1)
+    common = dict(
+        batch_size=1,
+        dtype="bf16",
+        num_heads=16,
+        dims=MLADims(128, 64, 128),
+        max_seqlen_k=128,
+        requires_v_padding=False,
+        fa_version=4,
+        num_splits=1,
+    )
     warmed = kernel.dispatch(**common, max_seqlen_q=1, causal=True)
     kernel.compile(warmed)
     with JitMonitor("error").armed() as armed:
@@ -115,6 +163,12 @@ if __name__ == "__main__":
     check, cache_dir = sys.argv[1], sys.argv[2]
     cutedsl_backend.configure("sm100" if check.endswith("_sm100") else "sm90", cache_dir)
     observed: dict = {}
-    {"mla": mla, "inkling": inkling, "reconfigure": reconfigure, "monitor": monitor, "mla_sm100": mla_sm100,
-     "inkling_sm100": inkling_sm100}[check](observed)
+    {
+        "mla": mla,
+        "inkling": inkling,
+        "reconfigure": reconfigure,
+        "monitor": monitor,
+        "mla_sm100": mla_sm100,
+        "inkling_sm100": inkling_sm100,
+    }[check](observed)
     print(json.dumps(observed))

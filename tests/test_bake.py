@@ -22,8 +22,11 @@ def run(*args, layout=None, check=True):
     """Python with `args`; in another layout, that folder goes first on sys.path (ahead of what CuTe DSL's .pth adds)."""
     if layout is not None:
         if args[0] == "-m":
-            args = ("-c", f"import runpy, sys; sys.argv = {['zerojit', *args[2:]]!r}; "
-                          f"runpy.run_module({args[1]!r}, run_name='__main__', alter_sys=True)")
+            args = (
+                "-c",
+                f"import runpy, sys; sys.argv = {['zerojit', *args[2:]]!r}; "
+                f"runpy.run_module({args[1]!r}, run_name='__main__', alter_sys=True)",
+            )
         args = ("-c", f"import sys; sys.path.insert(0, {str(layout)!r}); exec({args[1]!r})")
     done = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd="/", timeout=1800)
     assert not check or done.returncode == 0, done.stderr[-3000:]
@@ -37,10 +40,17 @@ def other_layout(tmp_path_factory):
     wheels = tmp_path_factory.mktemp("wheel")
     run("-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(ROOT))
     run("-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site), *map(str, wheels.glob("*.whl")))
-    located = run("-c", "import cutlass, quack, flydsl, flash_attn.cute, tvm_ffi, os; print(os.pathsep.join(["
-                        "os.path.dirname(cutlass.__file__), os.path.dirname(quack.__file__), "
-                        "os.path.dirname(flydsl.__file__), os.path.dirname(os.path.dirname(flash_attn.cute.__file__)),"
-                        " os.path.dirname(tvm_ffi.__file__)]))").stdout.split()[0].split(os.pathsep)
+    located = (
+        run(
+            "-c",
+            "import cutlass, quack, flydsl, flash_attn.cute, tvm_ffi, os; print(os.pathsep.join(["
+            "os.path.dirname(cutlass.__file__), os.path.dirname(quack.__file__), "
+            "os.path.dirname(flydsl.__file__), os.path.dirname(os.path.dirname(flash_attn.cute.__file__)),"
+            " os.path.dirname(tvm_ffi.__file__)]))",
+        )
+        .stdout.split()[0]
+        .split(os.pathsep)
+    )
     for package in located:
         (site / Path(package).name).symlink_to(package)
     libs = Path(located[2]).with_name("flydsl.libs")  # FlyDSL's bundled libraries, found next to the package
@@ -62,15 +72,26 @@ def test_a_bake_serves_another_layout_with_zero_compiles(tmp_path, other_layout)
     baked = json.loads(run("-m", "zerojit", "bake", *args, "--out", str(bake), "--jobs", "2", "--json").stdout)
     # The two sm90 CuTe DSL presets share one process (one DSL import, one set of workers); FlyDSL has its own.
     assert [(row["preset"], row["cache"], row["process"]) for row in baked["presets"]] == [
-        (preset, str(bake / backend), 0 if backend == "cutedsl" else 1) for preset, backend in PRESETS.items()]
+        (preset, str(bake / backend), 0 if backend == "cutedsl" else 1) for preset, backend in PRESETS.items()
+    ]
     assert baked["failed"] == 0 and all(row["compiled"] > 0 for row in baked["presets"])
     shipped = tmp_path / "shipped"
     shutil.copytree(bake, shipped)  # what a serving host receives
     for preset, backend in PRESETS.items():
         manifest = json.loads((shipped / backend / "zerojit-manifest.json").read_text())
         assert manifest["fingerprint"]["Python"] == f"{sys.version_info.major}.{sys.version_info.minor}"
-        done = run("-m", "zerojit", "warmup", "--preset", preset, "--cache-dir", str(shipped / backend),
-                   "--require-baked", "--json", layout=other_layout)
+        done = run(
+            "-m",
+            "zerojit",
+            "warmup",
+            "--preset",
+            preset,
+            "--cache-dir",
+            str(shipped / backend),
+            "--require-baked",
+            "--json",
+            layout=other_layout,
+        )
         report = json.loads(done.stdout)
         assert report["compiled"] == 0 and report["failed"] == 0 and report["cached"] == report["total_keys"], preset
 
@@ -86,12 +107,14 @@ def test_a_mismatched_bake_is_named_in_one_line_and_refused_when_required(tmp_pa
     told = run(*warmup, "--json")
     assert [line for line in told.stderr.splitlines() if line.startswith("warning:")] == [
         f"warning: the cache at {bake / 'flydsl'} does not apply here (baked for flydsl 0.4.9, this is 0.5.0): "
-        "what it holds will recompile"]
+        "what it holds will recompile"
+    ]
     manifest_path.write_text(json.dumps(manifest))  # the warmup above recorded nothing new: it compiled nothing
     refused = run(*warmup, "--require-baked", check=False)
     assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
         f"error: --require-baked: the cache at {bake / 'flydsl'} does not apply here: baked for flydsl 0.4.9, "
-        "this is 0.5.0"]
+        "this is 0.5.0"
+    ]
     empty = tmp_path / "empty"
     refused = run(*warmup[:-1], str(empty), "--require-baked", check=False)
     assert refused.returncode == 2 and "does not hold this preset: 20 planned keys are not in it" in refused.stderr

@@ -17,10 +17,18 @@ from pathlib import Path
 import pytest
 from zerojit_toy_family.kernel import PolyKernel
 
-from zerojit.contract import ServingLimits, WarmupRegistry, execute
-from zerojit.contract import storage
-from zerojit.contract.cache import (HISTORY_FILE, LOCK_FILE, MANIFEST_FILE, CacheDirError, CacheWarning,
-                                    check_artifacts, open_cache_dir, read_fingerprint, record_results)
+from zerojit.contract import ServingLimits, WarmupRegistry, execute, storage
+from zerojit.contract.cache import (
+    HISTORY_FILE,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    CacheDirError,
+    CacheWarning,
+    check_artifacts,
+    open_cache_dir,
+    read_fingerprint,
+    record_results,
+)
 
 LIMITS = ServingLimits(max_num_seqs=8, max_num_batched_tokens=512, max_model_len=4096)
 
@@ -67,8 +75,11 @@ def test_manifest_paths_outside_the_cache_are_refused_and_nothing_outside_is_tou
     refused = sorted(p.artifact for p in problems if "outside the cache folder" in p.why)
     assert refused == sorted(["../victim.txt", str(absolute), "a\u0000b", "x" * 5000])
     assert report.count("compiled") == 4 and report.count("failed") == 0  # the refused keys recompiled
-    assert all(not Path(relative).is_absolute() and ".." not in relative
-               for entry in manifest(cache)["keys"].values() for relative in entry["artifacts"])
+    assert all(
+        not Path(relative).is_absolute() and ".." not in relative
+        for entry in manifest(cache)["keys"].values()
+        for relative in entry["artifacts"]
+    )
 
 
 def test_an_artifact_entry_naming_a_folder_is_refused_not_a_traceback(tmp_path):
@@ -165,11 +176,12 @@ def test_a_cache_holds_its_own_files_only(tmp_path):
     a file others can write could be swapped."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    for make, why in ((lambda c: (c / "variant").symlink_to(elsewhere), "holds a symlink"),
-                      (lambda c: (c / "k.marshal").symlink_to(elsewhere / "evil"), "holds a symlink"),
-                      (lambda c: os.mkfifo(c / "__grp__k.json"), "not a regular file or folder"),
-                      (lambda c: ((c / "k.marshal").write_bytes(b""), (c / "k.marshal").chmod(0o666)),
-                       "writable by other users")):
+    for make, why in (
+        (lambda c: (c / "variant").symlink_to(elsewhere), "holds a symlink"),
+        (lambda c: (c / "k.marshal").symlink_to(elsewhere / "evil"), "holds a symlink"),
+        (lambda c: os.mkfifo(c / "__grp__k.json"), "not a regular file or folder"),
+        (lambda c: ((c / "k.marshal").write_bytes(b""), (c / "k.marshal").chmod(0o666)), "writable by other users"),
+    ):
         cache = tmp_path / f"cache-{why[:4]}-{len(list(tmp_path.iterdir()))}"
         cache.mkdir(mode=0o700)
         make(cache)
@@ -240,8 +252,9 @@ def test_a_swapped_triton_group_file_is_recompiled_and_reported(triton_bake, tmp
     report = warmup_json("--cache-dir", str(cache))
     swapped = {str(path.relative_to(cache / "triton")) for path in (first, second)}
     assert report["compiled"] == 2 and report["cached"] == 4
-    assert {line.split("cached artifact ")[1].split(" does not match")[0]
-            for line in report["recompiled_artifacts"]} == swapped
+    assert {
+        line.split("cached artifact ")[1].split(" does not match")[0] for line in report["recompiled_artifacts"]
+    } == swapped
 
 
 def test_a_triton_group_file_resolves_only_its_own_variants_files(tmp_path, monkeypatch):
@@ -256,8 +269,10 @@ def test_a_triton_group_file_resolves_only_its_own_variants_files(tmp_path, monk
     for manager in (mine, other):
         cubin = manager.put(b"\x7fELF", "k.cubin")
         manager.put_group("k.json", {"k.cubin": cubin, "k.json": manager.put("{}", "k.json", binary=False)})
-    assert mine.get_group("k.json") == {"k.cubin": str(tmp_path / "MINE" / "k.cubin"),
-                                        "k.json": str(tmp_path / "MINE" / "k.json")}
+    assert mine.get_group("k.json") == {
+        "k.cubin": str(tmp_path / "MINE" / "k.cubin"),
+        "k.json": str(tmp_path / "MINE" / "k.json"),
+    }
     moved = tmp_path / "moved"
     shutil.copytree(tmp_path / "MINE", moved / "MINE")
     monkeypatch.setattr(triton.knobs.cache, "dir", str(moved))

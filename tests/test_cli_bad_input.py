@@ -74,13 +74,15 @@ def test_read_only_cache_serves_a_warmup_that_compiles_nothing(toy_family_site, 
     assert {path.name: path.read_bytes() for path in cache.iterdir()} == before
 
 
-def test_read_only_cache_that_would_need_writing_is_refused_before_compiling(toy_family_site, tmp_path,
-                                                                             make_read_only):
+def test_read_only_cache_that_would_need_writing_is_refused_before_compiling(toy_family_site, tmp_path, make_read_only):
     empty = tmp_path / "empty"
     empty.mkdir(mode=0o700)
     make_read_only(empty)
-    assert_one_error_line(warm_toy(toy_family_site, empty), "is read-only and would need writing",
-                          f"{TOY_KEYS} planned keys are not in its manifest")
+    assert_one_error_line(
+        warm_toy(toy_family_site, empty),
+        "is read-only and would need writing",
+        f"{TOY_KEYS} planned keys are not in its manifest",
+    )
     partial = tmp_path / "partial"
     assert warm_toy(toy_family_site, partial).returncode == 0
     victim = sorted(partial.glob("*.marshal"))[0]
@@ -118,13 +120,14 @@ def test_user_text_is_never_read_as_markup():
 
 @pytest.mark.parametrize("count", ["99999999999999999999", "0", "-3"])
 def test_launch_count_is_bounded(count):
-    assert_one_error_line(zerojit("verify", "-p", "minimax-m3-nvfp4-mi355x-tp4", "--launches", count),
-                          "--launches must be between 1 and 100000")
+    assert_one_error_line(
+        zerojit("verify", "-p", "minimax-m3-nvfp4-mi355x-tp4", "--launches", count),
+        "--launches must be between 1 and 100000",
+    )
 
 
 def test_keys_diff_writes_nothing_into_the_current_directory(tmp_path):
-    done = zerojit("keys", "diff", "--family", "rocm-nvfp4", "--grid", "none", "--samples", "3", "--json",
-                   cwd=tmp_path)
+    done = zerojit("keys", "diff", "--family", "rocm-nvfp4", "--grid", "none", "--samples", "3", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["configs"] == 3
     assert list(tmp_path.iterdir()) == []
@@ -142,11 +145,16 @@ def test_swapped_toy_artifacts_are_recompiled_and_reported(toy_family_site, tmp_
     report = json.loads(again.stdout)
     assert report["compiled"] == 2 and report["cached"] == TOY_KEYS - 2
     assert sorted(p.split(": cached artifact ")[1].split(" ")[0] for p in report["recompiled_artifacts"]) == sorted(
-        [first.name, second.name])
+        [first.name, second.name]
+    )
     # The recompiled files are the right ones again: their digests match the manifest.
     manifest = read_manifest(CacheDir(cache, True))
-    assert {name for entry in manifest.values() for name, digest in entry["artifacts"].items()
-            if digest == file_digest(cache / name)} == {p.name for p in cache.glob("*.marshal")}
+    assert {
+        name
+        for entry in manifest.values()
+        for name, digest in entry["artifacts"].items()
+        if digest == file_digest(cache / name)
+    } == {p.name for p in cache.glob("*.marshal")}
 
 
 def test_swapped_flydsl_artifacts_are_recompiled_and_reported(tmp_path, make_read_only):
@@ -154,8 +162,10 @@ def test_swapped_flydsl_artifacts_are_recompiled_and_reported(tmp_path, make_rea
     cache = tmp_path / "cache"
     preset = "minimax-m3-nvfp4-mi355x-tp4"
     assert zerojit("warmup", "-p", preset, "--cache-dir", str(cache), "--json").returncode == 0
-    folder = max((p for p in cache.iterdir() if p.is_dir() and len(list(p.glob("*.pkl"))) >= 2),
-                 key=lambda p: len(list(p.glob("*.pkl"))))
+    folder = max(
+        (p for p in cache.iterdir() if p.is_dir() and len(list(p.glob("*.pkl"))) >= 2),
+        key=lambda p: len(list(p.glob("*.pkl"))),
+    )
     first, second = sorted(folder.glob("*.pkl"))[:2]
     swapped = tmp_path / "swap"
     shutil.move(first, swapped)
@@ -219,8 +229,7 @@ def test_a_report_that_cannot_be_written_is_refused_before_the_tree_is(tmp_path)
     shutil.copytree(EXAMPLE_TREE, repo)
     before = {path: path.read_bytes() for path in repo.rglob("*.py")}
     for args in (("--write",), ()):
-        done = zerojit("migrate", "rocm-nvfp4", "--repo", str(repo), "--report", str(tmp_path / "no" / "r.json"),
-                       *args)
+        done = zerojit("migrate", "rocm-nvfp4", "--repo", str(repo), "--report", str(tmp_path / "no" / "r.json"), *args)
         assert_one_error_line(done, "--report", "does not exist")
     assert {path: path.read_bytes() for path in repo.rglob("*.py")} == before
 
@@ -247,8 +256,9 @@ def test_draft_specs_never_overwrite_and_never_crash(tmp_path, make_read_only):
 
 def test_a_timeline_of_a_format_the_plot_cannot_write_is_refused_before_compiling(toy_family_site, tmp_path):
     cache = tmp_path / "cache"
-    assert_one_error_line(warm_toy(toy_family_site, cache, "--timeline", str(tmp_path / "t.csv")),
-                          "name a .png, .svg, .pdf, .json file")
+    assert_one_error_line(
+        warm_toy(toy_family_site, cache, "--timeline", str(tmp_path / "t.csv")), "name a .png, .svg, .pdf, .json file"
+    )
     assert_one_error_line(warm_toy(toy_family_site, cache, "--timeline", "/dev/full"), "not a regular file")
     assert not list(cache.glob("*.marshal"))
 

@@ -58,15 +58,21 @@ def answers(scope, node: cst.Name):
     """What a transform may ask a scope about a name: bound?, its bindings, what it refers to."""
     if scope is None:
         return None
-    return (type(scope).__name__, getattr(scope, "name", None), node.value in scope,
-            sorted((type(a).__name__, a.name, type(getattr(a, "node", None)).__name__) for a in scope[node.value]),
-            sorted((q.name, q.source.name) for q in scope.get_qualified_names_for(node)))
+    return (
+        type(scope).__name__,
+        getattr(scope, "name", None),
+        node.value in scope,
+        sorted((type(a).__name__, a.name, type(getattr(a, "node", None)).__name__) for a in scope[node.value]),
+        sorted((q.name, q.source.name) for q in scope.get_qualified_names_for(node)),
+    )
 
 
 def sample():
     tree = vllm_tree("0.33.0")
-    paths = sorted(tree.rglob("*.py"))[::100] + [tree / "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
-                                                 tree / "vllm/model_executor/layers/fused_moe/router/gate_linear.py"]
+    paths = sorted(tree.rglob("*.py"))[::100] + [
+        tree / "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
+        tree / "vllm/model_executor/layers/fused_moe/router/gate_linear.py",
+    ]
     return [p for p in paths if not re.search(r"\b(global|nonlocal)\b", p.read_text(encoding="utf-8"))]
 
 
@@ -83,7 +89,10 @@ def test_the_outline_resolves_every_name_outside_the_outlined_functions_as_the_w
 
 
 def test_a_file_that_declares_a_name_global_or_nonlocal_gets_no_outline():
-    for source in ("x = 1\ndef f():\n    global x\n    x = 2\n", "def f():\n    y = 1\n    def g():\n        nonlocal y\n"):
+    for source in (
+        "x = 1\ndef f():\n    global x\n    x = 2\n",
+        "def f():\n    y = 1\n    def g():\n        nonlocal y\n",
+    ):
         assert outline_scopes(cst.parse_module(source), source, keep=lambda f: False) is None
 
 
@@ -91,8 +100,12 @@ def contexts(path, module):
     """A full-scope context for the file, as the transforms' context is made (module and package names)."""
     repo = vllm_tree("0.33.0")
     name, package = module_name(repo, path)
-    return CodemodContext(filename=str(path), full_module_name=name, full_package_name=package,
-                          wrapper=cst.MetadataWrapper(module, unsafe_skip_copy=True))
+    return CodemodContext(
+        filename=str(path),
+        full_module_name=name,
+        full_package_name=package,
+        wrapper=cst.MetadataWrapper(module, unsafe_skip_copy=True),
+    )
 
 
 def requests(module: cst.Module, package: str):
@@ -116,7 +129,9 @@ def test_an_import_removal_judged_a_no_op_leaves_the_file_as_libcst_leaves_it():
         every = requests(module, context.full_package_name)
         for asked in [every, *([item] for item in every[:3])]:
             if not may_remove(context.wrapper, source, asked):
-                removed = RemoveImportsVisitor(dataclasses.replace(context, wrapper=None), asked).transform_module(module)
+                removed = RemoveImportsVisitor(dataclasses.replace(context, wrapper=None), asked).transform_module(
+                    module
+                )
                 assert removed.code == source, (path, asked)
 
 
@@ -132,5 +147,6 @@ def test_the_imports_a_removed_helper_used_are_found_on_its_outline_as_on_the_fi
             outlined = dataclasses.replace(outlined, wrapper=ResolvedScopes(outline))
             for context in (full, outlined):
                 RemoveImportsVisitor.remove_unused_import_by_node(context, helper)
-            assert Counter(RemoveImportsVisitor._get_imports_from_context(outlined)) == \
-                Counter(RemoveImportsVisitor._get_imports_from_context(full)), (path, helper.name.value)
+            assert Counter(RemoveImportsVisitor._get_imports_from_context(outlined)) == Counter(
+                RemoveImportsVisitor._get_imports_from_context(full)
+            ), (path, helper.name.value)

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.codemods.runner import migrate, write
 from zerojit.codemods.spec import SpecError, load_specs
 from zerojit.migrate.cli import app
-from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE, ORCHESTRATOR, add_legacy_layout
+from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
+from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE, ORCHESTRATOR, add_legacy_layout
 
 runner = CliRunner()
 SPECS = migration_specs()
@@ -55,8 +55,11 @@ def test_fa4_and_inkling_reproduce_upstream_030(migrated_029):
         # Every statement we changed, upstream changed the same way ...
         assert not ours_removed - up_removed, (rel, ours_removed - up_removed)
         assert not ours_added - up_added, (rel, ours_added - up_added)
+
         # ... and every upstream change that concerns these migrations, we made.
-        relevant = lambda lines: Counter({l: n for l, n in lines.items() if any(w in l for w in FA4_NAMES)})  # noqa: E731
+        def relevant(lines):
+            return Counter({line: n for line, n in lines.items() if any(w in line for w in FA4_NAMES)})
+
         assert not relevant(up_removed) - ours_removed, rel
         assert not relevant(up_added) - ours_added, rel
     assert set(report["changed"]) == {
@@ -68,7 +71,7 @@ def test_fa4_and_inkling_reproduce_upstream_030(migrated_029):
     }
     # The registrations read exactly as upstream wrote them.
     for rel in ("vllm/v1/attention/backends/mla/prefill/flash_attn.py", "vllm/models/inkling/nvidia/attention.py"):
-        assert (repo / rel).read_text() .count("register_warmup()") == (new / rel).read_text().count("register_warmup()")
+        assert (repo / rel).read_text().count("register_warmup()") == (new / rel).read_text().count("register_warmup()")
 
 
 def test_untouched_files_are_byte_identical_and_tree_compiles(migrated_029):
@@ -90,11 +93,16 @@ def test_second_run_changes_nothing_and_check_exit_codes(migrated_029):
     pending = runner.invoke(app, [*args[:3], "--repo", str(vllm_tree("0.29.0")), "--check"])
     assert pending.exit_code == 1
     listed = sorted(line.split(": ", 1)[1] for line in pending.stdout.splitlines() if line.startswith("would change: "))
-    assert listed == sorted(["vllm/model_executor/warmup/fa4_cutedsl_warmup.py",
-                             "vllm/model_executor/warmup/kernel_warmup.py",
-                             "vllm/models/inkling/nvidia/attention.py", "vllm/models/inkling/nvidia/ops/__init__.py",
-                             "vllm/models/inkling/nvidia/ops/fa4_rel_attention.py",
-                             "vllm/v1/attention/backends/mla/prefill/flash_attn.py"])
+    assert listed == sorted(
+        [
+            "vllm/model_executor/warmup/fa4_cutedsl_warmup.py",
+            "vllm/model_executor/warmup/kernel_warmup.py",
+            "vllm/models/inkling/nvidia/attention.py",
+            "vllm/models/inkling/nvidia/ops/__init__.py",
+            "vllm/models/inkling/nvidia/ops/fa4_rel_attention.py",
+            "vllm/v1/attention/backends/mla/prefill/flash_attn.py",
+        ]
+    )
 
 
 def legacy_033(tmp_path) -> tuple[Path, str]:
@@ -115,14 +123,21 @@ def test_rocm_migration_on_vllm_033(tmp_path):
     # The call and its gate are gone: the orchestrator is 0.33.0's own file again, byte for byte.
     assert (repo / ORCHESTRATOR).read_text() == original_orchestrator
     model = (repo / "vllm/model_executor/models/minimax_m3.py").read_text()
-    init = next(node for node in ast.walk(ast.parse(model)) if isinstance(node, ast.FunctionDef)
-                and node.name == "__init__")
+    init = next(
+        node for node in ast.walk(ast.parse(model)) if isinstance(node, ast.FunctionDef) and node.name == "__init__"
+    )
     # The model imports the kernel under an alias: the registration reuses it (no second import).
     assert ast.unparse(init.body[-1]) == (
         "if vllm_config.kernel_config.enable_jit_warmup and self.use_nvfp4_kv:\n"
-        "    nvfp4_launchers.register_warmup(head_dim=self.head_dim, topk=self.topk)")
-    imports = [(n.module, a.name, a.asname) for n in ast.walk(ast.parse(model)) if isinstance(n, ast.ImportFrom)
-               for a in n.names if "NVFP4_KV_LAUNCHERS" in a.name]
+        "    nvfp4_launchers.register_warmup(head_dim=self.head_dim, topk=self.topk)"
+    )
+    imports = [
+        (n.module, a.name, a.asname)
+        for n in ast.walk(ast.parse(model))
+        if isinstance(n, ast.ImportFrom)
+        for a in n.names
+        if "NVFP4_KV_LAUNCHERS" in a.name
+    ]
     assert imports == [("vllm.v1.attention.ops.rocm_nvfp4_kv", "_ROCM_NVFP4_KV_LAUNCHERS", "nvfp4_launchers")]
     launchers = (repo / "vllm/v1/attention/ops/rocm_nvfp4_kv.py").read_text()
     assert "\n_ROCM_NVFP4_KV_LAUNCHERS = NVFP4KVLaunchers()" in launchers
@@ -187,10 +202,22 @@ def test_files_outside_the_repo_are_never_touched(tmp_path):
 
 def test_toml_spec_file_round_trip_and_errors(tmp_path):
     spec = SPECS["rocm-nvfp4"]
-    lines = ["[[migration]]"] + [f"{name} = {json.dumps(getattr(spec, name))}" for name in
-                                 ("family", "legacy_module", "legacy_function", "orchestrator_module",
-                                  "singleton_module", "singleton", "private_singleton", "construction_module",
-                                  "construction_class", "registration", "gate")]
+    lines = ["[[migration]]"] + [
+        f"{name} = {json.dumps(getattr(spec, name))}"
+        for name in (
+            "family",
+            "legacy_module",
+            "legacy_function",
+            "orchestrator_module",
+            "singleton_module",
+            "singleton",
+            "private_singleton",
+            "construction_module",
+            "construction_class",
+            "registration",
+            "gate",
+        )
+    ]
     path = tmp_path / "mine.toml"
     path.write_text("\n".join(lines).replace('family = "rocm-nvfp4"', 'family = "my-launchers"') + "\n")
     (loaded,) = load_specs(path)

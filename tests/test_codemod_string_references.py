@@ -112,9 +112,14 @@ def top_level_names(source: str) -> dict[str, object]:
 
 def singleton_name(source: str) -> str:
     """The name the exporter binds its kernel instance to (`NAME = FA4MLAPrefillKernel()`), read off the source."""
-    return next(t.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
-                and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "FA4MLAPrefillKernel"
-                for t in node.targets)
+    return next(
+        t.id
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and getattr(node.value.func, "id", "") == "FA4MLAPrefillKernel"
+        for t in node.targets
+    )
 
 
 def executed(source: str, exporter_source: str, monkeypatch) -> dict:
@@ -141,8 +146,9 @@ def test_lookups_by_string_are_renamed_and_resolve_on_the_migrated_exporter(repo
     probe, exporter = (repo / PROBE).read_text(), (repo / FLASH).read_text()
     kernel = singleton_name(exporter)
     assert kernel != OLD  # the migration renamed the singleton
-    assert [line for line in probe.splitlines() if re.search(rf"\b{OLD}\b", line)] \
-           == [f'    return getattr(importlib.import_module("vllm.platforms"), "{OLD}", None)']
+    assert [line for line in probe.splitlines() if re.search(rf"\b{OLD}\b", line)] == [
+        f'    return getattr(importlib.import_module("vllm.platforms"), "{OLD}", None)'
+    ]
     assert f'fromlist=["{kernel}"]' in probe
     results = executed(probe, exporter, monkeypatch)
     assert {name: results[name] for name in READS_THE_KERNEL} == dict.fromkeys(READS_THE_KERNEL, ("bound", kernel))
@@ -157,14 +163,30 @@ def test_lookups_by_string_are_renamed_and_resolve_on_the_migrated_exporter(repo
 COMPUTED = f"looks up {OLD} on a module imported by a name computed at run time"
 
 
-@pytest.mark.parametrize("lookup, line, why", [
-    (f'def probe(name):\n    return getattr(importlib.import_module(name), "{OLD}")\n', 5, COMPUTED),
-    (f'def probe(leaf):\n    mod = importlib.import_module(f"vllm.v1.attention.backends.mla.prefill.{{leaf}}")\n'
-     f'    return mod.{OLD}\n', 6, COMPUTED),
-    (f'def probe(name):\n    mod = __import__(name, fromlist=["{OLD}"])\n    return hasattr(mod, "{OLD}")\n', 6, COMPUTED),
-    (f'def probe(fallback):\n    mod = fallback\n    if mod is None:\n        mod = importlib.import_module("{FLASH_MODULE}")\n'
-     f'    return mod.{OLD}\n', 8, f"looks up {OLD} on a name that may be {FLASH_MODULE}"),
-], ids=["variable", "f-string", "dunder-import", "or-another-value"])
+@pytest.mark.parametrize(
+    "lookup, line, why",
+    [
+        (f'def probe(name):\n    return getattr(importlib.import_module(name), "{OLD}")\n', 5, COMPUTED),
+        (
+            f'def probe(leaf):\n    mod = importlib.import_module(f"vllm.v1.attention.backends.mla.prefill.{{leaf}}")\n'
+            f"    return mod.{OLD}\n",
+            6,
+            COMPUTED,
+        ),
+        (
+            f'def probe(name):\n    mod = __import__(name, fromlist=["{OLD}"])\n    return hasattr(mod, "{OLD}")\n',
+            6,
+            COMPUTED,
+        ),
+        (
+            f'def probe(fallback):\n    mod = fallback\n    if mod is None:\n        mod = importlib.import_module("{FLASH_MODULE}")\n'
+            f"    return mod.{OLD}\n",
+            8,
+            f"looks up {OLD} on a name that may be {FLASH_MODULE}",
+        ),
+    ],
+    ids=["variable", "f-string", "dunder-import", "or-another-value"],
+)
 def test_a_lookup_whose_module_the_migration_cannot_know_is_refused(repo, lookup, line, why):
     add(repo, PROBE, f"import importlib\n\n\n{lookup}")
     before = {p: p.read_bytes() for p in repo.rglob("*.py")}
@@ -178,11 +200,13 @@ def test_the_gate_alone_reports_a_lookup_left_behind(repo):
     planner = Planner(repo, [migration_specs()[f] for f in FAMILIES])
     planner.plan()
     facts = planner.facts()
-    leftover = (f'import importlib\nfrom importlib import import_module\n\n\n'
-                f'def direct():\n    return getattr(importlib.import_module("{FLASH_MODULE}"), "{OLD}")\n\n\n'
-                f'def through_a_local():\n    mod = import_module("{FLASH_MODULE}")\n    x = hasattr(mod, "{OLD}")\n'
-                f'    return x, mod.{OLD}\n\n\n'
-                f'def elsewhere(mod):\n    return getattr(mod, "{OLD}")\n')
+    leftover = (
+        f"import importlib\nfrom importlib import import_module\n\n\n"
+        f'def direct():\n    return getattr(importlib.import_module("{FLASH_MODULE}"), "{OLD}")\n\n\n'
+        f'def through_a_local():\n    mod = import_module("{FLASH_MODULE}")\n    x = hasattr(mod, "{OLD}")\n'
+        f"    return x, mod.{OLD}\n\n\n"
+        f'def elsewhere(mod):\n    return getattr(mod, "{OLD}")\n'
+    )
     new = next(r.new for r in facts.renamed if r.old == OLD)
     found, _ = gate.check_references(repo / PROBE, "vllm.tools.kernel_lookup", "vllm.tools", leftover, facts)
     assert sorted(f.line for f in found) == [6, 11, 12]  # not the lookup on a parameter (line 16)

@@ -19,6 +19,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from test_codemod_repo import changed_lines
+from tree_forks import GDN_LAYER, make_dispatch_traceable, replace_file
 from typer.testing import CliRunner
 
 from zerojit.codemods import style
@@ -27,9 +29,6 @@ from zerojit.codemods.runner import migrate
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
-
-from test_codemod_repo import changed_lines
-from tree_forks import GDN_LAYER, make_dispatch_traceable, replace_file
 
 runner = CliRunner()
 SPECS = migration_specs()
@@ -43,8 +42,18 @@ def ruff(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.Complete
 
 def findings(tree: Path, rel: str, settings=VLLM) -> Counter:
     """ruff's lint findings on a file as (code, message) with line numbers dropped: the same finding anywhere."""
-    done = ruff("check", "--no-cache", *settings, "--select", "E,F,W,I,UP,B", "--output-format", "json",
-                "--exit-zero", rel, cwd=tree)
+    done = ruff(
+        "check",
+        "--no-cache",
+        *settings,
+        "--select",
+        "E,F,W,I,UP,B",
+        "--output-format",
+        "json",
+        "--exit-zero",
+        rel,
+        cwd=tree,
+    )
     assert done.returncode == 0, done.stderr
     return Counter((f["code"], f["message"].split(" from line ")[0]) for f in json.loads(done.stdout))
 
@@ -94,8 +103,11 @@ def copy_tree(where: Path, original: Path | None = None) -> Path:
 
 
 def changed(original: Path, repo: Path) -> list[str]:
-    return sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*.py")
-                  if p.read_bytes() != (original / p.relative_to(repo)).read_bytes())
+    return sorted(
+        p.relative_to(repo).as_posix()
+        for p in repo.rglob("*.py")
+        if p.read_bytes() != (original / p.relative_to(repo)).read_bytes()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -167,8 +179,10 @@ def test_a_fork_with_unsorted_imports_keeps_its_order(tmp_path):
     """The fork's own import block is unsorted (ruff I001): the migration adds its import there and sorts nothing."""
     fork = copy_tree(tmp_path / "fork")
     text = (fork / GDN_LAYER).read_text()
-    forward, logger = ("from vllm.forward_context import ForwardContext, get_forward_context\n",
-                       "from vllm.logger import init_logger\n")
+    forward, logger = (
+        "from vllm.forward_context import ForwardContext, get_forward_context\n",
+        "from vllm.logger import init_logger\n",
+    )
     assert forward + logger in text
     replace_file(fork / GDN_LAYER, text.replace(forward + logger, logger + forward, 1))
     assert findings(fork, GDN_LAYER)[("I001", "Import block is un-sorted or un-formatted")] == 1
@@ -186,8 +200,10 @@ def test_a_registration_ruff_finds_fault_with_is_refused(tmp_path):
     """A spec written with getattr(self, "name"): ruff's B009, which no formatter fixes: refused, nothing written."""
     repo = copy_tree(tmp_path / "tree")
     spec = SPECS["fla-layer-norm"]
-    spec = dataclasses.replace(spec, registration=spec.registration.replace(
-        "group_size=self.head_v_dim", 'group_size=getattr(self, "head_v_dim")'))
+    spec = dataclasses.replace(
+        spec,
+        registration=spec.registration.replace("group_size=self.head_v_dim", 'group_size=getattr(self, "head_v_dim")'),
+    )
     assert spec.registration != SPECS["fla-layer-norm"].registration
     with pytest.raises(MigrationError, match=rf"refused by the safety gate(.|\n)*\n{GDN_LAYER}:\d+: ruff B009 "):
         migrate(repo, [spec])
@@ -198,8 +214,10 @@ def test_restyle_formats_the_written_lines_of_a_fork_and_nothing_else(tmp_path):
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)
     before = "import sys\nimport os\n\n\ndef f():\n    x = {  'a':1 }\n    return x, os, sys\n"
-    written = ("    from pkg.b import y\n    from pkg.a import z\n"
-               "    if os.environ.get('AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA') and os.environ.get('BBBBBBBBBBBBBBBB'): y(z)\n")
+    written = (
+        "    from pkg.b import y\n    from pkg.a import z\n"
+        "    if os.environ.get('AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA') and os.environ.get('BBBBBBBBBBBBBBBB'): y(z)\n"
+    )
     after = before.replace("    return", written + "    return")
     for name, text in (("before.py", before), ("after.py", after)):
         (repo / "pkg" / name).write_text(text)
@@ -215,8 +233,13 @@ def test_restyle_formats_the_written_lines_of_a_fork_and_nothing_else(tmp_path):
     assert not findings(repo, "pkg/result.py") - findings(repo, "pkg/before.py")
     assert findings(repo, "pkg/after.py") - findings(repo, "pkg/before.py")  # what the transforms wrote was not clean
     assert style.check(settings, path, before, result, original) == []
-    crlf = style.restyle(settings, path, before.replace("\n", "\r\n"), after.replace("\n", "\r\n"),
-                         settings.lint(path, before.replace("\n", "\r\n")))
+    crlf = style.restyle(
+        settings,
+        path,
+        before.replace("\n", "\r\n"),
+        after.replace("\n", "\r\n"),
+        settings.lint(path, before.replace("\n", "\r\n")),
+    )
     assert crlf == result.replace("\n", "\r\n")  # a CRLF file keeps its line endings
 
 
@@ -234,12 +257,15 @@ def test_the_gate_reports_what_ruff_finds_new_where_the_migration_wrote_it(tmp_p
     assert {f.line for f in found} == {3} and all("ruff format" in f.what for f in found)
 
 
-@pytest.mark.parametrize("name, text, configured", [
-    ("ruff.toml", "line-length = 100\n", True),
-    (".ruff.toml", "line-length = 100\n", True),
-    ("pyproject.toml", "[tool.ruff]\nline-length = 100\n", True),
-    ("pyproject.toml", "[project]\nname = 'x'\n", False),
-])
+@pytest.mark.parametrize(
+    "name, text, configured",
+    [
+        ("ruff.toml", "line-length = 100\n", True),
+        (".ruff.toml", "line-length = 100\n", True),
+        ("pyproject.toml", "[tool.ruff]\nline-length = 100\n", True),
+        ("pyproject.toml", "[project]\nname = 'x'\n", False),
+    ],
+)
 def test_the_repo_root_says_whether_ruff_is_configured(tmp_path, name, text, configured):
     (tmp_path / name).write_text(text)
     assert style.configures_ruff(tmp_path) is configured

@@ -25,8 +25,14 @@ TEMP_SUFFIX = ".zerojit-new"
 
 
 def zerojit(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "zerojit", "migrate", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-m", "zerojit", "migrate", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        **popen,
+    )
 
 
 def finish(process: subprocess.Popen) -> tuple[int, str, str]:
@@ -41,8 +47,11 @@ def copy_029(where: Path) -> Path:
 
 
 def snapshot(repo: Path) -> dict[str, str]:
-    return {p.relative_to(repo).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(repo.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(repo).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(repo.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +162,7 @@ def test_crlf_stays_crlf_and_the_diff_shows_only_changed_lines(tmp_path):
     def changed(text):
         section = text.split(f"+++ b/{MODEL}")[1].split("--- a/")[0]
         return [line.rstrip("\r") for line in section.splitlines() if line.startswith(("+", "-"))]
+
     assert changed(diff) == changed(migrate_small(lf)[1])  # the same lines as the LF file's own migration
     assert migrate_small(repo, "--write")[0] == 0
     data = model.read_bytes()
@@ -173,7 +183,10 @@ def test_bom_and_coding_cookie_are_kept(tmp_path):
     orchestrator.write_bytes(b"\xef\xbb\xbf" + orchestrator.read_bytes())
     launchers.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + launchers.read_bytes())
     assert migrate_small(repo, "--write")[0] == 0
-    assert orchestrator.read_bytes().startswith(b"\xef\xbb\xbf") and b"rocm_nvfp4_kv_warmup" not in orchestrator.read_bytes()
+    assert (
+        orchestrator.read_bytes().startswith(b"\xef\xbb\xbf")
+        and b"rocm_nvfp4_kv_warmup" not in orchestrator.read_bytes()
+    )
     assert launchers.read_bytes().startswith(b"# -*- coding: latin-1 -*-\n# caf\xe9\n")
     assert b"_ROCM_NVFP4_KV_LAUNCHERS = NVFP4KVLaunchers()" in launchers.read_bytes()
 
@@ -209,8 +222,10 @@ def test_gitignored_copies_are_untouched_and_paths_restrict_the_run(tmp_path):
 
     other = small_repo(tmp_path / "other")
     (other / "tools").mkdir()
-    (other / "tools/rewarm.py").write_text("from vllm.model_executor.warmup.rocm_nvfp4_kv_warmup import "
-                                           "rocm_nvfp4_kv_warmup\n\nrocm_nvfp4_kv_warmup(None)\n")
+    (other / "tools/rewarm.py").write_text(
+        "from vllm.model_executor.warmup.rocm_nvfp4_kv_warmup import "
+        "rocm_nvfp4_kv_warmup\n\nrocm_nvfp4_kv_warmup(None)\n"
+    )
     code, _, err = migrate_small(other, "--check")
     assert code == 2 and "tools/rewarm.py:1: imports from vllm.model_executor.warmup.rocm_nvfp4_kv_warmup" in err
     code, out, err = finish(zerojit("rocm-nvfp4", "--repo", str(other), "--check", str(other / "vllm")))
@@ -230,8 +245,14 @@ def hostile_journal(repo: Path, victim: Path, recorded: Path | None = None) -> P
     (folder / "backup").mkdir(parents=True)
     (folder / "backup" / "0").write_bytes(b"overwritten\n")
     before = hashlib.sha256(b"overwritten\n").hexdigest()
-    entry = {"index": 0, "path": str(victim), "temp": str(victim.with_name(f".{victim.name}.1.zerojit-new")),
-             "before": before, "after": None, "mode": 0o644}
+    entry = {
+        "index": 0,
+        "path": str(victim),
+        "temp": str(victim.with_name(f".{victim.name}.1.zerojit-new")),
+        "before": before,
+        "after": None,
+        "mode": 0o644,
+    }
     journal = folder / transaction.JOURNAL
     journal.write_text(json.dumps({"repo": str((recorded or repo).resolve()), "files": [entry]}))
     return journal

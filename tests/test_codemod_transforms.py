@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from zerojit.codemods.transforms import (AnchorError, InsertRegistration, RemoveLegacyCalls, RenameKernel, apply)
+from zerojit.codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameKernel, apply
 
 
 def src(text):
@@ -27,7 +27,7 @@ RENAME = RenameKernel("KERNEL", "_KERNEL", frozenset({"pkg.ops", "pkg"}))
 
 
 def test_rename_in_defining_module_with_strings_and_comments_kept(tmp_path):
-    before = src('''
+    before = src("""
         # the singleton
         KERNEL = Kernel()  # keep this comment
 
@@ -44,8 +44,8 @@ def test_rename_in_defining_module_with_strings_and_comments_kept(tmp_path):
 
         def use():
             return KERNEL(1)
-        ''')
-    after = src('''
+        """)
+    after = src("""
         # the singleton
         _KERNEL = Kernel()  # keep this comment
 
@@ -62,7 +62,7 @@ def test_rename_in_defining_module_with_strings_and_comments_kept(tmp_path):
 
         def use():
             return _KERNEL(1)
-        ''')
+        """)
     edit = run(tmp_path, "pkg.ops", before, [RENAME])
     # A parameter, a class attribute and a keyword argument that share the name are not the kernel.
     assert edit.source == after and edit.refusals == []
@@ -70,7 +70,7 @@ def test_rename_in_defining_module_with_strings_and_comments_kept(tmp_path):
 
 
 def test_rename_in_importers_multi_name_parenthesized_relative_aliased_and_lazy(tmp_path):
-    before = src('''
+    before = src("""
         import pkg.ops as kernels
         from pkg.ops import (
             helper,  # first
@@ -90,8 +90,8 @@ def test_rename_in_importers_multi_name_parenthesized_relative_aliased_and_lazy(
             unrelated.KERNEL
             k(), lazy()
             return KERNEL
-        ''')
-    after = src('''
+        """)
+    after = src("""
         import pkg.ops as kernels
         from pkg.ops import (
             helper,  # first
@@ -111,7 +111,7 @@ def test_rename_in_importers_multi_name_parenthesized_relative_aliased_and_lazy(
             unrelated.KERNEL
             k(), lazy()
             return _KERNEL
-        ''')
+        """)
     edit = run(tmp_path, "pkg.user", before, [RENAME])
     assert edit.source == after and edit.refusals == []
 
@@ -128,7 +128,7 @@ def test_rename_refuses_a_star_import_and_warns_about_computed_names(tmp_path):
     assert edit.refusals == [] and [w.line for w in edit.warnings] == [3]
 
 
-ORCHESTRATOR = src('''
+ORCHESTRATOR = src("""
     import sys
     from typing import TYPE_CHECKING
 
@@ -158,12 +158,12 @@ ORCHESTRATOR = src('''
             legacy_warmup(worker)
         else:
             third_warmup(worker)
-    ''')
+    """)
 LEGACY = RemoveLegacyCalls(frozenset({"engine.warmup.legacy.legacy_warmup"}))
 
 
 def test_remove_calls_with_the_code_that_exists_only_for_them(tmp_path):
-    expected = src('''
+    expected = src("""
         from typing import TYPE_CHECKING
 
         from engine.warmup.other import other_warmup, third_warmup
@@ -176,20 +176,23 @@ def test_remove_calls_with_the_code_that_exists_only_for_them(tmp_path):
                 third_warmup(worker)
             if not worker.debug:
                 third_warmup(worker)
-        ''')
+        """)
     edit = run(tmp_path, "engine.warmup.kernel_warmup", ORCHESTRATOR, [LEGACY])
     assert edit.refusals == []
     assert edit.source == expected
     assert edit.counts == {"remove_legacy_call": 5}
 
 
-@pytest.mark.parametrize("use, why", [
-    ("ok = legacy_warmup(worker)", "the result of legacy_warmup() is used"),
-    ("keep(legacy_warmup)", "legacy_warmup is used as a value"),
-    ("for fn in (legacy_warmup,):\n        fn(worker)", "legacy_warmup is used as a value"),
-    ("if x:\n        pass\n    elif y:\n        legacy_warmup(worker)", "if/elif chain"),
-    ("try:\n        legacy_warmup(worker)\n    finally:\n        done()", "try with a finally"),
-])
+@pytest.mark.parametrize(
+    "use, why",
+    [
+        ("ok = legacy_warmup(worker)", "the result of legacy_warmup() is used"),
+        ("keep(legacy_warmup)", "legacy_warmup is used as a value"),
+        ("for fn in (legacy_warmup,):\n        fn(worker)", "legacy_warmup is used as a value"),
+        ("if x:\n        pass\n    elif y:\n        legacy_warmup(worker)", "if/elif chain"),
+        ("try:\n        legacy_warmup(worker)\n    finally:\n        done()", "try with a finally"),
+    ],
+)
 def test_unsafe_removals_are_refused_with_the_line(tmp_path, use, why):
     source = f"from engine.warmup.legacy import legacy_warmup\n\n\ndef warm(worker):\n    {use}\n"
     edit = run(tmp_path, "engine.warmup.kernel_warmup", source, [LEGACY])
@@ -197,7 +200,7 @@ def test_unsafe_removals_are_refused_with_the_line(tmp_path, use, why):
 
 
 def test_remove_through_a_module_alias_and_an_aliased_name(tmp_path):
-    before = src('''
+    before = src("""
         import engine.warmup.legacy as fw
         from engine.warmup.legacy import legacy_warmup as lw
 
@@ -206,17 +209,17 @@ def test_remove_through_a_module_alias_and_an_aliased_name(tmp_path):
             fw.legacy_warmup(worker)
             lw(worker)
             worker.legacy_warmup()  # another object's method of the same name stays
-        ''')
-    after = src('''
+        """)
+    after = src("""
         def warm(worker):
             worker.legacy_warmup()  # another object's method of the same name stays
-        ''')
+        """)
     edit = run(tmp_path, "engine.warmup.kernel_warmup", before, [LEGACY])
     assert edit.refusals == [] and edit.source == after
 
 
 def test_comments_stay_with_the_code_they_introduce(tmp_path):
-    before = src('''
+    before = src("""
         from engine.warmup.legacy import legacy_warmup
 
 
@@ -229,19 +232,19 @@ def test_comments_stay_with_the_code_they_introduce(tmp_path):
             legacy_warmup(worker)
 
             last(worker)
-        ''')
-    after = src('''
+        """)
+    after = src("""
         def warm(worker):
             # Warm the JIT kernels.
             other(worker)
 
             last(worker)
-        ''')
+        """)
     assert run(tmp_path, "engine.warmup.kernel_warmup", before, [LEGACY]).source == after
 
 
 def test_helpers_only_the_removed_code_used_are_deleted(tmp_path):
-    before = src('''
+    before = src("""
         def _warm_a(worker):
             _setup(worker)
 
@@ -257,20 +260,22 @@ def test_helpers_only_the_removed_code_used_are_deleted(tmp_path):
         def entry(worker):
             _warm_a(worker)
             _warm_b(worker)
-        ''')
-    after = src('''
+        """)
+    after = src("""
         def _warm_b(worker):
             worker.b()
 
 
         def entry(worker):
             _warm_b(worker)
-        ''')
-    edit = run(tmp_path, "engine.warmup.legacy", before, [RemoveLegacyCalls(frozenset({"engine.warmup.legacy._warm_a"}))])
+        """)
+    edit = run(
+        tmp_path, "engine.warmup.legacy", before, [RemoveLegacyCalls(frozenset({"engine.warmup.legacy._warm_a"}))]
+    )
     assert edit.source == after and edit.counts["remove_dead_helper"] == 2
 
 
-LAYER = src('''
+LAYER = src("""
     from engine.ops import _KERNEL
 
 
@@ -285,42 +290,60 @@ LAYER = src('''
 
         def forward(self):
             return _KERNEL()
-    ''')
+    """)
 
 
 def insert(**changes):
-    fields = dict(cls="Layer", gate="config.enable_jit_warmup", registration="_KERNEL.register_warmup()",
-                  insert_after="", kernel_module="engine.ops", kernel_name="_KERNEL", lazy=False,
-                  names=frozenset({"config", "_KERNEL"}))
+    fields = dict(
+        cls="Layer",
+        gate="config.enable_jit_warmup",
+        registration="_KERNEL.register_warmup()",
+        insert_after="",
+        kernel_module="engine.ops",
+        kernel_name="_KERNEL",
+        lazy=False,
+        names=frozenset({"config", "_KERNEL"}),
+    )
     return InsertRegistration(**{**fields, **changes})
 
 
 def test_insert_registration_after_a_nested_anchor_with_multiline_gate(tmp_path):
-    op = insert(gate="(\n    config.enable_jit_warmup\n    and self.version == 4\n)",
-                insert_after="self.fn = make(", names=frozenset({"config", "self", "_KERNEL"}))
-    expected = LAYER.replace('''            self.fn = make(self.version)
-''', '''            self.fn = make(self.version)
+    op = insert(
+        gate="(\n    config.enable_jit_warmup\n    and self.version == 4\n)",
+        insert_after="self.fn = make(",
+        names=frozenset({"config", "self", "_KERNEL"}),
+    )
+    expected = LAYER.replace(
+        """            self.fn = make(self.version)
+""",
+        """            self.fn = make(self.version)
 
             if (
                 config.enable_jit_warmup
                 and self.version == 4
             ):
                 _KERNEL.register_warmup()
-''')
+""",
+    )
     edit = run(tmp_path, "engine.layer", LAYER, [op])
     assert edit.source == expected and edit.counts == {"insert_registration": 1}
     assert run(tmp_path, "engine.layer", edit.source, [op]).counts == {}  # idempotent
 
 
 def test_multiline_registration_is_indented_and_imports_merge(tmp_path):
-    op = insert(registration="_OTHER.register_warmup(\n    max_terms=4,\n)\nlog('registered')",
-                kernel_name="_OTHER", gate_imports=("from engine.jit import enabled",),
-                gate="enabled(config)", names=frozenset({"config", "enabled", "_OTHER", "log"}))
+    op = insert(
+        registration="_OTHER.register_warmup(\n    max_terms=4,\n)\nlog('registered')",
+        kernel_name="_OTHER",
+        gate_imports=("from engine.jit import enabled",),
+        gate="enabled(config)",
+        names=frozenset({"config", "enabled", "_OTHER", "log"}),
+    )
     edit = run(tmp_path, "engine.layer", LAYER.replace("class Layer", "log = print\n\n\nclass Layer"), [op])
     assert edit.refusals == []
     # The kernel joins the module's existing import from its module; the gate's import goes in module order.
     assert edit.source.startswith("from engine.jit import enabled\nfrom engine.ops import _OTHER, _KERNEL\n\n\nlog")
-    assert '''        self.pad = self.version is None
+    assert (
+        """        self.pad = self.version is None
 
         if enabled(config):
             _OTHER.register_warmup(
@@ -328,23 +351,29 @@ def test_multiline_registration_is_indented_and_imports_merge(tmp_path):
             )
             log('registered')
 
-    def forward''' in edit.source
+    def forward"""
+        in edit.source
+    )
 
 
 def test_lazy_import_goes_inside_the_block(tmp_path):
     layer = LAYER.replace("from engine.ops import _KERNEL\n", "")
     op = insert(lazy=True, kernel_name="_KERNEL", names=frozenset({"config", "_KERNEL"}))
     edit = run(tmp_path, "engine.layer", layer, [op])
-    assert "        if config.enable_jit_warmup:\n            from engine.ops import _KERNEL\n" \
-           "            _KERNEL.register_warmup()\n" in edit.source
+    assert (
+        "        if config.enable_jit_warmup:\n            from engine.ops import _KERNEL\n"
+        "            _KERNEL.register_warmup()\n" in edit.source
+    )
 
 
 def test_a_registration_whose_names_are_not_bound_is_refused(tmp_path):
     op = insert(gate="vllm_config.enable", names=frozenset({"vllm_config", "_KERNEL"}))
     edit = run(tmp_path, "engine.layer", LAYER, [op])
     assert len(edit.refusals) == 1 and "vllm_config is not bound" in edit.refusals[0].why
-    later = LAYER.replace("            self.pad = self.version is None\n",
-                          "            self.pad = self.version is None\n            enabled = config.jit\n")
+    later = LAYER.replace(
+        "            self.pad = self.version is None\n",
+        "            self.pad = self.version is None\n            enabled = config.jit\n",
+    )
     late = insert(insert_after="self.version = pick(", gate="enabled", names=frozenset({"enabled", "_KERNEL"}))
     assert "enabled is not bound" in run(tmp_path, "engine.layer", later, [late]).refusals[0].why
 

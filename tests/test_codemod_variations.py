@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from pyflakes import checker, messages
+from tree_forks import copy_release, edit, make_029_dispatch_traceable
 from typer.testing import CliRunner
 
-from tree_forks import copy_release, edit, make_029_dispatch_traceable
-from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.codemods.runner import MigrationError, migrate, write
 from zerojit.codemods.spec import MigrationSpec, SpecError
 from zerojit.migrate.cli import app
+from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
 
 SPECS = migration_specs()
@@ -48,8 +48,11 @@ def add(repo: Path, rel: str, text: str) -> None:
 
 def blocking(source: str) -> set:
     found = checker.Checker(ast.parse(source)).messages
-    return {(type(m).__name__, m.message_args) for m in found
-            if isinstance(m, (messages.UndefinedName, messages.RedefinedWhileUnused, messages.UndefinedExport))}
+    return {
+        (type(m).__name__, m.message_args)
+        for m in found
+        if isinstance(m, (messages.UndefinedName, messages.RedefinedWhileUnused, messages.UndefinedExport))
+    }
 
 
 def migrated(repo: Path) -> dict[str, str]:
@@ -67,8 +70,9 @@ def migrated(repo: Path) -> dict[str, str]:
 
 def refused(repo: Path, *fragments: str) -> str:
     before = {p: p.read_bytes() for p in repo.rglob("*.py")}
-    result = CliRunner().invoke(app, ["migrate", "fa4-mla-prefill", "inkling-rel-attention", "--repo", str(repo),
-                                      "--write"])
+    result = CliRunner().invoke(
+        app, ["migrate", "fa4-mla-prefill", "inkling-rel-attention", "--repo", str(repo), "--write"]
+    )
     assert result.exit_code == 2, result.output
     assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before  # nothing written
     for fragment in fragments:
@@ -101,68 +105,112 @@ def test_function_passed_as_a_value_is_refused(repo):
 
 
 def test_a_second_caller_elsewhere_is_refused(repo):
-    add(repo, "vllm/model_executor/warmup/extra_warmup.py",
+    add(
+        repo,
+        "vllm/model_executor/warmup/extra_warmup.py",
         "from vllm.model_executor.warmup import fa4_cutedsl_warmup as legacy\n\n\n"
-        "def extra(worker):\n    legacy.fa4_cutedsl_warmup(worker)\n")
-    refused(repo, "vllm/model_executor/warmup/extra_warmup.py:1:",
-            "vllm.model_executor.warmup.fa4_cutedsl_warmup, which the migration deletes")
+        "def extra(worker):\n    legacy.fa4_cutedsl_warmup(worker)\n",
+    )
+    refused(
+        repo,
+        "vllm/model_executor/warmup/extra_warmup.py:1:",
+        "vllm.model_executor.warmup.fa4_cutedsl_warmup, which the migration deletes",
+    )
 
 
 def test_call_inside_try_except_goes_with_its_try(repo):
-    edit(repo, ORCH, CALL, "        try:\n            fa4_cutedsl_warmup(worker)\n        except Exception:\n"
-                           "            logger.warning('FA4 warmup failed')\n")
+    edit(
+        repo,
+        ORCH,
+        CALL,
+        "        try:\n            fa4_cutedsl_warmup(worker)\n        except Exception:\n"
+        "            logger.warning('FA4 warmup failed')\n",
+    )
     text = migrated(repo)[ORCH]
     assert "FA4 warmup failed" not in text
     assert "        kimi_k3_triton_warmup(worker)\n        sparse_mla_triton_warmup(worker)\n" in text
 
 
 def test_call_in_one_branch_of_an_if_else(repo):
-    edit(repo, ORCH, CALL, "        if worker.model_config.use_mla:\n            fa4_cutedsl_warmup(worker)\n"
-                           "        else:\n            logger.info('no MLA')\n")
+    edit(
+        repo,
+        ORCH,
+        CALL,
+        "        if worker.model_config.use_mla:\n            fa4_cutedsl_warmup(worker)\n"
+        "        else:\n            logger.info('no MLA')\n",
+    )
     texts = migrated(repo)
     assert "        if not worker.model_config.use_mla:\n            logger.info('no MLA')\n" in texts[ORCH]
+
     # The fork's own guard goes with the Inkling registration, in the site's names (its config). The FA4 step
     # checks the same condition itself, which its spec drops on purpose (an MLA-only backend): not carried there.
     def gate(site):
-        return [ast.unparse(v) for v in next(n.test for n in ast.walk(ast.parse(texts[site])) if isinstance(n, ast.If)
-                                             and "register_warmup" in ast.unparse(n.body[0])).values]
+        return [
+            ast.unparse(v)
+            for v in next(
+                n.test
+                for n in ast.walk(ast.parse(texts[site]))
+                if isinstance(n, ast.If) and "register_warmup" in ast.unparse(n.body[0])
+            ).values
+        ]
+
     assert "vllm_config.model_config.use_mla" in gate("vllm/models/inkling/nvidia/attention.py")
     assert "vllm_config.model_config.use_mla" not in gate("vllm/v1/attention/backends/mla/prefill/flash_attn.py")
 
 
 def test_getattr_by_literal_name_is_renamed(repo):
-    add(repo, "vllm/tools/kernel_probe.py",
+    add(
+        repo,
+        "vllm/tools/kernel_probe.py",
         "from vllm.v1.attention.backends.mla.prefill import flash_attn\n\n\n"
-        "def probe():\n    return getattr(flash_attn, \"FA4_MLA_PREFILL_KERNEL\")\n")
+        'def probe():\n    return getattr(flash_attn, "FA4_MLA_PREFILL_KERNEL")\n',
+    )
     text = migrated(repo)["vllm/tools/kernel_probe.py"]
     assert 'getattr(flash_attn, "_FA4_MLA_PREFILL_KERNEL")' in text
 
 
 def test_star_import_of_the_kernel_module_is_refused(repo):
-    add(repo, "vllm/tools/star_user.py",
+    add(
+        repo,
+        "vllm/tools/star_user.py",
         "from vllm.v1.attention.backends.mla.prefill.flash_attn import *  # noqa: F403\n\n\n"
-        "def run():\n    return FA4_MLA_PREFILL_KERNEL  # noqa: F405\n")
+        "def run():\n    return FA4_MLA_PREFILL_KERNEL  # noqa: F405\n",
+    )
     refused(repo, "vllm/tools/star_user.py:5:", "star import")
 
 
 def test_names_that_only_collide_are_untouched(repo):
-    add(repo, "vllm/tools/collide.py",
+    add(
+        repo,
+        "vllm/tools/collide.py",
         "class Settings:\n    FA4_MLA_PREFILL_KERNEL = 'tuned'\n\n\n"
-        "def configure(FA4_MLA_PREFILL_KERNEL=None, **kw):\n    return dict(FA4_MLA_PREFILL_KERNEL=1), Settings.FA4_MLA_PREFILL_KERNEL\n")
-    edit(repo, FLASH, "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n",
-         "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n\n\ndef tune(FA4_MLA_PREFILL_KERNEL=2):\n"
-         "    return dict(FA4_MLA_PREFILL_KERNEL=FA4_MLA_PREFILL_KERNEL)\n")
+        "def configure(FA4_MLA_PREFILL_KERNEL=None, **kw):\n    return dict(FA4_MLA_PREFILL_KERNEL=1), Settings.FA4_MLA_PREFILL_KERNEL\n",
+    )
+    edit(
+        repo,
+        FLASH,
+        "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n",
+        "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n\n\ndef tune(FA4_MLA_PREFILL_KERNEL=2):\n"
+        "    return dict(FA4_MLA_PREFILL_KERNEL=FA4_MLA_PREFILL_KERNEL)\n",
+    )
     changed = migrated(repo)
     assert "vllm/tools/collide.py" not in changed
-    assert "def tune(FA4_MLA_PREFILL_KERNEL=2):\n    return dict(FA4_MLA_PREFILL_KERNEL=FA4_MLA_PREFILL_KERNEL)" \
-           in changed[FLASH] and "\n_FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()" in changed[FLASH]
+    assert (
+        "def tune(FA4_MLA_PREFILL_KERNEL=2):\n    return dict(FA4_MLA_PREFILL_KERNEL=FA4_MLA_PREFILL_KERNEL)"
+        in changed[FLASH]
+        and "\n_FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()" in changed[FLASH]
+    )
 
 
 def test_a_comment_introducing_the_next_code_stays(repo):
     # The comment sits directly above the call, and the next statement follows with no blank
     # line: it introduces what comes after, so it stays with that.
-    edit(repo, ORCH, "        kimi_k3_triton_warmup(worker)\n" + CALL,
-         "        kimi_k3_triton_warmup(worker)\n        # Sparse MLA Triton kernels, after FA4.\n" + CALL)
+    edit(
+        repo,
+        ORCH,
+        "        kimi_k3_triton_warmup(worker)\n" + CALL,
+        "        kimi_k3_triton_warmup(worker)\n        # Sparse MLA Triton kernels, after FA4.\n" + CALL,
+    )
     text = migrated(repo)[ORCH]
     assert text.count("# Sparse MLA Triton kernels, after FA4.") == 1
     assert "        # Sparse MLA Triton kernels, after FA4.\n        sparse_mla_triton_warmup(worker)\n" in text
@@ -170,13 +218,20 @@ def test_a_comment_introducing_the_next_code_stays(repo):
 
 def test_legacy_function_naming_an_inline_step_is_refused_not_the_orchestrator_deleted():
     with pytest.raises(SpecError, match="is the orchestrator itself"):
-        MigrationSpec(**{**_fields(SPECS["fa4-mla-prefill"]), "legacy_module": "vllm.model_executor.warmup.kernel_warmup",
-                         "legacy_function": "_warmup_ll_bf16_router_gemm", "legacy_step": ""})
+        MigrationSpec(
+            **{
+                **_fields(SPECS["fa4-mla-prefill"]),
+                "legacy_module": "vllm.model_executor.warmup.kernel_warmup",
+                "legacy_function": "_warmup_ll_bf16_router_gemm",
+                "legacy_step": "",
+            }
+        )
 
 
 def test_a_typo_in_legacy_module_is_an_error_not_already_migrated(repo):
-    typo = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]),
-                            "legacy_module": "vllm.model_executor.warmup.fa4_cutedsl_warmpu"})
+    typo = MigrationSpec(
+        **{**_fields(SPECS["inkling-rel-attention"]), "legacy_module": "vllm.model_executor.warmup.fa4_cutedsl_warmpu"}
+    )
     with pytest.raises(SpecError, match="legacy_module 'vllm.model_executor.warmup.fa4_cutedsl_warmpu' not found"):
         migrate(repo, [typo])
 
@@ -208,13 +263,25 @@ def test_refusal_lists_every_problem_and_never_a_traceback(repo):
 
 def test_global_statement_and_type_checking_import(repo):
     """`global KERNEL` in the defining module follows the rename; a TYPE_CHECKING import of the legacy entry goes."""
-    edit(repo, FLASH, "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n",
-         "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n\n\ndef reset():\n    global FA4_MLA_PREFILL_KERNEL\n"
-         "    FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n")
-    edit(repo, ORCH, IMPORT, "if TYPE_CHECKING:\n    from vllm.model_executor.warmup.fa4_cutedsl_warmup import "
-                             "fa4_cutedsl_warmup\n")
-    edit(repo, ORCH, CALL, "        from . import fa4_cutedsl_warmup as module\n"
-                           "        module.fa4_cutedsl_warmup(worker)\n")
+    edit(
+        repo,
+        FLASH,
+        "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n",
+        "FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n\n\ndef reset():\n    global FA4_MLA_PREFILL_KERNEL\n"
+        "    FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()\n",
+    )
+    edit(
+        repo,
+        ORCH,
+        IMPORT,
+        "if TYPE_CHECKING:\n    from vllm.model_executor.warmup.fa4_cutedsl_warmup import fa4_cutedsl_warmup\n",
+    )
+    edit(
+        repo,
+        ORCH,
+        CALL,
+        "        from . import fa4_cutedsl_warmup as module\n        module.fa4_cutedsl_warmup(worker)\n",
+    )
     changed = migrated(repo)
     assert "    global _FA4_MLA_PREFILL_KERNEL\n    _FA4_MLA_PREFILL_KERNEL = FA4MLAPrefillKernel()" in changed[FLASH]
     assert "fa4_cutedsl_warmup" not in changed[ORCH]
@@ -231,8 +298,10 @@ def test_a_spec_that_registers_a_plain_triton_kernel_is_refused_on_vllm_033(tmp_
     shutil.copytree(original, repo, copy_function=os.link)
     result = CliRunner().invoke(app, ["migrate", "--spec", str(SPEC_033), "--repo", str(repo), "--write"])
     assert result.exit_code == 2
-    assert ("_triton_mrope_forward (vllm.model_executor.layers.rotary_embedding.mrope:17) is a function with "
-            "@triton.jit: it has no register_warmup") in result.output
+    assert (
+        "_triton_mrope_forward (vllm.model_executor.layers.rotary_embedding.mrope:17) is a function with "
+        "@triton.jit: it has no register_warmup"
+    ) in result.output
     assert all(p.read_bytes() == (original / p.relative_to(repo)).read_bytes() for p in repo.rglob("*.py"))
 
 
@@ -263,7 +332,7 @@ ROUTER_GEMM = dict(
     construction_class="GateLinear",
     registration="_LL_BF16_GEMM_KERNEL.register_warmup(\n    shapes=((input_size, output_size),),\n    m_values=range(1, 17),\n)",
     gate="vllm_config is not None and vllm_config.kernel_config.enable_jit_warmup "
-         "and self.allow_specialized_router_gemm",
+    "and self.allow_specialized_router_gemm",
     contract_base="vllm.model_executor.warmup.jit_warmup:VllmJitKernel",  # LLBf16Gemm owns keys and compile
 )
 GATE_LINEAR = "vllm/model_executor/layers/fused_moe/router/gate_linear.py"
@@ -290,16 +359,23 @@ def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(router_repo):
     assert "_warmup_kimi_k3_gemm_rs_ar()" in orchestrator
     assert blocking(orchestrator) - blocking(before) == set()
     layer = (repo / GATE_LINEAR).read_text()
-    gate = next(n for n in ast.walk(ast.parse(layer)) if isinstance(n, ast.If) and "register_warmup" in ast.unparse(n)
-                and "vllm_config is not None" in ast.unparse(n.test))
+    gate = next(
+        n
+        for n in ast.walk(ast.parse(layer))
+        if isinstance(n, ast.If)
+        and "register_warmup" in ast.unparse(n)
+        and "vllm_config is not None" in ast.unparse(n.test)
+    )
     # The spec's gate, then the guards the tree ran the step under: the orchestrator's capability check, and the
     # step's own early return, checked after its lazy import (the layer imports the kernel's module only lazily).
     assert ast.unparse(gate.test).endswith(" and current_platform.has_device_capability(90)")
     inner = [n for n in gate.body if isinstance(n, ast.If)]
     assert [ast.unparse(n.test) for n in inner] == ["is_ll_bf16_gemm_available()"]
     assert "import is_available as is_ll_bf16_gemm_available" in ast.unparse(gate)
-    assert ast.unparse(inner[0].body) == \
-        "_LL_BF16_GEMM_KERNEL.register_warmup(shapes=((input_size, output_size),), m_values=range(1, 17))"
+    assert (
+        ast.unparse(inner[0].body)
+        == "_LL_BF16_GEMM_KERNEL.register_warmup(shapes=((input_size, output_size),), m_values=range(1, 17))"
+    )
     assert "ll_bf16_gemm_kernel" not in layer  # its lazy imports and uses follow the rename
     kernel = (repo / "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py").read_text()
     assert "class LLBf16Gemm(VllmJitKernel):" in kernel  # adopted (no sibling there parameterizes the base)
@@ -308,11 +384,16 @@ def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(router_repo):
     assert migrate(repo, [spec]).changes == []
 
 
-@pytest.mark.parametrize("change, why", [
-    ({"contract_base": ""}, "makes an object with no register_warmup"),
-    ({"registration": "_LL_BF16_GEMM_KERNEL.register_warmup(shape=(input_size, output_size))"},
-     "do not fit LLBf16Gemm.get_warmup_keys(*, shapes, m_values)"),
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"contract_base": ""}, "makes an object with no register_warmup"),
+        (
+            {"registration": "_LL_BF16_GEMM_KERNEL.register_warmup(shape=(input_size, output_size))"},
+            "do not fit LLBf16Gemm.get_warmup_keys(*, shapes, m_values)",
+        ),
+    ],
+)
 def test_a_kernel_off_the_contract_or_a_registration_its_keys_cannot_take_is_refused(router_repo, change, why):
     with pytest.raises(SpecError, match=re.escape(why)):
         migrate(router_repo, [MigrationSpec(**{**ROUTER_GEMM, **change})])
@@ -320,18 +401,26 @@ def test_a_kernel_off_the_contract_or_a_registration_its_keys_cannot_take_is_ref
 
 def test_a_class_whose_dispatch_the_base_cannot_trace_is_refused(repo):
     """The release's dispatch: the tree's own VllmJitKernel.__init__ refuses it, so the adoption would be half."""
-    line = 1 + (repo / LL_BF16).read_text().splitlines().index("    def dispatch(self, *, M: int, K: int, N: int) "
-                                                              "-> CompileKey:")
-    with pytest.raises(SpecError, match=re.escape(f"{LL_BF16}:{line}: VllmJitKernel.__init__ from the tree cannot "
-                                                  "take LLBf16Gemm.dispatch")):
+    line = 1 + (repo / LL_BF16).read_text().splitlines().index(
+        "    def dispatch(self, *, M: int, K: int, N: int) -> CompileKey:"
+    )
+    with pytest.raises(
+        SpecError,
+        match=re.escape(f"{LL_BF16}:{line}: VllmJitKernel.__init__ from the tree cannot take LLBf16Gemm.dispatch"),
+    ):
         migrate(repo, [MigrationSpec(**ROUTER_GEMM)])
 
 
 def test_several_construction_classes_and_an_unbound_name(repo):
-    spec = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]),
-                            "construction_class": ["InklingAttention",
-                                                   "vllm.v1.attention.backends.mla.prefill.flash_attn:"
-                                                   "FlashAttnPrefillBackend"]})
+    spec = MigrationSpec(
+        **{
+            **_fields(SPECS["inkling-rel-attention"]),
+            "construction_class": [
+                "InklingAttention",
+                "vllm.v1.attention.backends.mla.prefill.flash_attn:FlashAttnPrefillBackend",
+            ],
+        }
+    )
     result = migrate(repo, [spec])
     flash = next(c.after for c in result.changes if c.path.name == "flash_attn.py")
     # The flash-attn backend's module never imported the Inkling kernel: the import is added there.
@@ -339,11 +428,16 @@ def test_several_construction_classes_and_an_unbound_name(repo):
     assert ("vllm.models.inkling.nvidia.ops.fa4_rel_attention", "_INKLING_FA4_REL_ATTENTION_KERNEL") in imported
     assert flash.count("_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()") == 1
     unbound = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]), "gate": "engine_config.enable_jit_warmup"})
-    with pytest.raises(SpecError, match="the registration requires `engine_config.enable_jit_warmup`, which the "
-                                        "legacy call did not"):
+    with pytest.raises(
+        SpecError, match="the registration requires `engine_config.enable_jit_warmup`, which the legacy call did not"
+    ):
         migrate(repo, [unbound])  # a name the site does not bind is no condition the legacy call ran under
-    unbound = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]),
-                               "registration": "_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup(engine_config)"})
+    unbound = MigrationSpec(
+        **{
+            **_fields(SPECS["inkling-rel-attention"]),
+            "registration": "_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup(engine_config)",
+        }
+    )
     with pytest.raises(MigrationError, match="engine_config is not bound where the registration goes"):
         migrate(repo, [unbound])
 
@@ -355,13 +449,21 @@ def test_help_shows_the_spec_table_literally():
 
 def test_the_fa4_steps_own_early_returns_are_read(repo):
     """A fork's new early return in the legacy step goes with the registration; the release's own are listed."""
-    edit(repo, "vllm/model_executor/warmup/fa4_cutedsl_warmup.py",
-         "    vllm_config = runner.vllm_config\n",
-         "    vllm_config = runner.vllm_config\n    if vllm_config.model_config.enforce_eager:\n        return\n")
+    edit(
+        repo,
+        "vllm/model_executor/warmup/fa4_cutedsl_warmup.py",
+        "    vllm_config = runner.vllm_config\n",
+        "    vllm_config = runner.vllm_config\n    if vllm_config.model_config.enforce_eager:\n        return\n",
+    )
     result = migrate(repo, FA4)
     flash = next(c.after for c in result.changes if c.path.name == "flash_attn.py")
-    gate = next(n.test for n in ast.walk(ast.parse(flash)) if isinstance(n, ast.If)
-                and "register_warmup" in ast.unparse(n.body[0]))
+    gate = next(
+        n.test
+        for n in ast.walk(ast.parse(flash))
+        if isinstance(n, ast.If) and "register_warmup" in ast.unparse(n.body[0])
+    )
     assert "not vllm_config.model_config.enforce_eager" in [ast.unparse(v) for v in gate.values]
-    assert any("`not runner.is_pooling_model`" in d and "pooling models prefill without this backend" in d
-               for d in result.differences())
+    assert any(
+        "`not runner.is_pooling_model`" in d and "pooling models prefill without this backend" in d
+        for d in result.differences()
+    )

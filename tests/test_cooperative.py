@@ -12,8 +12,24 @@ DISTINCT_KEYS = 20  # the published preset's plan (tests/test_rocm_keys.py deriv
 
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_every_rank_ends_with_every_variant_and_each_key_compiles_once(tmp_path, ranks):
-    result = subprocess.run([sys.executable, "-m", "zerojit", "warmup", "--preset", PRESET, "--ranks", str(ranks),
-                             "--cache-dir", str(tmp_path), "--json"], capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zerojit",
+            "warmup",
+            "--preset",
+            PRESET,
+            "--ranks",
+            str(ranks),
+            "--cache-dir",
+            str(tmp_path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
     assert report["compiled"] == DISTINCT_KEYS and report["failed"] == 0  # not ranks x keys

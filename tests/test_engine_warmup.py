@@ -102,10 +102,19 @@ FILES = {
                 self.mode = decide(config)
         """,
 }
-SPEC = MigrationSpec(family="norm", legacy_module="eng.legacy_warmup", legacy_function="legacy_warmup",
-                     legacy_step="_warm_norm", orchestrator_module="eng.kernel_warmup", singleton_module="eng.ops",
-                     singleton="NORM", construction_module="eng.layer", construction_class="Layer",
-                     registration="NORM.register_warmup()", gate="config.jit")
+SPEC = MigrationSpec(
+    family="norm",
+    legacy_module="eng.legacy_warmup",
+    legacy_function="legacy_warmup",
+    legacy_step="_warm_norm",
+    orchestrator_module="eng.kernel_warmup",
+    singleton_module="eng.ops",
+    singleton="NORM",
+    construction_module="eng.layer",
+    construction_class="Layer",
+    registration="NORM.register_warmup()",
+    gate="config.jit",
+)
 
 
 class Platform:
@@ -134,8 +143,11 @@ class NormEngine:
         return types.SimpleNamespace(dtype="bf16", **{k: v for k, v in config.items() if k != "big"})
 
     def worker(self, config, vllm_config, registry):
-        return types.SimpleNamespace(config=vllm_config, vllm_config=vllm_config,
-                                     model_runner=types.SimpleNamespace(jit_warmup_registry=registry))
+        return types.SimpleNamespace(
+            config=vllm_config,
+            vllm_config=vllm_config,
+            model_runner=types.SimpleNamespace(jit_warmup_registry=registry),
+        )
 
     def construct(self, config, vllm_config, tree):
         import importlib
@@ -157,37 +169,41 @@ def config(**changes):
 def test_the_standalone_path_follows_gates_arguments_and_returns(tmp_path):
     tree = TreeWarmup(write_engine(tmp_path), SPEC, NormEngine(), ENGINE)
     assert tree.standalone_keys(config()) == {(64, "bf16"), (128, "bf16")}
-    assert tree.standalone_keys(config(big=False)) == {(64, "bf16")}   # a stubbed fact, per import variant
-    assert tree.standalone_keys(config(jit=False)) == set()            # enabled=jit, then `if not enabled: return`
-    assert tree.standalone_keys(config(skip=True)) == set()            # `if ...: return` before the call
-    assert tree.standalone_keys(config(uses_norm=False)) == set()      # the step's own gate
+    assert tree.standalone_keys(config(big=False)) == {(64, "bf16")}  # a stubbed fact, per import variant
+    assert tree.standalone_keys(config(jit=False)) == set()  # enabled=jit, then `if not enabled: return`
+    assert tree.standalone_keys(config(skip=True)) == set()  # `if ...: return` before the call
+    assert tree.standalone_keys(config(uses_norm=False)) == set()  # the step's own gate
 
 
 def test_a_names_only_value_used_in_a_decision_stops_the_run(tmp_path):
-    tree = TreeWarmup(write_engine(tmp_path, {"eng/helpers.py": "def decide(config):\n    return 1\n"}), SPEC,
-                      NormEngine(), ENGINE)
+    tree = TreeWarmup(
+        write_engine(tmp_path, {"eng/helpers.py": "def decide(config):\n    return 1\n"}), SPEC, NormEngine(), ENGINE
+    )
     assert tree.registered_keys(config()) == {(64, "bf16"), (128, "bf16")}  # decide() is real code here
     (tmp_path / "eng/helpers.py").unlink()  # now eng.helpers is names only: calling decide() is fine ...
     fresh = TreeWarmup(tmp_path, SPEC, NormEngine(), ENGINE)
     assert fresh.registered_keys(config(jit=False)) == set()
-    changed = FILES["eng/layer.py"].replace("self.mode = decide(config)", "if decide(config):\n"
-                                            "                    self.mode = 1")
+    changed = FILES["eng/layer.py"].replace(
+        "self.mode = decide(config)", "if decide(config):\n                    self.mode = 1"
+    )
     broken = TreeWarmup(write_engine(tmp_path, {"eng/layer.py": changed}), SPEC, NormEngine(), ENGINE)
     with pytest.raises(NamesOnlyUsed, match="eng.helpers.decide"):  # ... deciding on its result is not
         broken.registered_keys(config())
 
 
 def test_the_registry_path_reads_the_orchestrators_locals(tmp_path):
-    tree = TreeWarmup(write_engine(tmp_path, {"eng/helpers.py": "def decide(config):\n    return 1\n"}), SPEC,
-                      NormEngine(), ENGINE)
+    tree = TreeWarmup(
+        write_engine(tmp_path, {"eng/helpers.py": "def decide(config):\n    return 1\n"}), SPEC, NormEngine(), ENGINE
+    )
     assert tree.registered_keys(config(skip=True)) == {(64, "bf16"), (128, "bf16")}  # registry runs before return
     assert tree.registered_keys(config(jit=False)) == set()
 
 
 def test_a_call_in_a_loop_or_a_helper_is_refused(tmp_path):
-    looped = FILES["eng/kernel_warmup.py"].replace("            legacy_warmup(worker, enabled=jit)",
-                                                   "            for _ in range(2):\n"
-                                                   "                legacy_warmup(worker, enabled=jit)")
+    looped = FILES["eng/kernel_warmup.py"].replace(
+        "            legacy_warmup(worker, enabled=jit)",
+        "            for _ in range(2):\n                legacy_warmup(worker, enabled=jit)",
+    )
     tree = TreeWarmup(write_engine(tmp_path, {"eng/kernel_warmup.py": looped}), SPEC, NormEngine(), ENGINE)
     with pytest.raises(EngineRunError, match="inside a loop"):
         tree.standalone_keys(config())
@@ -214,11 +230,16 @@ class RegistrationsOnly(NormEngine):
 
 
 def test_constructor_registrations_run_as_written_and_nothing_else_of_the_constructor(tmp_path):
-    deciding = FILES["eng/layer.py"].replace("self.mode = decide(config)", "if decide(config):\n"
-                                             "                    self.mode = 1")
+    deciding = FILES["eng/layer.py"].replace(
+        "self.mode = decide(config)", "if decide(config):\n                    self.mode = 1"
+    )
     tree = TreeWarmup(write_engine(tmp_path, {"eng/layer.py": deciding}), SPEC, RegistrationsOnly(), ENGINE)
     assert tree.registered_keys(config()) == {(64, "bf16"), (128, "bf16")}  # decide() (names only) never ran
-    assert tree.registered_keys(config(jit=False)) == set()                  # the registration's own gate
+    assert tree.registered_keys(config(jit=False)) == set()  # the registration's own gate
     moved = deciding.replace("                if config.jit:\n                    NORM.register_warmup()\n", "")
-    assert TreeWarmup(write_engine(tmp_path, {"eng/layer.py": moved}), SPEC, RegistrationsOnly(),
-                      ENGINE).registered_keys(config()) == set()           # no registration written: none made
+    assert (
+        TreeWarmup(write_engine(tmp_path, {"eng/layer.py": moved}), SPEC, RegistrationsOnly(), ENGINE).registered_keys(
+            config()
+        )
+        == set()
+    )  # no registration written: none made

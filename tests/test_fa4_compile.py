@@ -10,8 +10,12 @@ import pytest
 
 def probe(check, cache_dir):
     """Run one check of fa4_compile_probe.py in a child process (CuTe DSL and FlyDSL cannot share one)."""
-    result = subprocess.run([sys.executable, str(Path(__file__).with_name("fa4_compile_probe.py")), check,
-                             str(cache_dir)], capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("fa4_compile_probe.py")), check, str(cache_dir)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -53,8 +57,9 @@ def test_reconfiguring_or_mixing_backends_is_refused(tmp_path):
 
 
 def zerojit(*args):
-    result = subprocess.run([sys.executable, "-m", "zerojit", *args, "--json"], capture_output=True, text=True,
-                            timeout=1800)
+    result = subprocess.run(
+        [sys.executable, "-m", "zerojit", *args, "--json"], capture_output=True, text=True, timeout=1800
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)
 

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from zerojit.contract import ServingLimits, WarmupRegistry
 from zerojit.migrate.cli import app
-from zerojit.migrate.fa4_mla_prefill.kernel import SUPPORTED_DIMS, MLADims, select_fa_version
 from zerojit.migrate.fa4_mla_prefill.equivalence import FA4MLAEquivalence, MLAConfig
+from zerojit.migrate.fa4_mla_prefill.kernel import SUPPORTED_DIMS, MLADims, select_fa_version
 from zerojit.migrate.fa4_mla_prefill.model import FlashAttnPrefillBackend, MLAModel
 from zerojit.migrate.inkling_rel_attention.kernel import InklingModel
 from zerojit.migrate.inkling_rel_attention.model import InklingAttention
@@ -25,8 +25,18 @@ PROBES = [(1, 128), (129, 512), (1, 4096), (129, 4096), (1, 8192), (129, 8192), 
 def expected_mla_keys(arch, dims, splits):
     """DESIGN §4: a probe is kept when Sk < 4096, or splits != 1 and Sk = 4096, or splits != 1 and
     Sk = 8192 off sm90 with QK != V; each kept probe compiles causal x LSE."""
-    kept = [(q, k) for q, k in PROBES if k < 4096 or (splits != 1 and k == 4096) or (
-        splits != 1 and k == 8192 and arch != "sm90" and dims.qk_nope_head_dim + dims.qk_rope_head_dim != dims.v_head_dim)]
+    kept = [
+        (q, k)
+        for q, k in PROBES
+        if k < 4096
+        or (splits != 1 and k == 4096)
+        or (
+            splits != 1
+            and k == 8192
+            and arch != "sm90"
+            and dims.qk_nope_head_dim + dims.qk_rope_head_dim != dims.v_head_dim
+        )
+    ]
     return 4 * len(kept)
 
 
@@ -38,8 +48,9 @@ def mla_plan(arch, model, **limit_changes):
     return backend, registry.plan()
 
 
-@pytest.mark.parametrize("arch, forced, splits", [("sm90", 4, 1), ("sm100", None, 0), ("sm103", None, 0),
-                                                  ("sm120", 4, 1)])
+@pytest.mark.parametrize(
+    "arch, forced, splits", [("sm90", 4, 1), ("sm100", None, 0), ("sm103", None, 0), ("sm120", 4, 1)]
+)
 @pytest.mark.parametrize("dims", SUPPORTED_DIMS)
 def test_mla_key_counts(arch, forced, splits, dims):
     backend, plan = mla_plan(arch, MLAModel(128, dims, forced_fa_version=forced))
@@ -80,16 +91,25 @@ def test_upstream_registers_then_expands_to_nothing_on_sm100(vllm029):
     assert vllm029.legacy.standalone_keys(MLAConfig("sm100", MLADims(128, 64, 128))) == set()
     result = CliRunner().invoke(app, ["plan", "--preset", "deepseek-v3-b200-vllm030", "--json"])
     plan = json.loads(result.stdout)
-    assert plan["kernels"] == [{"kernel": "fa4_mla_prefill_upstream", "family": "fa4-mla-prefill",
-                                "backend": "cutedsl", "keys": 0, "empty": True}]
+    assert plan["kernels"] == [
+        {
+            "kernel": "fa4_mla_prefill_upstream",
+            "family": "fa4-mla-prefill",
+            "backend": "cutedsl",
+            "keys": 0,
+            "empty": True,
+        }
+    ]
     assert plan["empty_kernels"] == ["fa4_mla_prefill_upstream"]
 
 
 ARCHS = ("sm90", "sm100", "sm103", "sm110", "sm120", "sm121", "gfx942", "gfx950")
 
 
-@pytest.mark.parametrize("arch, dims, forced, invariant", list(itertools.product(
-    ARCHS, SUPPORTED_DIMS + (MLADims(256, 0, 256),), (None, 3, 4), (False, True))))
+@pytest.mark.parametrize(
+    "arch, dims, forced, invariant",
+    list(itertools.product(ARCHS, SUPPORTED_DIMS + (MLADims(256, 0, 256),), (None, 3, 4), (False, True))),
+)
 def test_project_never_registers_an_empty_fa4(arch, dims, forced, invariant):
     backend, plan = mla_plan(arch, MLAModel(128, dims, forced_fa_version=forced, batch_invariant=invariant))
     assert plan.empty_kernels == []
@@ -102,8 +122,9 @@ def test_fa_version_is_vllms_own_decision(vllm029, arch, dims):
     """select_fa_version against vLLM 0.29.0's fa_utils.get_flash_attn_version, run from its tree."""
     for forced, invariant in itertools.product((None, 2, 3, 4), (False, True)):
         config = MLAConfig(arch, dims, forced_fa_version=forced, batch_invariant=invariant)
-        theirs = vllm029.legacy.within(config, lambda: vllm029.engine.backend_fa_version(
-            config, dims.qk_head_dim, dims.v_head_dim))
+        theirs = vllm029.legacy.within(
+            config, lambda: vllm029.engine.backend_fa_version(config, dims.qk_head_dim, dims.v_head_dim)
+        )
         assert select_fa_version(arch, dims.qk_head_dim, dims.v_head_dim, forced, invariant) == theirs, config
 
 
@@ -111,18 +132,32 @@ def test_mla_legacy_gates_as_vllm_029_ran_them(vllm029):
     forced = MLAConfig("sm90", MLADims(128, 64, 128), forced_fa_version=4)
     # vLLM's 6 probes at num_splits=0 on sm90: its own filter drops the two Sk=8192 ones -> 4 x causal x LSE.
     assert len(vllm029.legacy.standalone_keys(forced)) == 16
-    for skipped in ({"is_pooling": True}, {"use_mla": False}, {"prefill_backend": "FLASHINFER"},
-                    {"enable_jit_warmup": False}, {"forced_fa_version": None}):  # sm90 without forcing runs FA3
+    for skipped in (
+        {"is_pooling": True},
+        {"use_mla": False},
+        {"prefill_backend": "FLASHINFER"},
+        {"enable_jit_warmup": False},
+        {"forced_fa_version": None},
+    ):  # sm90 without forcing runs FA3
         assert vllm029.legacy.standalone_keys(dataclasses.replace(forced, **skipped)) == set(), skipped
 
 
-INKLING = InklingModel(num_heads=8, num_kv_heads=1, head_dim=128, rel_extent=1024, sliding_window=512,
-                       swa_num_heads=8, swa_num_kv_heads=1, swa_head_dim=128)
+INKLING = InklingModel(
+    num_heads=8,
+    num_kv_heads=1,
+    head_dim=128,
+    rel_extent=1024,
+    sliding_window=512,
+    swa_num_heads=8,
+    swa_num_kv_heads=1,
+    swa_head_dim=128,
+)
 
 
 def inkling_plan(arch, **limit_changes):
-    limits = ServingLimits(**{"max_num_seqs": 256, "max_num_batched_tokens": 8192, "max_model_len": 32768,
-                              "arch": arch, **limit_changes})
+    limits = ServingLimits(
+        **{"max_num_seqs": 256, "max_num_batched_tokens": 8192, "max_model_len": 32768, "arch": arch, **limit_changes}
+    )
     registry = WarmupRegistry(limits)
     with registry.capture():
         for index in range(4):
@@ -168,8 +203,10 @@ def test_inkling_sm100_keys_equal_brute_force():
     registry = WarmupRegistry(limits)
     with registry.capture():
         InklingAttention(limits, INKLING, is_local=False)
-    planned = {(k.is_local, k.max_seqlen_q, k.num_splits, k.num_warps_bucket, k.large_num_reqs)
-               for k in registry.plan().kernels[0].keys}
+    planned = {
+        (k.is_local, k.max_seqlen_q, k.num_splits, k.num_warps_bucket, k.large_num_reqs)
+        for k in registry.plan().kernels[0].keys
+    }
     assert planned == brute_force_inkling_sm100(limits)
 
 

@@ -16,8 +16,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # Folder -> import package, as pyproject.toml's package-dir maps them.
-PACKAGES = {"contract": "zerojit.contract", "migrate": "zerojit.migrate", "codemods": "zerojit.codemods",
-            "zerojit": "zerojit"}
+PACKAGES = {
+    "contract": "zerojit.contract",
+    "migrate": "zerojit.migrate",
+    "codemods": "zerojit.codemods",
+    "zerojit": "zerojit",
+}
 BUNDLED_ENGINE_TREE = "example_tree"  # a legacy vLLM layout shipped as data for the codemods, not zerojit code
 RUNTIME = "zerojit.contract"
 OFFLINE = ("zerojit.migrate", "zerojit.codemods")
@@ -38,8 +42,9 @@ def modules(root: Path, packages: dict[str, str]) -> dict[str, tuple[Path, bool]
 
 def _under_type_checking(node: ast.If) -> bool:
     test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
@@ -72,7 +77,7 @@ def import_graph(root: Path, packages: dict[str, str]) -> dict[str, set[str]]:
                 targets |= {alias.name for alias in node.names}
                 continue
             base = package.split(".")
-            base = base[:len(base) - node.level + 1] if node.level else []
+            base = base[: len(base) - node.level + 1] if node.level else []
             source = ".".join(base + ([node.module] if node.module else []))
             for alias in node.names:
                 submodule = f"{source}.{alias.name}"
@@ -127,9 +132,13 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def layer_violations(graph: dict[str, set[str]]) -> list[str]:
-    return [f"{module} imports {target}" for module, targets in sorted(graph.items())
-            if module == RUNTIME or module.startswith(RUNTIME + ".")
-            for target in sorted(targets) if target.startswith(OFFLINE)]
+    return [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        if module == RUNTIME or module.startswith(RUNTIME + ".")
+        for target in sorted(targets)
+        if target.startswith(OFFLINE)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -154,16 +163,19 @@ def write_package(root: Path, files: dict[str, str]) -> None:
 
 
 def test_the_checks_see_function_level_imports_and_skip_type_checking_ones(tmp_path):
-    write_package(tmp_path, {
-        "contract/__init__.py": "",
-        "contract/keys.py": "def f():\n    from zerojit.migrate import cli\n",
-        "contract/report.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from zerojit.codemods import x\n",
-        "migrate/__init__.py": "",
-        "migrate/cli.py": "from . import families\n",
-        "migrate/families.py": "def g():\n    from .cli import main\n",
-        "codemods/__init__.py": "",
-        "codemods/x.py": "from ..contract import keys\n",
-    })
+    write_package(
+        tmp_path,
+        {
+            "contract/__init__.py": "",
+            "contract/keys.py": "def f():\n    from zerojit.migrate import cli\n",
+            "contract/report.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from zerojit.codemods import x\n",
+            "migrate/__init__.py": "",
+            "migrate/cli.py": "from . import families\n",
+            "migrate/families.py": "def g():\n    from .cli import main\n",
+            "codemods/__init__.py": "",
+            "codemods/x.py": "from ..contract import keys\n",
+        },
+    )
     packages = {"contract": "zerojit.contract", "migrate": "zerojit.migrate", "codemods": "zerojit.codemods"}
     built = import_graph(tmp_path, packages)
     assert layer_violations(built) == ["zerojit.contract.keys imports zerojit.migrate.cli"]

@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
+from tree_forks import copy_033, write_tree
 from typer.testing import CliRunner
 
-from tree_forks import copy_033, write_tree
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 
@@ -61,8 +61,10 @@ def test_counts_add_up_and_match_the_decorators_read_off_the_tree(map033):
     sources = [p.read_text(errors="replace") for p in (tree / "vllm").rglob("*.py")]
     autotuned = sum(len(re.findall(r"^\s*@triton\.autotune\b", s, re.M)) for s in sources)
     tilelang = sum(len(re.findall(r"^@tilelang_jit\b", s, re.M)) for s in sources)
-    assert (counts["by_backend"]["triton-autotune"]["total"], counts["by_backend"]["tilelang"]["total"]) == \
-        (autotuned, tilelang) and autotuned > 50
+    assert (counts["by_backend"]["triton-autotune"]["total"], counts["by_backend"]["tilelang"]["total"]) == (
+        autotuned,
+        tilelang,
+    ) and autotuned > 50
     assert counts["by_backend"]["triton-jit"]["total"] > 500 and counts["by_backend"]["flydsl"]["total"] >= 8
 
 
@@ -78,8 +80,9 @@ def test_every_kernel_a_register_warmup_names_is_registered(map033):
     at_top_level = {name for name in named if name in defined}
     assert len(at_top_level) > 40
     assert {name: defined[name]["status"] for name in at_top_level} == {name: "registered" for name in at_top_level}
-    assert all(k["registered_at"] and k["backend"] == "contract" for k in map033["kernels"]
-               if k["name"] in at_top_level)
+    assert all(
+        k["registered_at"] and k["backend"] == "contract" for k in map033["kernels"] if k["name"] in at_top_level
+    )
     # Each site names what it registers, the local `indexer_q_kernel = (A if c else B)` included.
     assert map033["unresolved_registrations"] == []
     fp8 = kernel(map033, "vllm.models.deepseek_v4.nvidia.ops.fused_indexer_q_cutedsl", "_INDEXER_Q_FP8_KERNEL")
@@ -102,13 +105,20 @@ def test_the_turboquant_launcher_is_warmed_by_nothing(map033):
     assert (reduce["backend"], reduce["status"]) == ("triton-jit", "unwarmed")
 
 
-def test_the_layer_norm_kernel_is_registered_after_its_migration_and_was_not_before(map033, migrated_map,
-                                                                                    migrated_map_repo):
+def test_the_layer_norm_kernel_is_registered_after_its_migration_and_was_not_before(
+    map033, migrated_map, migrated_map_repo
+):
     module = "vllm.third_party.flash_linear_attention.ops.layernorm_guard"
-    before, after = kernel(map033, module, "_LAYER_NORM_FWD_KERNEL"), kernel(migrated_map, module,
-                                                                             "_LAYER_NORM_FWD_KERNEL")
+    before, after = (
+        kernel(map033, module, "_LAYER_NORM_FWD_KERNEL"),
+        kernel(migrated_map, module, "_LAYER_NORM_FWD_KERNEL"),
+    )
     assert (before["status"], before["warmed_by"], before["verdict"], before["registered_at"]) == (
-        "legacy", ["vllm.model_executor.warmup.qwen_triton_warmup:qwen_triton_warmup"], "spec", [])
+        "legacy",
+        ["vllm.model_executor.warmup.qwen_triton_warmup:qwen_triton_warmup"],
+        "spec",
+        [],
+    )
     assert after["status"] == "registered" and after["warmed_by"] == []
     (site,) = after["registered_at"]
     layer = "vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn"
@@ -117,8 +127,10 @@ def test_the_layer_norm_kernel_is_registered_after_its_migration_and_was_not_bef
     source = (migrated_map_repo / (layer.replace(".", "/") + ".py")).read_text().splitlines()
     assert source[line - 1].strip() == "_LAYER_NORM_FWD_KERNEL.register_warmup("
     # The Triton kernel the object compiles follows it.
-    jit_before, jit_after = kernel(map033, module, "layer_norm_fwd_kernel"), kernel(migrated_map, module,
-                                                                                     "layer_norm_fwd_kernel")
+    jit_before, jit_after = (
+        kernel(map033, module, "layer_norm_fwd_kernel"),
+        kernel(migrated_map, module, "layer_norm_fwd_kernel"),
+    )
     assert (jit_before["status"], jit_after["status"]) == ("legacy", "registered")
     assert jit_after["via"] == f"{module}:_LAYER_NORM_FWD_KERNEL"
     assert migrated_map["counts"]["registered"] == map033["counts"]["registered"] + 2
@@ -258,7 +270,8 @@ def test_a_small_engine_one_kernel_of_each_kind_and_status(tmp_path):
     device = {backend: row["device_helpers"] for backend, row in document["counts"]["by_backend"].items()}
     assert (device["triton-jit"], device["flydsl"], device["cute-dsl"]) == (1, 1, 1)
     assert found[("ops.gemm", "GEMM_KERNEL")]["registered_at"] == [
-        {"site": "eng.layers:9", "owner": "eng.layers:Linear.__init__", "gate": "(config.jit)"}]
+        {"site": "eng.layers:9", "owner": "eng.layers:Linear.__init__", "gate": "(config.jit)"}
+    ]
     assert [r["gate"] for r in found[("ops.gemm", "FP8_KERNEL")]["registered_at"]] == ["(config.jit) and (fp8)"]
     assert [r["gate"] for r in found[("ops.gemm", "BF16_KERNEL")]["registered_at"]] == ["(config.jit) and not (fp8)"]
     assert found[("ops.gemm", "_scale_kernel")]["via"] == "eng.ops.gemm:scale_dispatch"
@@ -266,7 +279,9 @@ def test_a_small_engine_one_kernel_of_each_kind_and_status(tmp_path):
     assert (norm["warmed_by"], norm["verdict"]) == (["eng.warmup.norm_warmup:norm_warmup"], "lift")
     launch = found[("ops.decode", "get_kernel.<locals>.launch")]
     assert (launch["launched_by"], launch["constructed_in"]) == (
-        ["eng.ops.decode:get_kernel", "eng.ops.decode:decode"], ["eng.layers:Decoder"])
+        ["eng.ops.decode:get_kernel", "eng.ops.decode:decode"],
+        ["eng.layers:Decoder"],
+    )
     assert found[("ops.decode", "Attention.__call__")]["constructed_in"] == ["eng.layers:Decoder"]
 
 
@@ -333,14 +348,20 @@ SPELLINGS = {
 
 def test_every_way_of_writing_a_kernel_is_found_and_an_unreadable_module_is_named(tmp_path):
     write_tree(tmp_path, SPELLINGS)
-    result = runner.invoke(app, ["survey", "--kernels", "--repo", str(tmp_path), "--orchestrator",
-                                 "eng.warmup.kernel_warmup", "--json"])
+    result = runner.invoke(
+        app, ["survey", "--kernels", "--repo", str(tmp_path), "--orchestrator", "eng.warmup.kernel_warmup", "--json"]
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     found = {k["name"]: (k["backend"], k["status"]) for k in document["kernels"]}
-    assert found == {"_under_if": ("triton-jit", "unwarmed"), "_aliased": ("triton-jit", "unwarmed"),
-                     "_gluon": ("triton-gluon", "unwarmed"), "_bound_alias": ("triton-jit", "unwarmed"),
-                     "CopyKernel.kernel": ("triton-jit", "registered"), "COPY_KERNEL": ("contract", "registered")}
+    assert found == {
+        "_under_if": ("triton-jit", "unwarmed"),
+        "_aliased": ("triton-jit", "unwarmed"),
+        "_gluon": ("triton-gluon", "unwarmed"),
+        "_bound_alias": ("triton-jit", "unwarmed"),
+        "CopyKernel.kernel": ("triton-jit", "registered"),
+        "COPY_KERNEL": ("contract", "registered"),
+    }
     held = next(k for k in document["kernels"] if k["name"] == "CopyKernel.kernel")
     assert held["via"] == "eng.ops.spelled:COPY_KERNEL"
     (why,) = document["unreadable_modules"].values()
@@ -353,25 +374,36 @@ def test_every_way_of_writing_a_kernel_is_found_and_an_unreadable_module_is_name
 
 def test_a_tree_with_no_legacy_warmup_left_is_mapped_with_a_warning(tmp_path):
     write_tree(tmp_path, {rel: text for rel, text in ENGINE.items() if not rel.startswith("eng/warmup/")})
-    result = runner.invoke(app, ["survey", "--kernels", "--repo", str(tmp_path), "--orchestrator",
-                                 "eng.warmup.kernel_warmup", "--json"])
+    result = runner.invoke(
+        app, ["survey", "--kernels", "--repo", str(tmp_path), "--orchestrator", "eng.warmup.kernel_warmup", "--json"]
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert document["orchestrator_problem"].endswith("has no orchestrator module eng.warmup.kernel_warmup "
-                                                     "(--orchestrator names it)")
+    assert document["orchestrator_problem"].endswith(
+        "has no orchestrator module eng.warmup.kernel_warmup (--orchestrator names it)"
+    )
     assert "no kernel is listed as reached by a legacy warmup" in result.stderr
     norm = next(k for k in document["kernels"] if k["name"] == "_rms_norm_kernel")
     assert (norm["status"], norm["launched_by"], norm["constructed_in"]) == (
-        "unwarmed", ["eng.ops.norm:rms_norm"], ["eng.layers:Norm"])
+        "unwarmed",
+        ["eng.ops.norm:rms_norm"],
+        ["eng.layers:Norm"],
+    )
 
 
-@pytest.mark.parametrize("args, why", [
-    (["--plot", "map.png"], "--plot draws the JIT map: give --kernels too"),
-    (["--kernels", "--status", "cold"], "--status cold: not one of registered"),
-    (["--kernels", "--plot", "map.txt"], "name a .png, .svg, .pdf file"),
-    (["--kernels", "--plot", "map.json"], "name a .png, .svg, .pdf file"),  # a warmup timeline may be data; a map not
-    (["--kernels", "--plot", "no/such/map.png"], "does not exist"),
-])
+@pytest.mark.parametrize(
+    "args, why",
+    [
+        (["--plot", "map.png"], "--plot draws the JIT map: give --kernels too"),
+        (["--kernels", "--status", "cold"], "--status cold: not one of registered"),
+        (["--kernels", "--plot", "map.txt"], "name a .png, .svg, .pdf file"),
+        (
+            ["--kernels", "--plot", "map.json"],
+            "name a .png, .svg, .pdf file",
+        ),  # a warmup timeline may be data; a map not
+        (["--kernels", "--plot", "no/such/map.png"], "does not exist"),
+    ],
+)
 def test_bad_map_options_are_one_line(tmp_path, monkeypatch, args, why):
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), *args])

@@ -11,15 +11,15 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.contract import Range
-from zerojit.migrate.engine_trees.equivalence import sample_configs
 from zerojit.migrate.cli import app
-from zerojit.migrate.families import get_family
-from zerojit.migrate.families import key_equivalence as run_equivalence
+from zerojit.migrate.engine_trees.equivalence import sample_configs
+from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.fa4_mla_prefill.equivalence import MLAConfig
 from zerojit.migrate.fa4_mla_prefill.kernel import MLADims
 from zerojit.migrate.fa4_mla_prefill.model import FA4_MLA_PREFILL
+from zerojit.migrate.families import get_family
+from zerojit.migrate.families import key_equivalence as run_equivalence
 from zerojit.migrate.rocm_nvfp4.kernel import SparseDecode
 
 runner = CliRunner()
@@ -51,11 +51,11 @@ def test_the_legacy_side_is_vllm_029_itself(family):
 def test_configs_compared_in_worker_processes_give_the_same_report():
     """Each worker loads vLLM 0.29.0's tree itself; the report (diffs in config order, coverage) is the one a single
     process makes, the ROCm grid's intended differences (spread over both workers) included."""
-    runs = [keys_diff("--family", "inkling-rel-attention", "--grid", "smoke", "--jobs", jobs)
-            for jobs in ("1", "3")]
+    runs = [keys_diff("--family", "inkling-rel-attention", "--grid", "smoke", "--jobs", jobs) for jobs in ("1", "3")]
     assert runs[0] == runs[1] and runs[0][1]["configs"] == 28
-    broken = [keys_diff("--family", "rocm-nvfp4", "--grid", "smoke", "--samples", "20", "--jobs", jobs)
-              for jobs in ("1", "2")]
+    broken = [
+        keys_diff("--family", "rocm-nvfp4", "--grid", "smoke", "--samples", "20", "--jobs", jobs) for jobs in ("1", "2")
+    ]
     assert broken[0] == broken[1] and broken[0][1]["intended_differences"] > 1
 
 
@@ -86,8 +86,11 @@ def test_fa4_intended_differences_are_the_named_ones_with_their_key_counts():
 
 def test_a_broken_fa4_key_space_fails_against_vllm(monkeypatch):
     original = FA4_MLA_PREFILL.key_space
-    monkeypatch.setattr(FA4_MLA_PREFILL, "key_space", lambda limits, **params: original(limits, **params).where(
-        lambda point: point["causal"]))  # the non-causal (context chunk) keys are dropped
+    monkeypatch.setattr(
+        FA4_MLA_PREFILL,
+        "key_space",
+        lambda limits, **params: original(limits, **params).where(lambda point: point["causal"]),
+    )  # the non-causal (context chunk) keys are dropped
     code, report = keys_diff("--family", "fa4-mla-prefill")
     assert code == 1 and report["configs"] > 300 and report["mismatches"] > 0
     mismatches = [d for d in report["details"] if d["intended"] is None]
@@ -97,10 +100,10 @@ def test_a_broken_fa4_key_space_fails_against_vllm(monkeypatch):
 
 
 def test_a_broken_rocm_sweep_fails_with_a_readable_diff(monkeypatch):
-    monkeypatch.setattr(SparseDecode, "key_space", lambda self, limits: Range("num_reqs", 1, 1)
-                        * Range("query_len", 1, 1))
-    result = runner.invoke(app, ["keys", "diff", "--family", "rocm-nvfp4", "--grid", "full"],
-                           env={"COLUMNS": "200"})
+    monkeypatch.setattr(
+        SparseDecode, "key_space", lambda self, limits: Range("num_reqs", 1, 1) * Range("query_len", 1, 1)
+    )
+    result = runner.invoke(app, ["keys", "diff", "--family", "rocm-nvfp4", "--grid", "full"], env={"COLUMNS": "200"})
     assert result.exit_code == 1
     rows = [line for line in result.output.splitlines() if "MISMATCH" in line]
     assert rows and all("SparseDecodeKey" in line for line in rows)
@@ -111,8 +114,16 @@ def test_a_broken_rocm_sweep_fails_with_a_readable_diff(monkeypatch):
 
 @pytest.mark.parametrize("family", TREE_FAMILIES)
 def test_upstreams_migration_029_to_030_keeps_the_keys(family):
-    code, report = keys_diff("--family", family, "--grid", "full" if family == "fa4-mla-prefill" else "smoke",
-                             "--legacy-tree", str(vllm_tree("0.29.0")), "--migrated-tree", str(vllm_tree("0.30.0")))
+    code, report = keys_diff(
+        "--family",
+        family,
+        "--grid",
+        "full" if family == "fa4-mla-prefill" else "smoke",
+        "--legacy-tree",
+        str(vllm_tree("0.29.0")),
+        "--migrated-tree",
+        str(vllm_tree("0.30.0")),
+    )
     assert code == 0 and report["mismatches"] == 0
     assert report["migrated_source"].startswith("what vllm 0.30.0 at ")
 
@@ -120,23 +131,38 @@ def test_upstreams_migration_029_to_030_keeps_the_keys(family):
 @pytest.mark.parametrize("family", TREE_FAMILIES)
 def test_zerojits_own_migration_of_029_keeps_the_keys(migrated_029, family):
     repo, _ = migrated_029
-    code, report = keys_diff("--family", family, "--grid", "full" if family == "fa4-mla-prefill" else "smoke",
-                             "--legacy-tree", str(vllm_tree("0.29.0")), "--migrated-tree", str(repo))
+    code, report = keys_diff(
+        "--family",
+        family,
+        "--grid",
+        "full" if family == "fa4-mla-prefill" else "smoke",
+        "--legacy-tree",
+        str(vllm_tree("0.29.0")),
+        "--migrated-tree",
+        str(repo),
+    )
     assert code == 0 and report["mismatches"] == 0 and report["configs"] >= 28
 
 
 GATE_EDITS = {  # (family, file, registration as the migration wrote it, as broken)
     "inkling gate broken at TP >= 4": (
-        "inkling-rel-attention", "vllm/models/inkling/nvidia/attention.py",
+        "inkling-rel-attention",
+        "vllm/models/inkling/nvidia/attention.py",
         "        if vllm_config.kernel_config.enable_jit_warmup:\n",
-        "        if vllm_config.kernel_config.enable_jit_warmup and get_tensor_model_parallel_world_size() < 4:\n"),
+        "        if vllm_config.kernel_config.enable_jit_warmup and get_tensor_model_parallel_world_size() < 4:\n",
+    ),
     "fa4 registration dropped": (
-        "fa4-mla-prefill", "vllm/v1/attention/backends/mla/prefill/flash_attn.py",
-        "            _FA4_MLA_PREFILL_KERNEL.register_warmup()\n", "            pass\n"),
+        "fa4-mla-prefill",
+        "vllm/v1/attention/backends/mla/prefill/flash_attn.py",
+        "            _FA4_MLA_PREFILL_KERNEL.register_warmup()\n",
+        "            pass\n",
+    ),
     "orchestrator gate inverted": (
-        "fa4-mla-prefill", "vllm/model_executor/warmup/kernel_warmup.py",
+        "fa4-mla-prefill",
+        "vllm/model_executor/warmup/kernel_warmup.py",
         "    enable_jit_warmup = worker.vllm_config.kernel_config.enable_jit_warmup\n",
-        "    enable_jit_warmup = not worker.vllm_config.kernel_config.enable_jit_warmup\n"),
+        "    enable_jit_warmup = not worker.vllm_config.kernel_config.enable_jit_warmup\n",
+    ),
 }
 
 
@@ -148,8 +174,9 @@ def test_a_broken_gate_in_the_migrated_tree_names_the_configs_it_changes(tmp_pat
     source = (tree / path).read_text()
     assert source.count(good) == 1
     (tree / path).write_text(source.replace(good, broken))
-    code, report = keys_diff("--family", family, "--grid", "smoke", "--legacy-tree", str(vllm_tree("0.29.0")),
-                             "--migrated-tree", str(tree))
+    code, report = keys_diff(
+        "--family", family, "--grid", "smoke", "--legacy-tree", str(vllm_tree("0.29.0")), "--migrated-tree", str(tree)
+    )
     mismatches = [d for d in report["details"] if d["intended"] is None]
     assert code == 1 and mismatches
     # Each loses keys: every mismatch names what legacy warmed and the tree no longer does.
@@ -172,7 +199,8 @@ def test_unknown_family_and_grid_are_refused():
 
 
 def test_plugin_marker_and_fixture_in_an_engine_suite(pytester):
-    pytester.makepyfile(test_engine='''
+    pytester.makepyfile(
+        test_engine="""
         import pytest
 
         @pytest.mark.key_equivalence("rocm-nvfp4", grid="smoke")
@@ -181,7 +209,8 @@ def test_plugin_marker_and_fixture_in_an_engine_suite(pytester):
 
         def test_fixture(key_equivalence):
             key_equivalence("inkling-rel-attention", grid="smoke", samples=5)
-    ''')
+    """
+    )
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
 
@@ -190,7 +219,7 @@ def test_migrate_verify_keys_refuses_a_migration_that_loses_keys(tmp_path):
     repo = tmp_path / "vllm"
     shutil.copytree(vllm_tree("0.29.0"), repo)
     spec = tmp_path / "broken.toml"  # Inkling's spec, its gate broken at TP >= 4
-    spec.write_text('''[[migration]]
+    spec.write_text("""[[migration]]
 family = "inkling-rel-attention"
 legacy_module = "vllm.model_executor.warmup.fa4_cutedsl_warmup"
 legacy_function = "fa4_cutedsl_warmup"
@@ -203,12 +232,14 @@ construction_module = "vllm.models.inkling.nvidia.attention"
 construction_class = "InklingAttention"
 registration = "_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()"
 gate = "vllm_config.kernel_config.enable_jit_warmup and get_tensor_model_parallel_world_size() < 4"
-''')
+""")
     gated = runner.invoke(app, ["migrate", "--repo", str(repo), "--spec", str(spec), "--write", "--verify-keys"])
     assert gated.exit_code == 2 and "get_tensor_model_parallel_world_size() < 4" in gated.output  # not the tree's
     # A spec that claims the condition as intended passes the gate check; the keys still show what it loses.
-    spec.write_text(spec.read_text() + 'intended_differences = [["get_tensor_model_parallel_world_size() < 4", '
-                    '"claimed"], ["not isinstance(hf_config, (InklingMMConfig, InklingModelConfig))", "the layer"]]\n')
+    spec.write_text(
+        spec.read_text() + 'intended_differences = [["get_tensor_model_parallel_world_size() < 4", '
+        '"claimed"], ["not isinstance(hf_config, (InklingMMConfig, InklingModelConfig))", "the layer"]]\n'
+    )
     result = runner.invoke(app, ["migrate", "--repo", str(repo), "--spec", str(spec), "--write", "--verify-keys"])
     assert result.exit_code == 1 and "unexplained mismatches" in result.output and "nothing written" in result.output
     assert (repo / "vllm/model_executor/warmup/fa4_cutedsl_warmup.py").exists()  # nothing written
@@ -223,9 +254,27 @@ def test_offline_the_legacy_tree_flag_stands_in_for_the_fetch_and_without_it_one
     import sys
 
     env = {**os.environ, "ZEROJIT_CACHE": str(tmp_path / "empty-cache"), "PIP_NO_INDEX": "1"}
-    run = lambda *args: subprocess.run([sys.executable, "-m", "zerojit", "keys", "diff", "-f",  # noqa: E731
-                                        "inkling-rel-attention", "--grid", "smoke", *args], env=env,
-                                       capture_output=True, text=True, timeout=600)
+
+    def run(*args):
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "zerojit",
+                "keys",
+                "diff",
+                "-f",  # noqa: E731
+                "inkling-rel-attention",
+                "--grid",
+                "smoke",
+                *args,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
     given = run("--legacy-tree", str(vllm_tree("0.29.0")), "--json")
     assert given.returncode == 0, given.stderr[-1000:]
     assert json.loads(given.stdout)["mismatches"] == 0 and not (tmp_path / "empty-cache" / "wheels").exists()

@@ -5,7 +5,8 @@ import hashlib
 import json
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from zerojit.contract import Choice, CompileKey, Product, Range, Zip, expand
 
@@ -48,8 +49,13 @@ def test_keys_order_with_none_after_numbers():
     assert sorted([b, a, c]) == [c, a, b]
 
 
-keys = st.builds(DemoKey, st.integers(-5, 1 << 40), st.booleans(),
-                 st.tuples(st.integers(-1, 10**6), st.integers(-1, 10**6)), st.none() | st.integers(0, 64))
+keys = st.builds(
+    DemoKey,
+    st.integers(-5, 1 << 40),
+    st.booleans(),
+    st.tuples(st.integers(-1, 10**6), st.integers(-1, 10**6)),
+    st.none() | st.integers(0, 64),
+)
 
 
 @given(keys)
@@ -66,7 +72,9 @@ def test_powers_of_two_range_visits_stop():
 
 def test_custom_progression_and_step():
     # Inkling-style buckets: next power of two strictly above, plus one.
-    nxt = lambda v: (1 << v.bit_length()) + 1
+    def nxt(v):
+        return (1 << v.bit_length()) + 1
+
     assert [p["q"] for p in Range("q", 1, 40, step=nxt)] == [1, 3, 5, 9, 17, 33, 40]
     assert [p["q"] for p in Range("q", 0, 10, step=4)] == [0, 4, 8, 10]
 
@@ -79,7 +87,11 @@ def test_non_increasing_progression_is_refused():
 def test_product_order_last_axis_fastest_and_zip_lockstep():
     space = Zip([{"kind": "global", "window": -1}, {"kind": "local", "window": 127}]) * Choice("causal", (False, True))
     assert [tuple(p.values()) for p in space] == [
-        ("global", -1, False), ("global", -1, True), ("local", 127, False), ("local", 127, True)]
+        ("global", -1, False),
+        ("global", -1, True),
+        ("local", 127, False),
+        ("local", 127, True),
+    ]
     assert space.axes == ("kind", "window", "causal")
 
 

@@ -12,6 +12,7 @@ import json
 
 import pytest
 import torch
+from tree_forks import GDN_LAYER, copy_033, edit, ruff_findings
 from typer.testing import CliRunner
 
 from zerojit.codemods.spec import load_specs
@@ -19,10 +20,12 @@ from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.engine_trees.warmup import TreeWarmup
-from zerojit.migrate.triton_lifts.equivalence import GdnTritonConfig, GdnTritonEngine, MetaAllocations, \
-    _compile_only_triton
-
-from tree_forks import GDN_LAYER, copy_033, edit, ruff_findings
+from zerojit.migrate.triton_lifts.equivalence import (
+    GdnTritonConfig,
+    GdnTritonEngine,
+    MetaAllocations,
+    _compile_only_triton,
+)
 
 runner = CliRunner()
 MTP_MODULE = "vllm.third_party.flash_linear_attention.ops.fused_gdn_decode_post_conv_mtp"
@@ -33,18 +36,31 @@ KERNELS = ("_gdn_mtp_update_kernel", "_gdn_mtp_gated_rmsnorm_kernel")
 
 # What a maintainer answers for the drafts' confirm items: the layer registers once its KV cache is bound (the
 # update reads the SSM state's block stride), under the layer's own spec-decode switch, in the layer's names.
-_SITE = dict(construction_module="vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn",
-             construction_class=["QwenGatedDeltaNetAttention"], construction_method="bind_kv_cache",
-             import_style="module", intended_differences=[
-                 ["gdn_config.fused_spec_decode", "the layer's own enable_fused_gdn_spec_decode, checked where it "
-                  "registers (the legacy config read it from the first layer)"],
-                 ["spec_config is not None", "the layer's speculative_config, checked where it registers"],
-                 ["model_type not in _QWEN_MODEL_TYPES", "every model that builds a QwenGatedDeltaNetAttention "
-                  "layer with the fused MTP decode launches these kernels"]])
-_CONV_DIM = ("2 * (self.num_k_heads // self.tp_size) * self.head_k_dim\n"
-             "        + (self.num_v_heads // self.tp_size) * self.head_v_dim")
+_SITE = dict(
+    construction_module="vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn",
+    construction_class=["QwenGatedDeltaNetAttention"],
+    construction_method="bind_kv_cache",
+    import_style="module",
+    intended_differences=[
+        [
+            "gdn_config.fused_spec_decode",
+            "the layer's own enable_fused_gdn_spec_decode, checked where it "
+            "registers (the legacy config read it from the first layer)",
+        ],
+        ["spec_config is not None", "the layer's speculative_config, checked where it registers"],
+        [
+            "model_type not in _QWEN_MODEL_TYPES",
+            "every model that builds a QwenGatedDeltaNetAttention "
+            "layer with the fused MTP decode launches these kernels",
+        ],
+    ],
+)
+_CONV_DIM = (
+    "2 * (self.num_k_heads // self.tp_size) * self.head_k_dim\n"
+    "        + (self.num_v_heads // self.tp_size) * self.head_v_dim"
+)
 ANSWERS = {
-    "_gdn_mtp_update_kernel": """if self.enable_fused_gdn_spec_decode and self.speculative_config is not None:
+    "_gdn_mtp_update_kernel": f"""if self.enable_fused_gdn_spec_decode and self.speculative_config is not None:
     ssm_state = self.kv_cache[1]
     _gdn_mtp_update_dispatch.register_warmup(
         num_compute_units=current_platform.num_compute_units(ssm_state.device.index),
@@ -56,11 +72,11 @@ ANSWERS = {
         k=self.head_k_dim,
         max_num_reqs=self.vllm_config.scheduler_config.max_num_seqs,
         x_dtype=self.model_config.dtype,
-        conv_dim=%s,
+        conv_dim={_CONV_DIM},
         a_log=self.A_log,
         dt_bias=self.dt_bias,
-    )""" % _CONV_DIM,
-    "_gdn_mtp_gated_rmsnorm_kernel": """if self.enable_fused_gdn_spec_decode and self.speculative_config is not None:
+    )""",
+    "_gdn_mtp_gated_rmsnorm_kernel": f"""if self.enable_fused_gdn_spec_decode and self.speculative_config is not None:
     _gdn_mtp_gated_rmsnorm_dispatch.register_warmup(
         num_compute_units=current_platform.num_compute_units(self.kv_cache[1].device.index),
         hv=self.num_v_heads // self.tp_size,
@@ -69,9 +85,9 @@ ANSWERS = {
         v=self.head_v_dim,
         max_num_reqs=self.vllm_config.scheduler_config.max_num_seqs,
         x_dtype=self.model_config.dtype,
-        conv_dim=%s,
+        conv_dim={_CONV_DIM},
         norm_activation=self.norm.activation,
-    )""" % _CONV_DIM,
+    )""",
 }
 
 
@@ -79,14 +95,26 @@ ANSWERS = {
 def answered(tmp_path_factory):
     """The survey's two drafts, loaded, and a spec file holding both with their confirm items answered."""
     folder = tmp_path_factory.mktemp("mtp-drafts")
-    assert runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(folder)]) \
-        .exit_code == 0
+    assert (
+        runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(folder)]).exit_code == 0
+    )
     drafts = {name: load_specs(folder / f"{name.strip('_')}.toml")[0] for name in KERNELS}
     text = ""
     for name, draft in drafts.items():
-        fields = {f: getattr(draft, f) for f in ("family", "legacy_module", "legacy_function", "legacy_step",
-                                                 "orchestrator_module", "singleton_module", "singleton", "launcher",
-                                                 "dispatcher")}
+        fields = {
+            f: getattr(draft, f)
+            for f in (
+                "family",
+                "legacy_module",
+                "legacy_function",
+                "legacy_step",
+                "orchestrator_module",
+                "singleton_module",
+                "singleton",
+                "launcher",
+                "dispatcher",
+            )
+        }
         entry = {**fields, **_SITE, "registration": ANSWERS[name], "confirm": []}
         text += "[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in entry.items())
     path = folder / "answered.toml"
@@ -108,8 +136,11 @@ def test_each_kernels_draft_names_its_own_dispatcher_and_the_kernel_it_must_move
     drafts, _ = answered
     update, norm = (drafts[name] for name in KERNELS)
     assert update.launcher == norm.launcher == "fused_gdn_decode_post_conv_mtp_triton"
-    assert update.lifted_step() == norm.lifted_step() == (QWEN_WARMUP_MODULE,
-                                                          "_warm_fused_gdn_decode_post_conv_mtp_kernel")
+    assert (
+        update.lifted_step()
+        == norm.lifted_step()
+        == (QWEN_WARMUP_MODULE, "_warm_fused_gdn_decode_post_conv_mtp_kernel")
+    )
     assert update.kernel_name != norm.kernel_name and update.provider_name != norm.provider_name
     for draft, other in ((update, norm), (norm, update)):
         assert any(other.singleton in item and "same run" in item for item in draft.confirm)
@@ -129,8 +160,11 @@ def test_one_kernel_of_the_launcher_alone_is_refused_the_step_would_lose_the_oth
 def test_both_kernels_lifted_together_change_only_their_files_lint_clean_and_again_is_a_no_op(migrated):
     repo, families, path = migrated
     original = vllm_tree("0.33.0")
-    changed = {p.relative_to(repo).as_posix() for p in repo.rglob("*.py")
-               if p.read_bytes() != (original / p.relative_to(repo)).read_bytes()}
+    changed = {
+        p.relative_to(repo).as_posix()
+        for p in repo.rglob("*.py")
+        if p.read_bytes() != (original / p.relative_to(repo)).read_bytes()
+    }
     assert changed == {MTP, QWEN_WARMUP, GDN_LAYER}
     for rel in changed:
         compile((repo / rel).read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
@@ -151,11 +185,12 @@ def test_a_statement_only_the_two_launches_read_goes_from_the_launcher_into_both
     edit(repo, MTP, "        num_warps=4,\n", "        num_warps=num_warps,\n")
     edit(repo, MTP, "        num_warps=2,\n", "        num_warps=num_warps // 2,\n")
     forked = (repo / MTP).read_text()
-    result = runner.invoke(app, ["migrate", *(d.family for d in drafts.values()), "--repo", str(repo), "--spec",
-                                 str(path), "--write"])
+    result = runner.invoke(
+        app, ["migrate", *(d.family for d in drafts.values()), "--repo", str(repo), "--spec", str(path), "--write"]
+    )
     assert result.exit_code == 0, result.output
     text = (repo / MTP).read_text()
-    launcher = text[text.index("def fused_gdn_decode_post_conv_mtp_triton("):]
+    launcher = text[text.index("def fused_gdn_decode_post_conv_mtp_triton(") :]
     assert "num_warps = 4" not in launcher and text.count("    num_warps = 4\n") == 2
     (repo.parent / "forked.py").write_text(forked)
     assert [f for f in ruff_findings(repo / MTP) if f not in ruff_findings(repo.parent / "forked.py")] == []
@@ -166,10 +201,21 @@ def _step_inputs():
     state pages; 4 value heads put `a`, the second half of the packed b|a rows, off 16 bytes), in combinations
     that select each of the wrapper's V tiles and let the request limit cut some."""
     for hv, spec, cus, max_reqs, dtype, padding, activation in itertools.product(
-            (4, 8, 32), (1, 3), (256, 304), (8, 1024), (torch.bfloat16, torch.float16), (0, 7), ("silu", "sigmoid")):
+        (4, 8, 32), (1, 3), (256, 304), (8, 1024), (torch.bfloat16, torch.float16), (0, 7), ("silu", "sigmoid")
+    ):
         if (hv + spec + cus + max_reqs + padding) % 3 == 0:  # a third of the product: every value still varies
-            yield dict(h=hv // 2, hv=hv, k=128, v=128, spec=spec, cus=cus, max_reqs=max_reqs, dtype=dtype,
-                       stride=hv * 128 * 128 + padding, activation=activation)
+            yield dict(
+                h=hv // 2,
+                hv=hv,
+                k=128,
+                v=128,
+                spec=spec,
+                cus=cus,
+                max_reqs=max_reqs,
+                dtype=dtype,
+                stride=hv * 128 * 128 + padding,
+                activation=activation,
+            )
 
 
 def _keys(tree, run):
@@ -197,28 +243,56 @@ def test_the_two_providers_warm_in_tritons_own_keys_what_the_legacy_step_did(ans
     cases = list(_step_inputs())
     counts = set()
     for case in cases:
+
         def step(tree, c=case):
             _units(tree, c["cus"])
             warmup = tree.sources.module(QWEN_WARMUP_MODULE)
             config = warmup._QwenGDNWarmupConfig(
-                h=c["h"], hv=c["hv"], k=c["k"], v=c["v"], conv_kernel_size=4, conv_state=None, conv_dtype=c["dtype"],
-                norm_weight_dtype=torch.float32, norm_before_gate=False, norm_activation=c["activation"],
-                a_log=torch.empty(c["hv"], device="cuda"), dt_bias=torch.empty(c["hv"], device="cuda"),
-                state_stride_token=c["stride"], state_dtype=torch.float32, fused_spec_decode=True)
-            warmup._warm_fused_gdn_decode_post_conv_mtp_kernel(torch.device("cuda"), config, c["dtype"], c["spec"],
-                                                               c["max_reqs"])
+                h=c["h"],
+                hv=c["hv"],
+                k=c["k"],
+                v=c["v"],
+                conv_kernel_size=4,
+                conv_state=None,
+                conv_dtype=c["dtype"],
+                norm_weight_dtype=torch.float32,
+                norm_before_gate=False,
+                norm_activation=c["activation"],
+                a_log=torch.empty(c["hv"], device="cuda"),
+                dt_bias=torch.empty(c["hv"], device="cuda"),
+                state_stride_token=c["stride"],
+                state_dtype=torch.float32,
+                fused_spec_decode=True,
+            )
+            warmup._warm_fused_gdn_decode_post_conv_mtp_kernel(
+                torch.device("cuda"), config, c["dtype"], c["spec"], c["max_reqs"]
+            )
 
         def providers(tree, c=case):
             _units(tree, c["cus"])
             module = tree.sources.module(MTP_MODULE)
-            common = dict(num_compute_units=c["cus"], hv=c["hv"], num_spec_tokens=c["spec"], v=c["v"],
-                          max_num_reqs=c["max_reqs"], x_dtype=c["dtype"],
-                          conv_dim=2 * c["h"] * c["k"] + c["hv"] * c["v"])
-            update = dict(common, state_dtype=torch.float32, state_stride_token=c["stride"], k=c["k"],
-                          a_log=torch.empty(c["hv"], device="cuda"), dt_bias=torch.empty(c["hv"], device="cuda"))
+            common = dict(
+                num_compute_units=c["cus"],
+                hv=c["hv"],
+                num_spec_tokens=c["spec"],
+                v=c["v"],
+                max_num_reqs=c["max_reqs"],
+                x_dtype=c["dtype"],
+                conv_dim=2 * c["h"] * c["k"] + c["hv"] * c["v"],
+            )
+            update = dict(
+                common,
+                state_dtype=torch.float32,
+                state_stride_token=c["stride"],
+                k=c["k"],
+                a_log=torch.empty(c["hv"], device="cuda"),
+                dt_bias=torch.empty(c["hv"], device="cuda"),
+            )
             norm = dict(common, norm_weight_dtype=torch.float32, norm_activation=c["activation"])
-            for dispatch, inputs in ((module._gdn_mtp_update_dispatch, update),
-                                     (module._gdn_mtp_gated_rmsnorm_dispatch, norm)):
+            for dispatch, inputs in (
+                (module._gdn_mtp_update_dispatch, update),
+                (module._gdn_mtp_gated_rmsnorm_dispatch, norm),
+            ):
                 for key in dispatch.get_warmup_keys(**inputs):
                     dispatch.compile(key)
 
@@ -226,8 +300,9 @@ def test_the_two_providers_warm_in_tritons_own_keys_what_the_legacy_step_did(ans
         assert set(after) == set(before), case
         # Each request count the step tries (the smallest that selects each V tile: 32, 64, V) and the request
         # limit lets through is one variant of each kernel.
-        tried = {r for r in (1, -(-case["cus"] // case["hv"]), 4 * case["cus"] // case["hv"] + 1)
-                 if r <= case["max_reqs"]}
+        tried = {
+            r for r in (1, -(-case["cus"] // case["hv"]), 4 * case["cus"] // case["hv"] + 1) if r <= case["max_reqs"]
+        }
         assert sorted(name for name, _ in set(before)) == sorted(KERNELS * len(tried)), case
         counts.add(len(tried))
     assert len(cases) >= 16 and counts == {1, 2, 3}  # the limit cuts none, one or two of them

@@ -31,8 +31,11 @@ def test_good_limits_and_derived_query_lengths():
         ({"spec_query_lens": (4, 2)}, "spec_query_lens", "strictly increasing"),
         ({"spec_query_lens": "2"}, "spec_query_lens", "must be a tuple"),
         ({"max_num_seqs": 512, "max_num_batched_tokens": 256}, "max_num_batched_tokens", "needs 512 tokens per step"),
-        ({"max_num_seqs": 16, "max_num_batched_tokens": 32, "spec_query_lens": (4,)},
-         "max_num_batched_tokens", "needs 64 tokens per step"),
+        (
+            {"max_num_seqs": 16, "max_num_batched_tokens": 32, "spec_query_lens": (4,)},
+            "max_num_batched_tokens",
+            "needs 64 tokens per step",
+        ),
         ({"max_model_len": 2, "spec_query_lens": (4,)}, "max_model_len", "smaller than one step"),
         ({"enable_chunked_prefill": False}, "max_model_len", "without chunked prefill"),
     ],

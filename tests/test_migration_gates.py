@@ -10,9 +10,9 @@ import dataclasses
 import json
 
 import pytest
+from tree_forks import GATE_LINEAR, GDN_LAYER, ORCHESTRATOR, copy_033, edit, make_dispatch_traceable, replace_file
 from typer.testing import CliRunner
 
-from tree_forks import GATE_LINEAR, GDN_LAYER, ORCHESTRATOR, copy_033, edit, make_dispatch_traceable, replace_file
 from zerojit.codemods.runner import migrate
 from zerojit.codemods.spec import SpecError
 from zerojit.migrate.cli import app
@@ -37,6 +37,7 @@ def registrations(text: str, kernel: str = "") -> list[tuple[list[str], ast.stmt
                 visit(statement.body, tests)
             elif f"{kernel}.register_warmup" in ast.unparse(statement):
                 found.append((tests, statement))
+
     visit(ast.parse(text).body, [])
     return found
 
@@ -72,9 +73,13 @@ def test_a_forks_own_orchestrator_gate_goes_with_the_registration(tmp_path):
 def test_the_router_gemm_follows_a_forks_capability_gate_and_reads_the_config_without_asserting(tmp_path):
     repo = copy_033(tmp_path / "tree")
     make_dispatch_traceable(repo)
-    edit(repo, ORCHESTRATOR, "    if current_platform.has_device_capability(90):\n        _warmup_ll_bf16_router_gemm(",
-         "    if current_platform.has_device_capability(100) and "
-         "worker.vllm_config.parallel_config.tensor_parallel_size > 1:\n        _warmup_ll_bf16_router_gemm(")
+    edit(
+        repo,
+        ORCHESTRATOR,
+        "    if current_platform.has_device_capability(90):\n        _warmup_ll_bf16_router_gemm(",
+        "    if current_platform.has_device_capability(100) and "
+        "worker.vllm_config.parallel_config.tensor_parallel_size > 1:\n        _warmup_ll_bf16_router_gemm(",
+    )
     written(repo, "ll-bf16-router-gemm")
     layer = (repo / GATE_LINEAR).read_text()
     [(tests, _)] = registrations(layer, LL_BF16_ROUTER_GEMM.kernel_name)
@@ -91,17 +96,25 @@ def test_the_router_gemm_follows_a_forks_capability_gate_and_reads_the_config_wi
 def test_a_written_gate_the_tree_does_not_have_is_refused_with_both_gates_unless_listed(tmp_path):
     repo = copy_033(tmp_path / "tree")
     spec = tmp_path / "spec.toml"
-    table = {f.name: getattr(FLA, f.name) for f in dataclasses.fields(FLA)
-             if getattr(FLA, f.name) != f.default and f.name != "intended_differences"}
+    table = {
+        f.name: getattr(FLA, f.name)
+        for f in dataclasses.fields(FLA)
+        if getattr(FLA, f.name) != f.default and f.name != "intended_differences"
+    }
     table.update(family="fla-rocm", gate="current_platform.is_rocm()")
-    spec.write_text("\n".join(["[[migration]]"] + [f"{key} = {json.dumps(value)}" for key, value in table.items()])
-                    + "\n")
+    spec.write_text(
+        "\n".join(["[[migration]]"] + [f"{key} = {json.dumps(value)}" for key, value in table.items()]) + "\n"
+    )
     why = refused(repo, "fla-rocm", spec=spec)
-    assert f"{GDN_LAYER}:" in why and "the registration requires `current_platform.is_rocm()`, which the legacy " \
-        "call did not" in why
+    assert (
+        f"{GDN_LAYER}:" in why
+        and "the registration requires `current_platform.is_rocm()`, which the legacy call did not" in why
+    )
     assert "Legacy gate: `model_type in _QWEN_MODEL_TYPES`; migrated gate: `current_platform.is_rocm()`" in why
-    listed = spec.read_text() + 'intended_differences = [["model_type not in _QWEN_MODEL_TYPES", "any model"], ' \
-                                '["current_platform.is_rocm()", "this fork warms it on ROCm only"]]\n'
+    listed = (
+        spec.read_text() + 'intended_differences = [["model_type not in _QWEN_MODEL_TYPES", "any model"], '
+        '["current_platform.is_rocm()", "this fork warms it on ROCm only"]]\n'
+    )
     spec.write_text(listed)
     result = written(repo, "fla-rocm", args=["--spec", str(spec), "--report", str(tmp_path / "r.json")])
     said = " ".join(result.output.split())
@@ -112,9 +125,13 @@ def test_a_written_gate_the_tree_does_not_have_is_refused_with_both_gates_unless
 
 def test_an_early_return_before_the_registration_point_is_refused_naming_its_line(tmp_path):
     repo = copy_033(tmp_path / "tree")
-    edit(repo, GDN_LAYER, "        self.num_k_heads = config.linear_num_key_heads\n",
-         "        if prefix.endswith('.draft'):\n            return\n"
-         "        self.num_k_heads = config.linear_num_key_heads\n")
+    edit(
+        repo,
+        GDN_LAYER,
+        "        self.num_k_heads = config.linear_num_key_heads\n",
+        "        if prefix.endswith('.draft'):\n            return\n"
+        "        self.num_k_heads = config.linear_num_key_heads\n",
+    )
     line = 1 + (repo / GDN_LAYER).read_text().splitlines().index("            return")
     why = refused(repo, "fla-layer-norm")
     assert f"{GDN_LAYER}:{line}:" in why and "returns here, before the registration" in why and "self.norm" in why
@@ -122,19 +139,26 @@ def test_an_early_return_before_the_registration_point_is_refused_naming_its_lin
 
 def test_an_early_return_where_the_registration_can_run_gets_it_first(tmp_path):
     repo = copy_033(tmp_path / "tree")
-    edit(repo, GDN_LAYER, "        self.out_proj = RowParallelLinear(\n",
-         "        if prefix.endswith('.draft'):\n            return\n\n        self.out_proj = RowParallelLinear(\n")
+    edit(
+        repo,
+        GDN_LAYER,
+        "        self.out_proj = RowParallelLinear(\n",
+        "        if prefix.endswith('.draft'):\n            return\n\n        self.out_proj = RowParallelLinear(\n",
+    )
     spec = dataclasses.replace(FLA, insert_after="")  # at the end of __init__, so the return skips it
     result = migrate(repo, [spec])
     layer = next(c.after for c in result.changes if c.path.name == "qwen_gdn_linear_attn.py")
-    init = next(n for n in ast.walk(ast.parse(layer)) if isinstance(n, ast.FunctionDef) and n.name == "__init__"
-                and "RMSNormGated" in ast.unparse(n))
+    init = next(
+        n
+        for n in ast.walk(ast.parse(layer))
+        if isinstance(n, ast.FunctionDef) and n.name == "__init__" and "RMSNormGated" in ast.unparse(n)
+    )
     early = next(n for n in init.body if isinstance(n, ast.If) and "draft" in ast.unparse(n.test))
     assert "register_warmup" in ast.unparse(early.body[0]) and isinstance(early.body[-1], ast.Return)
     assert "register_warmup" in ast.unparse(init.body[-1])  # and at the end, for the path that does not return
 
 
-SUBCLASS = '''from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention
+SUBCLASS = """from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention
 from vllm.model_executor.layers.layernorm import RMSNormGated
 
 
@@ -150,7 +174,7 @@ class ForkGatedDeltaNet(QwenGatedDeltaNetAttention):
 class KeepsTheParent(QwenGatedDeltaNetAttention):
     def __init__(self, config, vllm_config, prefix=""):
         super().__init__(config, vllm_config, prefix)
-'''
+"""
 
 
 def test_a_subclass_that_replaces_the_constructor_registers_too_or_is_refused(tmp_path):
@@ -163,8 +187,10 @@ def test_a_subclass_that_replaces_the_constructor_registers_too_or_is_refused(tm
     assert registrations(ast.unparse(classes["KeepsTheParent"])) == []  # it runs the parent's, which registers
 
     other = copy_033(tmp_path / "other")
-    replace_file(other / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py",
-                 "import torch\n" + SUBCLASS.replace("config, vllm_config, prefix", "config, prefix"))
+    replace_file(
+        other / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py",
+        "import torch\n" + SUBCLASS.replace("config, vllm_config, prefix", "config, prefix"),
+    )
     why = refused(other, "fla-layer-norm")
     assert "fork_gdn.py" in why and "vllm_config is not bound where the registration goes (ForkGatedDeltaNet" in why
 
@@ -194,8 +220,12 @@ def test_the_pr_body_and_summary_state_the_intended_differences_and_what_is_left
 
 def test_an_unreadable_legacy_call_is_refused_not_guessed(tmp_path):
     repo = copy_033(tmp_path / "tree")
-    edit(repo, ORCHESTRATOR, QWEN_CALL, "    for step in (qwen_triton_warmup,):\n"
-                                        "        step(worker.model_runner, worker.vllm_config.model_config)\n")
+    edit(
+        repo,
+        ORCHESTRATOR,
+        QWEN_CALL,
+        "    for step in (qwen_triton_warmup,):\n        step(worker.model_runner, worker.vllm_config.model_config)\n",
+    )
     why = refused(repo, "fla-layer-norm")
     assert f"{ORCHESTRATOR}:" in why and "qwen_triton_warmup" in why
 
@@ -210,13 +240,20 @@ def test_built_in_specs_write_no_gate_of_their_own(spec):
 def test_a_guard_that_reads_the_legacy_code_being_removed_is_refused_not_imported(tmp_path):
     """A fork's step guarded by a helper of the warmup module: importing it from code that goes would break."""
     repo = copy_033(tmp_path / "tree")
-    edit(repo, "vllm/model_executor/warmup/qwen_triton_warmup.py",
-         "    max_num_tokens = max(1, int(runner.max_num_tokens))\n",
-         "    max_num_tokens = max(1, int(runner.max_num_tokens))\n    if not _norm_warmup_wanted(model_config):\n"
-         "        return\n")
-    edit(repo, "vllm/model_executor/warmup/qwen_triton_warmup.py", "\n\ndef _warm_gated_rms_norm_kernel(",
-         "\n\ndef _norm_warmup_wanted(model_config) -> bool:\n    return model_config.dtype is not None\n\n\n"
-         "def _warm_gated_rms_norm_kernel(")
+    edit(
+        repo,
+        "vllm/model_executor/warmup/qwen_triton_warmup.py",
+        "    max_num_tokens = max(1, int(runner.max_num_tokens))\n",
+        "    max_num_tokens = max(1, int(runner.max_num_tokens))\n    if not _norm_warmup_wanted(model_config):\n"
+        "        return\n",
+    )
+    edit(
+        repo,
+        "vllm/model_executor/warmup/qwen_triton_warmup.py",
+        "\n\ndef _warm_gated_rms_norm_kernel(",
+        "\n\ndef _norm_warmup_wanted(model_config) -> bool:\n    return model_config.dtype is not None\n\n\n"
+        "def _warm_gated_rms_norm_kernel(",
+    )
     why = refused(repo, "fla-layer-norm")
     assert "reads _norm_warmup_wanted from vllm.model_executor.warmup.qwen_triton_warmup" in why
 
@@ -229,8 +266,9 @@ def test_the_registry_run_through_an_orchestrator_helper_is_followed(tmp_path):
     block = text[start:end]
     helper = "\n\ndef _run_registry(worker, enable_jit_warmup):\n" + block.split("\n", 1)[1]
     helper = helper.replace("    if enable_jit_warmup:", "    if enable_jit_warmup and current_platform.is_cuda():")
-    rewritten = text[:start] + block.split("\n", 1)[0] + "\n    _run_registry(worker, enable_jit_warmup)\n\n" + \
-        text[end:]
+    rewritten = (
+        text[:start] + block.split("\n", 1)[0] + "\n    _run_registry(worker, enable_jit_warmup)\n\n" + text[end:]
+    )
     rewritten = rewritten.replace("\n\ndef kernel_warmup(", helper.rstrip() + "\n\n\ndef kernel_warmup(", 1)
     replace_file(repo / ORCHESTRATOR, rewritten)
     written(repo, "fla-layer-norm", args=["--report", str(tmp_path / "r.json")])
@@ -241,18 +279,29 @@ def test_the_registry_run_through_an_orchestrator_helper_is_followed(tmp_path):
 def test_a_guard_that_reads_the_model_itself_is_refused(tmp_path):
     """Only "the step found such layers" is the registering layer's own fact; a flag read off the model is not."""
     repo = copy_033(tmp_path / "tree")
-    edit(repo, ORCHESTRATOR, QWEN_CALL, "    if not getattr(worker.get_model(), 'skip_qwen_warmup', False):\n    "
-         + QWEN_CALL)
+    edit(
+        repo,
+        ORCHESTRATOR,
+        QWEN_CALL,
+        "    if not getattr(worker.get_model(), 'skip_qwen_warmup', False):\n    " + QWEN_CALL,
+    )
     why = refused(repo, "fla-layer-norm")
-    assert "the legacy call runs only when `not getattr(worker.get_model(), 'skip_qwen_warmup', False)`, which " \
-           "cannot be written at" in why
+    assert (
+        "the legacy call runs only when `not getattr(worker.get_model(), 'skip_qwen_warmup', False)`, which "
+        "cannot be written at" in why
+    )
 
 
 def test_a_walrus_guard_and_a_caught_legacy_call(tmp_path):
     repo = copy_033(tmp_path / "tree")
-    edit(repo, ORCHESTRATOR, QWEN_CALL, "    if not (eager := worker.vllm_config.model_config.enforce_eager):\n"
-         "        try:\n            qwen_triton_warmup(worker.model_runner, worker.vllm_config.model_config)\n"
-         "        except Exception:\n            logger.warning('Qwen warmup failed')\n")
+    edit(
+        repo,
+        ORCHESTRATOR,
+        QWEN_CALL,
+        "    if not (eager := worker.vllm_config.model_config.enforce_eager):\n"
+        "        try:\n            qwen_triton_warmup(worker.model_runner, worker.vllm_config.model_config)\n"
+        "        except Exception:\n            logger.warning('Qwen warmup failed')\n",
+    )
     result = written(repo, "fla-layer-norm")
     [(tests, _)] = registrations((repo / GDN_LAYER).read_text())
     assert tests == ["not vllm_config.model_config.enforce_eager"]  # what the walrus bound, in the layer's names
@@ -262,17 +311,25 @@ def test_a_walrus_guard_and_a_caught_legacy_call(tmp_path):
 
 def test_a_replacing_subclass_that_never_sets_what_the_registration_reads_is_refused(tmp_path):
     repo = copy_033(tmp_path / "tree")
-    replace_file(repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py",
-                 "import torch\n" + SUBCLASS.replace("        self.tp_size = 1\n", ""))
+    replace_file(
+        repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py",
+        "import torch\n" + SUBCLASS.replace("        self.tp_size = 1\n", ""),
+    )
     why = refused(repo, "fla-layer-norm")
-    assert "ForkGatedDeltaNet replaces QwenGatedDeltaNetAttention.__init__ without running it and never sets " \
-           "self.tp_size" in why
+    assert (
+        "ForkGatedDeltaNet replaces QwenGatedDeltaNetAttention.__init__ without running it and never sets "
+        "self.tp_size" in why
+    )
 
 
 def test_on_a_fork_the_key_runner_cannot_model_the_pr_body_says_so_and_verify_keys_refuses(tmp_path):
     repo = copy_033(tmp_path / "tree")
-    edit(repo, ORCHESTRATOR, QWEN_CALL, "    if worker.vllm_config.model_config.enforce_eager:\n        return\n"
-         + QWEN_CALL)
+    edit(
+        repo,
+        ORCHESTRATOR,
+        QWEN_CALL,
+        "    if worker.vllm_config.model_config.enforce_eager:\n        return\n" + QWEN_CALL,
+    )
     body = tmp_path / "pr.md"
     result = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--pr-body", str(body)])
     assert result.exit_code == 0, result.output

@@ -7,11 +7,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+from test_fa4_compile import probe
 
 from zerojit.contract.backends import flydsl as flydsl_backend
 from zerojit.contract.monitor import JitAfterWarmupError, JitAfterWarmupWarning, JitMonitor
 from zerojit.migrate.rocm_nvfp4.kernel import SparseDecode
-from test_fa4_compile import probe
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +48,12 @@ def test_cutedsl_post_warmup_compile_is_caught(tmp_path):
 
 
 def test_triton_post_warmup_compile_is_caught():
-    result = subprocess.run([sys.executable, str(Path(__file__).with_name("triton_monitor_probe.py"))],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("triton_monitor_probe.py"))],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     facts = json.loads(result.stdout.strip().splitlines()[-1])
     assert facts["cubin_bytes"] > 0

@@ -16,15 +16,23 @@ import pytest
 from conftest import zerojit
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = {"contract": "zerojit/contract", "migrate": "zerojit/migrate", "codemods": "zerojit/codemods",
-           "zerojit": "zerojit"}
+FOLDERS = {
+    "contract": "zerojit/contract",
+    "migrate": "zerojit/migrate",
+    "codemods": "zerojit/codemods",
+    "zerojit": "zerojit",
+}
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
-                            "-w", str(out), str(ROOT)], capture_output=True, text=True, cwd=out)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v", "-w", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        cwd=out,
+    )
     assert build.returncode == 0, build.stderr[-2000:]
     return next(out.glob("zerojit-*.whl")), build.stdout + build.stderr
 
@@ -33,29 +41,39 @@ def test_wheel_holds_one_top_level_package_with_every_source_file(wheel):
     path, _ = wheel
     names = zipfile.ZipFile(path).namelist()
     assert {name.split("/")[0] for name in names} == {"zerojit", path.name.split("-py3")[0] + ".dist-info"}
-    expected = {f"{FOLDERS[p.parts[0]]}/{'/'.join(p.parts[1:])}"
-                for folder in FOLDERS for p in (q.relative_to(ROOT) for q in (ROOT / folder).rglob("*.py"))
-                if "__pycache__" not in p.parts}
+    expected = {
+        f"{FOLDERS[p.parts[0]]}/{'/'.join(p.parts[1:])}"
+        for folder in FOLDERS
+        for p in (q.relative_to(ROOT) for q in (ROOT / folder).rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
     assert expected <= set(names), sorted(expected - set(names))[:5]
     assert "zerojit/migrate/rocm_nvfp4/example_tree/README.md" in names
     entry_points = zipfile.ZipFile(path).read(f"{path.name.split('-py3')[0]}.dist-info/entry_points.txt").decode()
-    for line in ("zerojit = zerojit.migrate.cli:main", "zerojit = zerojit.migrate.pytest_plugin",
-                 "zerojit_monitors = zerojit.contract.vllm_adapter:register_plugin",
-                 "rocm-nvfp4 = zerojit.migrate.rocm_nvfp4:FAMILY"):
+    for line in (
+        "zerojit = zerojit.migrate.cli:main",
+        "zerojit = zerojit.migrate.pytest_plugin",
+        "zerojit_monitors = zerojit.contract.vllm_adapter:register_plugin",
+        "rocm-nvfp4 = zerojit.migrate.rocm_nvfp4:FAMILY",
+    ):
         assert line in entry_points
 
 
 def test_building_the_wheel_prints_no_packaging_warnings(wheel):
     _, log = wheel
-    noisy = [line for line in log.splitlines()
-             if ("warning" in line.lower() or "deprecat" in line.lower()) and "byte-compiling is disabled" not in line]
+    noisy = [
+        line
+        for line in log.splitlines()
+        if ("warning" in line.lower() or "deprecat" in line.lower()) and "byte-compiling is disabled" not in line
+    ]
     assert noisy == []
 
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess:
     """Run code in a fresh interpreter from outside the repo (so the checkout is not on sys.path)."""
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/",
-                          env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd="/", env={**os.environ, **env}
+    )
 
 
 def test_only_the_zerojit_namespace_is_importable():
@@ -67,17 +85,21 @@ def test_only_the_zerojit_namespace_is_importable():
 
 def test_the_contract_imports_without_the_cli_stack():
     """An engine process imports zerojit.contract (the vLLM plugin does): no rich, typer, matplotlib, hypothesis."""
-    done = _python("import sys, zerojit.contract, zerojit.contract.vllm_adapter, zerojit.contract.cache\n"
-                   "print([m for m in ('rich', 'typer', 'matplotlib', 'hypothesis') if m in sys.modules])")
+    done = _python(
+        "import sys, zerojit.contract, zerojit.contract.vllm_adapter, zerojit.contract.cache\n"
+        "print([m for m in ('rich', 'typer', 'matplotlib', 'hypothesis') if m in sys.modules])"
+    )
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 
 
 def test_the_cli_starts_without_the_codemods_rewriting_machinery():
     """`zerojit warmup` starts its compile workers as soon as the CLI has loaded, so the CLI loads what only a
     migration needs (the transforms, the pyflakes gate, the ruff style) with the command that needs it."""
-    done = _python("import sys, zerojit.migrate.cli\n"
-                   "print([m for m in ('pyflakes', 'libcst.codemod', 'zerojit.codemods.runner',"
-                   " 'zerojit.migrate.engine_trees.equivalence') if m in sys.modules])")
+    done = _python(
+        "import sys, zerojit.migrate.cli\n"
+        "print([m for m in ('pyflakes', 'libcst.codemod', 'zerojit.codemods.runner',"
+        " 'zerojit.migrate.engine_trees.equivalence') if m in sys.modules])"
+    )
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 
 
@@ -98,8 +120,9 @@ def test_a_plugin_family_plans_warms_and_verifies(toy_family_site, tmp_path):
     warm = zerojit("warmup", "-p", "toy-poly-small", "--cache-dir", str(cache), "--json", site=toy_family_site)
     assert warm.returncode == 0, warm.stderr
     assert json.loads(warm.stdout)["compiled"] == 10 and len(list(cache.glob("*.marshal"))) == 10
-    verify = zerojit("verify", "-p", "toy-poly-small", "--cache-dir", str(cache), "--launches", "50", "--json",
-                     site=toy_family_site)
+    verify = zerojit(
+        "verify", "-p", "toy-poly-small", "--cache-dir", str(cache), "--launches", "50", "--json", site=toy_family_site
+    )
     assert verify.returncode == 0, verify.stderr
     coverage = json.loads(verify.stdout)
     assert coverage["cache_growth"] == 0 and coverage["launches"] == 50
@@ -116,4 +139,5 @@ def test_a_broken_plugin_is_skipped_with_one_warning(tmp_path):
     assert {f["family"] for f in json.loads(done.stdout)} >= {"rocm-nvfp4"}
     assert done.stderr.strip().splitlines() == [
         "warning: family plug-in 'broken' (no_such_module:FAMILY) failed to load: ModuleNotFoundError: No module "
-        "named 'no_such_module'"]
+        "named 'no_such_module'"
+    ]

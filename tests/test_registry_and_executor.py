@@ -35,8 +35,9 @@ def test_capture_window_collects_and_plans_registrations():
     # max_terms=16: term counts 1,2,4,8,16 bucket to degrees 1,2,4,8,16, x 2 dtypes.
     assert plan.total_keys == 10
     summary = plan.to_dict()
-    assert summary["kernels"] == [{"kernel": "toy_poly", "family": "toy", "backend": "python", "keys": 10,
-                                   "empty": False}]
+    assert summary["kernels"] == [
+        {"kernel": "toy_poly", "family": "toy", "backend": "python", "keys": 10, "empty": False}
+    ]
     assert summary["missed_registrations"] == []
     json.dumps(plan.to_dict(include_keys=True))  # serializable, keys included
 
@@ -125,7 +126,8 @@ def test_a_key_whose_variant_cannot_be_resolved_fails_alone_in_workers(tmp_path)
     report = execute(registry.plan(), jobs=2, show_progress=False, process_setup=(configure_worker, ()))
     assert (report.count("compiled"), report.count("failed")) == (14, 4)
     assert {(f.key.degree, f.cause) for f in report.failures} == {
-        (d, f"ValueError: degree {d} exceeds MAX_DEGREE=64") for d in (128, 256)}
+        (d, f"ValueError: degree {d} exceeds MAX_DEGREE=64") for d in (128, 256)
+    }
 
 
 def test_disk_cache_makes_second_warmup_cached(tmp_path):
@@ -220,9 +222,10 @@ def test_process_workers_compile_into_the_disk_cache_then_this_process_loads(tmp
 def test_workers_started_early_resolve_and_compile_while_this_process_sets_up(tmp_path):
     """With workers started before the warmup (`pool`), they resolve the variants and compile them while
     `meanwhile` (this process's own set-up) runs; the phases say how long each part took."""
+    from zerojit_toy_family.kernel import SharedVariantPolyKernel, configure_worker
+
     from zerojit.contract.executor import start_workers
     from zerojit.contract.timeline import timeline_data
-    from zerojit_toy_family.kernel import SharedVariantPolyKernel, configure_worker
 
     kernel = SharedVariantPolyKernel(cache_dir=tmp_path)
     registry = WarmupRegistry(LIMITS)
@@ -230,8 +233,14 @@ def test_workers_started_early_resolve_and_compile_while_this_process_sets_up(tm
         build_model(kernel)  # 10 keys, 5 variants
     set_up = []
     with start_workers(2, (configure_worker, ()), 10) as pool:
-        report = execute(registry.plan(), jobs=2, show_progress=False, process_setup=(configure_worker, ()),
-                         pool=pool, meanwhile=lambda: set_up.append(os.getpid()))
+        report = execute(
+            registry.plan(),
+            jobs=2,
+            show_progress=False,
+            process_setup=(configure_worker, ()),
+            pool=pool,
+            meanwhile=lambda: set_up.append(os.getpid()),
+        )
     assert set_up == [os.getpid()] and report.count("failed") == 0
     assert [p for p in report.phases if p != "workers_start"] == ["configure", "variants", "workers", "load"]
     in_workers = [r for r in report.results if not r.worker.startswith(f"pid {os.getpid()} ")]
@@ -273,8 +282,11 @@ def test_workers_fork_from_one_server_that_ran_the_setup_once(tmp_path, start):
     """The DSL import (the setup) runs once, in the forkserver, and every worker of both pools forks from it
     already set up; ZEROJIT_WORKER_START=spawn is the design before it: each worker sets itself up."""
     log = tmp_path / "setups.log"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),  # the toy family, as conftest puts it there
-           **({"ZEROJIT_WORKER_START": "spawn"} if start == "spawn" else {})}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(sys.path),  # the toy family, as conftest puts it there
+        **({"ZEROJIT_WORKER_START": "spawn"} if start == "spawn" else {}),
+    }
     subprocess.run([sys.executable, "-c", _TWO_POOLS, str(log)], check=True, env=env, timeout=120)
     runs = [tuple(map(int, line.split())) for line in log.read_text().splitlines()]
     own = [pid for pid, first in runs if pid == first]  # processes that ran the setup themselves

@@ -13,8 +13,8 @@ from zerojit.contract.backends import flydsl as flydsl_backend
 from zerojit.migrate.families import get_preset
 from zerojit.migrate.rocm_nvfp4 import legacy
 from zerojit.migrate.rocm_nvfp4.kernel import THRESHOLDS, IndexPrefill
-from zerojit.migrate.rocm_nvfp4.model import LAUNCHER_TYPES, nvfp4_kv_launchers
 from zerojit.migrate.rocm_nvfp4.launches import step_launches
+from zerojit.migrate.rocm_nvfp4.model import LAUNCHER_TYPES, nvfp4_kv_launchers
 
 PRESET = "minimax-m3-nvfp4-mi355x-tp4"
 FAMILY, PUBLISHED = get_preset(PRESET)
@@ -96,8 +96,11 @@ def test_verify_zero_growth_after_warmup(cache_dir):
     fresh_process_state()
     assert warm().ok
     launches = step_launches(LAUNCHERS, MI355X, per_launcher=40, seed=1)
-    two_8k = [inputs for launcher, inputs in launches if launcher.name == IndexPrefill.name
-              and inputs["num_prefill_tokens"] == 16384]
+    two_8k = [
+        inputs
+        for launcher, inputs in launches
+        if launcher.name == IndexPrefill.name and inputs["num_prefill_tokens"] == 16384
+    ]
     assert two_8k, "the concurrency-16 step of two 8K prompts is among the launches"
     report = verify_zero_jit(LAUNCHERS, launches)
     assert report.ok and report.cache_growth == 0
@@ -123,8 +126,13 @@ def test_verification_kills_every_mutant(cache_dir, tmp_path, monkeypatch, launc
     if mutation == "no registration":
         monkeypatch.setattr(cls, "register_warmup", lambda self, **params: False)
     else:  # the usual warmup's reach: index prefill swept only up to one prompt's worth of tokens
-        monkeypatch.setattr(cls, "key_space", lambda self, lim: Range.powers_of_two(
-            "num_prefill_tokens", 1, min(lim.max_num_batched_tokens, THRESHOLDS.index_prefill_shared_max_tokens)))
+        monkeypatch.setattr(
+            cls,
+            "key_space",
+            lambda self, lim: Range.powers_of_two(
+                "num_prefill_tokens", 1, min(lim.max_num_batched_tokens, THRESHOLDS.index_prefill_shared_max_tokens)
+            ),
+        )
     # An empty disk cache of its own: what the mutant leaves unwarmed must really compile during the
     # launches, so the monitor has events to report (a variant an earlier test persisted would only load).
     monkeypatch.setenv("FLYDSL_RUNTIME_CACHE_DIR", str(tmp_path))
@@ -139,8 +147,12 @@ def test_verification_kills_every_mutant(cache_dir, tmp_path, monkeypatch, launc
 
 
 def run_cli(*args, cache_dir):
-    return subprocess.run([sys.executable, "-m", "zerojit", *args, "--cache-dir", str(cache_dir)],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "zerojit", *args, "--cache-dir", str(cache_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_cli_verify_json_on_the_published_preset(cache_dir):

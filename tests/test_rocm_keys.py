@@ -14,7 +14,13 @@ from zerojit.contract import WarmupRegistry
 from zerojit.migrate.families import get_preset
 from zerojit.migrate.rocm_nvfp4 import legacy
 from zerojit.migrate.rocm_nvfp4.kernel import (
-    FusedNormRopeKVInsert, IndexDecode, IndexPrefill, SparseDecode, SparsePrefill, TopK)
+    FusedNormRopeKVInsert,
+    IndexDecode,
+    IndexPrefill,
+    SparseDecode,
+    SparsePrefill,
+    TopK,
+)
 from zerojit.migrate.rocm_nvfp4.model import build_model, nvfp4_kv_launchers
 from zerojit.migrate.rocm_nvfp4.spec import SPEC
 
@@ -36,7 +42,9 @@ def test_fused_insert_boundary_512_513():
     launcher = FusedNormRopeKVInsert()
     assert launcher.dispatch(num_tokens=512).large_batch is False
     assert launcher.dispatch(num_tokens=513).large_batch is True
-    assert {k.large_batch for k in planned_keys(limits(max_num_batched_tokens=512, max_num_seqs=16))[launcher.name]} == {False}
+    assert {
+        k.large_batch for k in planned_keys(limits(max_num_batched_tokens=512, max_num_seqs=16))[launcher.name]
+    } == {False}
     assert {k.large_batch for k in planned_keys(limits(max_num_batched_tokens=513))[launcher.name]} == {False, True}
 
 
@@ -53,8 +61,10 @@ def test_sparse_decode_splits_by_rows(rows, splits):
     assert SparseDecode().dispatch(num_reqs=rows, query_len=1).num_splits == splits
 
 
-@pytest.mark.parametrize("max_num_seqs, spec, expected", [
-    (16, (), {8}), (16, (4,), {8, 4}), (64, (2, 3), {8, 4, 2}), (512, (), {8, 4, 2, 1})])
+@pytest.mark.parametrize(
+    "max_num_seqs, spec, expected",
+    [(16, (), {8}), (16, (4,), {8, 4}), (64, (2, 3), {8, 4, 2}), (512, (), {8, 4, 2, 1})],
+)
 def test_sparse_decode_key_count_at_max_rows(max_num_seqs, spec, expected):
     lim = limits(max_num_seqs=max_num_seqs, spec_query_lens=spec, max_num_batched_tokens=max(16384, 4 * max_num_seqs))
     assert {k.num_splits for k in planned_keys(lim)[SparseDecode.name]} == expected
@@ -63,14 +73,20 @@ def test_sparse_decode_key_count_at_max_rows(max_num_seqs, spec, expected):
 def brute_force(lim):
     """Every launcher's variants over all in-range inputs, from the thresholds stated in launchers.py."""
     q_lens = (1, *lim.spec_query_lens)
-    next_pow2 = lambda v: 1 << (v - 1).bit_length()
+
+    def next_pow2(v):
+        return 1 << (v - 1).bit_length()
+
     return {
         FusedNormRopeKVInsert.name: {t > 512 for t in range(1, lim.max_num_batched_tokens + 1)},
         SparsePrefill.name: {1 if c <= 2048 else 2 for c in range(1, lim.max_model_len + 1)},
         IndexPrefill.name: {t > 12288 for t in range(1, lim.max_num_batched_tokens + 1)},
-        IndexDecode.name: {(next_pow2(r * q), r * c > 65536)
-                           for r in range(1, lim.max_num_seqs + 1) for q in q_lens
-                           for c in range(q, lim.max_model_len + 1)},
+        IndexDecode.name: {
+            (next_pow2(r * q), r * c > 65536)
+            for r in range(1, lim.max_num_seqs + 1)
+            for q in q_lens
+            for c in range(q, lim.max_model_len + 1)
+        },
         TopK.name: {(d, math.ceil(c / 4096)) for d in (False, True) for c in range(1, lim.max_model_len + 1)},
     }
 
@@ -85,8 +101,9 @@ def project(name, key):
     }[name](key)
 
 
-@pytest.mark.parametrize("preset", ["minimax-m3-nvfp4-mi355x-tp4", "minimax-m3-nvfp4-mi355x-tp4-mtp3",
-                                    "minimax-m3-nvfp4-mi355x-tp8-long"])
+@pytest.mark.parametrize(
+    "preset", ["minimax-m3-nvfp4-mi355x-tp4", "minimax-m3-nvfp4-mi355x-tp4-mtp3", "minimax-m3-nvfp4-mi355x-tp8-long"]
+)
 def test_planned_keys_equal_brute_force_over_all_inputs(preset):
     lim = get_preset(preset)[1].limits
     planned = planned_keys(lim)
@@ -124,18 +141,30 @@ def test_legacy_sweep_misses_only_the_large_index_prefill():
 
 # Every variant bound, pinned on both sides of its exact boundary (values from the kernels' published and
 # chosen bounds, see Thresholds): a moved threshold changes which kernel a launch runs.
-@pytest.mark.parametrize("launcher, field, below, above", [
-    (IndexPrefill(), "large", {"num_prefill_tokens": 12288}, {"num_prefill_tokens": 12289}),
-    (FusedNormRopeKVInsert(), "large_batch", {"num_tokens": 512}, {"num_tokens": 513}),
-    (SparsePrefill(), "combine_rounds", {"max_context_len": 2048}, {"max_context_len": 2049}),
-    (IndexDecode(), "buffered_score", {"num_reqs": 16, "query_len": 1, "max_context_len": 4096},
-     {"num_reqs": 16, "query_len": 1, "max_context_len": 4097}),
-    (TopK(), "strips", {"context_len": 4096, "decode": True}, {"context_len": 4097, "decode": True}),
-])
+@pytest.mark.parametrize(
+    "launcher, field, below, above",
+    [
+        (IndexPrefill(), "large", {"num_prefill_tokens": 12288}, {"num_prefill_tokens": 12289}),
+        (FusedNormRopeKVInsert(), "large_batch", {"num_tokens": 512}, {"num_tokens": 513}),
+        (SparsePrefill(), "combine_rounds", {"max_context_len": 2048}, {"max_context_len": 2049}),
+        (
+            IndexDecode(),
+            "buffered_score",
+            {"num_reqs": 16, "query_len": 1, "max_context_len": 4096},
+            {"num_reqs": 16, "query_len": 1, "max_context_len": 4097},
+        ),
+        (TopK(), "strips", {"context_len": 4096, "decode": True}, {"context_len": 4097, "decode": True}),
+    ],
+)
 def test_variant_bounds_at_their_exact_boundary(launcher, field, below, above):
     low, high = getattr(launcher.dispatch(**below), field), getattr(launcher.dispatch(**above), field)
-    assert (low, high) == {"large": (False, True), "large_batch": (False, True), "combine_rounds": (1, 2),
-                           "buffered_score": (False, True), "strips": (1, 2)}[field]
+    assert (low, high) == {
+        "large": (False, True),
+        "large_batch": (False, True),
+        "combine_rounds": (1, 2),
+        "buffered_score": (False, True),
+        "strips": (1, 2),
+    }[field]
 
 
 def test_legacy_entry_returns_early_for_other_models(monkeypatch):

@@ -4,22 +4,34 @@ import json
 import re
 
 import pytest
+from tree_forks import write_tree
 from typer.testing import CliRunner
 
-from tree_forks import write_tree
-
-from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.codemods.spec import load_specs
 from zerojit.migrate.cli import app
+from zerojit.migrate.engine_trees.releases import vllm_tree
 
 runner = CliRunner()
 # The standalone warmups vLLM 0.33.0's kernel_warmup still calls (DESIGN.md §6, read off the release).
-LEGACY_033 = {"qwen_triton_warmup", "qwen_vl_triton_warmup", "mamba_triton_warmup", "kimi_k3_triton_warmup",
-              "watermark_sample_warmup", "qwen4_exp_qsa_triton_warmup", "cutedsl_warmup",
-              "rocm_segmented_attn_autotune_warmup", "flashinfer_sparse_mla_decode_autotune_warmup",
-              "deepseek_v4_sparse_mla_attention_warmup", "autotune_hisparse_flashinfer_attention", "step5_dsa_warmup",
-              "deep_gemm_warmup", "b12x_warmup", "minimax_m3_msa_warmup", "replayssm_autotune_warmup",
-              "mixed_batch_attention_warmup"}
+LEGACY_033 = {
+    "qwen_triton_warmup",
+    "qwen_vl_triton_warmup",
+    "mamba_triton_warmup",
+    "kimi_k3_triton_warmup",
+    "watermark_sample_warmup",
+    "qwen4_exp_qsa_triton_warmup",
+    "cutedsl_warmup",
+    "rocm_segmented_attn_autotune_warmup",
+    "flashinfer_sparse_mla_decode_autotune_warmup",
+    "deepseek_v4_sparse_mla_attention_warmup",
+    "autotune_hisparse_flashinfer_attention",
+    "step5_dsa_warmup",
+    "deep_gemm_warmup",
+    "b12x_warmup",
+    "minimax_m3_msa_warmup",
+    "replayssm_autotune_warmup",
+    "mixed_batch_attention_warmup",
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,11 +47,16 @@ def test_every_legacy_warmup_of_033_is_listed_with_kernels_and_a_verdict(survey0
     assert LEGACY_033 <= set(warmups) and survey033["counts"]["warmups"] >= 17
     for warmup in survey033["warmups"]:
         assert warmup["verdict"] in ("spec", "lift", "manual") and warmup["reasons"]
-        assert all(k["module"] and k["kind"] and k["verdict"] in ("spec", "lift", "manual") and k["reasons"]
-                   for k in warmup["kernels"])
+        assert all(
+            k["module"] and k["kind"] and k["verdict"] in ("spec", "lift", "manual") and k["reasons"]
+            for k in warmup["kernels"]
+        )
     # Reached through the orchestrator's own autotune helper, not called by kernel_warmup directly.
-    assert warmups["replayssm_autotune_warmup"]["via"] == warmups["autotune_hisparse_flashinfer_attention"]["via"] \
+    assert (
+        warmups["replayssm_autotune_warmup"]["via"]
+        == warmups["autotune_hisparse_flashinfer_attention"]["via"]
         == "flashinfer_autotune"
+    )
     assert all(warmups[name]["verdict"] == "manual" for name in LEGACY_033 if "autotune" in name)
 
 
@@ -50,7 +67,10 @@ def test_the_watermark_warmup_kernel_and_where_it_is_selected(survey033):
     source = (vllm_tree("0.33.0") / "vllm/v1/worker/gpu/sample/watermark.py").read_text()
     assert re.search(r"^@triton\.jit(\(.*\))?\ndef _philox_gumbel_kernel\(", source, re.M)
     assert (kernel["name"], kernel["module"], kernel["kind"]) == (
-        "_philox_gumbel_kernel", "vllm.v1.worker.gpu.sample.watermark", "triton.jit")
+        "_philox_gumbel_kernel",
+        "vllm.v1.worker.gpu.sample.watermark",
+        "triton.jit",
+    )
     assert not kernel["on_contract"] and "vllm.v1.watermarking.gumbel:GumbelWatermarker" in kernel["constructed_in"]
     assert watermark["gate"] == "(enable_jit_warmup)"
     # A plain Triton kernel off the contract: only the lift could move it, and it does not accept this step yet
@@ -147,23 +167,33 @@ ENGINE = {  # a small engine: a helper of the orchestrator calls two warmups; ke
 
 def test_a_small_engine_helpers_wrappers_and_contract_kernels(tmp_path):
     write_tree(tmp_path, ENGINE)
-    result = runner.invoke(app, ["survey", "--repo", str(tmp_path), "--orchestrator", "eng.warmup.kernel_warmup",
-                                 "--json"])
+    result = runner.invoke(
+        app, ["survey", "--repo", str(tmp_path), "--orchestrator", "eng.warmup.kernel_warmup", "--json"]
+    )
     assert result.exit_code == 0, result.output
     warmups = {w["function"]: w for w in json.loads(result.stdout)["warmups"]}
     assert set(warmups) == {"norm_warmup", "gemm_warmup"}
-    assert {w["via"] for w in warmups.values()} == {"_autotune_all"} and warmups["norm_warmup"]["gate"] == "(worker.jit)"
+    assert {w["via"] for w in warmups.values()} == {"_autotune_all"} and warmups["norm_warmup"][
+        "gate"
+    ] == "(worker.jit)"
     (norm,) = warmups["norm_warmup"]["kernels"]
     assert (norm["name"], norm["kind"], norm["launched_by"], norm["constructed_in"]) == (
-        "_rms_norm_kernel", "triton.jit", ["eng.ops.norm:rms_norm"], ["eng.layers:Norm"])
+        "_rms_norm_kernel",
+        "triton.jit",
+        ["eng.ops.norm:rms_norm"],
+        ["eng.layers:Norm"],
+    )
     (gemm,) = warmups["gemm_warmup"]["kernels"]
     assert gemm["on_contract"] and gemm["registers_at"] == ["eng.layers:13"]  # (the text starts with a blank line)
     assert not norm["on_contract"]  # a JITFunction has no register_warmup
     assert warmups["gemm_warmup"]["verdict"] == "spec"
     # The plain Triton kernel: its launcher's launch becomes a dispatcher, the warmup's call its provider.
     assert warmups["norm_warmup"]["verdict"] == norm["verdict"] == "lift"
-    assert (norm["launcher"], norm["step"], norm["parameters"]) == ("eng.ops.norm:rms_norm",
-                                                                    "eng.warmup.norm_warmup:norm_warmup", ["x"])
+    assert (norm["launcher"], norm["step"], norm["parameters"]) == (
+        "eng.ops.norm:rms_norm",
+        "eng.warmup.norm_warmup:norm_warmup",
+        ["x"],
+    )
 
 
 def test_a_tree_without_the_orchestrator_is_one_line(tmp_path):
@@ -195,11 +225,15 @@ def survey_json(repo) -> dict:
 QWEN = "vllm/model_executor/warmup/qwen_triton_warmup.py"
 
 
-@pytest.mark.parametrize("damage, why", [
-    (lambda path: path.write_text("def qwen_triton_warmup(:\n"), r"qwen_triton_warmup\.py:1: does not parse"),
-    (lambda path: path.write_bytes(b"x = 1\x00\n"), r"qwen_triton_warmup\.py: .*null bytes"),
-    (lambda path: __import__("os").mkfifo(path), r"qwen_triton_warmup\.py: not a regular file"),
-], ids=["syntax error", "null byte", "fifo"])
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        (lambda path: path.write_text("def qwen_triton_warmup(:\n"), r"qwen_triton_warmup\.py:1: does not parse"),
+        (lambda path: path.write_bytes(b"x = 1\x00\n"), r"qwen_triton_warmup\.py: .*null bytes"),
+        (lambda path: __import__("os").mkfifo(path), r"qwen_triton_warmup\.py: not a regular file"),
+    ],
+    ids=["syntax error", "null byte", "fifo"],
+)
 def test_a_legacy_module_that_cannot_be_read_is_listed_with_why_never_dropped(tmp_path, survey033, damage, why):
     report = survey_json(tree_033_with(tmp_path, QWEN, damage))
     assert report["counts"]["warmups"] == survey033["counts"]["warmups"]
@@ -208,17 +242,24 @@ def test_a_legacy_module_that_cannot_be_read_is_listed_with_why_never_dropped(tm
 
 
 def test_an_orchestrator_that_does_not_parse_is_named_as_such(tmp_path):
-    repo = tree_033_with(tmp_path, "vllm/model_executor/warmup/kernel_warmup.py",
-                         lambda path: path.write_text("def kernel_warmup(worker:\n"))
+    repo = tree_033_with(
+        tmp_path,
+        "vllm/model_executor/warmup/kernel_warmup.py",
+        lambda path: path.write_text("def kernel_warmup(worker:\n"),
+    )
     result = runner.invoke(app, ["survey", "--repo", str(repo)])
     assert result.exit_code == 2 and "kernel_warmup.py:1: does not parse" in result.output
     assert "cannot be read" in result.output and "has no orchestrator module" not in result.output
 
 
-@pytest.mark.parametrize("damage, why", [
-    (lambda path: path.write_text("pass\n"), r"defines no b12x_warmup\(\)"),
-    (lambda path: path.write_text("x = " + " + ".join(["1"] * 50000) + "\n"), r"too deeply nested|does not parse"),
-], ids=["no such function", "nested past the parser"])
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        (lambda path: path.write_text("pass\n"), r"defines no b12x_warmup\(\)"),
+        (lambda path: path.write_text("x = " + " + ".join(["1"] * 50000) + "\n"), r"too deeply nested|does not parse"),
+    ],
+    ids=["no such function", "nested past the parser"],
+)
 def test_a_warmup_whose_module_lacks_it_or_defeats_the_parser_is_listed(tmp_path, survey033, damage, why):
     report = survey_json(tree_033_with(tmp_path, "vllm/model_executor/warmup/b12x_warmup.py", damage))
     assert report["counts"]["warmups"] == survey033["counts"]["warmups"]

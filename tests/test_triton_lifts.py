@@ -18,22 +18,26 @@ import types
 
 import pytest
 import torch
+from tree_forks import GDN_LAYER, edit, ruff_findings
 from typer.testing import CliRunner
 
 from zerojit.codemods.lift import LiftError, plan_lift
 from zerojit.codemods.repo import RepoModules
 from zerojit.codemods.spec import load_specs
+from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
-from zerojit.migrate.families import equivalence_adapter, key_equivalence
-from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.engine_trees.warmup import TreeWarmup
-from zerojit.migrate.triton_lifts.equivalence import (FusedPostConvEquivalence, GdnTritonConfig, KimiConfig,
-                                                      MetaAllocations, _compile_only_triton)
+from zerojit.migrate.families import equivalence_adapter, key_equivalence
+from zerojit.migrate.triton_lifts.equivalence import (
+    FusedPostConvEquivalence,
+    GdnTritonConfig,
+    KimiConfig,
+    MetaAllocations,
+    _compile_only_triton,
+)
 from zerojit.migrate.triton_lifts.specs import FUSED_POST_CONV
 from zerojit.migrate.triton_lifts.specs import SPECS as LIFT_SPECS
-
-from tree_forks import GDN_LAYER, edit, ruff_findings
 
 runner = CliRunner()
 QWEN_WARMUP = "vllm/model_executor/warmup/qwen_triton_warmup.py"
@@ -42,17 +46,26 @@ SIGMOID = "vllm/third_party/flash_linear_attention/ops/fused_sigmoid_gating.py"
 MAMBA_UTILS = "vllm/v1/worker/mamba_utils.py"
 ATTN_RES = "vllm/models/kimi_k3/nvidia/ops/attn_res.py"
 ATTN_RES_MODULE = "vllm.models.kimi_k3.nvidia.ops.attn_res"
-MAMBA_LAYERS = {"vllm/model_executor/layers/mamba/mamba_mixer.py", "vllm/model_executor/layers/mamba/mamba_mixer2.py",
-                "vllm/model_executor/layers/mamba/linear/base.py", "vllm/model_executor/layers/mamba/gdn/base.py",
-                "vllm/model_executor/layers/mamba/short_conv.py", "vllm/model_executor/models/bailing_moe_v3.py",
-                "vllm/models/qwen4_exp/amd/ple_layer.py", "vllm/models/qwen4_exp/nvidia/ple_layer.py"}
+MAMBA_LAYERS = {
+    "vllm/model_executor/layers/mamba/mamba_mixer.py",
+    "vllm/model_executor/layers/mamba/mamba_mixer2.py",
+    "vllm/model_executor/layers/mamba/linear/base.py",
+    "vllm/model_executor/layers/mamba/gdn/base.py",
+    "vllm/model_executor/layers/mamba/short_conv.py",
+    "vllm/model_executor/models/bailing_moe_v3.py",
+    "vllm/models/qwen4_exp/amd/ple_layer.py",
+    "vllm/models/qwen4_exp/nvidia/ple_layer.py",
+}
 LIFTS = {
     "fla-fused-post-conv": {POST_CONV, QWEN_WARMUP, GDN_LAYER},
     "fla-sigmoid-gating": {SIGMOID, QWEN_WARMUP, GDN_LAYER},
     # The standalone module warmed only this kernel: it goes, and so does its call in the orchestrator.
     "mamba-batch-memcpy": {MAMBA_UTILS, *MAMBA_LAYERS, "vllm/model_executor/warmup/kernel_warmup.py"},
-    "kimi-k3-attn-res": {ATTN_RES, "vllm/model_executor/warmup/kimi_k3_triton_warmup.py",
-                         "vllm/models/kimi_k3/nvidia/model.py"},
+    "kimi-k3-attn-res": {
+        ATTN_RES,
+        "vllm/model_executor/warmup/kimi_k3_triton_warmup.py",
+        "vllm/models/kimi_k3/nvidia/model.py",
+    },
 }
 DELETED = {"mamba-batch-memcpy": {"vllm/model_executor/warmup/mamba_triton_warmup.py"}}
 
@@ -74,8 +87,9 @@ def lifted_033(tmp_path_factory):
 
 def _changes(repo, original):
     files = lambda root: {p.relative_to(root).as_posix() for p in root.rglob("*.py")}  # noqa: E731
-    changed = {rel for rel in files(repo) & files(original)
-               if (repo / rel).read_bytes() != (original / rel).read_bytes()}
+    changed = {
+        rel for rel in files(repo) & files(original) if (repo / rel).read_bytes() != (original / rel).read_bytes()
+    }
     return changed, files(original) - files(repo), files(repo) - files(original)
 
 
@@ -141,9 +155,18 @@ def test_the_launcher_launches_what_it_did_before_the_lift(lifted_033):
             conv = torch.empty(length, 2 * heads * dim + kv_heads * dim, dtype=torch.bfloat16, device="cuda")
             gates = torch.empty(length, kv_heads, dtype=torch.bfloat16, device="cuda")
             for l2norm in (True, False):
-                module.fused_post_conv_prep(conv, gates, gates, torch.empty(kv_heads, device="cuda"),
-                                            torch.empty(kv_heads, device="cuda"), heads, dim, dim,
-                                            apply_l2norm=l2norm, output_g_exp=not l2norm)
+                module.fused_post_conv_prep(
+                    conv,
+                    gates,
+                    gates,
+                    torch.empty(kv_heads, device="cuda"),
+                    torch.empty(kv_heads, device="cuda"),
+                    heads,
+                    dim,
+                    dim,
+                    apply_l2norm=l2norm,
+                    output_g_exp=not l2norm,
+                )
 
     before = _launch_keys(adapter.legacy, config, launches)
     after = _launch_keys(adapter.migrated, config, launches)
@@ -162,19 +185,32 @@ def test_a_provider_whose_step_returned_early_expands_to_no_case_not_to_an_error
         model_config = adapter.engine.vllm_config(config).model_config
         return module._attn_res_dispatch.get_warmup_keys(model_config=model_config)
 
-    assert adapter.migrated.within(dataclasses.replace(adapter.example, attn_res_block_size=None),
-                                   lambda: keys(dataclasses.replace(adapter.example, attn_res_block_size=None))) == []
-    assert len(adapter.migrated.within(adapter.example, lambda: keys(adapter.example))) == \
-        LEGACY_VARIANTS["kimi-k3-attn-res"]
+    assert (
+        adapter.migrated.within(
+            dataclasses.replace(adapter.example, attn_res_block_size=None),
+            lambda: keys(dataclasses.replace(adapter.example, attn_res_block_size=None)),
+        )
+        == []
+    )
+    assert (
+        len(adapter.migrated.within(adapter.example, lambda: keys(adapter.example)))
+        == LEGACY_VARIANTS["kimi-k3-attn-res"]
+    )
 
 
 def test_a_lift_refuses_an_autotuned_kernel_with_the_reason(tmp_path):
     repo = _copy(tmp_path / "tree")
-    edit(repo, POST_CONV, "@triton.jit\ndef _fused_post_conv_kernel(",
-         "@triton.autotune(configs=[], key=[])\n@triton.jit\ndef _fused_post_conv_kernel(")
+    edit(
+        repo,
+        POST_CONV,
+        "@triton.jit\ndef _fused_post_conv_kernel(",
+        "@triton.autotune(configs=[], key=[])\n@triton.jit\ndef _fused_post_conv_kernel(",
+    )
     result = runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(repo)])
     assert result.exit_code == 2
-    assert "is autotuned" in result.output and "launches an autotuned kernel for real" in " ".join(result.output.split())
+    assert "is autotuned" in result.output and "launches an autotuned kernel for real" in " ".join(
+        result.output.split()
+    )
 
 
 def test_a_lift_refuses_a_launch_it_cannot_move_and_a_registration_that_misses_a_provider_input(tmp_path):
@@ -182,11 +218,19 @@ def test_a_lift_refuses_a_launch_it_cannot_move_and_a_registration_that_misses_a
     edit(repo, POST_CONV, "    _fused_post_conv_kernel[grid](", "    if L:\n     _fused_post_conv_kernel[grid](")
     modules = RepoModules(repo, "vllm")
     with pytest.raises(LiftError, match="no `_fused_post_conv_kernel\\[grid\\]\\(...\\)` statement at its top level"):
-        plan_lift(modules, kernel_module=FUSED_POST_CONV.singleton_module, kernel=FUSED_POST_CONV.singleton,
-                  launcher_module=FUSED_POST_CONV.singleton_module, launcher=FUSED_POST_CONV.launcher,
-                  step_module=FUSED_POST_CONV.legacy_module, step=FUSED_POST_CONV.legacy_step,
-                  dispatcher_name=FUSED_POST_CONV.kernel_name, provider_name=FUSED_POST_CONV.provider_name,
-                  helper_module="h", jit_module="j")
+        plan_lift(
+            modules,
+            kernel_module=FUSED_POST_CONV.singleton_module,
+            kernel=FUSED_POST_CONV.singleton,
+            launcher_module=FUSED_POST_CONV.singleton_module,
+            launcher=FUSED_POST_CONV.launcher,
+            step_module=FUSED_POST_CONV.legacy_module,
+            step=FUSED_POST_CONV.legacy_step,
+            dispatcher_name=FUSED_POST_CONV.kernel_name,
+            provider_name=FUSED_POST_CONV.provider_name,
+            helper_module="h",
+            jit_module="j",
+        )
     spec = tmp_path / "spec.toml"
     spec.write_text(f"""[[migration]]
 family = "post-conv-short"
@@ -202,16 +246,19 @@ construction_class = "QwenGatedDeltaNetAttention"
 registration = "_fused_post_conv_prep_dispatch.register_warmup(h=self.num_k_heads)"
 intended_differences = [["model_type not in _QWEN_MODEL_TYPES", "every layer that builds it launches it"]]
 """)
-    result = runner.invoke(app, ["migrate", "post-conv-short", "--spec", str(spec), "--repo", str(_copy(tmp_path / "t2"))])
+    result = runner.invoke(
+        app, ["migrate", "post-conv-short", "--spec", str(spec), "--repo", str(_copy(tmp_path / "t2"))]
+    )
     assert result.exit_code == 2
-    assert "must pass the provider _fused_post_conv_prep_warmup_inputs its keyword parameters" in \
-        " ".join(result.output.split())
+    assert "must pass the provider _fused_post_conv_prep_warmup_inputs its keyword parameters" in " ".join(
+        result.output.split()
+    )
     assert "conv_dtype (the step's config.conv_dtype)" in " ".join(result.output.split())
 
 
 def test_a_layer_that_only_inherits_bind_kv_cache_gets_an_override_that_runs_the_parent_first(lifted_033):
     text = (lifted_033 / GDN_LAYER).read_text()
-    override = text[text.index("    def bind_kv_cache(self, kv_cache: torch.Tensor) -> None:"):]
+    override = text[text.index("    def bind_kv_cache(self, kv_cache: torch.Tensor) -> None:") :]
     lines = override.splitlines()
     assert lines[1] == "        super().bind_kv_cache(kv_cache)"
     assert "_fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(" in override.split("\n\n\n")[0]
@@ -224,8 +271,14 @@ def test_the_lifted_tree_compiles_real_sm90_cubins_and_a_second_warmup_loads_the
     """Every lift's registrations, run through the lifted tree's own registry on the compile-only driver, compile
     real cubins with no GPU; a second process warming the same tree from that cache compiles nothing."""
     cache = tmp_path / "triton"
-    runs = [json.loads(subprocess.run([sys.executable, PROBE, str(lifted_033), str(cache)], check=True,
-                                      capture_output=True, text=True).stdout) for _ in range(2)]
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, PROBE, str(lifted_033), str(cache)], check=True, capture_output=True, text=True
+            ).stdout
+        )
+        for _ in range(2)
+    ]
     assert set(runs[0]) == set(LIFTS)
     for family, seen in runs[0].items():
         assert seen["compiled"] == LEGACY_VARIANTS[family] and seen["loaded"] == 0
@@ -248,8 +301,10 @@ def test_the_survey_gives_every_kernel_a_verdict_and_lifts_exactly_the_kernels_t
     kernels = {k["name"]: k for w in report["warmups"] for k in w["kernels"]}
     verdicts = {name: k["verdict"] for name, k in kernels.items()}
     # The ROCm MTP decode launcher's two kernels lift together (test_lift_together.py migrates their drafts).
-    together = {"_gdn_mtp_update_kernel": "_gdn_mtp_gated_rmsnorm_kernel",
-                "_gdn_mtp_gated_rmsnorm_kernel": "_gdn_mtp_update_kernel"}
+    together = {
+        "_gdn_mtp_update_kernel": "_gdn_mtp_gated_rmsnorm_kernel",
+        "_gdn_mtp_gated_rmsnorm_kernel": "_gdn_mtp_update_kernel",
+    }
     lifted = {spec.singleton for spec in LIFT_SPECS} | set(together) | {"fused_recurrent_kda_fwd_kernel"}
     assert {name for name, v in verdicts.items() if v == "lift"} == lifted
     assert {name for name, v in verdicts.items() if v == "spec"} == {"_LAYER_NORM_FWD_KERNEL", "ll_bf16_gemm_kernel"}
@@ -274,7 +329,9 @@ def test_the_survey_gives_every_kernel_a_verdict_and_lifts_exactly_the_kernels_t
 @pytest.mark.parametrize("spec", LIFT_SPECS, ids=lambda s: s.family)
 def test_a_lift_draft_loads_is_refused_until_answered_then_migrates_as_the_built_in_lift(tmp_path, spec):
     drafts = tmp_path / "drafts"
-    assert runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(drafts)]).exit_code == 0
+    assert (
+        runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(drafts)]).exit_code == 0
+    )
     path = drafts / f"{spec.singleton.strip('_')}.toml"
     (draft,) = load_specs(path)
     assert draft.launcher == spec.launcher and draft.singleton == spec.singleton and draft.confirm
@@ -283,27 +340,49 @@ def test_a_lift_draft_loads_is_refused_until_answered_then_migrates_as_the_built
     refused = runner.invoke(app, ["migrate", "--repo", str(repo), "--spec", str(path)])
     assert refused.exit_code == 2 and "confirm list" in refused.output
     # A human answers the confirm items: the site's values in the registration, the site itself; nothing else.
-    answers = dict(registration=spec.registration, construction_module=spec.construction_module,
-                   construction_class=list(spec.construction_class), construction_method=spec.construction_method,
-                   insert_after=spec.insert_after, intended_differences=[list(d) for d in spec.intended_differences],
-                   import_style=spec.import_style, confirm=[])
-    fields = {f: getattr(draft, f) for f in ("family", "legacy_module", "legacy_function", "legacy_step",
-                                             "orchestrator_module", "singleton_module", "singleton", "launcher")}
+    answers = dict(
+        registration=spec.registration,
+        construction_module=spec.construction_module,
+        construction_class=list(spec.construction_class),
+        construction_method=spec.construction_method,
+        insert_after=spec.insert_after,
+        intended_differences=[list(d) for d in spec.intended_differences],
+        import_style=spec.import_style,
+        confirm=[],
+    )
+    fields = {
+        f: getattr(draft, f)
+        for f in (
+            "family",
+            "legacy_module",
+            "legacy_function",
+            "legacy_step",
+            "orchestrator_module",
+            "singleton_module",
+            "singleton",
+            "launcher",
+        )
+    }
     answered = tmp_path / "answered.toml"
-    answered.write_text("[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {**fields, **answers}.items()
-                                                    if v != ""))
+    answered.write_text(
+        "[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {**fields, **answers}.items() if v != "")
+    )
     result = runner.invoke(app, ["migrate", draft.family, "--repo", str(repo), "--spec", str(answered), "--write"])
     assert result.exit_code == 0, result.output
     changed, deleted, _ = _changes(repo, vllm_tree("0.33.0"))
-    assert changed == LIFTS[spec.family] - DELETED.get(spec.family, set()) and deleted == DELETED.get(spec.family, set())
+    assert changed == LIFTS[spec.family] - DELETED.get(spec.family, set()) and deleted == DELETED.get(
+        spec.family, set()
+    )
 
 
 # A maintainer's answers to the Kimi-K3 recurrent KDA draft (a survey verdict, not a built-in lift): each KDA layer
 # registers once its KV cache is bound, checking that cache as the step did.
 _KDA_WHY = "checked where the layer registers, on its own bound KV cache (num_spec: the provider's _when)"
 KDA_ANSWERS = dict(
-    construction_module="vllm.models.kimi_k3.nvidia.kda", construction_class=["KimiK3DeltaAttention"],
-    construction_method="bind_kv_cache", confirm=[],
+    construction_module="vllm.models.kimi_k3.nvidia.kda",
+    construction_class=["KimiK3DeltaAttention"],
+    construction_method="bind_kv_cache",
+    confirm=[],
     registration="""state = self.kv_cache[1] if len(self.kv_cache) >= 2 else None
 if isinstance(state, torch.Tensor) and state.numel():
     _fused_recurrent_kda_fwd_dispatch.register_warmup(
@@ -317,8 +396,17 @@ if isinstance(state, torch.Tensor) and state.numel():
         gate_lower_bound=self.gate_lower_bound,
     )""",
     intended_differences=[["layer is not None", "each KDA layer registers itself; the legacy warmup found the first"]]
-    + [[c, _KDA_WHY] for c in ("not num_speculative_tokens <= 0", "isinstance(kv_cache, (list, tuple))",
-                               "not len(kv_cache) < 2", "isinstance(state, torch.Tensor)", "state.numel()")])
+    + [
+        [c, _KDA_WHY]
+        for c in (
+            "not num_speculative_tokens <= 0",
+            "isinstance(kv_cache, (list, tuple))",
+            "not len(kv_cache) < 2",
+            "isinstance(state, torch.Tensor)",
+            "state.numel()",
+        )
+    ],
+)
 KDA_KERNEL = "vllm/models/kimi_k3/nvidia/ops/third_party/kda/fused_recurrent.py"
 KDA_FILES = {KDA_KERNEL, "vllm/models/kimi_k3/nvidia/kda.py", "vllm/model_executor/warmup/kimi_k3_triton_warmup.py"}
 
@@ -328,13 +416,27 @@ def kda_lifted(tmp_path_factory):
     """The survey's recurrent KDA draft, answered, and the fresh 0.33.0 tree it migrated."""
     folder = tmp_path_factory.mktemp("kda")
     drafts = folder / "drafts"
-    assert runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(drafts)]).exit_code == 0
+    assert (
+        runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(drafts)]).exit_code == 0
+    )
     (draft,) = load_specs(drafts / "fused_recurrent_kda_fwd_kernel.toml")
-    fields = {f: getattr(draft, f) for f in ("family", "legacy_module", "legacy_function", "legacy_step",
-                                             "orchestrator_module", "singleton_module", "singleton", "launcher")}
+    fields = {
+        f: getattr(draft, f)
+        for f in (
+            "family",
+            "legacy_module",
+            "legacy_function",
+            "legacy_step",
+            "orchestrator_module",
+            "singleton_module",
+            "singleton",
+            "launcher",
+        )
+    }
     answered = folder / "answered.toml"
-    answered.write_text("[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n"
-                                                    for k, v in {**fields, **KDA_ANSWERS}.items()))
+    answered.write_text(
+        "[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {**fields, **KDA_ANSWERS}.items())
+    )
     repo = _copy(folder / "tree")
     result = runner.invoke(app, ["migrate", draft.family, "--repo", str(repo), "--spec", str(answered), "--write"])
     assert result.exit_code == 0, result.output
@@ -363,11 +465,18 @@ def test_the_recurrent_kda_provider_warms_in_tritons_own_keys_what_the_legacy_st
     lifted = TreeWarmup(repo, spec, engine, run_compiles=True)
     _compile_only_triton()
     for heads, spec_tokens, dtype in itertools.product((2, 8, 64), (1, 3), (torch.bfloat16, torch.float16)):
+
         def facts():
             state = torch.empty(5, heads, 128, 128, device="cuda")  # the KDA state of 5 slots
-            return dict(num_spec=spec_tokens, kv_cache=[torch.empty(5, 1, device="cuda"), state],
-                        local_num_heads=heads, head_dim=128, A_log=torch.empty(heads, device="cuda"),
-                        dt_bias=torch.empty(heads * 128, device="cuda"), gate_lower_bound=-5.0)
+            return dict(
+                num_spec=spec_tokens,
+                kv_cache=[torch.empty(5, 1, device="cuda"), state],
+                local_num_heads=heads,
+                head_dim=128,
+                A_log=torch.empty(heads, device="cuda"),
+                dt_bias=torch.empty(heads * 128, device="cuda"),
+                gate_lower_bound=-5.0,
+            )
 
         def step(tree):
             layer = types.SimpleNamespace(**facts())
@@ -383,6 +492,7 @@ def test_the_recurrent_kda_provider_warms_in_tritons_own_keys_what_the_legacy_st
                 with triton_backend.jit_keys_recorded() as found, MetaAllocations():
                     run(tree)
                 return {key for name, key in found if name == spec.singleton}
+
             return tree.within(KimiConfig(kda_layers=False), recorded)  # the layer is the step's own, above
 
         before, after = keys(legacy, step), keys(lifted, provider)
@@ -399,29 +509,55 @@ POST_CONV_CALL = """            apply_l2norm=True,
 """
 REFUSED_FORKS = {
     "a launcher statement sets again what the launch takes from the launcher": (
-        "fla-sigmoid-gating", SIGMOID, "    HV = v.shape[2]\n",
-        "    HV = v.shape[2]\n    if is_kda:\n        K = a.shape[-1]\n", "which this statement (copied into the "),
+        "fla-sigmoid-gating",
+        SIGMOID,
+        "    HV = v.shape[2]\n",
+        "    HV = v.shape[2]\n    if is_kda:\n        K = a.shape[-1]\n",
+        "which this statement (copied into the ",
+    ),
     "two statements on one line": (
-        "fla-fused-post-conv", POST_CONV, "    BLOCK_T = 16  # tokens per block\n",
-        "    BLOCK_T = 16; out_dtype = torch.float32  # noqa: E702\n", "this line holds several statements"),
+        "fla-fused-post-conv",
+        POST_CONV,
+        "    BLOCK_T = 16  # tokens per block\n",
+        "    BLOCK_T = 16; out_dtype = torch.float32  # noqa: E702\n",
+        "this line holds several statements",
+    ),
     "the step warms another kernel too": (
-        "fla-fused-post-conv", QWEN_WARMUP, POST_CONV_CALL,
-        POST_CONV_CALL + "    torch.ops.vllm.fork_warmup(config.h)\n", "which the migration would delete with the step"),
+        "fla-fused-post-conv",
+        QWEN_WARMUP,
+        POST_CONV_CALL,
+        POST_CONV_CALL + "    torch.ops.vllm.fork_warmup(config.h)\n",
+        "which the migration would delete with the step",
+    ),
     "the step calls the launcher twice": (
-        "fla-fused-post-conv", QWEN_WARMUP, POST_CONV_CALL,
+        "fla-fused-post-conv",
+        QWEN_WARMUP,
+        POST_CONV_CALL,
         POST_CONV_CALL + "        fused_post_conv_prep(conv_output, a, b, config.a_log, config.dt_bias, config.h, "
-                         "config.k, config.v, apply_l2norm=False, output_g_exp=True)\n", "more than once"),
+        "config.k, config.v, apply_l2norm=False, output_g_exp=True)\n",
+        "more than once",
+    ),
     "a loop the step leaves with break": (
-        "fla-fused-post-conv", QWEN_WARMUP, "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n",
+        "fla-fused-post-conv",
+        QWEN_WARMUP,
+        "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n",
         "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n        if length > config.h:\n            break\n",
-        "leaves its loop under a condition"),
+        "leaves its loop under a condition",
+    ),
     "a constant the module binds twice": (
-        "fla-fused-post-conv", QWEN_WARMUP, "_FLA_POST_CONV_WARMUP_LENGTHS = (1, 2, 16)\n",
-        "_FLA_POST_CONV_WARMUP_LENGTHS = (1, 2, 16)\n_FLA_POST_CONV_WARMUP_LENGTHS += (64,)\n", "binds 2 times"),
+        "fla-fused-post-conv",
+        QWEN_WARMUP,
+        "_FLA_POST_CONV_WARMUP_LENGTHS = (1, 2, 16)\n",
+        "_FLA_POST_CONV_WARMUP_LENGTHS = (1, 2, 16)\n_FLA_POST_CONV_WARMUP_LENGTHS += (64,)\n",
+        "binds 2 times",
+    ),
     "a second launch of the kernel in the launcher": (
-        "fla-fused-post-conv", POST_CONV, "    if L == 0:\n",
-        "    if L == 1:\n        _fused_post_conv_kernel[(1, 1)](conv_output)\n    if L == 0:\n", "launches "
-        "_fused_post_conv_kernel here too"),
+        "fla-fused-post-conv",
+        POST_CONV,
+        "    if L == 0:\n",
+        "    if L == 1:\n        _fused_post_conv_kernel[(1, 1)](conv_output)\n    if L == 0:\n",
+        "launches _fused_post_conv_kernel here too",
+    ),
 }
 
 
@@ -450,12 +586,15 @@ def _migrated_fork(tmp_path, family, rel, old, new):
 def test_a_kernel_parameter_the_launch_leaves_to_its_default_keeps_it(tmp_path):
     """The engine's helper fills `<x>_stride` from the input `x` when the launch does not pass it: the dispatcher
     passes the kernel's default instead, so the launch stays what the launcher made it."""
-    original, repo = _migrated_fork(tmp_path, "mamba-batch-memcpy", MAMBA_UTILS,
-                                    "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr):",
-                                    "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr, "
-                                    "sizes_stride=1):")
+    original, repo = _migrated_fork(
+        tmp_path,
+        "mamba-batch-memcpy",
+        MAMBA_UTILS,
+        "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr):",
+        "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr, sizes_stride=1):",
+    )
     text = (repo / MAMBA_UTILS).read_text()
-    returned = text[text.index("def _batch_memcpy_dispatch"):text.index("def batch_memcpy(")]
+    returned = text[text.index("def _batch_memcpy_dispatch") : text.index("def batch_memcpy(")]
     assert "sizes_stride=1" in returned
     report = key_equivalence("mamba-batch-memcpy", "full", legacy_tree=original, migrated_tree=repo)
     assert report.mismatches == []
@@ -464,9 +603,13 @@ def test_a_kernel_parameter_the_launch_leaves_to_its_default_keeps_it(tmp_path):
 def test_a_loop_bound_the_step_computes_is_written_where_the_helper_can_read_it(tmp_path):
     """vLLM's helper evaluates a domain with the provider's parameters only: a step local in a range bound is
     written out in the domain."""
-    original, repo = _migrated_fork(tmp_path, "fla-fused-post-conv", QWEN_WARMUP,
-                                    "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n",
-                                    "    max_len = min(16, 2 * config.h)\n    for length in range(1, max_len + 1):\n")
+    original, repo = _migrated_fork(
+        tmp_path,
+        "fla-fused-post-conv",
+        QWEN_WARMUP,
+        "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n",
+        "    max_len = min(16, 2 * config.h)\n    for length in range(1, max_len + 1):\n",
+    )
     assert "length = WarmupIntRange(1, min(16, 2 * h) + 1)" in (repo / POST_CONV).read_text()
     report = key_equivalence("fla-fused-post-conv", "smoke", legacy_tree=original, migrated_tree=repo)
     assert report.configs and report.mismatches == []

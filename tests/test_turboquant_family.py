@@ -51,15 +51,17 @@ print(json.dumps({"compiled": report["compiled"], "cached": report["cached"], "f
 
 
 def zerojit(*args):
-    result = subprocess.run([sys.executable, "-m", "zerojit", *args, "--json"], capture_output=True, text=True,
-                            timeout=1800)
+    result = subprocess.run(
+        [sys.executable, "-m", "zerojit", *args, "--json"], capture_output=True, text=True, timeout=1800
+    )
     assert result.returncode in (0, 1), result.stderr[-2000:]
     return json.loads(result.stdout)
 
 
 def in_a_fresh_process(script, cache, preset) -> dict:
-    result = subprocess.run([sys.executable, "-c", script, str(cache), preset], capture_output=True, text=True,
-                            timeout=900)
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(cache), preset], capture_output=True, text=True, timeout=900
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.splitlines()[-1])
 
@@ -80,11 +82,13 @@ def expected_keys(preset) -> set:
     parts = next(p for p in powers if p >= max(2, needed))
     tiles = next(t for t in powers if parts * t * 256 >= worst)
     group = layer.num_heads // layer.num_kv_heads
-    decode = DecodeKey(layer.num_kv_heads, parts, width, round(layer.scale, 8), group, layer.block_size, tiles,
-                       layer.scale)
-    reduce = [ReduceKey(limits.dtype, "div16", "div16", layer.num_kv_heads, group, parts, 128, (output, True, True,
-                                                                                              True))
-              for output in (True, False)]
+    decode = DecodeKey(
+        layer.num_kv_heads, parts, width, round(layer.scale, 8), group, layer.block_size, tiles, layer.scale
+    )
+    reduce = [
+        ReduceKey(limits.dtype, "div16", "div16", layer.num_kv_heads, group, parts, 128, (output, True, True, True))
+        for output in (True, False)
+    ]
     return {decode.to_json(), *(key.to_json() for key in reduce)}
 
 
@@ -119,8 +123,10 @@ def test_cold_warmup_compiles_real_gfx950_code_later_processes_load_it_and_rando
     assert in_a_fresh_process(SERVE, cache, preset) == {"flydsl": 0, "triton": 0}
     verify = zerojit("verify", "--preset", preset, "--launches", "50", "--cache-dir", str(cache))
     assert verify["launches"] == 100 and verify["cache_growth"] == 0 and not verify["post_warmup_compiles"]
-    assert {k["name"]: k["variants"] for k in verify["launchers"]} == {"flydsl_turboquant_decode": 1,
-                                                                      "turboquant_reduce_partitions": 2}
+    assert {k["name"]: k["variants"] for k in verify["launchers"]} == {
+        "flydsl_turboquant_decode": 1,
+        "turboquant_reduce_partitions": 2,
+    }
 
 
 def test_the_engines_own_decode_path_builds_exactly_the_registered_keys():
@@ -128,15 +134,20 @@ def test_the_engines_own_decode_path_builds_exactly_the_registered_keys():
     assert report["configs"] >= 3000 and report["mismatches"] == 0
     # The one intended difference: JIT warmup off, where the server builds the kernels itself.
     assert report["intended_differences"] > 0 and all(
-        d["config"]["enable_jit_warmup"] is False and d["migrated_keys"] == 0 for d in report["details"])
+        d["config"]["enable_jit_warmup"] is False and d["migrated_keys"] == 0 for d in report["details"]
+    )
     covered = report["coverage"]
     assert set(covered["arch"]) == {"gfx950", "gfx942"} and len(covered["kv_cache_dtype"]) == 4
 
 
 def test_a_bake_serves_with_zero_compiles(tmp_path):
     bake, preset = tmp_path / "bake", "qwen3-32b-tq-mi355x"
-    subprocess.run([sys.executable, "-m", "zerojit", "bake", "--preset", preset, "--out", str(bake)], check=True,
-                   capture_output=True, timeout=900)
+    subprocess.run(
+        [sys.executable, "-m", "zerojit", "bake", "--preset", preset, "--out", str(bake)],
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
     assert (bake / BACKEND / "zerojit-manifest.json").is_file()
     served = zerojit("warmup", "--preset", preset, "--cache-dir", str(bake / BACKEND), "--require-baked")
     assert (served["compiled"], served["cached"], served["failed"]) == (0, 3, 0)

@@ -16,24 +16,28 @@ import torch
 from pyflakes import api as pyflakes_api
 from pyflakes import messages
 from pyflakes import reporter as pyflakes_reporter
+from tree_forks import LL_BF16, make_dispatch_traceable
 from typer.testing import CliRunner
 
+from zerojit.migrate.cli import app
+from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.engine_trees.sources import placeholder
 from zerojit.migrate.engine_trees.warmup import TreeWarmup, VllmPlatform, vllm_worker
-from zerojit.migrate.cli import app
-from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig, GdnNormEquivalence
 
-from tree_forks import LL_BF16, make_dispatch_traceable
-
 runner = CliRunner()
-FLA = {"vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
-       "vllm/model_executor/warmup/qwen_triton_warmup.py"}
-ROUTER = {"vllm/model_executor/layers/fused_moe/router/gate_linear.py",
-          "vllm/model_executor/warmup/kernel_warmup.py",
-          "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py"}
+FLA = {
+    "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
+    "vllm/model_executor/warmup/qwen_triton_warmup.py",
+}
+ROUTER = {
+    "vllm/model_executor/layers/fused_moe/router/gate_linear.py",
+    "vllm/model_executor/warmup/kernel_warmup.py",
+    "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py",
+}
 MIGRATIONS = {"fla-layer-norm": FLA, "ll-bf16-router-gemm": ROUTER}
+
 
 @pytest.fixture(scope="module")
 def fork_033(tmp_path_factory):
@@ -50,17 +54,22 @@ def migrated_033(tmp_path_factory, fork_033):
     repo = tmp_path_factory.mktemp("vllm-0.33.0-migrated") / "tree"
     shutil.copytree(fork_033, repo, copy_function=os.link)
     body = repo.parent / "pr.md"
-    result = runner.invoke(app, ["migrate", *MIGRATIONS, "--repo", str(repo), "--write", "-j", "2",
-                                 "--pr-body", str(body)])
+    result = runner.invoke(
+        app, ["migrate", *MIGRATIONS, "--repo", str(repo), "--write", "-j", "2", "--pr-body", str(body)]
+    )
     assert result.exit_code == 0, result.output
     return repo
 
 
 def changed_files(repo, original):
-    assert sorted(p.relative_to(repo) for p in repo.rglob("*.py")) == \
-        sorted(p.relative_to(original) for p in original.rglob("*.py"))  # nothing deleted or created
-    return {p.relative_to(repo).as_posix() for p in repo.rglob("*.py")
-            if p.read_bytes() != (original / p.relative_to(repo)).read_bytes()}
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*.py")) == sorted(
+        p.relative_to(original) for p in original.rglob("*.py")
+    )  # nothing deleted or created
+    return {
+        p.relative_to(repo).as_posix()
+        for p in repo.rglob("*.py")
+        if p.read_bytes() != (original / p.relative_to(repo)).read_bytes()
+    }
 
 
 def pyflakes_findings(path):
@@ -85,12 +94,16 @@ def test_each_migration_changes_only_its_files_which_compile_and_are_f821_f811_c
     for rel in FLA | ROUTER:
         path = migrated_033 / rel
         compile(path.read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
-        bad = [m for m in pyflakes_findings(path)
-               if isinstance(m, (messages.UndefinedName, messages.RedefinedWhileUnused, tuple))]
+        bad = [
+            m
+            for m in pyflakes_findings(path)
+            if isinstance(m, (messages.UndefinedName, messages.RedefinedWhileUnused, tuple))
+        ]
         assert bad == [], bad
         # No local the change left unread either (ruff F841 in vLLM's own lint).
-        before = {str(m.message_args) for m in pyflakes_findings(fork_033 / rel)
-                  if isinstance(m, messages.UnusedVariable)}
+        before = {
+            str(m.message_args) for m in pyflakes_findings(fork_033 / rel) if isinstance(m, messages.UnusedVariable)
+        }
         after = {str(m.message_args) for m in pyflakes_findings(path) if isinstance(m, messages.UnusedVariable)}
         assert after <= before
 
@@ -104,8 +117,7 @@ def test_the_router_gemm_migration_refuses_the_release_whose_dispatch_the_contra
     result = runner.invoke(app, ["migrate", "ll-bf16-router-gemm", "--repo", str(repo), "--write"])
     assert result.exit_code == 2, result.output
     assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before
-    line = 1 + (repo / LL_BF16).read_text().splitlines().index(
-        "    def dispatch(")
+    line = 1 + (repo / LL_BF16).read_text().splitlines().index("    def dispatch(")
     assert f"{LL_BF16}:{line}:" in result.output
     assert "require one name: tuned_bs, tuned_splitk = _arch_tuned_configs()" in " ".join(result.output.split())
 
@@ -138,10 +150,11 @@ def test_the_layer_norm_migration_warms_what_the_standalone_step_did(migrated_03
 
 # -- the ll_bf16 router GEMM: vLLM's own orchestrator step against the migrated GateLinear registrations
 
+
 @dataclasses.dataclass(frozen=True)
 class RouterConfig:
     arch: str = "sm90"
-    cutedsl: bool = True             # the ll_bf16 CuTe DSL GEMM is available
+    cutedsl: bool = True  # the ll_bf16 CuTe DSL GEMM is available
     enable_jit_warmup: bool = True
     gates: tuple = ((7168, 256, "bf16"),)  # (K, N, weight dtype) of each MoE gate
 
@@ -153,14 +166,26 @@ class RouterEngine:
     real_modules = ()
 
     def stubs(self, state):
-        common = {name: placeholder(f"_ll_router_common.{name}") for name in (
-            "current_cuda_stream", "cute_context", "make_fake_gemm_tensors", "use_pdl", "validate_common_gemm_inputs")}
+        common = {
+            name: placeholder(f"_ll_router_common.{name}")
+            for name in (
+                "current_cuda_stream",
+                "cute_context",
+                "make_fake_gemm_tensors",
+                "use_pdl",
+                "validate_common_gemm_inputs",
+            )
+        }
         pluggable = types.SimpleNamespace(register=lambda name: lambda cls: cls)
-        return {"vllm.platforms": {"current_platform": VllmPlatform(state)},
-                "vllm.config": {"get_current_vllm_config": lambda: state.vllm_config},
-                "vllm.model_executor.custom_op": {"PluggableLayer": pluggable},
-                "vllm.model_executor.kernels.linear.cute_dsl._ll_router_common":
-                    {**common, "is_cutedsl_available": lambda name: state.config.cutedsl}}
+        return {
+            "vllm.platforms": {"current_platform": VllmPlatform(state)},
+            "vllm.config": {"get_current_vllm_config": lambda: state.vllm_config},
+            "vllm.model_executor.custom_op": {"PluggableLayer": pluggable},
+            "vllm.model_executor.kernels.linear.cute_dsl._ll_router_common": {
+                **common,
+                "is_cutedsl_available": lambda name: state.config.cutedsl,
+            },
+        }
 
     def import_facts(self, config):
         return config.arch
@@ -175,8 +200,9 @@ class RouterEngine:
         made = []
         for k, n, dtype in config.gates:
             gate = cls.__new__(cls)
-            gate.weight = torch.empty(n, k, dtype=getattr(torch, {"bf16": "bfloat16", "fp32": "float32"}[dtype]),
-                                      device="meta")
+            gate.weight = torch.empty(
+                n, k, dtype=getattr(torch, {"bf16": "bfloat16", "fp32": "float32"}[dtype]), device="meta"
+            )
             made.append(gate)
         return made
 
@@ -188,26 +214,38 @@ class RouterEngine:
 
     def construct(self, config, vllm_config, tree):
         for gate in self.gates(config):
-            tree.constructor_registrations("GateLinear", {"self": gate, "input_size": gate.weight.shape[1],
-                                                          "output_size": gate.weight.shape[0]})
+            tree.constructor_registrations(
+                "GateLinear", {"self": gate, "input_size": gate.weight.shape[1], "output_size": gate.weight.shape[0]}
+            )
 
     def to_key(self, key):
         return tuple(str(value) for value in dataclasses.astuple(key))
 
 
-ROUTER_CONFIGS = [RouterConfig(arch, cutedsl, jit, gates) for arch in ("sm90", "sm100") for cutedsl in (True, False)
-                  for jit in (True, False) for gates in (
-                      ((7168, 256, "bf16"),),
-                      ((4096, 256, "bf16"), (4096, 256, "bf16"), (7168, 384, "bf16"), (1024, 128, "bf16")),
-                      ((4100, 256, "bf16"),), ((7168, 384, "fp32"),))]
+ROUTER_CONFIGS = [
+    RouterConfig(arch, cutedsl, jit, gates)
+    for arch in ("sm90", "sm100")
+    for cutedsl in (True, False)
+    for jit in (True, False)
+    for gates in (
+        ((7168, 256, "bf16"),),
+        ((4096, 256, "bf16"), (4096, 256, "bf16"), (7168, 384, "bf16"), (1024, 128, "bf16")),
+        ((4100, 256, "bf16"),),
+        ((7168, 384, "fp32"),),
+    )
+]
 
 
 def test_the_router_gemm_migration_warms_what_the_orchestrator_step_did(migrated_033):
     legacy = TreeWarmup(vllm_tree("0.33.0"), LL_BF16_ROUTER_GEMM, RouterEngine())
     migrated = TreeWarmup(migrated_033, LL_BF16_ROUTER_GEMM, RouterEngine())
-    assert migrated.within(RouterConfig(), lambda: issubclass(
-        type(migrated.sources.module(LL_BF16_ROUTER_GEMM.singleton_module).ll_bf16_gemm_kernel),
-        migrated.sources.module("vllm.model_executor.warmup.jit_warmup").VllmJitKernel))  # it adopted the contract
+    assert migrated.within(
+        RouterConfig(),
+        lambda: issubclass(
+            type(migrated.sources.module(LL_BF16_ROUTER_GEMM.singleton_module).ll_bf16_gemm_kernel),
+            migrated.sources.module("vllm.model_executor.warmup.jit_warmup").VllmJitKernel,
+        ),
+    )  # it adopted the contract
     warmed = 0
     for config in ROUTER_CONFIGS:
         before, after = legacy.standalone_keys(config), migrated.warmed_keys(config)

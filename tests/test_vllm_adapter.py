@@ -16,19 +16,26 @@ import pytest
 from zerojit.contract.backends import flydsl as flydsl_backend
 from zerojit.contract.monitor import JitAfterWarmupError
 from zerojit.contract.vllm_adapter import VllmKernel, arm_after_warmup, limits_from_vllm_config, register_plugin
-from zerojit.migrate.rocm_nvfp4.kernel import (FusedNormRopeKVInsert, IndexDecode, IndexPrefill, SparseDecode,
-                                           SparsePrefill, TopK)
-from zerojit.migrate.rocm_nvfp4.model import nvfp4_kv_launchers
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.engine_trees.sources import EngineSources
+from zerojit.migrate.rocm_nvfp4.kernel import (
+    FusedNormRopeKVInsert,
+    IndexDecode,
+    IndexPrefill,
+    SparseDecode,
+    SparsePrefill,
+    TopK,
+)
+from zerojit.migrate.rocm_nvfp4.model import nvfp4_kv_launchers
 
 REGISTRY = "vllm.model_executor.warmup.jit_warmup"
 
 
 @pytest.fixture(scope="module")
 def vllm033():
-    return EngineSources(vllm_tree("0.33.0"), "vllm", (REGISTRY,),
-                         {"vllm.distributed": {"is_global_first_rank": lambda: True}})
+    return EngineSources(
+        vllm_tree("0.33.0"), "vllm", (REGISTRY,), {"vllm.distributed": {"is_global_first_rank": lambda: True}}
+    )
 
 
 def vllm_config(enable_jit_warmup=True):
@@ -37,14 +44,18 @@ def vllm_config(enable_jit_warmup=True):
         model_config=types.SimpleNamespace(max_model_len=8704),
         parallel_config=types.SimpleNamespace(tensor_parallel_size=4),
         kernel_config=types.SimpleNamespace(enable_jit_warmup=enable_jit_warmup),
-        speculative_config=types.SimpleNamespace(num_speculative_tokens=3))
+        speculative_config=types.SimpleNamespace(num_speculative_tokens=3),
+    )
 
 
 def reachable_keys(launchers, limits) -> set:
     """Brute force: the key of every launch a server with `limits` can make (every input value in range)."""
     by_type = {type(launcher): launcher for launcher in launchers}
-    tokens, context, seqs = range(1, limits.max_num_batched_tokens + 1), range(1, limits.max_model_len + 1), \
-        range(1, limits.max_num_seqs + 1)
+    tokens, context, seqs = (
+        range(1, limits.max_num_batched_tokens + 1),
+        range(1, limits.max_model_len + 1),
+        range(1, limits.max_num_seqs + 1),
+    )
     keys = {by_type[FusedNormRopeKVInsert].dispatch(num_tokens=n) for n in tokens}
     keys |= {by_type[IndexPrefill].dispatch(num_prefill_tokens=n) for n in tokens}
     keys |= {by_type[SparsePrefill].dispatch(max_context_len=c) for c in context}
@@ -52,8 +63,7 @@ def reachable_keys(launchers, limits) -> set:
     for reqs in seqs:
         for query in limits.decode_query_lens:
             keys.add(by_type[SparseDecode].dispatch(num_reqs=reqs, query_len=query))
-            keys |= {by_type[IndexDecode].dispatch(num_reqs=reqs, query_len=query, max_context_len=c)
-                     for c in context}
+            keys |= {by_type[IndexDecode].dispatch(num_reqs=reqs, query_len=query, max_context_len=c) for c in context}
     return keys
 
 
@@ -121,12 +131,13 @@ def test_plugin_without_vllm_registry_returns_normally(monkeypatch):
 def test_the_plugin_never_raises_even_when_warnings_are_errors(mode):
     """vLLM 0.33.0's load_general_plugins calls each plugin without a try, and `-W error` turns warnings into
     exceptions: the plugin still returns, and says why the monitor is off on stderr."""
-    load = ("import importlib.metadata as m; "
-            "plugin = next(e for e in m.entry_points(group='vllm.general_plugins') if e.name == 'zerojit_monitors'); "
-            "print(plugin.load()())")
+    load = (
+        "import importlib.metadata as m; "
+        "plugin = next(e for e in m.entry_points(group='vllm.general_plugins') if e.name == 'zerojit_monitors'); "
+        "print(plugin.load()())"
+    )
     env = {**os.environ, "ZEROJIT_MONITOR": mode}
-    done = subprocess.run([sys.executable, "-W", "error", "-c", load], capture_output=True, text=True, env=env,
-                          cwd="/")
+    done = subprocess.run([sys.executable, "-W", "error", "-c", load], capture_output=True, text=True, env=env, cwd="/")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "None" and "the JIT monitor stays off" in done.stderr
     assert "Traceback" not in done.stderr

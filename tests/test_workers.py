@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from zerojit.contract.executor import start_workers
 from zerojit.contract.workers import TaskFailed, WorkerLost, Workers
 
@@ -156,8 +157,11 @@ def _gone(pid: int) -> bool:
 def test_workers_stopped_by_time_slicing_die_with_a_killed_parent():
     """SIGKILL the process that time-slices its workers (an OOM kill, a CI timeout): no SIGCONT ever comes, yet
     no worker stays behind stopped, nor does the forkserver."""
-    parent = subprocess.Popen([sys.executable, "-c", _KILLED_MIDWAY.format(tests=str(Path(__file__).parent))],
-                              stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_MIDWAY.format(tests=str(Path(__file__).parent))],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     me, *pids = map(int, parent.stdout.readline().split())
     server = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent_of(int(p)) == me and int(p) not in pids]
     time.sleep(1.0)  # two of them are stopped now

@@ -54,10 +54,6 @@ TRACEABLE_DISPATCH = """        tuned = _arch_tuned_configs()
 """
 
 
-
-
-
-
 def write_tree(root: Path, files: dict[str, str]) -> Path:
     """A small engine tree: each file's text, dedented, under `root`."""
     for rel, text in files.items():
@@ -84,9 +80,24 @@ def replace_file(path: Path, text: str) -> None:
 
 def ruff_findings(path: Path) -> list[tuple[str, str]]:
     """ruff's findings (code, message) with vLLM's rule selection, positions left out (lines move)."""
-    found = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--select", "E,F,W,I,UP,B",
-                            "--line-length", "88", "--output-format", "json", str(path)],
-                           capture_output=True, text=True)
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--isolated",
+            "--select",
+            "E,F,W,I,UP,B",
+            "--line-length",
+            "88",
+            "--output-format",
+            "json",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     return sorted((f["code"], f["message"]) for f in json.loads(found.stdout))
 
 
@@ -112,8 +123,9 @@ RELEASE_029_DISPATCH = """        tuned_bs, tuned_splitk = _arch_tuned_configs()
         )
         return self.CompileKey(backend="splitk", split_k=split_k, num_stages=num_stages)
 """
-TRACEABLE_029_DISPATCH = "\n".join(line for line in TRACEABLE_DISPATCH.splitlines()
-                                   if "output_dtype" not in line) + "\n"
+TRACEABLE_029_DISPATCH = (
+    "\n".join(line for line in TRACEABLE_DISPATCH.splitlines() if "output_dtype" not in line) + "\n"
+)
 
 
 def make_029_dispatch_traceable(repo: Path) -> None:

@@ -17,8 +17,8 @@ def jit_hook_oracle(configs):
     """Per config: what Triton would compile for vLLM 0.33.0's own standalone warmup, and for zerojit's keys."""
     from zerojit.migrate.engine_trees.releases import vllm_tree
     from zerojit.migrate.engine_trees.warmup import TreeWarmup
-    from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig
     from zerojit.migrate.fla_layer_norm.engine_kernel import engine_kernel
+    from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig
     from zerojit.migrate.fla_layer_norm.legacy import LEGACY_RELEASE, GdnEngine
     from zerojit.migrate.fla_layer_norm.model import layer_norm_kernel
     from zerojit.migrate.fla_layer_norm.spec import SPEC
@@ -52,9 +52,15 @@ def compile_once():
     first = kernel.compile(keys[0])
     args, kwargs = kernel.warmup_arguments(keys[0])
     compiled = engine_kernel().warmup(*args, **kwargs)  # the variant the process holds
-    facts = {"first": first.value, "again": kernel.compile(keys[0]).value, "variants": kernel.variant_count(),
-             "cubin_magic": compiled.asm["cubin"][:4].hex(), "cubin_bytes": len(compiled.asm["cubin"]),
-             "target": str(compiled.metadata.target), "keys": len(keys)}
+    facts = {
+        "first": first.value,
+        "again": kernel.compile(keys[0]).value,
+        "variants": kernel.variant_count(),
+        "cubin_magic": compiled.asm["cubin"][:4].hex(),
+        "cubin_bytes": len(compiled.asm["cubin"]),
+        "target": str(compiled.metadata.target),
+        "keys": len(keys),
+    }
     with warnings.catch_warnings(), JitMonitor("warn").armed() as monitor:
         warnings.simplefilter("ignore", JitAfterWarmupWarning)
         kernel.launch(**{**kernel.launch_shape(limits, norm), "num_rows": 8 * 10_000})  # past the limits

@@ -22,8 +22,9 @@ def scale(x, y, n, BLOCK: tl.constexpr):
 
 
 def source(block):
-    return triton.compiler.ASTSource(fn=scale, signature={"x": "*fp32", "y": "*fp32", "n": "i32"},
-                                     constexprs={"BLOCK": block})
+    return triton.compiler.ASTSource(
+        fn=scale, signature={"x": "*fp32", "y": "*fp32", "n": "i32"}, constexprs={"BLOCK": block}
+    )
 
 
 if __name__ == "__main__":

@@ -29,5 +29,17 @@ from .rename_kernel import RenameKernel
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["OPERATIONS", "AdoptContract", "AnchorError", "FileEdit", "InsertRegistration", "Operation", "Refusal",
-           "RemoveDeadLocals", "RemoveHelpers", "RemoveLegacyCalls", "RenameKernel", "apply"]
+__all__ = [
+    "OPERATIONS",
+    "AdoptContract",
+    "AnchorError",
+    "FileEdit",
+    "InsertRegistration",
+    "Operation",
+    "Refusal",
+    "RemoveDeadLocals",
+    "RemoveHelpers",
+    "RemoveLegacyCalls",
+    "RenameKernel",
+    "apply",
+]

@@ -76,13 +76,18 @@ def sibling_conventions(modules: RepoModules, near: str, base_module: str, base:
                 if modules.reference(module, target) != modules.resolve(base_module, base):
                     continue
                 parameterized |= isinstance(expression, ast.Subscript)
-                marks |= any(isinstance(item, ast.FunctionDef) and item.name == "dispatch"
-                             and OVERRIDE_MARKER in lines[item.lineno - 1] for item in node.body)
+                marks |= any(
+                    isinstance(item, ast.FunctionDef)
+                    and item.name == "dispatch"
+                    and OVERRIDE_MARKER in lines[item.lineno - 1]
+                    for item in node.body
+                )
     return Conventions(parameterized, marks)
 
 
-def probe_base_initializer(modules: RepoModules, base_module: str, base: str, cls_module: str,
-                           cls: ast.ClassDef) -> str | None:
+def probe_base_initializer(
+    modules: RepoModules, base_module: str, base: str, cls_module: str, cls: ast.ClassDef
+) -> str | None:
     """Run the tree's own base initializer over the class's `dispatch`; None when it takes it, else why not.
 
     The base's module is loaded from the tree in isolation (vLLM's `jit_warmup` needs only the standard
@@ -107,9 +112,11 @@ def probe_base_initializer(modules: RepoModules, base_module: str, base: str, cl
     source = modules.path(cls_module).read_text()
     segment = textwrap.indent(textwrap.dedent(ast.get_source_segment(source, dispatch, padded=True)), "    ")
     decorators = "".join(f"    @{ast.unparse(d)}\n" for d in dispatch.decorator_list)
-    probe = (f"from __future__ import annotations\n\nclass Probe(_Base):\n{decorators}{segment}\n"
-             "    def compile(self, compile_key):\n        pass\n\n"
-             "    def get_warmup_keys(self, *args, **kwargs):\n        return []\n")
+    probe = (
+        f"from __future__ import annotations\n\nclass Probe(_Base):\n{decorators}{segment}\n"
+        "    def compile(self, compile_key):\n        pass\n\n"
+        "    def get_warmup_keys(self, *args, **kwargs):\n        return []\n"
+    )
     filename = f"<zerojit probe of {cls_module}.{cls.name}.dispatch>"
     linecache.cache[filename] = (len(probe), None, probe.splitlines(keepends=True), filename)
     namespace = {n.id: _Anything() for n in ast.walk(dispatch) if isinstance(n, ast.Name)}
@@ -120,8 +127,10 @@ def probe_base_initializer(modules: RepoModules, base_module: str, base: str, cl
         namespace["Probe"]()
     except Exception as exc:  # noqa: BLE001 - the base's own refusal, reported as is
         where = f"{modules.path(cls_module).relative_to(modules.repo).as_posix()}:{dispatch.lineno}"
-        return f"{where}: {base}.__init__ from the tree cannot take {cls.name}.dispatch: " \
-               f"{type(exc).__name__}: {str(exc).splitlines()[0].split('. ')[0]}"
+        return (
+            f"{where}: {base}.__init__ from the tree cannot take {cls.name}.dispatch: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0].split('. ')[0]}"
+        )
     finally:
         linecache.cache.pop(filename, None)
     return None
@@ -149,27 +158,38 @@ class _Adopt(Command):
         return self.outlined_scopes(keep=lambda function: False)
 
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
-        if original.name.value != self.op.cls or \
-                not isinstance(self.parent(), cst.Module):
+        if original.name.value != self.op.cls or not isinstance(self.parent(), cst.Module):
             return updated
         if any(code_of(arg.value).split("[")[0].rsplit(".", 1)[-1] == self.op.base for arg in updated.bases):
             return updated  # adopted already
         scope = self.scopes[original]
         bound = f"{self.op.base_module}.{self.op.base}" in self.qualified(scope, self.op.base)
         if self.op.base in scope and not bound:
-            self.refuse(original, f"{self.op.base} already names something else in this module; adopt the contract "
-                                  "by hand")
+            self.refuse(
+                original, f"{self.op.base} already names something else in this module; adopt the contract by hand"
+            )
             return updated
         if not bound:
             AddImportsVisitor.add_needed_import(self.context, self.op.base_module, self.op.base)
         self.count += 1
         base = cst.parse_expression(f'{self.op.base}["{self.op.parameter}"]' if self.op.parameter else self.op.base)
-        bases = [*updated.bases[:-1], updated.bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)] \
-            if updated.bases else []
-        body = [self._initialized(member) if isinstance(member, cst.FunctionDef) and member.name.value == "__init__"
-                else member for member in updated.body.body]
-        return updated.with_changes(bases=[*bases, cst.Arg(base)], lpar=cst.LeftParen(), rpar=cst.RightParen(),
-                                    body=updated.body.with_changes(body=body))
+        bases = (
+            [*updated.bases[:-1], updated.bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+            if updated.bases
+            else []
+        )
+        body = [
+            self._initialized(member)
+            if isinstance(member, cst.FunctionDef) and member.name.value == "__init__"
+            else member
+            for member in updated.body.body
+        ]
+        return updated.with_changes(
+            bases=[*bases, cst.Arg(base)],
+            lpar=cst.LeftParen(),
+            rpar=cst.RightParen(),
+            body=updated.body.with_changes(body=body),
+        )
 
     @staticmethod
     def _initialized(init: cst.FunctionDef) -> cst.FunctionDef:
@@ -177,10 +197,14 @@ class _Adopt(Command):
         if "__init__(" in code_of(init.body):
             return init
         statements = list(init.body.body)
-        first = 1 if statements and isinstance(statements[0], cst.SimpleStatementLine) and \
-            isinstance(statements[0].body[0], cst.Expr) and isinstance(statements[0].body[0].value,
-                                                                        (cst.SimpleString, cst.ConcatenatedString)) \
+        first = (
+            1
+            if statements
+            and isinstance(statements[0], cst.SimpleStatementLine)
+            and isinstance(statements[0].body[0], cst.Expr)
+            and isinstance(statements[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString))
             else 0
+        )
         statements.insert(first, cst.parse_statement("super().__init__()\n"))
         return init.with_changes(body=init.body.with_changes(body=statements))
 
@@ -201,14 +225,15 @@ def _marked(code: str, cls: str) -> str:
         elif inside and line[:1] not in (" ", "\t", "\n", "#", ""):
             break
         elif inside and re.match(r"\s+def dispatch\(", line) and OVERRIDE_MARKER not in line:
-            body, end = line.rstrip("\r\n"), line[len(line.rstrip("\r\n")):]
+            body, end = line.rstrip("\r\n"), line[len(line.rstrip("\r\n")) :]
             lines[index] = f"{body}  {OVERRIDE_MARKER}{end}"
             break
     return "".join(lines)
 
 
-def adoption(modules: RepoModules, cls_module: str, cls: ast.ClassDef, base_module: str, base: str) \
-        -> tuple[AdoptContract | None, str | None]:
+def adoption(
+    modules: RepoModules, cls_module: str, cls: ast.ClassDef, base_module: str, base: str
+) -> tuple[AdoptContract | None, str | None]:
     """The adoption of the contract base by `cls` as the tree's conventions write it, or why it cannot be."""
     why = probe_base_initializer(modules, base_module, base, cls_module, cls)
     if why:
@@ -216,34 +241,39 @@ def adoption(modules: RepoModules, cls_module: str, cls: ast.ClassDef, base_modu
     conventions = sibling_conventions(modules, cls_module, base_module, base)
     has_key = any(isinstance(n, ast.ClassDef) and n.name == "CompileKey" for n in cls.body)
     parameter = f"{cls.name}.CompileKey" if conventions.parameterized and has_key else ""
-    marks = conventions.marks_override and any(isinstance(n, ast.FunctionDef) and n.name == "dispatch"
-                                               for n in cls.body)
+    marks = conventions.marks_override and any(
+        isinstance(n, ast.FunctionDef) and n.name == "dispatch" for n in cls.body
+    )
     return AdoptContract(cls.name, base_module, base, parameter, marks), None
 
 
-def shadowed_state(modules: RepoModules, cls_module: str, cls: ast.ClassDef, base_module: str, base: str) \
-        -> list[str]:
+def shadowed_state(modules: RepoModules, cls_module: str, cls: ast.ClassDef, base_module: str, base: str) -> list[str]:
     """`path:line: why` for each attribute the class's `__init__` sets that the base's initializer sets too
     (the class's value replaces the base's, with whatever key schema the class gave it)."""
     base_node = modules.definition(*modules.resolve(base_module, base))
-    base_init = next((n for n in getattr(base_node, "body", ()) if isinstance(n, ast.FunctionDef)
-                      and n.name == "__init__"), None)
+    base_init = next(
+        (n for n in getattr(base_node, "body", ()) if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+    )
     init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     if base_init is None or init is None:
         return []
     ours = self_attributes(base_init)
     path = Path(modules.path(cls_module)).relative_to(modules.repo).as_posix()
-    return [f"{path}:{line}: {cls.name}.__init__ sets self.{attribute} after the base's initializer set it: "
-            f"{base}'s own use of it (compiled executors keyed by CompileKey) sees the class's value"
-            for attribute, line in self_attributes(init).items() if attribute in ours]
+    return [
+        f"{path}:{line}: {cls.name}.__init__ sets self.{attribute} after the base's initializer set it: "
+        f"{base}'s own use of it (compiled executors keyed by CompileKey) sees the class's value"
+        for attribute, line in self_attributes(init).items()
+        if attribute in ours
+    ]
 
 
 def self_attributes(function: ast.FunctionDef) -> dict[str, int]:
     """`self.x` the function assigns (`=` or an annotated assignment, at any depth), with the first line."""
     found = {}
     for node in ast.walk(function):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
-            if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         for target in targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 found.setdefault(target.attr, node.lineno)

@@ -65,12 +65,14 @@ OPERATIONS: dict[str, type[Operation]] = {}
 
 def operation(name: str, stage: int | None = None):
     """Register an operation class under `name`; `stage`: when its `plan` hook runs (None: it has none)."""
+
     def register(cls: type[Operation]) -> type[Operation]:
         if name in OPERATIONS:
             raise ValueError(f"two transforms implement the operation {name!r}: {OPERATIONS[name]} and {cls}")
         cls.name, cls.stage = name, stage
         OPERATIONS[name] = cls
         return cls
+
     return register
 
 
@@ -127,8 +129,9 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
         """
         return self.context.wrapper.resolve(ScopeProvider)
 
-    def outlined_scopes(self, keep: Callable[[cst.FunctionDef], bool], unless: re.Pattern | None = None) \
-            -> Mapping[cst.CSTNode, Scope]:
+    def outlined_scopes(
+        self, keep: Callable[[cst.FunctionDef], bool], unless: re.Pattern | None = None
+    ) -> Mapping[cst.CSTNode, Scope]:
         """The scopes of every node but those in the functions `keep` leaves out, from the file's outline when the
         file allows one (metadata.outline_scopes), else the file's own."""
         module = self.context.wrapper.module
@@ -147,8 +150,10 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
     def qualified(self, scope, node_or_name: cst.CSTNode | str) -> set[str]:
         """What a node, or a name read in `scope`, refers to there, fully qualified."""
         module, package = self.context.full_module_name, self.context.full_package_name
-        return {FullyQualifiedNameVisitor._fully_qualify(module, package, q).name
-                for q in scope.get_qualified_names_for(node_or_name)}
+        return {
+            FullyQualifiedNameVisitor._fully_qualify(module, package, q).name
+            for q in scope.get_qualified_names_for(node_or_name)
+        }
 
     def position(self, node: cst.CSTNode):
         """Where a node is; resolved only when asked (a refusal, a binding check): positions cost a code pass."""
@@ -170,6 +175,8 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
             return TopLevelAddImports(self.context).transform_module(tree)
         # RemoveImportsVisitor, the only other visitor libcst runs after a command.
         versions = self.context.versions
-        if not may_remove(versions.wrapper(tree), versions.code(tree), RemoveImportsVisitor._get_imports_from_context(self.context)):
+        if not may_remove(
+            versions.wrapper(tree), versions.code(tree), RemoveImportsVisitor._get_imports_from_context(self.context)
+        ):
             return tree
         return TidyRemoveImports(self.context).transform_module(tree)

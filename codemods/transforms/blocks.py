@@ -7,8 +7,15 @@ from collections.abc import Sequence
 import libcst as cst
 
 # What holds no statement (nor a class or an import inside one): a pass over statements need not look inside.
-NO_STATEMENTS = (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.BaseExpression, cst.Parameters, cst.Decorator,
-                 cst.Arg, cst.Annotation)
+NO_STATEMENTS = (
+    cst.SimpleStatementLine,
+    cst.SimpleStatementSuite,
+    cst.BaseExpression,
+    cst.Parameters,
+    cst.Decorator,
+    cst.Arg,
+    cst.Annotation,
+)
 
 
 class Rebuilder:
@@ -64,15 +71,21 @@ def with_pass(node):
     return node
 
 
-def _merge_leading(removed: list[Sequence[cst.EmptyLine]], own: Sequence[cst.EmptyLine],
-                   block_start: bool) -> list[cst.EmptyLine]:
+def _merge_leading(
+    removed: list[Sequence[cst.EmptyLine]], own: Sequence[cst.EmptyLine], block_start: bool
+) -> list[cst.EmptyLine]:
     """Leading lines of the statement after removed ones: section comments stay, the gap is the wider one."""
+
     def split(lines):
         blank = 0
         while blank < len(lines) and lines[blank].comment is None:
             blank += 1
         last_blank = max((i for i, line in enumerate(lines) if line.comment is None), default=-1)
-        return list(lines[:blank]), [l for l in lines[blank:last_blank + 1] if l.comment], list(lines[last_blank + 1:])
+        return (
+            list(lines[:blank]),
+            [line for line in lines[blank : last_blank + 1] if line.comment],
+            list(lines[last_blank + 1 :]),
+        )
 
     own_gap, _, _ = split(own)
     follows_directly = not own_gap
@@ -86,4 +99,4 @@ def _merge_leading(removed: list[Sequence[cst.EmptyLine]], own: Sequence[cst.Emp
         gap = []
     elif len(own_gap) >= len(gap):
         gap = own_gap
-    return [*gap, *kept, *own[len(own_gap):]]
+    return [*gap, *kept, *own[len(own_gap) :]]

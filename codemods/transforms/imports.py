@@ -7,12 +7,17 @@ from collections.abc import Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import (AddImportsVisitor, GatherExportsVisitor, GatherNamesFromStringAnnotationsVisitor,
-                                     GatherUnusedImportsVisitor, RemoveImportsVisitor)
+from libcst.codemod.visitors import (
+    AddImportsVisitor,
+    GatherExportsVisitor,
+    GatherNamesFromStringAnnotationsVisitor,
+    GatherUnusedImportsVisitor,
+    RemoveImportsVisitor,
+)
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, ScopeProvider
 
-from .blocks import NO_STATEMENTS, RebuildsBlocks, Rebuilder, empty, with_pass
+from .blocks import NO_STATEMENTS, Rebuilder, RebuildsBlocks, empty, with_pass
 from .metadata import SharedMetadata, outline_scopes
 
 _NOT_AN_IMPORT = cst.SimpleStatementLine([cst.Pass()])
@@ -36,16 +41,25 @@ class _PlainDispatch:
         return super().on_visit(node) if self._plain is None else self._plain.on_visit(self, node)
 
     def on_leave(self, original, *updated):
-        return super().on_leave(original, *updated) if self._plain is None \
+        return (
+            super().on_leave(original, *updated)
+            if self._plain is None
             else self._plain.on_leave(self, original, *updated)
+        )
 
     def on_visit_attribute(self, node, attribute):
-        return super().on_visit_attribute(node, attribute) if self._plain is None \
+        return (
+            super().on_visit_attribute(node, attribute)
+            if self._plain is None
             else self._plain.on_visit_attribute(self, node, attribute)
+        )
 
     def on_leave_attribute(self, original, attribute):
-        return super().on_leave_attribute(original, attribute) if self._plain is None \
+        return (
+            super().on_leave_attribute(original, attribute)
+            if self._plain is None
             else self._plain.on_leave_attribute(self, original, attribute)
+        )
 
 
 class TopLevelAddImports(SharedMetadata, _PlainDispatch, AddImportsVisitor):
@@ -60,9 +74,14 @@ class TopLevelAddImports(SharedMetadata, _PlainDispatch, AddImportsVisitor):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.merged = False
-        super().visit_Module(node.with_changes(body=[
-            s if _imports_on(s) or (index == 0 and isinstance(s, cst.SimpleStatementLine)) else _NOT_AN_IMPORT
-            for index, s in enumerate(node.body)]))
+        super().visit_Module(
+            node.with_changes(
+                body=[
+                    s if _imports_on(s) or (index == 0 and isinstance(s, cst.SimpleStatementLine)) else _NOT_AN_IMPORT
+                    for index, s in enumerate(node.body)
+                ]
+            )
+        )
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         return super().on_visit(node) and (isinstance(node, cst.Module) or _imports_on(node))
@@ -78,8 +97,9 @@ class TopLevelAddImports(SharedMetadata, _PlainDispatch, AddImportsVisitor):
 
 
 def _imports_on(statement: cst.CSTNode) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and \
-        any(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+    )
 
 
 class _Exports(_PlainDispatch, GatherExportsVisitor):
@@ -157,13 +177,29 @@ class TidyRemoveImports(SharedMetadata, RebuildsBlocks, _PlainDispatch, RemoveIm
 
     def on_leave(self, original, updated):
         updated = super().on_leave(original, updated)
-        return with_pass(updated) if isinstance(updated, (cst.Else, cst.Try, cst.ExceptHandler, cst.Finally,
-                                                           cst.With, cst.For, cst.While, cst.FunctionDef,
-                                                           cst.ClassDef)) else updated
+        return (
+            with_pass(updated)
+            if isinstance(
+                updated,
+                (
+                    cst.Else,
+                    cst.Try,
+                    cst.ExceptHandler,
+                    cst.Finally,
+                    cst.With,
+                    cst.For,
+                    cst.While,
+                    cst.FunctionDef,
+                    cst.ClassDef,
+                ),
+            )
+            else updated
+        )
 
 
-def may_remove(wrapper: cst.MetadataWrapper, code: str, requested: Sequence[tuple[str, str | None, str | None]]) \
-        -> bool:
+def may_remove(
+    wrapper: cst.MetadataWrapper, code: str, requested: Sequence[tuple[str, str | None, str | None]]
+) -> bool:
     """Whether libcst's import removal, asked for `requested` ((module, name, alias) as RemoveImportsVisitor keeps
     them), could remove anything from this tree (whose text is `code`).
 
@@ -177,8 +213,12 @@ def may_remove(wrapper: cst.MetadataWrapper, code: str, requested: Sequence[tupl
     show referenced.
     """
     names = {name if name is not None else module for module, name, _ in requested}
-    asked = [(statement, alias) for statement in import_statements(wrapper.module) for alias in statement.names
-             if alias.evaluated_name in names]
+    asked = [
+        (statement, alias)
+        for statement in import_statements(wrapper.module)
+        for alias in statement.names
+        if alias.evaluated_name in names
+    ]
     unmet = {(alias.evaluated_alias or alias.evaluated_name).split(".")[0] for _, alias in asked}
 
     def first_to_mention(function: cst.FunctionDef) -> bool:
@@ -188,21 +228,28 @@ def may_remove(wrapper: cst.MetadataWrapper, code: str, requested: Sequence[tupl
 
     outline = outline_scopes(wrapper.module, code, keep=first_to_mention) if asked else None
     if outline is not None:
-        asked = [(statement, alias) for statement, alias in asked
-                 if statement not in outline or not _referenced(outline[statement], alias)]
+        asked = [
+            (statement, alias)
+            for statement, alias in asked
+            if statement not in outline or not _referenced(outline[statement], alias)
+        ]
     if not asked:
         return False
     scopes = wrapper.resolve(ScopeProvider)
     # GatherUnusedImportsVisitor never counts an import it finds no scope for as unused.
-    return any(scopes.get(statement) is not None and not _referenced(scopes[statement], alias)
-               for statement, alias in asked)
+    return any(
+        scopes.get(statement) is not None and not _referenced(scopes[statement], alias) for statement, alias in asked
+    )
 
 
 def _referenced(scope, alias: cst.ImportAlias) -> bool:
     bound = alias.evaluated_alias or alias.evaluated_name
     prefixes = [bound] if alias.evaluated_alias else [bound.rsplit(".", i)[0] for i in range(bound.count(".") + 1)]
-    return any(isinstance(assignment, ImportAssignment) and assignment.references
-               for name in prefixes for assignment in scope[name])
+    return any(
+        isinstance(assignment, ImportAssignment) and assignment.references
+        for name in prefixes
+        for assignment in scope[name]
+    )
 
 
 def import_statements(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:

@@ -76,35 +76,67 @@ class InsertRegistration(Operation):
                     raise SpecError(f"{spec.family}: construction_class {name!r} not found in {home.name}")
                 method = spec.construction_method
                 init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
-                override = "" if init is not None or method == "__init__" else \
-                    _override(modules, home.name, node, method, spec.family)
+                override = (
+                    ""
+                    if init is not None or method == "__init__"
+                    else _override(modules, home.name, node, method, spec.family)
+                )
                 if override:  # the method the class gets, placed (for what reports say) at the class's line
                     init = ast.increment_lineno(ast.parse(override), node.lineno - 1).body[0]
                 sites = [(home, name, init, spec.insert_after)]
                 # A subclass whose constructor never runs this one's registers too (or the run refuses).
-                sites += [(sub_home, sub, sub_init, spec.insert_after if spec.insert_after in
-                           ast.get_source_segment(sub_home.text, sub_init) else "")
-                          for sub_home, sub, sub_init in _replacing_subclasses(planner, modules, home.name, name,
-                                                                               method)]
-                for site_home, site_class, site_init, anchor in sites[1:]:
-                    unset = _unset_attributes(modules, site_home.name, site_class, site_init, spec) \
-                        if method == "__init__" else []
+                sites += [
+                    (
+                        sub_home,
+                        sub,
+                        sub_init,
+                        spec.insert_after
+                        if spec.insert_after in ast.get_source_segment(sub_home.text, sub_init)
+                        else "",
+                    )
+                    for sub_home, sub, sub_init in _replacing_subclasses(planner, modules, home.name, name, method)
+                ]
+                for site_home, site_class, site_init, _anchor in sites[1:]:
+                    unset = (
+                        _unset_attributes(modules, site_home.name, site_class, site_init, spec)
+                        if method == "__init__"
+                        else []
+                    )
                     if unset and not done:
                         planner.refusals.append(
                             f"{site_home.path.relative_to(planner.repo).as_posix()}:{site_init.lineno}: {site_class} "
                             f"replaces {name}.__init__ without running it and never sets self.{', self.'.join(unset)}, "
-                            "which the registration reads: register there by hand, or have it call the parent's")
+                            "which the registration reads: register there by hand, or have it call the parent's"
+                        )
                         sites = [site for site in sites if site[1] != site_class]
                 for site_home, site_class, site_init, anchor in sites:
-                    gate = _SiteGate(spec.gate, spec.gate_imports) if done or site_init is None else \
-                        _gate(planner, modules, spec, site_home, site_init, legacy, registry)
-                    lazy = spec.import_style == "lazy" or (spec.import_style == "auto"
-                                                           and _imports_lazily(site_home, spec))
-                    planner.add(site_home.name, cls(
-                        site_class, gate.gate, spec.registration, anchor, spec.singleton_module, spec.kernel_name,
-                        lazy, gate.imports, frozenset(spec.binding_names() | (free_names(gate.gate, "eval") if gate.gate else set())),
-                        spec.registration_call(), gate.inner_gate, gate.inner_imports, method,
-                        override if site_class == name else ""))
+                    gate = (
+                        _SiteGate(spec.gate, spec.gate_imports)
+                        if done or site_init is None
+                        else _gate(planner, modules, spec, site_home, site_init, legacy, registry)
+                    )
+                    lazy = spec.import_style == "lazy" or (
+                        spec.import_style == "auto" and _imports_lazily(site_home, spec)
+                    )
+                    planner.add(
+                        site_home.name,
+                        cls(
+                            site_class,
+                            gate.gate,
+                            spec.registration,
+                            anchor,
+                            spec.singleton_module,
+                            spec.kernel_name,
+                            lazy,
+                            gate.imports,
+                            frozenset(spec.binding_names() | (free_names(gate.gate, "eval") if gate.gate else set())),
+                            spec.registration_call(),
+                            gate.inner_gate,
+                            gate.inner_imports,
+                            method,
+                            override if site_class == name else "",
+                        ),
+                    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,8 +147,15 @@ class _SiteGate:
     inner_imports: tuple[str, ...] = ()  # ... those imports, made inside the block
 
 
-def _gate(planner: Planner, modules: RepoModules, spec: MigrationSpec, home: SourceModule, init: ast.FunctionDef,
-          legacy: list[guards.Atom], registry: list[guards.Atom]) -> _SiteGate:
+def _gate(
+    planner: Planner,
+    modules: RepoModules,
+    spec: MigrationSpec,
+    home: SourceModule,
+    init: ast.FunctionDef,
+    legacy: list[guards.Atom],
+    registry: list[guards.Atom],
+) -> _SiteGate:
     """The registration's gate at this site: the tree's guards in the site's names, after the spec's own gate
     (checked against them: a difference the spec does not list as intended refuses the run)."""
     where = f"{home.path.relative_to(planner.repo).as_posix()}:{init.lineno}"
@@ -126,33 +165,57 @@ def _gate(planner: Planner, modules: RepoModules, spec: MigrationSpec, home: Sou
     differences, refusals, unused = guards.compare(modules, spec, frame, legacy, registry, inside + written, where)
     planner.warnings += unused
     if refusals:
-        raise SpecError(f"{spec.family}: the registration's gate differs from the guards the legacy call ran "
-                        "under:\n" + "\n".join(refusals))
-    covered = {a.canonical for a in inside + written + registry} | {d.atom.canonical for d in differences} | \
-        guards.holds_at_site(frame)
+        raise SpecError(
+            f"{spec.family}: the registration's gate differs from the guards the legacy call ran "
+            "under:\n" + "\n".join(refusals)
+        )
+    covered = (
+        {a.canonical for a in inside + written + registry}
+        | {d.atom.canonical for d in differences}
+        | guards.holds_at_site(frame)
+    )
     carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]
     removed = frozenset(filter(None, (spec.legacy_module, spec.orchestrator_module)))
     rendered = [guards.render_gate(modules, home.name, init, [atom], where, removed) for atom in carried]
-    inner = [(text, lines) for text, lines in rendered
-             if any(_imported_only_in_functions(home, line.split()[1]) for line in lines)]
+    inner = [
+        (text, lines)
+        for text, lines in rendered
+        if any(_imported_only_in_functions(home, line.split()[1]) for line in lines)
+    ]
     outer = [part for part in rendered if part not in inner]
-    gate = [*(guards.conjuncts(ast.parse(spec.gate, mode="eval").body) if spec.gate.strip() else []),
-            *(ast.parse(text, mode="eval").body for text, _ in outer)]
+    gate = [
+        *(guards.conjuncts(ast.parse(spec.gate, mode="eval").body) if spec.gate.strip() else []),
+        *(ast.parse(text, mode="eval").body for text, _ in outer),
+    ]
     joined = lambda parts: " and ".join(dict.fromkeys(parts))  # noqa: E731
     found = _SiteGate(
         spec.gate.strip() if gate and not outer else joined(ast.unparse(part) for part in gate),
         tuple(dict.fromkeys((*spec.gate_imports, *(line for _, lines in outer for line in lines)))),
-        joined(text for text, _ in inner), tuple(dict.fromkeys(line for _, lines in inner for line in lines)))
-    planner.gate_plans.append(guards.GatePlan(
-        spec.family, where, tuple(legacy), tuple(registry), " and ".join(filter(None, (found.gate, found.inner_gate))),
-        found.imports + found.inner_imports, tuple(differences), tuple(a for a in legacy if a.per_layer)))
+        joined(text for text, _ in inner),
+        tuple(dict.fromkeys(line for _, lines in inner for line in lines)),
+    )
+    planner.gate_plans.append(
+        guards.GatePlan(
+            spec.family,
+            where,
+            tuple(legacy),
+            tuple(registry),
+            " and ".join(filter(None, (found.gate, found.inner_gate))),
+            found.imports + found.inner_imports,
+            tuple(differences),
+            tuple(a for a in legacy if a.per_layer),
+        )
+    )
     return found
 
 
 def _imported_only_in_functions(module: SourceModule, source: str) -> bool:
     """The module imports from `source` inside functions and never at its top level (so a new import waits too)."""
-    found = [n for n in ast.walk(module.tree) if isinstance(n, ast.ImportFrom)
-             and absolute_module(module.package, n.module, n.level) == source]
+    found = [
+        n
+        for n in ast.walk(module.tree)
+        if isinstance(n, ast.ImportFrom) and absolute_module(module.package, n.module, n.level) == source
+    ]
     top = {id(n) for n in module.tree.body}
     return bool(found) and not any(id(n) in top for n in found)
 
@@ -161,8 +224,10 @@ def _override(modules: RepoModules, module: str, cls: ast.ClassDef, method: str,
     """The source of `cls.method` as an override that runs the inherited one (the registration then follows)."""
     inherited = modules.method(module, cls, method)
     if inherited is None:
-        raise SpecError(f"{family}: construction_method {method!r}: {cls.name} ({module}:{cls.lineno}) neither "
-                        "defines nor inherits it from a class in the repo")
+        raise SpecError(
+            f"{family}: construction_method {method!r}: {cls.name} ({module}:{cls.lineno}) neither "
+            "defines nor inherits it from a class in the repo"
+        )
     arguments = inherited.args
     passed = [a.arg for a in arguments.posonlyargs + arguments.args][1:]
     passed += [f"*{arguments.vararg.arg}"] if arguments.vararg else []
@@ -172,8 +237,9 @@ def _override(modules: RepoModules, module: str, cls: ast.ClassDef, method: str,
     return f"def {method}({ast.unparse(arguments)}){returns}:\n    super().{method}({', '.join(passed)})\n"
 
 
-def _replacing_subclasses(planner: Planner, modules: RepoModules, module: str, name: str,
-                          method: str = "__init__") -> list[tuple[SourceModule, str, ast.FunctionDef]]:
+def _replacing_subclasses(
+    planner: Planner, modules: RepoModules, module: str, name: str, method: str = "__init__"
+) -> list[tuple[SourceModule, str, ast.FunctionDef]]:
     """Subclasses of `module.name` anywhere in the repo (at any depth) whose `method` never calls the parent's."""
     wanted, found, queue = {modules.resolve(module, name)}, [], [name]
     while queue:
@@ -181,11 +247,11 @@ def _replacing_subclasses(planner: Planner, modules: RepoModules, module: str, n
         word = re.compile(rf"\b{re.escape(parent)}\b")
         for home in [m for m in planner.modules.values() if parent in m.text and word.search(m.text)]:
             for node in ast.walk(home.tree):
-                if not isinstance(node, ast.ClassDef) or not any(
-                        word.search(ast.unparse(b)) for b in node.bases):
+                if not isinstance(node, ast.ClassDef) or not any(word.search(ast.unparse(b)) for b in node.bases):
                     continue
-                bases = {modules.reference(home.name, b.value if isinstance(b, ast.Subscript) else b)
-                         for b in node.bases}
+                bases = {
+                    modules.reference(home.name, b.value if isinstance(b, ast.Subscript) else b) for b in node.bases
+                }
                 if not bases & wanted or modules.resolve(home.name, node.name) in wanted:
                     continue
                 wanted.add(modules.resolve(home.name, node.name))
@@ -196,13 +262,17 @@ def _replacing_subclasses(planner: Planner, modules: RepoModules, module: str, n
     return found
 
 
-def _unset_attributes(modules: RepoModules, module: str, cls: str, init: ast.FunctionDef,
-                      spec: MigrationSpec) -> list[str]:
+def _unset_attributes(
+    modules: RepoModules, module: str, cls: str, init: ast.FunctionDef, spec: MigrationSpec
+) -> list[str]:
     """`self.x` the registration and gate read that a replacing constructor never sets: neither it, nor an
     `__init__` of a repo class it calls explicitly, nor a class attribute of the class or its repo bases."""
     code = spec.registration + "\n" + (spec.gate or "")
-    reads = {n.attr for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Attribute)
-             and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    reads = {
+        n.attr
+        for n in ast.walk(ast.parse(code))
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+    }
     available = _set_by(modules, module, init, depth=0) | _class_names(modules, module, cls, depth=0)
     return sorted(reads - available)
 
@@ -210,12 +280,16 @@ def _unset_attributes(modules: RepoModules, module: str, cls: str, init: ast.Fun
 def _set_by(modules: RepoModules, module: str, init: ast.FunctionDef, depth: int) -> set[str]:
     """Attributes `init` sets on self, with those set by the repo `__init__`s it calls (`Base.__init__(self)`)."""
     found = set(self_attributes(init))
-    for call in (n for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                 and n.func.attr == "__init__" and depth < 6):
+    for call in (
+        n
+        for n in ast.walk(init)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__" and depth < 6
+    ):
         target = modules.reference(module, call.func.value)
         node = modules.definition(*target) if target else None
-        parent = next((m for m in getattr(node, "body", ()) if isinstance(m, ast.FunctionDef)
-                       and m.name == "__init__"), None)
+        parent = next(
+            (m for m in getattr(node, "body", ()) if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None
+        )
         if parent is not None:
             found |= _set_by(modules, target[0], parent, depth + 1)
     return found
@@ -226,9 +300,12 @@ def _class_names(modules: RepoModules, module: str, cls: str, depth: int) -> set
     node = modules.definition(module, cls)
     if not isinstance(node, ast.ClassDef) or depth > 8:
         return set()
-    names = {t.id for n in node.body for t in (n.targets if isinstance(n, ast.Assign) else
-                                               [n.target] if isinstance(n, ast.AnnAssign) else [])
-             if isinstance(t, ast.Name)} | {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+    names = {
+        t.id
+        for n in node.body
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else [])
+        if isinstance(t, ast.Name)
+    } | {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
     for base in node.bases:
         target = modules.reference(module, base.value if isinstance(base, ast.Subscript) else base)
         if target:
@@ -236,11 +313,15 @@ def _class_names(modules: RepoModules, module: str, cls: str, depth: int) -> set
     return names
 
 
-def _calls_parent_init(modules: RepoModules, module: str, init: ast.FunctionDef, parents: set,
-                       method: str = "__init__") -> bool:
+def _calls_parent_init(
+    modules: RepoModules, module: str, init: ast.FunctionDef, parents: set, method: str = "__init__"
+) -> bool:
     """`super().<method>(...)`, or `Parent.<method>(self, ...)` naming one of `parents`, somewhere in `init`."""
-    for call in (n for n in ast.walk(init) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                 and n.func.attr == method):
+    for call in (
+        n
+        for n in ast.walk(init)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
+    ):
         holder = call.func.value
         if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Name) and holder.func.id == "super":
             return True
@@ -261,40 +342,54 @@ def _check_contract(planner: Planner, spec: MigrationSpec) -> None:
     found = modules.kernel_class(home.name, name)
     if reason and spec.contract_base:
         if found is None:
-            raise SpecError(f"{spec.family}: contract_base: {name} in {home.name} is not an object of a class "
-                            "defined in the repo, so no class can adopt the contract")
+            raise SpecError(
+                f"{spec.family}: contract_base: {name} in {home.name} is not an object of a class "
+                "defined in the repo, so no class can adopt the contract"
+            )
         cls_module, cls = found
-        missing = [method for method in ("compile", "get_warmup_keys") if modules.method(cls_module, cls, method) is None]
+        missing = [
+            method for method in ("compile", "get_warmup_keys") if modules.method(cls_module, cls, method) is None
+        ]
         if missing:
-            raise SpecError(f"{spec.family}: contract_base: {cls.name} ({cls_module}:{cls.lineno}) does not define "
-                            f"{', '.join(missing)}: the registry could not warm it; that is a kernel "
-                            "author's change, not a codemod's")
+            raise SpecError(
+                f"{spec.family}: contract_base: {cls.name} ({cls_module}:{cls.lineno}) does not define "
+                f"{', '.join(missing)}: the registry could not warm it; that is a kernel "
+                "author's change, not a codemod's"
+            )
         base_module, _, base = spec.contract_base.rpartition(":")
         planner.module(spec, "contract_base", base_module)
         adopt, why = adoption(modules, cls_module, cls, base_module, base)
         if why:
-            raise SpecError(f"{spec.family}: contract_base: {why}; the class cannot take the base's initializer, "
-                            "and adopting the base without it leaves compile_key() and the registry's cache "
-                            "broken. Make dispatch traceable first (a kernel author's change)")
+            raise SpecError(
+                f"{spec.family}: contract_base: {why}; the class cannot take the base's initializer, "
+                "and adopting the base without it leaves compile_key() and the registry's cache "
+                "broken. Make dispatch traceable first (a kernel author's change)"
+            )
         planner.add(cls_module, adopt)
         planner.leftovers += shadowed_state(modules, cls_module, cls, base_module, base)
     if not reason or spec.contract_base:
         _check_registration_arguments(spec, modules, found)
     else:
-        raise SpecError(f"{spec.family}: the registration calls {spec.kernel_name}.register_warmup(), but "
-                        f"{reason}. Put the kernel on the engine's contract first (a class with register_warmup, "
-                        "such as vLLM's VllmJitKernel, or a triton_kernel_dispatcher_with_warmup dispatcher), or "
-                        "name the contract base in contract_base when its class owns get_warmup_keys and compile")
+        raise SpecError(
+            f"{spec.family}: the registration calls {spec.kernel_name}.register_warmup(), but "
+            f"{reason}. Put the kernel on the engine's contract first (a class with register_warmup, "
+            "such as vLLM's VllmJitKernel, or a triton_kernel_dispatcher_with_warmup dispatcher), or "
+            "name the contract base in contract_base when its class owns get_warmup_keys and compile"
+        )
 
 
-def _check_registration_arguments(spec: MigrationSpec, modules: RepoModules,
-                                  found: tuple[str, ast.ClassDef] | None) -> None:
+def _check_registration_arguments(
+    spec: MigrationSpec, modules: RepoModules, found: tuple[str, ast.ClassDef] | None
+) -> None:
     """The registry calls `get_warmup_keys(*args, **kwargs)` with what was registered: they must bind."""
     method = found and modules.method(found[0], found[1], "get_warmup_keys")
     if not method:
         return  # not readable in the repo (a decorator's object, another library's class): nothing to check
-    call = next(node for node in ast.walk(ast.parse(spec.registration)) if isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute) and node.func.attr == "register_warmup")
+    call = next(
+        node
+        for node in ast.walk(ast.parse(spec.registration))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_warmup"
+    )
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return
     signature = _signature(method)
@@ -303,9 +398,11 @@ def _check_registration_arguments(spec: MigrationSpec, modules: RepoModules,
     except TypeError as exc:
         if call.args or call.keywords or "vllm_config" not in signature.parameters:
             shown = str(signature).replace("(self, ", "(")
-            raise SpecError(f"{spec.family}: the registration's arguments do not fit {found[1].name}."
-                            f"get_warmup_keys{shown} ({found[0]}:{method.lineno}), which the registry calls "
-                            f"with them: {exc}") from None
+            raise SpecError(
+                f"{spec.family}: the registration's arguments do not fit {found[1].name}."
+                f"get_warmup_keys{shown} ({found[0]}:{method.lineno}), which the registry calls "
+                f"with them: {exc}"
+            ) from None
 
 
 class _Source(str):
@@ -323,12 +420,19 @@ def _signature(function: ast.FunctionDef) -> inspect.Signature:
 
     positional = [*arguments.posonlyargs, *arguments.args]
     defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
-    parameters = [kind(a.arg, kind.POSITIONAL_ONLY if a in arguments.posonlyargs else kind.POSITIONAL_OR_KEYWORD,
-                       default=default(d)) for a, d in zip(positional, defaults)]
+    parameters = [
+        kind(
+            a.arg,
+            kind.POSITIONAL_ONLY if a in arguments.posonlyargs else kind.POSITIONAL_OR_KEYWORD,
+            default=default(d),
+        )
+        for a, d in zip(positional, defaults)
+    ]
     if arguments.vararg:
         parameters.append(kind(arguments.vararg.arg, kind.VAR_POSITIONAL))
-    parameters += [kind(a.arg, kind.KEYWORD_ONLY, default=default(d))
-                   for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    parameters += [
+        kind(a.arg, kind.KEYWORD_ONLY, default=default(d)) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)
+    ]
     if arguments.kwarg:
         parameters.append(kind(arguments.kwarg.arg, kind.VAR_KEYWORD))
     return inspect.Signature(parameters)
@@ -371,12 +475,18 @@ class _Insert(Command):
 
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
         """A class that only inherits the method gets the override, with the registration at its end."""
-        if original.name.value != self.op.cls or not self.op.override or self.done or self.refusals \
-                or any(isinstance(m, cst.FunctionDef) and m.name.value == self.op.method for m in original.body.body):
+        if (
+            original.name.value != self.op.cls
+            or not self.op.override
+            or self.done
+            or self.refusals
+            or any(isinstance(m, cst.FunctionDef) and m.name.value == self.op.method for m in original.body.body)
+        ):
             return updated
-        override = self.init.with_changes(body=self.init.body.with_changes(body=[*self.init.body.body,
-                                                                                  *self._block()]),
-                                          leading_lines=[cst.EmptyLine(indent=False)])
+        override = self.init.with_changes(
+            body=self.init.body.with_changes(body=[*self.init.body.body, *self._block()]),
+            leading_lines=[cst.EmptyLine(indent=False)],
+        )
         self.count += 1
         return updated.with_changes(body=updated.body.with_changes(body=[*updated.body.body, override]))
 
@@ -394,16 +504,22 @@ class _Insert(Command):
         if self.op.insert_after:
             matches = [s for s in statements if self.op.insert_after in _first_line(s)]
             if not matches:
-                raise AnchorError(f"{self.op.cls}.{self.op.method} has no statement starting with "
-                                  f"{self.op.insert_after!r}")
+                raise AnchorError(
+                    f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}"
+                )
             self.anchor = matches[0]
         synthetic = self.op.override and init is not self.init_in_class
         scope = self._global_scope() if synthetic else self._init_scope(init)
         parameters = {p.name.value for p in init.params.params + init.params.posonly_params + init.params.kwonly_params}
         lines = _positions_within(init)
         before = lines[self.anchor].end.line if self.anchor else float("inf")
-        self.exits = [s for s in statements if isinstance(s, cst.SimpleStatementLine)
-                      and any(isinstance(small, cst.Return) for small in s.body) and lines[s].start.line < before]
+        self.exits = [
+            s
+            for s in statements
+            if isinstance(s, cst.SimpleStatementLine)
+            and any(isinstance(small, cst.Return) for small in s.body)
+            and lines[s].start.line < before
+        ]
         self._check_exits(init, statements, lines)
         before = min([before, *(lines[s].start.line - 1 for s in self.exits)])
         self.needs_import = not self._bound(scope, self.op.kernel_name, before, lines)
@@ -414,25 +530,36 @@ class _Insert(Command):
             if synthetic and name in parameters:
                 continue  # a parameter of the override the class gets
             if not self._bound(scope, name, before, lines):
-                self.refuse(init, f"{name} is not bound where the registration goes ({self.op.cls}.{self.op.method}); "
-                                  "add it to gate_imports or move insert_after")
+                self.refuse(
+                    init,
+                    f"{name} is not bound where the registration goes ({self.op.cls}.{self.op.method}); "
+                    "add it to gate_imports or move insert_after",
+                )
 
     def _check_exits(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
         """Every path of the constructor must reach the registration: it also goes before each `return` above
         the insertion point, which is refused where the attributes it reads are not yet set there."""
-        reads = {n.attr.value for n in _nodes(cst.parse_module(self.op.registration + "\n" + (self.op.gate or "")),
-                                               cst.Attribute)
-                 if isinstance(n.value, cst.Name) and n.value.value == "self"}
+        reads = {
+            n.attr.value
+            for n in _nodes(cst.parse_module(self.op.registration + "\n" + (self.op.gate or "")), cst.Attribute)
+            if isinstance(n.value, cst.Name) and n.value.value == "self"
+        }
         assigned: dict[str, list[int]] = {}
         base_init = []
         for statement in (s for s in statements if isinstance(s, cst.SimpleStatementLine)):
             for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign, cst.Call)):
                 target = node.target if not isinstance(node, cst.Call) else None
-                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                        and target.value.value == "self":
+                if (
+                    isinstance(target, cst.Attribute)
+                    and isinstance(target.value, cst.Name)
+                    and target.value.value == "self"
+                ):
                     assigned.setdefault(target.attr.value, []).append(lines[statement].start.line)
-                elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                        and node.func.attr.value == "__init__":
+                elif (
+                    isinstance(node, cst.Call)
+                    and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value == "__init__"
+                ):
                     base_init.append(lines[statement].start.line)
         for exit_ in self.exits:
             line = lines[exit_].start.line
@@ -440,10 +567,13 @@ class _Insert(Command):
             if not late and base_init and min(base_init) > line and reads - set(assigned):
                 late = sorted(reads - set(assigned))  # set by the base initializer, which has not run yet
             if late:
-                self.refuse(exit_, f"{self.op.cls}.{self.op.method} returns here, before the registration, and the "
-                                   f"registration reads self.{', self.'.join(late)}, not set yet at this return: "
-                                   "every path must register, so move insert_after above this return or migrate "
-                                   "this constructor by hand")
+                self.refuse(
+                    exit_,
+                    f"{self.op.cls}.{self.op.method} returns here, before the registration, and the "
+                    f"registration reads self.{', self.'.join(late)}, not set yet at this return: "
+                    "every path must register, so move insert_after above this return or migrate "
+                    "this constructor by hand",
+                )
 
     def _global_scope(self):
         """The scope the class sits in: what a method added to it sees besides its parameters."""
@@ -495,27 +625,41 @@ class _Insert(Command):
 
     def _block(self) -> list[cst.BaseStatement]:
         # Blank lines of the registration stay blank inside the block (no indentation on them).
-        body = [statement.with_changes(leading_lines=[line.with_changes(indent=line.comment is not None)
-                                                      for line in statement.leading_lines])
-                for statement in cst.parse_module(self.registration.strip() + "\n").body]
+        body = [
+            statement.with_changes(
+                leading_lines=[line.with_changes(indent=line.comment is not None) for line in statement.leading_lines]
+            )
+            for statement in cst.parse_module(self.registration.strip() + "\n").body
+        ]
         lazy = [cst.parse_statement(line + "\n") for line in self.op.inner_imports]
         if self.needs_import and self.op.lazy:
             lazy.insert(0, cst.parse_statement(f"from {self.op.kernel_module} import {self.op.kernel_name}\n"))
         elif self.needs_import:
             AddImportsVisitor.add_needed_import(self.context, self.op.kernel_module, self.op.kernel_name)
         if self.op.inner_gate:
-            body = [cst.If(test=cst.parse_expression(self.op.inner_gate), body=cst.IndentedBlock(body=body),
-                           leading_lines=[cst.EmptyLine(indent=False)] if lazy else [])]
+            body = [
+                cst.If(
+                    test=cst.parse_expression(self.op.inner_gate),
+                    body=cst.IndentedBlock(body=body),
+                    leading_lines=[cst.EmptyLine(indent=False)] if lazy else [],
+                )
+            ]
         body = lazy + body
         for line in self.op.gate_imports:
             statement = cst.parse_statement(line + "\n").body[0]
             for alias in statement.names:
-                AddImportsVisitor.add_needed_import(self.context, get_full_name_for_node(statement.module),
-                                                    get_full_name_for_node(alias.name),
-                                                    alias.asname.name.value if alias.asname else None)
+                AddImportsVisitor.add_needed_import(
+                    self.context,
+                    get_full_name_for_node(statement.module),
+                    get_full_name_for_node(alias.name),
+                    alias.asname.name.value if alias.asname else None,
+                )
         if self.op.gate.strip():
-            self.block = cst.If(test=cst.parse_expression(self.op.gate), body=cst.IndentedBlock(body=body),
-                                leading_lines=[cst.EmptyLine(indent=False)])
+            self.block = cst.If(
+                test=cst.parse_expression(self.op.gate),
+                body=cst.IndentedBlock(body=body),
+                leading_lines=[cst.EmptyLine(indent=False)],
+            )
             return [self.block]
         # No gate: the statements themselves, the first after a blank line.
         body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *body[0].leading_lines])
@@ -525,18 +669,29 @@ class _Insert(Command):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         for line in tree.body:  # a top-level `from <kernel module> import <kernel> as <alias>`
             for statement in line.body if isinstance(line, cst.SimpleStatementLine) else ():
-                if isinstance(statement, cst.ImportFrom) and not isinstance(statement.names, cst.ImportStar) \
-                        and self.import_source(statement) == self.op.kernel_module:
-                    self.alias = next((a.asname.name.value for a in statement.names if a.asname is not None
-                                       and get_full_name_for_node(a.name) == self.op.kernel_name), self.alias)
+                if (
+                    isinstance(statement, cst.ImportFrom)
+                    and not isinstance(statement.names, cst.ImportStar)
+                    and self.import_source(statement) == self.op.kernel_module
+                ):
+                    self.alias = next(
+                        (
+                            a.asname.name.value
+                            for a in statement.names
+                            if a.asname is not None and get_full_name_for_node(a.name) == self.op.kernel_name
+                        ),
+                        self.alias,
+                    )
         module = super().transform_module_impl(tree)
         if not self.found_class:
             raise AnchorError(f"class {self.op.cls} not found")
         if self.init is None:
             raise AnchorError(f"class {self.op.cls} has no {self.op.method}")
         if self.anchor is not None and not (self.done or self.refusals or self.count):
-            self.refuse(self.anchor, f"insert_after {self.op.insert_after!r} matches a statement that is not in an "
-                                     "indented block")
+            self.refuse(
+                self.anchor,
+                f"insert_after {self.op.insert_after!r} matches a statement that is not in an indented block",
+            )
         return module
 
 
@@ -601,5 +756,6 @@ def _renamed_in(code: str, old: str, new: str) -> str:
 
 def _imported_names(line: str) -> set[str]:
     statement = cst.parse_statement(line + "\n").body[0]
-    return {alias.asname.name.value if alias.asname else get_full_name_for_node(alias.name)
-            for alias in statement.names}
+    return {
+        alias.asname.name.value if alias.asname else get_full_name_for_node(alias.name) for alias in statement.names
+    }

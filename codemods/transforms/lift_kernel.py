@@ -48,9 +48,11 @@ class LiftKernel(Operation):
         for (module, launcher), specs in launchers.items():
             names = [spec.kernel_name for spec in specs]
             if len(set(names)) < len(names):
-                planner.refusals.append(f"{specs[0].family}: {', '.join(s.family for s in specs)} lift kernels "
-                                        f"of {launcher} to the same dispatcher {names[0]}: give each spec its own "
-                                        "`dispatcher` name")
+                planner.refusals.append(
+                    f"{specs[0].family}: {', '.join(s.family for s in specs)} lift kernels "
+                    f"of {launcher} to the same dispatcher {names[0]}: give each spec its own "
+                    "`dispatcher` name"
+                )
                 continue
             plans = [found for spec in specs if (found := _plan(planner, spec, specs)) is not None]
             if len(plans) == len(specs):
@@ -64,11 +66,18 @@ def _plan(planner: Planner, spec: MigrationSpec, together: list[MigrationSpec]) 
     try:
         found = lift.plan_lift(
             RepoModules(planner.repo, spec.singleton_module.split(".")[0]),
-            kernel_module=spec.singleton_module, kernel=spec.singleton,
-            launcher_module=spec.singleton_module, launcher=spec.launcher, step_module=step_module,
-            step=step, dispatcher_name=spec.kernel_name, provider_name=spec.provider_name,
-            helper_module=VLLM_TRITON_HELPER, jit_module=VLLM_JIT_MODULE,
-            together=tuple(other.singleton for other in together if other is not spec))
+            kernel_module=spec.singleton_module,
+            kernel=spec.singleton,
+            launcher_module=spec.singleton_module,
+            launcher=spec.launcher,
+            step_module=step_module,
+            step=step,
+            dispatcher_name=spec.kernel_name,
+            provider_name=spec.provider_name,
+            helper_module=VLLM_TRITON_HELPER,
+            jit_module=VLLM_JIT_MODULE,
+            together=tuple(other.singleton for other in together if other is not spec),
+        )
     except lift.LiftError as exc:
         planner.refusals.append(f"{spec.family}: {exc}")
         return None
@@ -81,21 +90,27 @@ def _plan(planner: Planner, spec: MigrationSpec, together: list[MigrationSpec]) 
     planner.lifts.append(
         f"{spec.family}: {home}:{found.launch_line}: {spec.launcher}'s launch of {spec.singleton} is now "
         f"{spec.kernel_name}, a triton_kernel_dispatcher_with_warmup dispatcher; its warmup inputs come from "
-        f"{spec.provider_name}, the legacy {step} translated; the registration passes it {reads}")
+        f"{spec.provider_name}, the legacy {step} translated; the registration passes it {reads}"
+    )
     return found
 
 
 def registration_mismatch(spec: MigrationSpec, plan: lift.LiftPlan) -> str | None:
     """Why the spec's registration does not pass the provider exactly its parameters (None: it does)."""
-    calls = [n for n in ast.walk(ast.parse(spec.registration)) if isinstance(n, ast.Call)
-             and isinstance(n.func, ast.Attribute) and n.func.attr == "register_warmup"]
+    calls = [
+        n
+        for n in ast.walk(ast.parse(spec.registration))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_warmup"
+    ]
     wanted = [name for name, _ in plan.parameters]
     for call in calls:
         passed = [k.arg for k in call.keywords]
         if call.args or None in passed or set(passed) != set(wanted):
             reads = ", ".join(f"{name} (the step's {read})" for name, read in plan.parameters) or "nothing"
-            return (f"the registration `{ast.unparse(call)}` must pass the provider {spec.provider_name} its "
-                    f"keyword parameters, each in the site's names: {reads}")
+            return (
+                f"the registration `{ast.unparse(call)}` must pass the provider {spec.provider_name} its "
+                f"keyword parameters, each in the site's names: {reads}"
+            )
     return None
 
 
@@ -109,8 +124,10 @@ class _Unread(cst.CSTTransformer):
     def leave_AssignTarget(self, original: cst.AssignTarget, updated: cst.AssignTarget) -> cst.AssignTarget:
         if not isinstance(updated.target, cst.Tuple):
             return updated
-        elements = [e.with_changes(value=cst.Name("_")) if isinstance(e.value, cst.Name) and e.value.value in
-                    self.names else e for e in updated.target.elements]
+        elements = [
+            e.with_changes(value=cst.Name("_")) if isinstance(e.value, cst.Name) and e.value.value in self.names else e
+            for e in updated.target.elements
+        ]
         return updated.with_changes(target=updated.target.with_changes(elements=elements))
 
 
@@ -128,8 +145,9 @@ class _Lift(Command):
             AddImportsVisitor.add_needed_import(self.context, module, name)
         return updated.with_changes(body=body)
 
-    def _launcher(self, before: cst.FunctionDef, after: cst.FunctionDef) \
-            -> tuple[cst.FunctionDef, dict[lift.LiftPlan, list[cst.BaseStatement]]]:
+    def _launcher(
+        self, before: cst.FunctionDef, after: cst.FunctionDef
+    ) -> tuple[cst.FunctionDef, dict[lift.LiftPlan, list[cst.BaseStatement]]]:
         """The launcher calling the dispatchers, and the statements each dispatcher copies (the plans agree on
         what the launcher keeps: each decided it over every launch the migration moves)."""
         plans: tuple[lift.LiftPlan, ...] = self.op.lifted
@@ -155,6 +173,7 @@ class _Lift(Command):
         dispatcher = cst.parse_statement(plan.dispatcher + "    pass\n")
         docstring = dispatcher.body.body[:1]
         returned = cst.parse_statement(plan.returned + "\n")
-        dispatcher = dispatcher.with_changes(leading_lines=spacing, body=dispatcher.body.with_changes(
-            body=[*docstring, *copied, returned]))
+        dispatcher = dispatcher.with_changes(
+            leading_lines=spacing, body=dispatcher.body.with_changes(body=[*docstring, *copied, returned])
+        )
         return [provider, dispatcher]

@@ -72,8 +72,9 @@ class SharedMetadata:
 _BINDS_OUTSIDE = re.compile(r"\b(global|nonlocal)\b")
 
 
-def outline_scopes(module: cst.Module, code: str, keep: Callable[[cst.FunctionDef], bool],
-                   unless: re.Pattern | None = None) -> Mapping[cst.CSTNode, Scope] | None:
+def outline_scopes(
+    module: cst.Module, code: str, keep: Callable[[cst.FunctionDef], bool], unless: re.Pattern | None = None
+) -> Mapping[cst.CSTNode, Scope] | None:
     """ScopeProvider's scopes for the nodes of `module` (whose text is `code`) outside function bodies and inside
     the functions `keep` takes, resolved on the file's outline, at a fraction of the file's cost.
 

@@ -35,8 +35,13 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
     manager = FullRepoManager(str(repo), [str(path)], {FullyQualifiedNameProvider})
     names = FullyQualifiedNameProvider.gen_cache(repo, [str(path)])[str(path)]
     versions = TreeVersions(manager, str(path), module, source)
-    context = FileContext(filename=str(path), full_module_name=names.name, full_package_name=names.package,
-                          metadata_manager=manager, versions=versions)
+    context = FileContext(
+        filename=str(path),
+        full_module_name=names.name,
+        full_package_name=names.package,
+        metadata_manager=manager,
+        versions=versions,
+    )
     counts: Counter[str] = Counter()
     refusals: list[Refusal] = []
     warnings: list[Refusal] = []

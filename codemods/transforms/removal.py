@@ -9,7 +9,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 
 from .base import Command, Operation
-from .blocks import RebuildsBlocks, Rebuilder, empty, with_pass
+from .blocks import Rebuilder, RebuildsBlocks, empty, with_pass
 
 
 class StatementRemover(RebuildsBlocks, Command):
@@ -89,5 +89,6 @@ def _negated(test: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return test.expression
     atomic = isinstance(test, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or test.lpar
-    return cst.UnaryOperation(cst.Not(), test if atomic else test.with_changes(lpar=[cst.LeftParen()],
-                                                                                 rpar=[cst.RightParen()]))
+    return cst.UnaryOperation(
+        cst.Not(), test if atomic else test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    )

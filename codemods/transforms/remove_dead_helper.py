@@ -20,8 +20,13 @@ def _constant_name(statement: cst.CSTNode) -> str | None:
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
         return None
     small = statement.body[0]
-    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
-        [small.target] if isinstance(small, cst.AnnAssign) and small.value is not None else []
+    targets = (
+        [t.target for t in small.targets]
+        if isinstance(small, cst.Assign)
+        else [small.target]
+        if isinstance(small, cst.AnnAssign) and small.value is not None
+        else []
+    )
     return targets[0].value if len(targets) == 1 and isinstance(targets[0], cst.Name) else None
 
 
@@ -35,14 +40,19 @@ def references(module: cst.Module, code: str) -> Counter[str]:
     defined = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
     defined |= {name for s in module.body if (name := _constant_name(s))}
     words = Counter(re.findall(r"\w+", code))
-    return Counter({name: words[name] if re.fullmatch(r"\w+", name)
-                    else len(re.findall(rf"\b{re.escape(name)}\b", code)) for name in defined})
+    return Counter(
+        {
+            name: words[name] if re.fullmatch(r"\w+", name) else len(re.findall(rf"\b{re.escape(name)}\b", code))
+            for name in defined
+        }
+    )
 
 
 def dead_helpers(before: Counter[str], module: cst.Module, code: str) -> set[str]:
     """Private module-level helpers that had a use besides their definition, and have none now."""
-    return {name for name, uses in references(module, code).items()
-            if name.startswith("_") and uses <= 1 < before[name]}
+    return {
+        name for name, uses in references(module, code).items() if name.startswith("_") and uses <= 1 < before[name]
+    }
 
 
 @operation("remove_dead_helper")
@@ -66,15 +76,21 @@ class _RemoveHelpers(StatementRemover):
         """Only the removed helpers' own scopes are read: from the outline that keeps them, with a removed class's
         methods (metadata.outline_scopes)."""
         module = self.context.wrapper.module
-        methods = {id(node) for statement in module.body if isinstance(statement, cst.ClassDef)
-                   and statement.name.value in self.op.names for node in _functions_in(statement)}
-        scopes = outline_scopes(module, self.context.versions.code(module),
-                                keep=lambda function: function.name.value in self.op.names or id(function) in methods)
+        methods = {
+            id(node)
+            for statement in module.body
+            if isinstance(statement, cst.ClassDef) and statement.name.value in self.op.names
+            for node in _functions_in(statement)
+        }
+        scopes = outline_scopes(
+            module,
+            self.context.versions.code(module),
+            keep=lambda function: function.name.value in self.op.names or id(function) in methods,
+        )
         return self.context if scopes is None else dataclasses.replace(self.context, wrapper=ResolvedScopes(scopes))
 
     def leave_FunctionDef(self, original, updated):
-        if original.name.value in self.op.names and \
-                isinstance(self.parent(), cst.Module):
+        if original.name.value in self.op.names and isinstance(self.parent(), cst.Module):
             self.count += 1
             return self.remove(original)
         return updated
@@ -82,8 +98,7 @@ class _RemoveHelpers(StatementRemover):
     leave_ClassDef = leave_FunctionDef
 
     def leave_SimpleStatementLine(self, original, updated):
-        if _constant_name(original) in self.op.names and \
-                isinstance(self.parent(), cst.Module):
+        if _constant_name(original) in self.op.names and isinstance(self.parent(), cst.Module):
             self.count += 1
             return self.remove(original)
         return super().leave_SimpleStatementLine(original, updated)

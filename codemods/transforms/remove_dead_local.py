@@ -12,7 +12,6 @@ from .base import Command, Operation, operation
 from .blocks import NO_STATEMENTS
 from .removal import StatementRemover
 
-
 # Builtins a dead local's value may call and still be dropped with it (no side effect, nothing else to keep).
 _PURE_BUILTINS = frozenset({"abs", "bool", "float", "int", "len", "max", "min", "round", "str", "tuple"})
 
@@ -33,8 +32,11 @@ def _pure(node: cst.CSTNode) -> bool:
     if isinstance(node, cst.Comparison):
         return _pure(node.left) and all(_pure(target.comparator) for target in node.comparisons)
     if isinstance(node, cst.Call):
-        return isinstance(node.func, cst.Name) and node.func.value in _PURE_BUILTINS and \
-            all(_pure(arg.value) and not arg.star for arg in node.args)
+        return (
+            isinstance(node.func, cst.Name)
+            and node.func.value in _PURE_BUILTINS
+            and all(_pure(arg.value) and not arg.star for arg in node.args)
+        )
     return False
 
 
@@ -52,8 +54,12 @@ def dead_locals(wrapper: cst.MetadataWrapper) -> dict[tuple[str, str], cst.Assig
         statements: dict[int, cst.Assign] | None = None
         for name in {assignment.name for assignment in scope.assignments}:
             assignments = list(scope.assignments[name])
-            if len(assignments) != 1 or scope.accesses[name] or not isinstance(assignments[0], Assignment) \
-                    or not isinstance(assignments[0].node, cst.Name):
+            if (
+                len(assignments) != 1
+                or scope.accesses[name]
+                or not isinstance(assignments[0], Assignment)
+                or not isinstance(assignments[0].node, cst.Name)
+            ):
                 continue
             if statements is None:
                 statements = _assignments_by_target(scope.node)
@@ -91,6 +97,7 @@ class RemoveDeadLocals(Operation):
 
 class _RemoveDeadLocals(StatementRemover):
     SKIPS = NO_STATEMENTS  # it removes whole statement lines, at any depth
+
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.targets = {id(node) for key, node in dead_locals(self.context.wrapper).items() if key in self.op.names}
         return super().transform_module_impl(tree)

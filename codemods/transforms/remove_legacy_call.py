@@ -54,6 +54,7 @@ class RemoveLegacyCalls(Operation):
 
 class _RemoveCalls(StatementRemover):
     METADATA_DEPENDENCIES = (ScopeProvider,)
+
     def __init__(self, context: CodemodContext, op: RemoveLegacyCalls):
         super().__init__(context, op)
         self.called: set[int] = set()
@@ -61,7 +62,9 @@ class _RemoveCalls(StatementRemover):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.bound = _names_binding(tree, self.context.full_package_name, self.op.functions)
-        self.bound |= {f.rsplit(".", 1)[1] for f in self.op.functions if f.rsplit(".", 1)[0] == self.context.full_module_name}
+        self.bound |= {
+            f.rsplit(".", 1)[1] for f in self.op.functions if f.rsplit(".", 1)[0] == self.context.full_module_name
+        }
         return super().transform_module_impl(tree)
 
     def _target(self, node: cst.CSTNode) -> str | None:
@@ -110,10 +113,17 @@ class _RemoveCalls(StatementRemover):
 
     def _value_use(self, node: cst.CSTNode) -> None:
         target = self._target(node)
-        if target and not self.in_import and id(node) not in self.called \
-                and not isinstance(self.parent(), cst.FunctionDef):
-            self.refuse(node, f"{target.rsplit('.', 1)[1]} is used as a value (it escapes; calls through it "
-                              "cannot be found): remove that use first")
+        if (
+            target
+            and not self.in_import
+            and id(node) not in self.called
+            and not isinstance(self.parent(), cst.FunctionDef)
+        ):
+            self.refuse(
+                node,
+                f"{target.rsplit('.', 1)[1]} is used as a value (it escapes; calls through it "
+                "cannot be found): remove that use first",
+            )
 
     def visit_Name(self, node: cst.Name) -> None:
         self._value_use(node)
@@ -156,12 +166,15 @@ def _plan_legacy(planner: Planner, legacy_name: str, specs: list[MigrationSpec])
     if legacy_name not in planner.modules:
         for s in specs:
             if not planner.migrated(s):
-                raise SpecError(f"{s.family}: legacy_module {legacy_name!r} not found under {planner.repo}, and "
-                                "the migrated state (registration inserted, kernel renamed) is not there either")
+                raise SpecError(
+                    f"{s.family}: legacy_module {legacy_name!r} not found under {planner.repo}, and "
+                    "the migrated state (registration inserted, kernel renamed) is not there either"
+                )
         return
     legacy = planner.modules[legacy_name]
-    entry = next((n for n in legacy.tree.body if isinstance(n, ast.FunctionDef) and n.name == spec.legacy_function),
-                 None)
+    entry = next(
+        (n for n in legacy.tree.body if isinstance(n, ast.FunctionDef) and n.name == spec.legacy_function), None
+    )
     if entry is None:
         raise SpecError(f"{spec.family}: legacy_function {spec.legacy_function!r} not found in {legacy_name}")
     steps = set()
@@ -171,15 +184,22 @@ def _plan_legacy(planner: Planner, legacy_name: str, specs: list[MigrationSpec])
         elif s.legacy_step and not planner.migrated(s):
             raise SpecError(f"{s.family}: legacy_step {s.legacy_step!r} not found in {legacy_name}")
     whole = any(not s.legacy_step for s in specs)
-    left = [] if whole else [s for s in entry.body if not _calls_one_of(s, steps) and not _is_docstring(s)
-                             and not _idle(s, legacy.defs)]
+    left = (
+        []
+        if whole
+        else [
+            s for s in entry.body if not _calls_one_of(s, steps) and not _is_docstring(s) and not _idle(s, legacy.defs)
+        ]
+    )
     if left:
         planner.add(legacy_name, RemoveLegacyCalls(frozenset(f"{legacy_name}.{step}" for step in steps)))
         planner.deleted_functions |= {f"{legacy_name}.{step}" for step in steps}
         return
     planner.deleted.add(legacy_name)
-    planner.add(orchestrator.name, RemoveLegacyCalls(frozenset({f"{legacy_name}.{spec.legacy_function}"}),
-                                                     modules=frozenset({legacy_name})))
+    planner.add(
+        orchestrator.name,
+        RemoveLegacyCalls(frozenset({f"{legacy_name}.{spec.legacy_function}"}), modules=frozenset({legacy_name})),
+    )
 
 
 def _plan_orchestrator_step(planner: Planner, spec: MigrationSpec) -> None:
@@ -211,10 +231,17 @@ def _idle(statement: ast.stmt, legacy_defs: set[str]) -> bool:
 
 
 def _calls_one_of(statement: ast.stmt, names: set[str]) -> bool:
-    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
-        and isinstance(statement.value.func, ast.Name) and statement.value.func.id in names
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Name)
+        and statement.value.func.id in names
+    )
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
-    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
         and isinstance(statement.value.value, str)
+    )

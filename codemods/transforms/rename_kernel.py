@@ -54,18 +54,26 @@ class RenameKernel(Operation):
         for spec in planner.specs:
             home = planner.module(spec, "singleton_module")
             if spec.singleton not in home.defs and spec.kernel_name not in home.defs:
-                raise SpecError(f"{spec.family}: singleton {spec.singleton!r} is not defined in {home.name} "
-                                "(an assignment, a def or a class at module level)")
+                raise SpecError(
+                    f"{spec.family}: singleton {spec.singleton!r} is not defined in {home.name} "
+                    "(an assignment, a def or a class at module level)"
+                )
             if not spec.private_singleton:
                 continue
             # Exporters: the defining module, every module that binds the name by importing it
             # from an exporter (to a fixpoint), and packages whose lazy-export table names it.
             exporters = {home.name}
             while True:
-                more = {m.name for m in planner.candidates.values() if m.name not in exporters
-                        and spec.singleton in m.text
-                        and (set(m.imports_of(spec.singleton)) & exporters
-                             or (m.path.name == "__init__.py" and f'"{spec.singleton}"' in m.text.replace("'", '"')))}
+                more = {
+                    m.name
+                    for m in planner.candidates.values()
+                    if m.name not in exporters
+                    and spec.singleton in m.text
+                    and (
+                        set(m.imports_of(spec.singleton)) & exporters
+                        or (m.path.name == "__init__.py" and f'"{spec.singleton}"' in m.text.replace("'", '"'))
+                    )
+                }
                 if not more:
                     break
                 exporters |= more
@@ -83,7 +91,9 @@ class _Rename(Command):
         functions that name neither need no scopes: resolved on the outline keeping the functions that name it,
         when the file does not name those builtins at all."""
         word = re.compile(rf"\b{re.escape(self.op.old)}\b")
-        return self.outlined_scopes(keep=lambda function: bool(word.search(code_of(function))), unless=_ATTRIBUTE_BUILTINS)
+        return self.outlined_scopes(
+            keep=lambda function: bool(word.search(code_of(function))), unless=_ATTRIBUTE_BUILTINS
+        )
 
     def __init__(self, context: CodemodContext, op: RenameKernel):
         super().__init__(context, op)
@@ -117,8 +127,11 @@ class _Rename(Command):
             self.count += 1
             return updated.with_changes(value=self.op.new)
         if self.star_from_exporter and not self.fqns(original):
-            self.refuse(original, f"uses {self.op.old} from a star import of its module; after the rename it is "
-                                  f"private and a star import does not bind it: import {self.op.new} by name")
+            self.refuse(
+                original,
+                f"uses {self.op.old} from a star import of its module; after the rename it is "
+                f"private and a star import does not bind it: import {self.op.new} by name",
+            )
         return updated
 
     def leave_Global(self, original: cst.Global, updated: cst.Global) -> cst.Global:
@@ -126,12 +139,17 @@ class _Rename(Command):
         if not self.in_exporter or not any(item.name.value == self.op.old for item in original.names):
             return updated
         self.count += 1
-        return updated.with_changes(names=[item.with_changes(name=cst.Name(self.op.new))
-                                           if item.name.value == self.op.old else item for item in updated.names])
+        return updated.with_changes(
+            names=[
+                item.with_changes(name=cst.Name(self.op.new)) if item.name.value == self.op.old else item
+                for item in updated.names
+            ]
+        )
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
-        if original.attr.value == self.op.old \
-                and (self._renames(original) or self._looked_up_by_string(original, original.value)):
+        if original.attr.value == self.op.old and (
+            self._renames(original) or self._looked_up_by_string(original, original.value)
+        ):
             self.count += 1
             return updated.with_changes(attr=cst.Name(self.op.new))
         return updated
@@ -147,12 +165,18 @@ class _Rename(Command):
         if not isinstance(name, cst.SimpleString):
             modules = self.fqns(target) | (self.imported(target) if self.by_string else set())
             if modules & self.op.exporters:
-                self.warnings.append(Refusal(self.line(original), f"a computed attribute name of "
-                                                                  f"{min(modules & self.op.exporters)} may name "
-                                                                  f"{self.op.old}; check it by hand"))
+                self.warnings.append(
+                    Refusal(
+                        self.line(original),
+                        f"a computed attribute name of "
+                        f"{min(modules & self.op.exporters)} may name "
+                        f"{self.op.old}; check it by hand",
+                    )
+                )
             return updated
-        if name.evaluated_value != self.op.old \
-                or not (self.fqns(target) & self.op.exporters or self._looked_up_by_string(original, target)):
+        if name.evaluated_value != self.op.old or not (
+            self.fqns(target) & self.op.exporters or self._looked_up_by_string(original, target)
+        ):
             return updated
         args = list(updated.args)
         args[1] = args[1].with_changes(value=_restring(name, self.op.new))
@@ -171,8 +195,9 @@ class _Rename(Command):
         `__import__(...)`), an attribute of one (a submodule), or a name assigned from one; empty where it is none.
         _COMPUTED stands for a module named at run time, _OTHER for another value a name may hold."""
         if isinstance(node, cst.Attribute):
-            return frozenset(m if m in (_COMPUTED, _OTHER) else f"{m}.{node.attr.value}"
-                             for m in self.imported(node.value))
+            return frozenset(
+                m if m in (_COMPUTED, _OTHER) else f"{m}.{node.attr.value}" for m in self.imported(node.value)
+            )
         if isinstance(node, cst.NamedExpr):
             return self.imported(node.value)
         if isinstance(node, cst.Call):
@@ -236,13 +261,19 @@ class _Rename(Command):
         modules = self.imported(target) if self.by_string else frozenset()
         exporters = modules & self.op.exporters
         if _COMPUTED in modules:
-            self.refuse(node, f"looks up {self.op.old} on a module imported by a name computed at run time, which "
-                              f"may be {_one_of(self.op.exporters)}, where the kernel is now {self.op.new}: name "
-                              "the module by a literal string, or import the kernel by name")
+            self.refuse(
+                node,
+                f"looks up {self.op.old} on a module imported by a name computed at run time, which "
+                f"may be {_one_of(self.op.exporters)}, where the kernel is now {self.op.new}: name "
+                "the module by a literal string, or import the kernel by name",
+            )
         elif exporters and modules - exporters:
             others = sorted(modules - exporters - {_OTHER}) or ["another value"]
-            self.refuse(node, f"looks up {self.op.old} on a name that may be {min(exporters)}, where the kernel is "
-                              f"now {self.op.new}, or {others[0]}: the migration cannot rename only one of them")
+            self.refuse(
+                node,
+                f"looks up {self.op.old} on a name that may be {min(exporters)}, where the kernel is "
+                f"now {self.op.new}, or {others[0]}: the migration cannot rename only one of them",
+            )
         return bool(exporters) and modules <= exporters
 
     def _fromlist(self, original: cst.Call, updated: cst.Call) -> cst.Call:
@@ -252,12 +283,17 @@ class _Rename(Command):
                 break
         else:
             return updated
-        if not isinstance(arg.value, (cst.List, cst.Tuple)) or self._import_of(original, whole=True) \
-                not in self.op.exporters:
+        if (
+            not isinstance(arg.value, (cst.List, cst.Tuple))
+            or self._import_of(original, whole=True) not in self.op.exporters
+        ):
             return updated
-        renamed = [element.with_changes(value=_restring(element.value, self.op.new))
-                   if isinstance(element.value, cst.SimpleString) and element.value.evaluated_value == self.op.old
-                   else element for element in updated.args[index].value.elements]
+        renamed = [
+            element.with_changes(value=_restring(element.value, self.op.new))
+            if isinstance(element.value, cst.SimpleString) and element.value.evaluated_value == self.op.old
+            else element
+            for element in updated.args[index].value.elements
+        ]
         if renamed == list(updated.args[index].value.elements):
             return updated
         self.count += 1

@@ -27,8 +27,8 @@ BUILT_IN = ("cutedsl", "flydsl", "triton")
 
 @runtime_checkable
 class Backend(Protocol):
-    NAME: str              # the backend's name: a kernel's `backend`, the cache's subfolder, the bake's folder
-    DSL_MODULE: str        # the DSL's top-level module: in sys.modules means this process loaded it
+    NAME: str  # the backend's name: a kernel's `backend`, the cache's subfolder, the bake's folder
+    DSL_MODULE: str  # the DSL's top-level module: in sys.modules means this process loaded it
     PARALLELISM: Parallelism  # how its kernels' compiles may overlap by default
 
     def configure(self, arch: str, cache_dir: Path | None = None) -> Path:

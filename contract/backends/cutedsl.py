@@ -33,6 +33,7 @@ def arch_family(arch: str) -> str:
     """sm100/sm103/sm110 are one FA4 family, sm120/sm121 another."""
     return {"sm103": "sm100", "sm110": "sm100", "sm121": "sm120"}.get(arch, arch)
 
+
 _counts = threading.local()
 _lock = threading.Lock()
 _configured: tuple[str, str] | None = None
@@ -70,17 +71,21 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
         if "flash_attn.cute" in sys.modules:
             raise BackendConfigError("flash_attn.cute was imported before the backend was configured")
         if "flydsl" in sys.modules:
-            raise BackendConfigError("CuTe DSL cannot load in a process that already loaded FlyDSL (their MLIR "
-                                     "runtimes collide and the process aborts); compile each backend in its own process")
+            raise BackendConfigError(
+                "CuTe DSL cannot load in a process that already loaded FlyDSL (their MLIR "
+                "runtimes collide and the process aborts); compile each backend in its own process"
+            )
         cache.mkdir(parents=True, exist_ok=True)
         claim(cache)
-        os.environ.update({
-            "FLASH_ATTENTION_ARCH": target,
-            "CUTE_DSL_ARCH": target,
-            "FLASH_ATTENTION_NUM_SMS": str(num_sms),
-            "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
-            "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(cache),
-        })
+        os.environ.update(
+            {
+                "FLASH_ATTENTION_ARCH": target,
+                "CUTE_DSL_ARCH": target,
+                "FLASH_ATTENTION_NUM_SMS": str(num_sms),
+                "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
+                "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(cache),
+            }
+        )
         import cutlass.utils
         import flash_attn.cute.tile_scheduler as tile_scheduler
 
@@ -131,7 +136,7 @@ def fake_cuda() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _quiet_fake_tensors() -> Iterator[None]:
-    """Silence two warnings that are harmless under fake tensors: FA4 reads data pointers and passes a Python aux object."""
+    """Silence two warnings harmless under fake tensors: FA4 reads data pointers and passes a Python aux object."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
         warnings.filterwarnings("ignore", message=".*cannot be converted to a JitArgument")
@@ -164,8 +169,9 @@ def compiled_during(owner: str, fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     booked to `owner`, so kernels sharing FA4 each count only their own variants.
     """
     if _configured is None:
-        raise BackendConfigError("CuTe DSL backend not configured: call "
-                                 "zerojit.contract.backends.cutedsl.configure() first")
+        raise BackendConfigError(
+            "CuTe DSL backend not configured: call zerojit.contract.backends.cutedsl.configure() first"
+        )
     before_count = getattr(_counts, "value", 0)
     before_keys = set(_fa4_cache())
     with _quiet_fake_tensors():
@@ -187,8 +193,12 @@ def fingerprint() -> dict[str, str]:
 
     from ..cache import environment
 
-    return {**environment(), "nvidia-cutlass-dsl": cutlass.__version__, "apache-tvm-ffi": tvm_ffi.__version__,
-            "flash-attn-4 sources": _compute_source_fingerprint()[:16]}
+    return {
+        **environment(),
+        "nvidia-cutlass-dsl": cutlass.__version__,
+        "apache-tvm-ffi": tvm_ffi.__version__,
+        "flash-attn-4 sources": _compute_source_fingerprint()[:16],
+    }
 
 
 class _VariantProbe:

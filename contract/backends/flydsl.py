@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..cache import CacheDirError, claim, default_cache_dir, record_artifact
-from ..storage import can_write
 from ..kernel import Outcome, Parallelism
+from ..storage import can_write
 
 NAME = "flydsl"
 DSL_MODULE = "flydsl"  # loaded in a process when this module is in sys.modules
@@ -62,14 +62,18 @@ def configure(arch: str = "gfx950", cache_dir: Path | None = None) -> Path:
     respected; otherwise a toolkit root with the ziglang LLD is laid out and used.
     """
     if "cutlass" in sys.modules:
-        raise RuntimeError("FlyDSL cannot load in a process that already loaded CuTe DSL (their MLIR "
-                           "runtimes collide and the process aborts); compile each backend in its own process")
+        raise RuntimeError(
+            "FlyDSL cannot load in a process that already loaded CuTe DSL (their MLIR "
+            "runtimes collide and the process aborts); compile each backend in its own process"
+        )
     cache = Path(cache_dir) if cache_dir else default_cache_dir("flydsl")
     cache.mkdir(parents=True, exist_ok=True)
     claim(cache)
     if not can_write(cache):
-        raise CacheDirError(f"cache dir {cache} is read-only, and FlyDSL takes a write lock on an artifact to load "
-                            "it (flydsl 0.5): give it a writable copy of the cache")
+        raise CacheDirError(
+            f"cache dir {cache} is read-only, and FlyDSL takes a write lock on an artifact to load "
+            "it (flydsl 0.5): give it a writable copy of the cache"
+        )
     os.environ["COMPILE_ONLY"] = "1"
     os.environ["FLYDSL_GPU_ARCH"] = arch
     os.environ["FLYDSL_RUNTIME_CACHE_DIR"] = str(cache)
@@ -180,7 +184,7 @@ def kernel_code_bytes(artifact: Any) -> dict[str, int]:
     elf = code_object(artifact)
     if elf[:4] != b"\x7fELF":
         raise EmptyKernelError("gpu.binary is not an ELF code object")
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    (shoff,) = struct.unpack_from("<Q", elf, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
     sections = [struct.unpack_from("<IIQQQQII", elf, shoff + i * shentsize) for i in range(shnum)]
     sizes: dict[str, int] = {}
@@ -191,5 +195,5 @@ def kernel_code_bytes(artifact: Any) -> dict[str, int]:
         for entry in range(offset, offset + size, _SYMBOL.size):
             name, info, _other, _shndx, _value, symbol_size = _SYMBOL.unpack_from(elf, entry)
             if info & 0xF == _STT_FUNC:
-                sizes[elf[strings + name:elf.index(b"\0", strings + name)].decode()] = symbol_size
+                sizes[elf[strings + name : elf.index(b"\0", strings + name)].decode()] = symbol_size
     return sizes

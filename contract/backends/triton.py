@@ -118,8 +118,10 @@ def configure(arch: str, cache_dir: Path | None = None) -> Path:
     claim(cache)
     with _lock:
         if _configured not in (None, arch):
-            raise BackendConfigError(f"this process compiles Triton kernels for {_configured}; {arch} needs a process "
-                                     "of its own (a kernel's in-memory variants are per target)")
+            raise BackendConfigError(
+                f"this process compiles Triton kernels for {_configured}; {arch} needs a process "
+                "of its own (a kernel's in-memory variants are per target)"
+            )
         driver.set_active(CompileOnlyDriver(compile_target))
         triton.knobs.cache.dir = os.fspath(cache)
         os.environ.update(SERVING_ENV)  # read by Triton on each lookup, and by every worker process started after
@@ -154,13 +156,15 @@ def compiled_during(jit_fn: Any, *args: Any, **kwargs: Any) -> Outcome:
     The compiled kernel must hold machine code (an empty cubin or code object would pass silently otherwise).
     """
     if _configured is None:
-        raise BackendConfigError("Triton backend not configured: call "
-                                 "zerojit.contract.backends.triton.configure() first")
+        raise BackendConfigError(
+            "Triton backend not configured: call zerojit.contract.backends.triton.configure() first"
+        )
     before = compiles_in_this_thread()
     compiled = jit_fn.warmup(*args, **kwargs)
     if compiled is None or not (compiled.asm.get("cubin") or compiled.asm.get("hsaco")):
-        raise BackendConfigError(f"{getattr(jit_fn, '__name__', jit_fn)}: Triton returned no machine code for this "
-                                 "variant")
+        raise BackendConfigError(
+            f"{getattr(jit_fn, '__name__', jit_fn)}: Triton returned no machine code for this variant"
+        )
     return Outcome.CACHED if compiles_in_this_thread() == before else Outcome.COMPILED
 
 
@@ -232,8 +236,10 @@ _hook_lock = threading.Lock()
 
 def _specialization(names: list[str], signature: Any, constants: dict) -> str:
     """A Triton specialization as its argument types and constexpr values (constexprs keyed by argument name)."""
-    named = {names[k[0]] if isinstance(k, tuple) and len(k) == 1 and k[0] < len(names) else k: v
-             for k, v in constants.items()}
+    named = {
+        names[k[0]] if isinstance(k, tuple) and len(k) == 1 and k[0] < len(names) else k: v
+        for k, v in constants.items()
+    }
     return f"signature={signature!r}, constexprs={named!r}"
 
 
@@ -252,9 +258,15 @@ def install_compile_hook() -> None:
         def before_jit_compile(*, fn: Any = None, compile: Any = None, **_: Any) -> bool:  # noqa: A002 - Triton's names
             jit_function = getattr(fn, "jit_function", None)
             _jit_compiling.function = jit_function  # the compile that follows is this one: report it once
-            report_compile("triton", getattr(fn, "name", "?"),
-                           _specialization(getattr(jit_function, "arg_names", []), (compile or {}).get("signature"),
-                                           (compile or {}).get("constants", {})))
+            report_compile(
+                "triton",
+                getattr(fn, "name", "?"),
+                _specialization(
+                    getattr(jit_function, "arg_names", []),
+                    (compile or {}).get("signature"),
+                    (compile or {}).get("constants", {}),
+                ),
+            )
             return False  # a true value would make Triton skip the compile: the monitor only watches
 
         triton.knobs.runtime.jit_cache_hook = before_jit_compile
@@ -265,11 +277,16 @@ def install_compile_hook() -> None:
             if jit_function is not None and getattr(_jit_compiling, "function", None) is jit_function:
                 _jit_compiling.function = None  # reported by the JIT hook just before
             else:
-                report_compile("triton", getattr(src, "name", type(src).__name__),
-                               _specialization(getattr(jit_function, "arg_names", []), getattr(src, "signature", None),
-                                               getattr(src, "constants", {})))
+                report_compile(
+                    "triton",
+                    getattr(src, "name", type(src).__name__),
+                    _specialization(
+                        getattr(jit_function, "arg_names", []),
+                        getattr(src, "signature", None),
+                        getattr(src, "constants", {}),
+                    ),
+                )
             return original(src, *args, **kwargs)
 
         compiler_module.compile = triton.compiler.compile = triton.compile = compile_and_report
         _hooked = True
-

@@ -48,5 +48,6 @@ class RelocatableCacheManager(FileCacheManager):
     def put_group(self, filename: str, group: dict[str, str]) -> str:
         folder = Path(self.cache_dir).resolve()
         children = {child: os.path.relpath(Path(path).resolve(), folder) for child, path in group.items()}
-        return self.put(json.dumps({"variant": self.key, "child_paths": children}), f"{GROUP_PREFIX}{filename}",
-                        binary=False)
+        return self.put(
+            json.dumps({"variant": self.key, "child_paths": children}), f"{GROUP_PREFIX}{filename}", binary=False
+        )

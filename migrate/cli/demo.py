@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -16,8 +15,10 @@ DEFAULT_DEMO_PRESET = "minimax-m3-nvfp4-mi355x-tp4"
 
 
 @user_errors()
-def demo(preset: str = typer.Option(DEFAULT_DEMO_PRESET, "--preset", "-p", help="Serving configuration."),
-         cache_dir: Optional[Path] = CacheOption) -> None:
+def demo(
+    preset: str = typer.Option(DEFAULT_DEMO_PRESET, "--preset", "-p", help="Serving configuration."),
+    cache_dir: Path | None = CacheOption,
+) -> None:
     """The main job end to end: plan, real warmup, zero-JIT verification, report."""
     family, chosen = get_preset(preset)
     out.rule(f"[bold]zerojit demo[/] · {escape(chosen.name)}")

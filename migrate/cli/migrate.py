@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -22,30 +21,50 @@ from .shared import TREE_ERRORS, err, fail, out, user_errors
 
 
 def migrate_command(
-    targets: list[str] = typer.Argument(None, metavar="FAMILY... [PATH...]", help="Spec families to apply (the "
-                                        "installed families' specs, see `zerojit families`, and those of --spec), "
-                                        "then optional files, folders or globs that restrict the run."),
+    targets: list[str] = typer.Argument(
+        None,
+        metavar="FAMILY... [PATH...]",
+        help="Spec families to apply (the "
+        "installed families' specs, see `zerojit families`, and those of --spec), "
+        "then optional files, folders or globs that restrict the run.",
+    ),
     repo: Path = typer.Option(..., "--repo", help="Checkout root: the folder holding the engine package (vllm/)."),
     write_changes: bool = typer.Option(False, "--write", help="Apply the changes (default: print a diff)."),
-    check: bool = typer.Option(False, "--check", help="List the files that would change ('would change: PATH'); "
-                                "exit 1 when any, 0 when none."),
-    recover: bool = typer.Option(False, "--recover", help="Roll back a --write that was interrupted (killed), then "
-                                 "stop unless families are named."),
-    spec_file: Optional[Path] = typer.Option(None, "--spec", help="TOML file of [[migration]] specs to use too."),
+    check: bool = typer.Option(
+        False, "--check", help="List the files that would change ('would change: PATH'); exit 1 when any, 0 when none."
+    ),
+    recover: bool = typer.Option(
+        False,
+        "--recover",
+        help="Roll back a --write that was interrupted (killed), then stop unless families are named.",
+    ),
+    spec_file: Path | None = typer.Option(None, "--spec", help="TOML file of [[migration]] specs to use too."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Processes for the libcst transforms."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write a JSON report of the run here."),
-    format_command: Optional[str] = typer.Option(None, "--format", help="A formatter that reads code on stdin and "
-                                                 "writes it to stdout, run on every changed file before the safety "
-                                                 "gate, e.g. 'ruff format -'."),
+    report: Path | None = typer.Option(None, "--report", help="Write a JSON report of the run here."),
+    format_command: str | None = typer.Option(
+        None,
+        "--format",
+        help="A formatter that reads code on stdin and "
+        "writes it to stdout, run on every changed file before the safety "
+        "gate, e.g. 'ruff format -'.",
+    ),
     no_ignore: bool = typer.Option(False, "--no-ignore", help="In a git checkout, also read files git ignores."),
-    verify_keys: bool = typer.Option(False, "--verify-keys", help="Before writing, compare the compile keys the tree "
-                                     "warms before and after the planned changes (`keys diff --legacy-tree "
-                                     "--migrated-tree`, smoke grid) for families whose legacy side is engine code; "
-                                     "any unexplained difference refuses the run (exit 1)."),
-    pr_body: Optional[Path] = typer.Option(None, "--pr-body", help="Write a Markdown pull-request description here: "
-                                           "what moved where, the gates, the --verify-keys check's table (it runs "
-                                           "that check), the intended differences with their reasons, what is left "
-                                           "in place. Written on a dry run too; never over an existing file."),
+    verify_keys: bool = typer.Option(
+        False,
+        "--verify-keys",
+        help="Before writing, compare the compile keys the tree "
+        "warms before and after the planned changes (`keys diff --legacy-tree "
+        "--migrated-tree`, smoke grid) for families whose legacy side is engine code; "
+        "any unexplained difference refuses the run (exit 1).",
+    ),
+    pr_body: Path | None = typer.Option(
+        None,
+        "--pr-body",
+        help="Write a Markdown pull-request description here: "
+        "what moved where, the gates, the --verify-keys check's table (it runs "
+        "that check), the intended differences with their reasons, what is left "
+        "in place. Written on a dry run too; never over an existing file.",
+    ),
 ) -> None:
     """Migrate legacy warmup modules in a repo onto the contract (dry run: a unified diff; exit 0).
 
@@ -74,9 +93,15 @@ def migrate_command(
         with migration_lock(repo, exclusive=write_changes or recover, recover=recover, say=_say):
             if not specs:
                 return
-            result = migrate(repo, specs, jobs=jobs, respect_gitignore=not no_ignore,
-                             format_command=shlex.split(format_command) if format_command else (), only=only,
-                             on_progress=_progress(err))
+            result = migrate(
+                repo,
+                specs,
+                jobs=jobs,
+                respect_gitignore=not no_ignore,
+                format_command=shlex.split(format_command) if format_command else (),
+                only=only,
+                on_progress=_progress(err),
+            )
             checked = _keys_checked(result, strict=verify_keys) if result.changes and (verify_keys or pr_body) else {}
             keys_kept = _keys_kept(checked)
             if write_changes and keys_kept:
@@ -98,18 +123,22 @@ def migrate_command(
         try:
             atomic_write(report, (json.dumps(result.report(), indent=2) + "\n").encode())
         except OSError as exc:
-            raise fail(f"--report {report}: {exc.strerror or exc}" + (" (the tree was written)" if write_changes
-                                                                        else "")) from None
+            raise fail(
+                f"--report {report}: {exc.strerror or exc}" + (" (the tree was written)" if write_changes else "")
+            ) from None
     if pr_body is not None:
         command = shlex.join(["zerojit", "migrate", *(targets or []), "--repo", str(repo)])
         try:
             atomic_write(pr_body, pr_body_text(result, checked, command).encode())
         except OSError as exc:
-            raise fail(f"--pr-body {pr_body}: {exc.strerror or exc}" + (" (the tree was written)" if write_changes
-                                                                         else "")) from None
+            raise fail(
+                f"--pr-body {pr_body}: {exc.strerror or exc}" + (" (the tree was written)" if write_changes else "")
+            ) from None
     summary = result.report()
-    counts = (f"{len(summary['changed'])} changed, {len(summary['deleted'])} deleted, {len(summary['skipped'])} "
-              f"skipped ({result.seconds:.2f} s)")
+    counts = (
+        f"{len(summary['changed'])} changed, {len(summary['deleted'])} deleted, {len(summary['skipped'])} "
+        f"skipped ({result.seconds:.2f} s)"
+    )
     if write_changes:
         err.print(f"wrote: {counts}", highlight=False)
     elif check:

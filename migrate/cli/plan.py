@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -13,11 +12,18 @@ from .shared import CacheOption, JsonOption, PresetOption, out, print_json, user
 
 
 @user_errors()
-def plan(preset: str = PresetOption, as_json: bool = JsonOption,
-         keys: bool = typer.Option(False, "--keys", help="With --json, include every compile key."),
-         variants: bool = typer.Option(False, "--variants", help="Also resolve each key's backend variant (what "
-                                       "actually compiles; keys that share one compile once). Imports the backend."),
-         cache_dir: Optional[Path] = CacheOption) -> None:
+def plan(
+    preset: str = PresetOption,
+    as_json: bool = JsonOption,
+    keys: bool = typer.Option(False, "--keys", help="With --json, include every compile key."),
+    variants: bool = typer.Option(
+        False,
+        "--variants",
+        help="Also resolve each key's backend variant (what "
+        "actually compiles; keys that share one compile once). Imports the backend.",
+    ),
+    cache_dir: Path | None = CacheOption,
+) -> None:
     """Expand a preset's registrations into the compile keys warmup would build (compiles nothing)."""
     family, chosen = get_preset(preset)
     the_plan, _ = plan_preset(family, chosen)

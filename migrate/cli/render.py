@@ -1,4 +1,5 @@
-"""Output that more than one command prints: a plan (plan, demo), a warmup (warmup, demo), a migration diff (migrate, demo).
+"""Output that more than one command prints: a plan (plan, demo), a warmup (warmup, demo), a migration diff
+(migrate, demo).
 
 Every text that comes from the user, a preset or an engine tree is escaped: it prints as written.
 """
@@ -24,8 +25,13 @@ def print_plan(plan, console: Console, variants: dict[str, int] | None = None) -
         table.add_column(column, justify="right" if column in ("keys", "variants") else "left")
     for planned in plan.kernels:
         keys = "[red]0 (registered, empty)[/]" if planned.empty else str(len(planned.keys))
-        table.add_row(escape(planned.kernel.name), escape(planned.kernel.family), escape(planned.kernel.backend), keys,
-                      *((str(variants[planned.kernel.name]),) if variants else ()))
+        table.add_row(
+            escape(planned.kernel.name),
+            escape(planned.kernel.family),
+            escape(planned.kernel.backend),
+            keys,
+            *((str(variants[planned.kernel.name]),) if variants else ()),
+        )
     console.print(table)
     for missed in plan.missed:
         console.print(f"[yellow]missed registration:[/] {escape(missed.kernel)} at {escape(missed.site)}")
@@ -36,7 +42,9 @@ def print_warmup(run: WarmupRun, console: Console) -> None:
     for problem in run.artifact_problems:
         console.print(f"[yellow]recompiled[/] {escape(str(problem))}")
     for failure in run.report.failures:
-        console.print(f"[red]failed[/] {escape(failure.kernel)} {escape(str(failure.key))}: {escape(str(failure.cause))}")
+        console.print(
+            f"[red]failed[/] {escape(failure.kernel)} {escape(str(failure.key))}: {escape(str(failure.cause))}"
+        )
 
 
 def print_diff(result: MigrationResult, console: Console) -> None:

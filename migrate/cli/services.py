@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from zerojit.codemods.errors import MigrationError
 from zerojit.codemods.spec import MigrationSpec, SpecError, load_specs
@@ -29,8 +29,13 @@ def split_targets(tokens: list[str], known: set[str], repo: Path) -> tuple[list[
         if token in known:
             families.append(token)
             continue
-        matches = sorted(Path().glob(token) if not Path(token).is_absolute() else Path("/").glob(token.lstrip("/"))) \
-            if any(c in token for c in "*?[") else [Path(token)] if Path(token).exists() else []
+        matches = (
+            sorted(Path().glob(token) if not Path(token).is_absolute() else Path("/").glob(token.lstrip("/")))
+            if any(c in token for c in "*?[")
+            else [Path(token)]
+            if Path(token).exists()
+            else []
+        )
         if not matches and not Path(token).is_absolute() and (repo / token).exists():
             matches = [repo / token]
         if not matches:
@@ -39,8 +44,9 @@ def split_targets(tokens: list[str], known: set[str], repo: Path) -> tuple[list[
     return families, paths
 
 
-def chosen_migrations(targets: list[str], repo: Path, spec_file: Path | None,
-                      recover: bool) -> tuple[list[MigrationSpec], list[Path]]:
+def chosen_migrations(
+    targets: list[str], repo: Path, spec_file: Path | None, recover: bool
+) -> tuple[list[MigrationSpec], list[Path]]:
     """The specs a migrate run applies (named ones; else every spec of --spec) and the paths that restrict it.
 
     The installed families' specs, with --spec's on top; no spec at all is refused unless the
@@ -71,8 +77,10 @@ def migration_lock(repo: Path, exclusive: bool, recover: bool, say: Callable[[st
     with transaction.locked(repo, exclusive, on_wait=lambda: say(f"waiting for another zerojit migrate on {repo} ...")):
         if transaction.pending(repo):
             if not exclusive:
-                raise MigrationError(f"an interrupted --write left a journal ({transaction.pending(repo)}); run "
-                                     "`zerojit migrate --recover --repo REPO` (or --write) to roll it back")
+                raise MigrationError(
+                    f"an interrupted --write left a journal ({transaction.pending(repo)}); run "
+                    "`zerojit migrate --recover --repo REPO` (or --write) to roll it back"
+                )
             restored = transaction.recover(repo)
             say(f"recovered an interrupted migration: rolled back {restored} files")
         elif recover:
@@ -99,11 +107,24 @@ def bake_processes(presets: list[str]) -> list[tuple[str, list[str]]]:
 
 def bake_in_own_process(presets: list[str], cache_dir: Path, jobs: int) -> list[dict]:
     """Warm `presets` (one backend and target) into `cache_dir` in a process of their own: each one's report."""
-    done = subprocess.run([sys.executable, "-c", "from zerojit.migrate.cli.warmup import bake_here; bake_here()",
-                           str(cache_dir), str(jobs), *presets], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from zerojit.migrate.cli.warmup import bake_here; bake_here()",
+            str(cache_dir),
+            str(jobs),
+            *presets,
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode not in (0, 1) or not done.stdout.strip():
-        raise BakeError((done.stderr.strip().splitlines() or [f"warmup of {', '.join(presets)} exited "
-                                                               f"{done.returncode}"])[-1].removeprefix("error: "))
+        raise BakeError(
+            (done.stderr.strip().splitlines() or [f"warmup of {', '.join(presets)} exited {done.returncode}"])[
+                -1
+            ].removeprefix("error: ")
+        )
     return json.loads(done.stdout)
 
 
@@ -115,8 +136,11 @@ def write_draft_specs(findings, folder: Path, orchestrator: str) -> list[Path]:
     """
     from zerojit.codemods.survey import draft_specs  # only a survey loads the codemods
 
-    drafts = {folder / f"{stem}.toml": text for finding in findings
-              for stem, text in draft_specs(finding, orchestrator).items()}
+    drafts = {
+        folder / f"{stem}.toml": text
+        for finding in findings
+        for stem, text in draft_specs(finding, orchestrator).items()
+    }
     if folder.exists() and not folder.is_dir():
         raise CacheDirError(f"--draft-specs {folder} is a file, not a folder")
     try:
@@ -127,8 +151,10 @@ def write_draft_specs(findings, folder: Path, orchestrator: str) -> list[Path]:
         raise CacheDirError(f"--draft-specs {folder} is not writable")
     existing = [path.name for path in drafts if path.exists() or path.is_symlink()]
     if existing:
-        raise CacheDirError(f"--draft-specs {folder} already holds {', '.join(existing)}: drafts never overwrite a "
-                            "spec; move it or choose another folder")
+        raise CacheDirError(
+            f"--draft-specs {folder} already holds {', '.join(existing)}: drafts never overwrite a "
+            "spec; move it or choose another folder"
+        )
     for path, text in drafts.items():
         atomic_write(path, text.encode("utf-8"))
     return list(drafts)

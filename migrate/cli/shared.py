@@ -11,8 +11,8 @@ import atexit
 import json
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import typer
 from rich.console import Console
@@ -31,8 +31,12 @@ err = Console(stderr=True, soft_wrap=True)  # messages carry paths: never wrap t
 
 PresetOption = typer.Option(..., "--preset", "-p", help="Serving configuration; see `zerojit families`.")
 JsonOption = typer.Option(False, "--json", help="Print a JSON document to stdout instead of tables.")
-CacheOption = typer.Option(None, "--cache-dir", help="Backend disk cache (default: ~/.cache/zerojit/<backend>). "
-                           "It holds compiled code the warmup loads: it must be a folder only you can write.")
+CacheOption = typer.Option(
+    None,
+    "--cache-dir",
+    help="Backend disk cache (default: ~/.cache/zerojit/<backend>). "
+    "It holds compiled code the warmup loads: it must be a folder only you can write.",
+)
 
 # Bad input a user can give: refused with one line and exit 2, before anything compiles.
 USER_ERRORS = (FamilyError, CacheDirError, BackendConfigError, SpecError, MigrationError)
@@ -48,7 +52,8 @@ def fail(message: object, code: int = 2) -> typer.Exit:
 
 @contextmanager
 def user_errors(*also: type[Exception], on_bug: str | None = None) -> Iterator[None]:
-    """Decorate a command (or wrap a block) so that USER_ERRORS, and the kinds in `also`, end in one `error:` line, exit 2.
+    """Decorate a command (or wrap a block) so that USER_ERRORS, and the kinds in `also`, end in one `error:` line,
+    exit 2.
 
     on_bug: for a command whose exit 1 carries a meaning (migrate: the keys changed), any other
     exception, a bug, ends in one line too, `internal error (...); <on_bug>`, never in a traceback.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -15,28 +14,46 @@ from zerojit.codemods.survey import Survey, survey_report
 from zerojit.contract.cache import CacheDirError, check_output_file
 
 from ..families import DRAWING_FORMATS
-
 from .services import write_draft_specs
 from .shared import JsonOption, err, out, print_json, user_errors
+
+STATUS_NAMES = ", ".join(STATUSES)
+DRAWING_NAMES = ", ".join(DRAWING_FORMATS)
 
 
 @user_errors(FileNotFoundError)
 def survey_command(
     repo: Path = typer.Option(..., "--repo", help="Checkout root: the folder holding the engine package (vllm/)."),
-    orchestrator: str = typer.Option(VLLM_ORCHESTRATOR, "--orchestrator",
-                                     help="The module whose entry function runs the warmups."),
+    orchestrator: str = typer.Option(
+        VLLM_ORCHESTRATOR, "--orchestrator", help="The module whose entry function runs the warmups."
+    ),
     entry: str = typer.Option(VLLM_ORCHESTRATOR_ENTRY, "--entry", help="The orchestrator's entry function."),
-    draft_specs: Optional[Path] = typer.Option(None, "--draft-specs", help="Write one TOML migration spec per "
-                                               "kernel a spec or a lift can move, each with a `confirm` list a human "
-                                               "empties."),
-    kernels: bool = typer.Option(False, "--kernels", help="Map every JIT kernel of the tree instead (Triton, CuTe "
-                                 "DSL, FlyDSL, TileLang, contract objects), each with its status: registered, on "
-                                 "the contract but registered nowhere, reached by a legacy warmup, or warmed by "
-                                 "nothing zerojit can see (with who launches it)."),
-    status: list[str] = typer.Option(["unwarmed"], "--status", help="With --kernels: the statuses whose kernels the "
-                                     f"table lists ({', '.join(STATUSES)}; repeat it). --json lists every kernel."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="With --kernels: write a stacked bar per backend "
-                                        f"({', '.join(DRAWING_FORMATS)}; needs zerojit[plots])."),
+    draft_specs: Path | None = typer.Option(
+        None,
+        "--draft-specs",
+        help="Write one TOML migration spec per "
+        "kernel a spec or a lift can move, each with a `confirm` list a human "
+        "empties.",
+    ),
+    kernels: bool = typer.Option(
+        False,
+        "--kernels",
+        help="Map every JIT kernel of the tree instead (Triton, CuTe "
+        "DSL, FlyDSL, TileLang, contract objects), each with its status: registered, on "
+        "the contract but registered nowhere, reached by a legacy warmup, or warmed by "
+        "nothing zerojit can see (with who launches it).",
+    ),
+    status: list[str] = typer.Option(
+        ["unwarmed"],
+        "--status",
+        help="With --kernels: the statuses whose kernels the "
+        f"table lists ({STATUS_NAMES}; repeat it). --json lists every kernel.",
+    ),
+    plot: Path | None = typer.Option(
+        None,
+        "--plot",
+        help=f"With --kernels: write a stacked bar per backend ({DRAWING_NAMES}; needs zerojit[plots]).",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Map an engine's remaining legacy warmups: what each compiles, where its kernels are built, what moves by spec.
@@ -67,42 +84,59 @@ def survey_command(
 
 
 def _survey_table(findings, orchestrator: str, entry: str) -> Table:
-    table = Table(title=f"legacy warmups reached from {escape(orchestrator)}.{escape(entry)}(): {len(findings)}",
-                  caption="every JIT kernel of the tree, and what warms it: zerojit survey --kernels", show_lines=True)
+    table = Table(
+        title=f"legacy warmups reached from {escape(orchestrator)}.{escape(entry)}(): {len(findings)}",
+        caption="every JIT kernel of the tree, and what warms it: zerojit survey --kernels",
+        show_lines=True,
+    )
     for column in ("warmup", "called", "kernels (where selected)", "verdict"):
         table.add_column(column, overflow="fold")
     for finding in findings:
-        called = ("via " + finding.via + "()" if finding.via else finding.kind) + \
-            (f"\nif {finding.gate}" if finding.gate else "")
-        kernels = "\n".join(f"{k.name} [{k.kind}{', registers' if k.registers_at else ''}]"
-                            + (f" -> {', '.join(c.rpartition('.')[2] for c in k.constructed_in[:3])}"
-                               if k.constructed_in else "") + f": {k.verdict}" for k in finding.kernels) or "-"
-        verdict = f"[green]{finding.verdict}[/]" if finding.verdict != "manual" else \
-            "[yellow]manual[/]: " + escape(finding.reasons[0])
+        called = ("via " + finding.via + "()" if finding.via else finding.kind) + (
+            f"\nif {finding.gate}" if finding.gate else ""
+        )
+        kernels = (
+            "\n".join(
+                f"{k.name} [{k.kind}{', registers' if k.registers_at else ''}]"
+                + (f" -> {', '.join(c.rpartition('.')[2] for c in k.constructed_in[:3])}" if k.constructed_in else "")
+                + f": {k.verdict}"
+                for k in finding.kernels
+            )
+            or "-"
+        )
+        verdict = (
+            f"[green]{finding.verdict}[/]"
+            if finding.verdict != "manual"
+            else "[yellow]manual[/]: " + escape(finding.reasons[0])
+        )
         table.add_row(escape(f"{finding.module}.{finding.function}"), escape(called), escape(kernels), verdict)
     return table
 
 
-def _jit_map(repo: Path, orchestrator: str, entry: str, statuses: list[str], plot: Path | None,
-             as_json: bool) -> None:
+def _jit_map(repo: Path, orchestrator: str, entry: str, statuses: list[str], plot: Path | None, as_json: bool) -> None:
     unknown = [s for s in statuses if s not in STATUSES]
     if unknown:
-        raise CacheDirError(f"--status {unknown[0]}: not one of {', '.join(STATUSES)}")
+        raise CacheDirError(f"--status {unknown[0]}: not one of {STATUS_NAMES}")
     if plot is not None:
         check_output_file(plot, "--plot")  # before the tree is read
         if plot.suffix.lower() not in DRAWING_FORMATS:
-            raise CacheDirError(f"--plot {plot}: name a {', '.join(DRAWING_FORMATS)} file")
+            raise CacheDirError(f"--plot {plot}: name a {DRAWING_NAMES} file")
     from zerojit.codemods.runner import check_repo
 
     checked = check_repo(repo)
     package = orchestrator.split(".")[0]
     if not (checked / package).is_dir():
-        raise FileNotFoundError(f"{repo} holds no {package}/ package: the map reads the orchestrator's package; name "
-                                "the engine's with --orchestrator PACKAGE.module")
+        raise FileNotFoundError(
+            f"{repo} holds no {package}/ package: the map reads the orchestrator's package; name "
+            "the engine's with --orchestrator PACKAGE.module"
+        )
     survey = Survey(checked, orchestrator, entry, require_orchestrator=False)
     if survey.orchestrator_problem:
-        err.print(f"[yellow]warning:[/] {escape(survey.orchestrator_problem)}: no kernel is listed as reached by a "
-                  "legacy warmup", highlight=False)
+        err.print(
+            f"[yellow]warning:[/] {escape(survey.orchestrator_problem)}: no kernel is listed as reached by a "
+            "legacy warmup",
+            highlight=False,
+        )
     with err.status("reading every module of the tree for JIT kernels"):
         jit_map = JitMap(checked, survey)
         report = jit_map_report(repo, *jit_map.run(), survey.orchestrator_problem, jit_map.unreadable())
@@ -127,8 +161,9 @@ def _jit_map(repo: Path, orchestrator: str, entry: str, statuses: list[str], plo
         else:
             where = ", ".join(r["site"] + (f" if {r['gate']}" if r["gate"] else "") for r in kernel["registered_at"])
         where += f" (via {kernel['via']})" if kernel["via"] else ""
-        table.add_row(escape(f"{kernel['module']}:{kernel['name']}"), kernel["backend"], kernel["status"],
-                      escape(where or "-"))
+        table.add_row(
+            escape(f"{kernel['module']}:{kernel['name']}"), kernel["backend"], kernel["status"], escape(where or "-")
+        )
     out.print(table)
 
 

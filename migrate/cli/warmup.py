@@ -1,11 +1,10 @@
-"""The commands that compile: `zerojit warmup`, `bake` (warmups into caches to ship) and `verify` (warmup, then proof)."""
+"""The commands that compile: `zerojit warmup`, `bake` (warmups into caches to ship), `verify` (warmup, then proof)."""
 
 from __future__ import annotations
 
 import sys
 import warnings
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -16,31 +15,64 @@ from zerojit.contract.executor import default_jobs
 from ..families import MAX_LAUNCHES, get_preset, verify_preset, warm_preset
 from .render import print_warmup
 from .services import BakeError, bake_in_own_process, bake_processes
-from .shared import (USER_ERRORS, CacheOption, JsonOption, PresetOption, err, exit_now, fail, out, print_json,
-                     user_errors, warning_line)
+from .shared import (
+    USER_ERRORS,
+    CacheOption,
+    JsonOption,
+    PresetOption,
+    err,
+    exit_now,
+    fail,
+    out,
+    print_json,
+    user_errors,
+    warning_line,
+)
 
 
 @user_errors()
-def warmup(preset: str = PresetOption,
-           jobs: int = typer.Option(default_jobs(), "--jobs", "-j", min=1,
-                                    help="Parallel compiles (threads or worker processes, as the backend allows)."),
-           timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write the warmup's timeline: a drawing "
-                                                   "(.png, .svg, .pdf; needs zerojit[plots]) or its data (.json: "
-                                                   "phases, and each key's start, wall and CPU seconds and worker)."),
-           ranks: int = typer.Option(1, "--ranks", min=1, help="Cooperative warmup: N local rank processes "
-                                     "(torch.distributed, gloo; at most 64) split the keys and share one disk "
-                                     "cache."),
-           cache_dir: Optional[Path] = CacheOption, as_json: bool = JsonOption,
-           require_baked: bool = typer.Option(False, "--require-baked", help="The cache is a bake (zerojit bake) made "
-                                              "for this environment: a fingerprint mismatch or a planned key it lacks "
-                                              "is an error before anything compiles (exit 2), and any compile during "
-                                              "the warmup exits 1.")) -> None:
+def warmup(
+    preset: str = PresetOption,
+    jobs: int = typer.Option(
+        default_jobs(),
+        "--jobs",
+        "-j",
+        min=1,
+        help="Parallel compiles (threads or worker processes, as the backend allows).",
+    ),
+    timeline: Path | None = typer.Option(
+        None,
+        "--timeline",
+        help="Write the warmup's timeline: a drawing "
+        "(.png, .svg, .pdf; needs zerojit[plots]) or its data (.json: "
+        "phases, and each key's start, wall and CPU seconds and worker).",
+    ),
+    ranks: int = typer.Option(
+        1,
+        "--ranks",
+        min=1,
+        help="Cooperative warmup: N local rank processes "
+        "(torch.distributed, gloo; at most 64) split the keys and share one disk "
+        "cache.",
+    ),
+    cache_dir: Path | None = CacheOption,
+    as_json: bool = JsonOption,
+    require_baked: bool = typer.Option(
+        False,
+        "--require-baked",
+        help="The cache is a bake (zerojit bake) made "
+        "for this environment: a fingerprint mismatch or a planned key it lacks "
+        "is an error before anything compiles (exit 2), and any compile during "
+        "the warmup exits 1.",
+    ),
+) -> None:
     """Compile every planned key for real (compile-only); exit 1 if any key fails."""
     family, chosen = get_preset(preset)
     if ranks > 1:
         raise typer.Exit(_cooperative_warmup(chosen.name, ranks, cache_dir, as_json))
-    run = warm_preset(family, chosen, jobs=jobs, cache_dir=cache_dir, console=err, timeline=timeline,
-                      require_baked=require_baked)
+    run = warm_preset(
+        family, chosen, jobs=jobs, cache_dir=cache_dir, console=err, timeline=timeline, require_baked=require_baked
+    )
     if run.bake:
         err.print(escape(run.bake), highlight=False)
     if as_json:
@@ -55,7 +87,7 @@ def warmup(preset: str = PresetOption,
 
 
 def _cooperative_warmup(preset: str, ranks: int, cache_dir: Path | None, as_json: bool) -> int:
-    """--ranks N: N local rank processes warm the preset together; one row per rank. The exit code: 1 if a key failed."""
+    """--ranks N: N local rank processes warm the preset together; one row per rank. Exit code 1 if a key failed."""
     from ..ranks import cooperative_warmup  # torch.distributed: only for a cooperative warmup
 
     summaries = cooperative_warmup(preset, ranks, cache_dir)
@@ -67,19 +99,32 @@ def _cooperative_warmup(preset: str, ranks: int, cache_dir: Path | None, as_json
         for column in ("rank", "compiled", "loaded from disk", "failed", "variants", "wall s"):
             table.add_column(column, justify="right")
         for r in summaries:
-            table.add_row(str(r["rank"]), str(r["compiled"]), str(r["cached"]), str(r["failed"]),
-                          str(r["variants"]), f"{r['wall_s']:.2f}")
+            table.add_row(
+                str(r["rank"]),
+                str(r["compiled"]),
+                str(r["cached"]),
+                str(r["failed"]),
+                str(r["variants"]),
+                f"{r['wall_s']:.2f}",
+            )
         out.print(table)
     return 0 if not failed else 1
 
 
 @user_errors(BakeError)
-def bake(presets: list[str] = typer.Option(..., "--preset", "-p", help="A serving configuration to bake; "
-                                           "repeatable (see `zerojit families`)."),
-         out_dir: Path = typer.Option(..., "--out", help="The bake: one cache folder per backend (OUT/<backend>), "
-                                      "each with a manifest of its fingerprint, keys and artifact digests."),
-         jobs: int = typer.Option(default_jobs(), "--jobs", "-j", min=1, help="Parallel compiles per preset."),
-         as_json: bool = JsonOption) -> None:
+def bake(
+    presets: list[str] = typer.Option(
+        ..., "--preset", "-p", help="A serving configuration to bake; repeatable (see `zerojit families`)."
+    ),
+    out_dir: Path = typer.Option(
+        ...,
+        "--out",
+        help="The bake: one cache folder per backend (OUT/<backend>), "
+        "each with a manifest of its fingerprint, keys and artifact digests.",
+    ),
+    jobs: int = typer.Option(default_jobs(), "--jobs", "-j", min=1, help="Parallel compiles per preset."),
+    as_json: bool = JsonOption,
+) -> None:
     """Compile presets on this (CPU) machine into caches that serving hosts load with zero compiles.
 
     Bake in the serving hosts' environment (the same Python minor, DSL and FA4 versions: in
@@ -102,8 +147,15 @@ def bake(presets: list[str] = typer.Option(..., "--preset", "-p", help="A servin
     for column in ("preset", "cache", "process", "keys", "compiled", "loaded", "failed"):
         table.add_column(column, justify="left" if column in ("preset", "cache") else "right")
     for row in baked:
-        table.add_row(escape(row["preset"]), escape(row["cache"]), str(row["process"] + 1), str(row["total_keys"]),
-                      str(row["compiled"]), str(row["cached"]), str(row["failed"]))
+        table.add_row(
+            escape(row["preset"]),
+            escape(row["cache"]),
+            str(row["process"] + 1),
+            str(row["total_keys"]),
+            str(row["compiled"]),
+            str(row["cached"]),
+            str(row["failed"]),
+        )
     out.print(table)
     raise typer.Exit(1 if failed else 0)
 
@@ -124,11 +176,15 @@ def bake_here() -> None:
 
 
 @user_errors()
-def verify(preset: str = PresetOption,
-           launches: int = typer.Option(40, "--launches", "-n", help=f"Random in-range launches per launcher "
-                                        f"(1 to {MAX_LAUNCHES})."),
-           seed: int = typer.Option(0, "--seed", help="Seed of the random launches."),
-           cache_dir: Optional[Path] = CacheOption, as_json: bool = JsonOption) -> None:
+def verify(
+    preset: str = PresetOption,
+    launches: int = typer.Option(
+        40, "--launches", "-n", help=f"Random in-range launches per launcher (1 to {MAX_LAUNCHES})."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random launches."),
+    cache_dir: Path | None = CacheOption,
+    as_json: bool = JsonOption,
+) -> None:
     """Warm up, then prove in-range launches compile nothing; exit 1 on any cache growth or failed key."""
     family, chosen = get_preset(preset)
     run, coverage = verify_preset(family, chosen, launches=launches, seed=seed, cache_dir=cache_dir, console=err)
@@ -138,6 +194,8 @@ def verify(preset: str = PresetOption,
         out.print(coverage.table())
         for entry in coverage.kernels:
             for miss in entry.missed_keys:
-                out.print(f"[red]compiled after warmup[/] {escape(entry.name)}: {escape(str(miss['key']))} "
-                          f"from {escape(str(miss['inputs']))}")
+                out.print(
+                    f"[red]compiled after warmup[/] {escape(entry.name)}: {escape(str(miss['key']))} "
+                    f"from {escape(str(miss['inputs']))}"
+                )
     raise typer.Exit(0 if coverage.ok and run.report.ok else 1)

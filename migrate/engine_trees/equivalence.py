@@ -47,7 +47,7 @@ class EquivalenceAdapter(Protocol):
 
     family: str
     grids: dict[str, Callable[[], list[Any]]]
-    legacy_source: str    # what the legacy side runs, as the report names it
+    legacy_source: str  # what the legacy side runs, as the report names it
     migrated_source: str
 
     def strategy(self) -> Any: ...  # a hypothesis strategy of configurations
@@ -73,8 +73,14 @@ class ConfigDiff:
     intended: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"config": jsonable(self.config), "legacy_keys": self.legacy, "migrated_keys": self.migrated,
-                "only_legacy": self.only_legacy, "only_migrated": self.only_migrated, "intended": self.intended}
+        return {
+            "config": jsonable(self.config),
+            "legacy_keys": self.legacy,
+            "migrated_keys": self.migrated,
+            "only_legacy": self.only_legacy,
+            "only_migrated": self.only_migrated,
+            "intended": self.intended,
+        }
 
 
 @dataclasses.dataclass
@@ -96,15 +102,24 @@ class EquivalenceReport:
         return not self.mismatches
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "legacy_source": self.legacy_source, "migrated_source": self.migrated_source,
-                "configs": self.configs, "inputs": self.inputs, "coverage": self.coverage,
-                "mismatches": len(self.mismatches), "intended_differences": len(self.diffs) - len(self.mismatches),
-                "details": [d.to_dict() for d in self.diffs]}
+        return {
+            "family": self.family,
+            "legacy_source": self.legacy_source,
+            "migrated_source": self.migrated_source,
+            "configs": self.configs,
+            "inputs": self.inputs,
+            "coverage": self.coverage,
+            "mismatches": len(self.mismatches),
+            "intended_differences": len(self.diffs) - len(self.mismatches),
+            "details": [d.to_dict() for d in self.diffs],
+        }
 
     def covered(self) -> str:
         """One line per covered field: `arch: sm90 x12, sm100 x12`, then what the configs were drawn from."""
-        lines = [f"{field}: " + ", ".join(f"{value} x{count}" for value, count in values.items())
-                 for field, values in self.coverage.items()]
+        lines = [
+            f"{field}: " + ", ".join(f"{value} x{count}" for value, count in values.items())
+            for field, values in self.coverage.items()
+        ]
         drawn = ", ".join(f"{name} {value}" for name, value in self.inputs.items() if value is not None)
         return "\n".join(lines + ([f"drawn from: {drawn}"] if drawn else []))
 
@@ -113,15 +128,22 @@ class EquivalenceReport:
         from rich.table import Table
 
         verdict = "[green]equivalent[/]" if self.ok else f"[red]{len(self.mismatches)} mismatching[/]"
-        table = Table(title=f"keys diff {self.family}: {self.configs} configs, {verdict}", show_lines=True,
-                      caption=f"legacy: {escape(self.legacy_source)}\nmigrated: {escape(self.migrated_source)}\n"
-                              f"covered: {escape(self.covered())}")
+        table = Table(
+            title=f"keys diff {self.family}: {self.configs} configs, {verdict}",
+            show_lines=True,
+            caption=f"legacy: {escape(self.legacy_source)}\nmigrated: {escape(self.migrated_source)}\n"
+            f"covered: {escape(self.covered())}",
+        )
         for column in ("config", "keys (legacy/migrated)", "only legacy", "only migrated", "verdict"):
             table.add_column(column, overflow="fold")
         for diff in (self.mismatches + [d for d in self.diffs if d.intended])[:limit]:
-            table.add_row(escape(_brief(diff.config)), f"{diff.legacy}/{diff.migrated}", escape(_first(diff.only_legacy)),
-                          escape(_first(diff.only_migrated)),
-                          f"intended: {escape(diff.intended)}" if diff.intended else "[red]MISMATCH[/]")
+            table.add_row(
+                escape(_brief(diff.config)),
+                f"{diff.legacy}/{diff.migrated}",
+                escape(_first(diff.only_legacy)),
+                escape(_first(diff.only_migrated)),
+                f"intended: {escape(diff.intended)}" if diff.intended else "[red]MISMATCH[/]",
+            )
         if len(self.diffs) > limit:
             table.caption += f"\n{len(self.diffs) - limit} more differing configs in --json"
         return table
@@ -131,8 +153,11 @@ def _brief(config: Any) -> str:
     """A config as the fields that differ from its defaults (all fields when it has none)."""
     if not dataclasses.is_dataclass(config):
         return str(config)
-    parts = [f"{f.name}={getattr(config, f.name)!r}" for f in dataclasses.fields(config)
-             if f.default is dataclasses.MISSING or getattr(config, f.name) != f.default]
+    parts = [
+        f"{f.name}={getattr(config, f.name)!r}"
+        for f in dataclasses.fields(config)
+        if f.default is dataclasses.MISSING or getattr(config, f.name) != f.default
+    ]
     return ", ".join(parts)
 
 
@@ -143,8 +168,13 @@ def _first(keys: list[str], width: int = 90) -> str:
     return text + (f"\n(+{len(keys) - 1} more)" if len(keys) > 1 else "")
 
 
-def compare(adapter: EquivalenceAdapter, configs: Iterable[Any], inputs: dict[str, Any] | None = None,
-            jobs: int = 1, rebuild: Callable[[], EquivalenceAdapter] | None = None) -> EquivalenceReport:
+def compare(
+    adapter: EquivalenceAdapter,
+    configs: Iterable[Any],
+    inputs: dict[str, Any] | None = None,
+    jobs: int = 1,
+    rebuild: Callable[[], EquivalenceAdapter] | None = None,
+) -> EquivalenceReport:
     """Legacy vs migrated keys for each config; `inputs` (grid, samples, seed) is recorded as given.
 
     With `jobs` > 1 and `rebuild` (a picklable function making the same adapter), the configs are
@@ -155,8 +185,10 @@ def compare(adapter: EquivalenceAdapter, configs: Iterable[Any], inputs: dict[st
     if jobs > 1 and rebuild is not None and len(configs) > 1:
         parts = [list(enumerate(configs))[start::jobs] for start in range(jobs)]
         with ProcessPoolExecutor(min(jobs, len(configs)), mp_context=multiprocessing.get_context("fork")) as pool:
-            found = sorted((pair for part in pool.map(_diff_part, [rebuild] * jobs, parts) for pair in part),
-                           key=lambda pair: pair[0])
+            found = sorted(
+                (pair for part in pool.map(_diff_part, [rebuild] * jobs, parts) for pair in part),
+                key=lambda pair: pair[0],
+            )
         diffs = [diff for _, diff in found]
     else:
         diffs = [diff for config in configs if (diff := config_diff(adapter, config)) is not None]
@@ -166,8 +198,15 @@ def compare(adapter: EquivalenceAdapter, configs: Iterable[Any], inputs: dict[st
             if hasattr(config, field):
                 value, values = str(getattr(config, field)), coverage.setdefault(field, {})
                 values[value] = values.get(value, 0) + 1
-    return EquivalenceReport(adapter.family, len(configs), diffs, adapter.legacy_source, adapter.migrated_source,
-                             coverage, dict(inputs or {}))
+    return EquivalenceReport(
+        adapter.family,
+        len(configs),
+        diffs,
+        adapter.legacy_source,
+        adapter.migrated_source,
+        coverage,
+        dict(inputs or {}),
+    )
 
 
 def config_diff(adapter: EquivalenceAdapter, config: Any) -> ConfigDiff | None:
@@ -175,8 +214,14 @@ def config_diff(adapter: EquivalenceAdapter, config: Any) -> ConfigDiff | None:
     legacy, migrated = adapter.legacy_keys(config), adapter.migrated_keys(config)
     if legacy == migrated:
         return None
-    return ConfigDiff(config, len(legacy), len(migrated), sorted(legacy - migrated), sorted(migrated - legacy),
-                      adapter.intended(config, legacy, migrated))
+    return ConfigDiff(
+        config,
+        len(legacy),
+        len(migrated),
+        sorted(legacy - migrated),
+        sorted(migrated - legacy),
+        adapter.intended(config, legacy, migrated),
+    )
 
 
 def _diff_part(rebuild: Callable[[], EquivalenceAdapter], part: list[tuple[int, Any]]) -> list[tuple[int, ConfigDiff]]:
@@ -213,7 +258,8 @@ class TreeEquivalence:
             except (OSError, subprocess.CalledProcessError, StopIteration) as exc:
                 raise FileNotFoundError(
                     f"the legacy side runs vLLM {self.legacy_release}'s own code, and its sources could not be "
-                    f"fetched ({exc}); pass --legacy-tree PATH to a checkout of it") from None
+                    f"fetched ({exc}); pass --legacy-tree PATH to a checkout of it"
+                ) from None
         return TreeWarmup(tree, self.spec, self.engine)
 
     @functools.cached_property
@@ -250,8 +296,9 @@ def sample_configs(adapter: EquivalenceAdapter, samples: int, seed: int) -> list
     drawn: list[Any] = []
 
     @with_seed(seed)
-    @settings(max_examples=samples, database=None, deadline=None, derandomize=False,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=samples, database=None, deadline=None, derandomize=False, suppress_health_check=list(HealthCheck)
+    )
     @given(adapter.strategy())
     def draw(config: Any) -> None:
         drawn.append(config)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from zerojit.contract.storage import cache_root
 
+
 def vllm_tree(version: str) -> Path:
     tree = cache_root() / "trees" / f"vllm-{version}"
     if (tree / "vllm" / "__init__.py").is_file():
@@ -25,8 +26,21 @@ def vllm_tree(version: str) -> Path:
     wheels.mkdir(parents=True, exist_ok=True)
     wheel = next(wheels.glob(f"vllm-{version}-*.whl"), None)
     if wheel is None:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                        f"vllm=={version}", "-d", str(wheels)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--only-binary=:all:",
+                f"vllm=={version}",
+                "-d",
+                str(wheels),
+            ],
+            check=True,
+        )
         wheel = next(wheels.glob(f"vllm-{version}-*.whl"))
     tree.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".vllm-{version}-", dir=tree.parent))

@@ -30,8 +30,11 @@ class NamesOnlyUsed(RuntimeError):
 
 def _refuse(what: str):
     def refuse(self: Any, *args: Any) -> Any:
-        raise NamesOnlyUsed(f"{object.__getattribute__(self, '_zerojit_name')} was used in a decision ({what}); "
-                            "the family must stub it with a value")
+        raise NamesOnlyUsed(
+            f"{object.__getattribute__(self, '_zerojit_name')} was used in a decision ({what}); "
+            "the family must stub it with a value"
+        )
+
     return refuse
 
 
@@ -81,11 +84,32 @@ class _Placeholder(metaclass=_PlaceholderMeta):
         """An engine class built on a placeholder base is real code: it decides like any object."""
         super().__init_subclass__(**kwargs)
         if "_zerojit_name" not in cls.__dict__:
-            for name in ("__bool__", "__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__iter__", "__len__",
-                         "__int__", "__index__", "__float__", "__add__", "__radd__", "__sub__", "__rsub__",
-                         "__mul__", "__rmul__", "__truediv__", "__floordiv__", "__getattr__", "__call__"):
-                if name not in cls.__dict__ and not any(name in base.__dict__ for base in cls.__mro__[1:-1]
-                                                        if not issubclass(base, _Placeholder)):
+            for name in (
+                "__bool__",
+                "__eq__",
+                "__lt__",
+                "__le__",
+                "__gt__",
+                "__ge__",
+                "__iter__",
+                "__len__",
+                "__int__",
+                "__index__",
+                "__float__",
+                "__add__",
+                "__radd__",
+                "__sub__",
+                "__rsub__",
+                "__mul__",
+                "__rmul__",
+                "__truediv__",
+                "__floordiv__",
+                "__getattr__",
+                "__call__",
+            ):
+                if name not in cls.__dict__ and not any(
+                    name in base.__dict__ for base in cls.__mro__[1:-1] if not issubclass(base, _Placeholder)
+                ):
                     setattr(cls, name, _plain(name))
 
 
@@ -101,6 +125,7 @@ def _plain(name: str) -> Any:
         if name == "__getattr__":
             raise AttributeError(args[0])
         raise TypeError(f"{type(self).__name__} does not support {name}")
+
     return missing
 
 
@@ -136,7 +161,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             file = sources.file_of(name)
             package = file.name == "__init__.py"
             return importlib.util.spec_from_file_location(
-                name, file, submodule_search_locations=[str(file.parent)] if package else None)
+                name, file, submodule_search_locations=[str(file.parent)] if package else None
+            )
         if name in sources.stubs or sources.in_package(name):
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None

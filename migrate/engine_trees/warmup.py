@@ -34,15 +34,16 @@ class Engine:
     """Where an engine's warmup machinery lives (vLLM's by default)."""
 
     package: str = "vllm"
-    entry: str = VLLM_ORCHESTRATOR_ENTRY              # the orchestrator function the engine calls at init
+    entry: str = VLLM_ORCHESTRATOR_ENTRY  # the orchestrator function the engine calls at init
     jit_module: str = "vllm.model_executor.warmup.jit_warmup"
     kernel_base: str = "VllmJitKernel"
     registry_class: str = "JitWarmupRegistry"
     registry_holder: str = "jit_warmup_registry"  # the model runner's attribute holding the registry
     registry_method: str = "warmup"
     # Names the warmup machinery itself reads, whatever the family (the registry's progress bar).
-    stubs: dict[str, dict[str, Any]] = dataclasses.field(default_factory=lambda: {
-        "vllm.distributed": {"is_global_first_rank": lambda: False}})
+    stubs: dict[str, dict[str, Any]] = dataclasses.field(
+        default_factory=lambda: {"vllm.distributed": {"is_global_first_rank": lambda: False}}
+    )
 
 
 VLLM = Engine()
@@ -77,15 +78,21 @@ class EngineFamily(Protocol):
 class TreeWarmup:
     """One family's kernel, warmed the way one engine tree warms it."""
 
-    def __init__(self, root: Path, spec: Any, family: EngineFamily, engine: Engine = VLLM,
-                 run_compiles: bool = False):
+    def __init__(self, root: Path, spec: Any, family: EngineFamily, engine: Engine = VLLM, run_compiles: bool = False):
         """`run_compiles`: the kernels' own `compile` runs (into a backend the caller set up and watches)
         instead of recording the key; the key sets returned are then empty."""
         self.root, self.spec, self.family, self.engine = Path(root), spec, family, engine
         self.run_compiles = run_compiles
         self.state = types.SimpleNamespace(config=None, vllm_config=None)  # what the stubs read
-        wanted = (engine.jit_module, spec.orchestrator_module, spec.singleton_module, spec.construction_module,
-                  *(home for home, _ in spec.constructions()), spec.legacy_module, *family.real_modules)
+        wanted = (
+            engine.jit_module,
+            spec.orchestrator_module,
+            spec.singleton_module,
+            spec.construction_module,
+            *(home for home, _ in spec.constructions()),
+            spec.legacy_module,
+            *family.real_modules,
+        )
         probe = EngineSources(root, engine.package, (), {})
         present = tuple(dict.fromkeys(m for m in wanted if m and probe.file_of(m).is_file()))
         for required in (engine.jit_module, spec.orchestrator_module, spec.singleton_module):
@@ -96,9 +103,14 @@ class TreeWarmup:
             stubs.setdefault(name, {}).update(attrs)
         self.sources = EngineSources(root, engine.package, present, stubs)
         self._trees: dict[str, ast.Module] = {}
-        self.has_legacy = spec.legacy_module in present if spec.legacy_module else any(
-            isinstance(node, ast.FunctionDef) and node.name == spec.orchestrator_step
-            for node in self._tree(spec.orchestrator_module).body)
+        self.has_legacy = (
+            spec.legacy_module in present
+            if spec.legacy_module
+            else any(
+                isinstance(node, ast.FunctionDef) and node.name == spec.orchestrator_step
+                for node in self._tree(spec.orchestrator_module).body
+            )
+        )
 
     def _tree(self, module: str) -> ast.Module:
         if module not in self._trees:
@@ -113,8 +125,11 @@ class TreeWarmup:
         path = self.sources.file_of(f"{self.engine.package}._version")
         if path.is_file():
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-                        and any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets)):
+                if (
+                    isinstance(node, ast.Assign)
+                    and isinstance(node.value, ast.Constant)
+                    and any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets)
+                ):
                     return str(node.value.value)
         return "(version unknown)"
 
@@ -130,13 +145,13 @@ class TreeWarmup:
             orchestrator = self.sources.module(spec.orchestrator_module)
             tree = self._tree(spec.orchestrator_module)
             if spec.orchestrator_step:
-                step = calls_to(tree, spec.orchestrator_module, spec.orchestrator_module, spec.orchestrator_step,
-                                defined_here=True)
+                step = calls_to(
+                    tree, spec.orchestrator_module, spec.orchestrator_module, spec.orchestrator_step, defined_here=True
+                )
                 for site in self._entry_sites(call_sites(tree, step)):
                     self._run(site, self._entry_scope(orchestrator, site, worker))
                 return self._keys(recorded)
-            sites = call_sites(tree, calls_to(tree, spec.orchestrator_module, spec.legacy_module,
-                                              spec.legacy_function))
+            sites = call_sites(tree, calls_to(tree, spec.orchestrator_module, spec.legacy_module, spec.legacy_function))
             legacy = self.sources.module(spec.legacy_module)
             for site in self._entry_sites(sites):
                 arguments = self._entry_scope(orchestrator, site, worker)
@@ -149,8 +164,10 @@ class TreeWarmup:
                 function = getattr(legacy, spec.legacy_function)
                 scope = self._bound(legacy, function, args, kwargs)
                 legacy_tree = self._tree(spec.legacy_module)
-                for step in call_sites(legacy_tree, calls_to(legacy_tree, spec.legacy_module, spec.legacy_module,
-                                                             spec.legacy_step, defined_here=True)):
+                for step in call_sites(
+                    legacy_tree,
+                    calls_to(legacy_tree, spec.legacy_module, spec.legacy_module, spec.legacy_step, defined_here=True),
+                ):
                     if step.function.name == spec.legacy_function:
                         self._run(step, scope)
             return self._keys(recorded)
@@ -164,36 +181,53 @@ class TreeWarmup:
                 self.family.construct(config, worker.vllm_config, self)
             orchestrator = self.sources.module(self.spec.orchestrator_module)
             tree = self._tree(self.spec.orchestrator_module)
-            for site in self._entry_sites(call_sites(tree, method_calls(engine.registry_holder, engine.registry_method))):
+            for site in self._entry_sites(
+                call_sites(tree, method_calls(engine.registry_holder, engine.registry_method))
+            ):
                 self._run(site, self._entry_scope(orchestrator, site, worker))
             return self._keys(recorded)
 
     def constructor_registrations(self, cls: str, bound: dict[str, Any]) -> None:
         """Make the registrations `cls.__init__` makes (`cls`: a class of the spec's construction module, or
         `module:Class`), as the tree wrote them: each `<kernel>.register_warmup(...)` under its gates,
-        evaluated with the constructor's `bound` parameters (`self` holding what the constructor set before it) and the module's imports of the
-        names they read. The rest of the constructor (sub-layers, weights) does not run. Call it inside
-        a family's `construct`.
+        evaluated with the constructor's `bound` parameters (`self` holding what the constructor set before it)
+        and the module's imports of the names they read. The rest of the constructor (sub-layers, weights) does
+        not run. Call it inside a family's `construct`.
         """
         module, _, cls = cls.rpartition(":")
         module = module or self.spec.construction_module
         tree = self._tree(module)
-        init = next((item for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls
-                     for item in node.body if isinstance(item, ast.FunctionDef)
-                     and item.name == self.spec.construction_method), None)
+        init = next(
+            (
+                item
+                for node in tree.body
+                if isinstance(node, ast.ClassDef) and node.name == cls
+                for item in node.body
+                if isinstance(item, ast.FunctionDef) and item.name == self.spec.construction_method
+            ),
+            None,
+        )
         method = self.spec.construction_method
         if init is None and method != "__init__":
             return  # inherited as it is: this class adds no registration there
         if init is None:
             raise EngineRunError(f"{module} has no {cls}.{method}")
-        registers = [method_calls(name, "register_warmup") for name in dict.fromkeys(
-            (self.spec.singleton, self.spec.private_singleton, self.spec.kernel_name)) if name]
+        registers = [
+            method_calls(name, "register_warmup")
+            for name in dict.fromkeys((self.spec.singleton, self.spec.private_singleton, self.spec.kernel_name))
+            if name
+        ]
         table = import_table(tree, module, self.sources.file_of(module).name == "__init__.py")
-        registering = call_sites(tree, lambda call, assigned: any(m(call, assigned) for m in registers),
-                                 functions=[init])
+        registering = call_sites(
+            tree, lambda call, assigned: any(m(call, assigned) for m in registers), functions=[init]
+        )
         for site in registering:
-            read = {n.id for part in (site.call, *(g.test for g in site.gates), *site.assigned.values())
-                    for n in ast.walk(part) if isinstance(n, ast.Name)}
+            read = {
+                n.id
+                for part in (site.call, *(g.test for g in site.gates), *site.assigned.values())
+                for n in ast.walk(part)
+                if isinstance(n, ast.Name)
+            }
             imported = {}
             for name in read & table.keys():
                 with contextlib.suppress(AttributeError):  # a stub without it: only an error if the call needs it
@@ -223,8 +257,11 @@ class TreeWarmup:
             jit = self.sources.module(self.engine.jit_module)
             self.sources.module(self.spec.singleton_module)
             # The kernel's own class too: before a migration adopts the contract it may not derive from the base.
-            recording = contextlib.nullcontext([]) if self.run_compiles else \
-                _recording_compiles(getattr(jit, self.engine.kernel_base), self._kernel_type())
+            recording = (
+                contextlib.nullcontext([])
+                if self.run_compiles
+                else _recording_compiles(getattr(jit, self.engine.kernel_base), self._kernel_type())
+            )
             with recording as recorded:
                 registry = getattr(jit, self.engine.registry_class)(vllm_config)
                 yield recorded, self.family.worker(config, vllm_config, registry), registry
@@ -234,8 +271,9 @@ class TreeWarmup:
         for name in (self.spec.private_singleton, self.spec.singleton):
             if name and hasattr(module, name):
                 return type(getattr(module, name))
-        raise EngineRunError(f"{self.spec.singleton_module} defines neither {self.spec.singleton} "
-                             f"nor {self.spec.private_singleton}")
+        raise EngineRunError(
+            f"{self.spec.singleton_module} defines neither {self.spec.singleton} nor {self.spec.private_singleton}"
+        )
 
     def _keys(self, recorded: list) -> set:
         kernel = self._kernel_type()
@@ -244,8 +282,10 @@ class TreeWarmup:
     def _entry_sites(self, sites: list[CallSite]) -> list[CallSite]:
         for site in sites:
             if site.function.name != self.engine.entry:
-                raise EngineRunError(f"{self.spec.orchestrator_module}: the warmup call on line {site.call.lineno} is "
-                                     f"in {site.function.name}(), not in the entry {self.engine.entry}()")
+                raise EngineRunError(
+                    f"{self.spec.orchestrator_module}: the warmup call on line {site.call.lineno} is "
+                    f"in {site.function.name}(), not in the entry {self.engine.entry}()"
+                )
         return sites
 
     def _entry_scope(self, module: types.ModuleType, site: CallSite, worker: Any) -> dict[str, Any]:
@@ -275,8 +315,10 @@ class TreeWarmup:
         try:
             return eval(compile(ast.Expression(node), f"<{what}>", "eval"), scope)
         except NameError as exc:
-            raise EngineRunError(f"{site.function.name}(): {what} `{ast.unparse(node)}` reads {exc.name!r}, which "
-                                 "is neither a module name, a parameter nor a plain assignment before it") from None
+            raise EngineRunError(
+                f"{site.function.name}(): {what} `{ast.unparse(node)}` reads {exc.name!r}, which "
+                "is neither a module name, a parameter nor a plain assignment before it"
+            ) from None
 
     def _run(self, site: CallSite, scope: dict[str, Any]) -> None:
         """The call at `site`, made as written when its gates hold (callee and arguments evaluated in `scope`)."""

@@ -17,8 +17,13 @@ from zerojit.contract.backends import cutedsl as cutedsl_backend
 from ..families import Family, Preset
 from .kernel import FAMILY as NAME
 from .launches import sample_launches
-from .model import (FA4_MLA_PREFILL, FlashAttnPrefillBackend, MLAPresetModel, UpstreamFA4MLAPrefill,
-                    selects_flash_attn_prefill)
+from .model import (
+    FA4_MLA_PREFILL,
+    FlashAttnPrefillBackend,
+    MLAPresetModel,
+    UpstreamFA4MLAPrefill,
+    selects_flash_attn_prefill,
+)
 from .presets import PRESETS
 from .spec import SPEC
 

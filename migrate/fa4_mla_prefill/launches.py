@@ -19,15 +19,25 @@ def prefill_launches(limits: ServingLimits, model: MLAModel, count: int, seed: i
     tokens, longest = limits.max_num_batched_tokens, limits.max_model_len
 
     def launch(batch, q, k, causal, lse):
-        return {"batch_size": batch, "dtype": limits.dtype, "num_heads": heads, "dims": model.dims,
-                "max_seqlen_q": q, "max_seqlen_k": k, "requires_v_padding": False, "causal": causal,
-                "fa_version": 4, "return_lse": lse, "num_splits": splits}
+        return {
+            "batch_size": batch,
+            "dtype": limits.dtype,
+            "num_heads": heads,
+            "dims": model.dims,
+            "max_seqlen_q": q,
+            "max_seqlen_k": k,
+            "requires_v_padding": False,
+            "causal": causal,
+            "fa_version": 4,
+            "return_lse": lse,
+            "num_splits": splits,
+        }
 
     prompt = min(tokens, longest)
     edges = [
-        launch(1, 1, 1, True, False),                                    # one-token prompt
-        launch(1, prompt, prompt, True, True),                           # the longest prompt a step holds
-        launch(tokens // prompt, prompt, longest, False, True),          # context chunks at full context
+        launch(1, 1, 1, True, False),  # one-token prompt
+        launch(1, prompt, prompt, True, True),  # the longest prompt a step holds
+        launch(tokens // prompt, prompt, longest, False, True),  # context chunks at full context
         launch(min(limits.max_num_seqs, tokens), 1, longest, False, True),  # many one-token chunks
     ]
     out = edges[:count]
@@ -43,5 +53,8 @@ def prefill_launches(limits: ServingLimits, model: MLAModel, count: int, seed: i
 
 def sample_launches(preset: Any, kernels: Sequence[JitKernel], per_kernel: int, seed: int):
     """The family's verification hook: prefill launches of the preset's model for every kernel."""
-    return [(kernel, inputs) for kernel in kernels
-            for inputs in prefill_launches(preset.limits, preset.model.mla, per_kernel, seed)]
+    return [
+        (kernel, inputs)
+        for kernel in kernels
+        for inputs in prefill_launches(preset.limits, preset.model.mla, per_kernel, seed)
+    ]

@@ -40,16 +40,21 @@ def flash_attn_accepts(dims: MLADims) -> bool:
     """Whether the tree's own FlashAttnPrefillBackend takes these MLA dims (run inside the tree)."""
     base = importlib.import_module("vllm.v1.attention.backends.mla.prefill.base")
     return importlib.import_module(FLASH_ATTN).FlashAttnPrefillBackend.supports_mla_dimensions(
-        base.MLADimensions(qk_nope_head_dim=dims.qk_nope_head_dim, qk_rope_head_dim=dims.qk_rope_head_dim,
-                           v_head_dim=dims.v_head_dim))
+        base.MLADimensions(
+            qk_nope_head_dim=dims.qk_nope_head_dim, qk_rope_head_dim=dims.qk_rope_head_dim, v_head_dim=dims.v_head_dim
+        )
+    )
 
 
 def _selected_backend(state: types.SimpleNamespace):
     """The prefill backend class vLLM's selector returns for the configuration under test."""
     config = state.config
     if config.prefill_backend != "FLASH_ATTN":
-        return type(config.prefill_backend, (), {"get_name": staticmethod(lambda: config.prefill_backend),
-                                                 "__init__": lambda self, **kwargs: None})
+        return type(
+            config.prefill_backend,
+            (),
+            {"get_name": staticmethod(lambda: config.prefill_backend), "__init__": lambda self, **kwargs: None},
+        )
     backend = importlib.import_module(FLASH_ATTN).FlashAttnPrefillBackend
     if not backend.is_available():
         raise ValueError("FLASH_ATTN is not available on this platform")
@@ -74,14 +79,20 @@ class FA4MLAEngine:
             "vllm.platforms": {"current_platform": VllmPlatform(state)},
             "vllm.platforms.rocm": {"on_gfx1250": lambda: False},
             "flash_attn": {},
-            "vllm.config": {"get_current_vllm_config_or_none": lambda: state.vllm_config,
-                            "get_current_vllm_config": lambda: state.vllm_config},
-            "vllm.vllm_flash_attn.flash_attn_interface": {"is_fa_version_supported": lambda version: True,
-                                                          "fa_version_unsupported_reason": lambda version: None},
+            "vllm.config": {
+                "get_current_vllm_config_or_none": lambda: state.vllm_config,
+                "get_current_vllm_config": lambda: state.vllm_config,
+            },
+            "vllm.vllm_flash_attn.flash_attn_interface": {
+                "is_fa_version_supported": lambda version: True,
+                "fa_version_unsupported_reason": lambda version: None,
+            },
             "vllm.model_executor.layers.attention.mla_attention": {
-                "get_mla_dims": lambda model_config: types.SimpleNamespace(**dataclasses.asdict(state.config.dims))},
-            "vllm.v1.attention.backends.mla.prefill": {"get_mla_prefill_backend":
-                                                       lambda vllm_config: _selected_backend(state)},
+                "get_mla_dims": lambda model_config: types.SimpleNamespace(**dataclasses.asdict(state.config.dims))
+            },
+            "vllm.v1.attention.backends.mla.prefill": {
+                "get_mla_prefill_backend": lambda vllm_config: _selected_backend(state)
+            },
         }
 
     def import_facts(self, config: Any) -> str:
@@ -93,12 +104,19 @@ class FA4MLAEngine:
         parallel = types.SimpleNamespace(tensor_parallel_size=config.tp_size)
         return types.SimpleNamespace(
             model_config=types.SimpleNamespace(
-                dtype=torch_dtype(config.dtype), use_mla=config.use_mla, is_diffusion=False, hf_text_config=None,
-                max_model_len=model_len, get_num_attention_heads=lambda parallel_config: heads),
+                dtype=torch_dtype(config.dtype),
+                use_mla=config.use_mla,
+                is_diffusion=False,
+                hf_text_config=None,
+                max_model_len=model_len,
+                get_num_attention_heads=lambda parallel_config: heads,
+            ),
             attention_config=types.SimpleNamespace(flash_attn_version=config.forced_fa_version),
             kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
             scheduler_config=types.SimpleNamespace(max_num_seqs=seqs, max_num_batched_tokens=tokens),
-            parallel_config=parallel, cache_config=types.SimpleNamespace(cache_dtype="auto", block_size=16))
+            parallel_config=parallel,
+            cache_config=types.SimpleNamespace(cache_dtype="auto", block_size=16),
+        )
 
     def worker(self, config: Any, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
         return vllm_worker(vllm_config, registry, is_pooling_model=config.is_pooling)
@@ -113,9 +131,15 @@ class FA4MLAEngine:
         except ValueError:
             return
         dims = config.dims
-        backend(num_heads=config.total_heads // config.tp_size, scale=(dims.qk_head_dim) ** -0.5,
-                kv_lora_rank=KV_LORA_RANK, qk_nope_head_dim=dims.qk_nope_head_dim,
-                qk_rope_head_dim=dims.qk_rope_head_dim, v_head_dim=dims.v_head_dim, vllm_config=vllm_config)
+        backend(
+            num_heads=config.total_heads // config.tp_size,
+            scale=(dims.qk_head_dim) ** -0.5,
+            kv_lora_rank=KV_LORA_RANK,
+            qk_nope_head_dim=dims.qk_nope_head_dim,
+            qk_rope_head_dim=dims.qk_rope_head_dim,
+            v_head_dim=dims.v_head_dim,
+            vllm_config=vllm_config,
+        )
 
     def to_key(self, key: Any) -> FA4MLAPrefillKey:
         fields = dataclasses.asdict(key)
@@ -125,4 +149,5 @@ class FA4MLAEngine:
     def backend_fa_version(self, config: Any, qk_head_dim: int, v_head_dim: int | None) -> int | None:
         """The FA version the tree's fa_utils decides for these head sizes (the backend passes both)."""
         return importlib.import_module("vllm.v1.attention.backends.fa_utils").get_flash_attn_version(
-            head_size=qk_head_dim, head_size_v=v_head_dim)
+            head_size=qk_head_dim, head_size_v=v_head_dim
+        )

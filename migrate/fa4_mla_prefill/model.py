@@ -49,12 +49,18 @@ class FlashAttnPrefillBackend:
     def __init__(self, limits: ServingLimits, model: MLAModel, kernel: FA4MLAPrefill = FA4_MLA_PREFILL):
         dims = model.dims
         self.num_heads = model.heads_per_rank(limits)
-        self.fa_version = select_fa_version(limits.arch, dims.qk_head_dim, dims.v_head_dim,
-                                            forced=model.forced_fa_version, batch_invariant=model.batch_invariant)
+        self.fa_version = select_fa_version(
+            limits.arch,
+            dims.qk_head_dim,
+            dims.v_head_dim,
+            forced=model.forced_fa_version,
+            batch_invariant=model.batch_invariant,
+        )
         self.num_splits = runtime_num_splits(limits.arch, model.batch_invariant)
         if limits.enable_jit_warmup and self.fa_version == 4:
-            kernel.register_warmup(num_heads=self.num_heads, dims=dims, fa_version=4,
-                                   batch_invariant=model.batch_invariant)
+            kernel.register_warmup(
+                num_heads=self.num_heads, dims=dims, fa_version=4, batch_invariant=model.batch_invariant
+            )
 
 
 class UpstreamFA4MLAPrefill(FA4MLAPrefill):
@@ -65,14 +71,23 @@ class UpstreamFA4MLAPrefill(FA4MLAPrefill):
     def __init__(self, forced_fa_version: int | None = None):
         self.forced_fa_version = forced_fa_version  # the engine's configured FA version, if any
 
-    def key_space(self, limits: ServingLimits, *, num_heads: int, dims: MLADims, fa_version: int = 4,
-                  batch_invariant: bool = False) -> KeySpace:
-        recheck = select_fa_version(limits.arch, dims.qk_head_dim, None, forced=self.forced_fa_version,
-                                    batch_invariant=batch_invariant)
+    def key_space(
+        self,
+        limits: ServingLimits,
+        *,
+        num_heads: int,
+        dims: MLADims,
+        fa_version: int = 4,
+        batch_invariant: bool = False,
+    ) -> KeySpace:
+        recheck = select_fa_version(
+            limits.arch, dims.qk_head_dim, None, forced=self.forced_fa_version, batch_invariant=batch_invariant
+        )
         if recheck != 4:
             return Empty()
-        return super().key_space(limits, num_heads=num_heads, dims=dims, fa_version=fa_version,
-                                 batch_invariant=batch_invariant)
+        return super().key_space(
+            limits, num_heads=num_heads, dims=dims, fa_version=fa_version, batch_invariant=batch_invariant
+        )
 
 
 def selects_flash_attn_prefill(model: MLAModel) -> bool:

@@ -23,8 +23,9 @@ from .spec import SPEC
 
 
 def _construct(preset: Preset[GdnPresetModel]):
-    layers = [QwenGdnAttention(preset.limits, preset.model.norm, preset.model.num_sms)
-              for _ in range(preset.num_layers)]
+    layers = [
+        QwenGdnAttention(preset.limits, preset.model.norm, preset.model.num_sms) for _ in range(preset.num_layers)
+    ]
     return (layers[0].kernel,)
 
 

@@ -47,5 +47,7 @@ def engine_kernel() -> Any:
         try:
             return kernel_from_tree()
         except (OSError, subprocess.CalledProcessError, StopIteration) as exc:
-            raise BackendConfigError(f"{FAMILY} compiles vLLM's own kernel: install vllm, or let zerojit fetch vLLM "
-                                     f"{KERNEL_RELEASE}'s sources from PyPI (that failed: {exc})") from None
+            raise BackendConfigError(
+                f"{FAMILY} compiles vLLM's own kernel: install vllm, or let zerojit fetch vLLM "
+                f"{KERNEL_RELEASE}'s sources from PyPI (that failed: {exc})"
+            ) from None

@@ -22,9 +22,10 @@ from .legacy import LEGACY_RELEASE, GdnEngine
 from .model import QwenGdnAttention
 from .spec import SPEC
 
+
 class GdnModel(NamedTuple):
     model_type: str
-    num_k_heads: int    # whole model; vLLM divides by the TP size
+    num_k_heads: int  # whole model; vLLM divides by the TP size
     num_v_heads: int
     head_k_dim: int
     head_v_dim: int
@@ -58,17 +59,32 @@ class GdnConfig:
 
     def limits(self) -> ServingLimits:
         seqs, tokens, model_len = self.scheduler
-        return ServingLimits(max_num_seqs=seqs, max_num_batched_tokens=tokens, max_model_len=model_len,
-                             tp_size=self.tp_size, dtype=self.dtype, enable_jit_warmup=self.enable_jit_warmup)
+        return ServingLimits(
+            max_num_seqs=seqs,
+            max_num_batched_tokens=tokens,
+            max_model_len=model_len,
+            tp_size=self.tp_size,
+            dtype=self.dtype,
+            enable_jit_warmup=self.enable_jit_warmup,
+        )
 
     def norm(self) -> GatedNorm:
-        return GatedNorm(rows_per_token=self.shape.num_v_heads // self.tp_size, group_size=self.shape.head_v_dim,
-                         weight_dtype=self.dtype, norm_before_gate=True, activation=self.activation)
+        return GatedNorm(
+            rows_per_token=self.shape.num_v_heads // self.tp_size,
+            group_size=self.shape.head_v_dim,
+            weight_dtype=self.dtype,
+            norm_before_gate=True,
+            activation=self.activation,
+        )
 
 
 def _full() -> list[GdnConfig]:
-    return [GdnConfig(*values) for values in itertools.product(
-        MODELS, NUM_SMS, TP_SIZES, ("bf16", "fp16"), ("silu", "sigmoid"), (True, False), SCHEDULERS)]
+    return [
+        GdnConfig(*values)
+        for values in itertools.product(
+            MODELS, NUM_SMS, TP_SIZES, ("bf16", "fp16"), ("silu", "sigmoid"), (True, False), SCHEDULERS
+        )
+    ]
 
 
 class GdnNormEquivalence(TreeEquivalence):
@@ -79,10 +95,16 @@ class GdnNormEquivalence(TreeEquivalence):
     grids = {"full": _full, "smoke": lambda: _full()[::37]}
 
     def strategy(self):
-        return st.builds(GdnConfig, model=st.sampled_from(tuple(MODELS)), num_sms=st.sampled_from(NUM_SMS),
-                         tp_size=st.sampled_from(TP_SIZES), dtype=st.sampled_from(("bf16", "fp16")),
-                         activation=st.sampled_from(("silu", "sigmoid")), enable_jit_warmup=st.booleans(),
-                         scheduler=st.sampled_from(SCHEDULERS))
+        return st.builds(
+            GdnConfig,
+            model=st.sampled_from(tuple(MODELS)),
+            num_sms=st.sampled_from(NUM_SMS),
+            tp_size=st.sampled_from(TP_SIZES),
+            dtype=st.sampled_from(("bf16", "fp16")),
+            activation=st.sampled_from(("silu", "sigmoid")),
+            enable_jit_warmup=st.booleans(),
+            scheduler=st.sampled_from(SCHEDULERS),
+        )
 
     def family_keys(self, config: GdnConfig) -> set[str]:
         limits = config.limits()
@@ -95,6 +117,8 @@ class GdnNormEquivalence(TreeEquivalence):
 
     def intended(self, config, legacy, migrated) -> str | None:
         if not config.enable_jit_warmup and not migrated:
-            return ("JIT warmup is off: vLLM's orchestrator runs the standalone Qwen step regardless, the "
-                    "contract's registry does not run")
+            return (
+                "JIT warmup is off: vLLM's orchestrator runs the standalone Qwen step regardless, the "
+                "contract's registry does not run"
+            )
         return None

@@ -22,5 +22,8 @@ def norm_launches(limits: ServingLimits, norm: GatedNorm, count: int, seed: int)
 
 def sample_launches(preset: Any, kernels: Sequence[JitKernel], per_kernel: int, seed: int):
     """The family's verification hook: in-range norm launches of the preset's model for every kernel."""
-    return [(kernel, inputs) for kernel in kernels
-            for inputs in norm_launches(preset.limits, preset.model.norm, per_kernel, seed)]
+    return [
+        (kernel, inputs)
+        for kernel in kernels
+        for inputs in norm_launches(preset.limits, preset.model.norm, per_kernel, seed)
+    ]

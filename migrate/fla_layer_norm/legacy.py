@@ -24,12 +24,11 @@ from typing import Any
 
 import torch
 
+from zerojit.contract.backends.triton import value_class
 from zerojit.contract.limits import serving_dtype, torch_dtype
 from zerojit.migrate.engine_trees.warmup import EngineRunError, VllmPlatform, vllm_worker
 
 from .engine_kernel import KERNEL_RELEASE, triton_stub
-from zerojit.contract.backends.triton import value_class
-
 from .kernel import LayerNormKey
 from .spec import SPEC
 
@@ -56,11 +55,13 @@ class GdnEngine:
         seqs, tokens, model_len = config.scheduler
         text = types.SimpleNamespace(model_type=config.shape.model_type)
         return types.SimpleNamespace(
-            model_config=types.SimpleNamespace(hf_config=text, hf_text_config=text, dtype=torch_dtype(config.dtype),
-                                               max_model_len=model_len),
+            model_config=types.SimpleNamespace(
+                hf_config=text, hf_text_config=text, dtype=torch_dtype(config.dtype), max_model_len=model_len
+            ),
             scheduler_config=types.SimpleNamespace(max_num_seqs=seqs, max_num_batched_tokens=tokens),
             kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
-            compilation_config=types.SimpleNamespace(static_forward_context={}))
+            compilation_config=types.SimpleNamespace(static_forward_context={}),
+        )
 
     def worker(self, config: Any, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
         """The model runner after KV-cache allocation: its GDN layers hold their caches."""
@@ -70,43 +71,83 @@ class GdnEngine:
             layer = self.layer(config, vllm_config)
             layer.kv_cache = _gdn_cache(config, layer)
             compilation.static_forward_context[f"model.layers.{index}.linear_attn"] = layer
-        return vllm_worker(vllm_config, registry, device=torch.device("cuda", 0), max_num_tokens=tokens,
-                           max_num_reqs=seqs, compilation_config=compilation, is_pooling_model=False,
-                           speculative_config=None)
+        return vllm_worker(
+            vllm_config,
+            registry,
+            device=torch.device("cuda", 0),
+            max_num_tokens=tokens,
+            max_num_reqs=seqs,
+            compilation_config=compilation,
+            is_pooling_model=False,
+            speculative_config=None,
+        )
 
     def layer(self, config: Any, vllm_config: Any) -> types.SimpleNamespace:
         """What `QwenGatedDeltaNetAttention.__init__` has set when it builds its output norm."""
         shape = config.shape
-        norm = types.SimpleNamespace(weight=torch.empty(shape.head_v_dim, dtype=torch_dtype(config.dtype),
-                                                        device="meta"),
-                                     norm_before_gate=True, activation=config.activation)
+        norm = types.SimpleNamespace(
+            weight=torch.empty(shape.head_v_dim, dtype=torch_dtype(config.dtype), device="meta"),
+            norm_before_gate=True,
+            activation=config.activation,
+        )
         heads = shape.num_v_heads // config.tp_size
         return types.SimpleNamespace(
-            num_k_heads=shape.num_k_heads, num_v_heads=shape.num_v_heads, head_k_dim=shape.head_k_dim,
-            head_v_dim=shape.head_v_dim, conv_kernel_size=4, tp_size=config.tp_size, norm=norm,
+            num_k_heads=shape.num_k_heads,
+            num_v_heads=shape.num_v_heads,
+            head_k_dim=shape.head_k_dim,
+            head_v_dim=shape.head_v_dim,
+            conv_kernel_size=4,
+            tp_size=config.tp_size,
+            norm=norm,
             A_log=torch.empty(heads, dtype=torch.float32, device="meta"),
-            dt_bias=torch.empty(heads, device="meta"), kv_cache=None)
+            dt_bias=torch.empty(heads, device="meta"),
+            kv_cache=None,
+        )
 
     def construct(self, config: Any, vllm_config: Any, tree: Any) -> None:
         """A Qwen GDN model builds one `QwenGatedDeltaNetAttention` per linear-attention layer."""
         for _ in range(config.shape.gdn_layers):
-            tree.constructor_registrations(SPEC.construction_class[0], {
-                "self": self.layer(config, vllm_config), "config": types.SimpleNamespace(),
-                "vllm_config": vllm_config, "prefix": "", "gqa_interleaved_layout": False, "reduce_results": True})
+            tree.constructor_registrations(
+                SPEC.construction_class[0],
+                {
+                    "self": self.layer(config, vllm_config),
+                    "config": types.SimpleNamespace(),
+                    "vllm_config": vllm_config,
+                    "prefix": "",
+                    "gqa_interleaved_layout": False,
+                    "reduce_results": True,
+                },
+            )
 
     def to_key(self, key: Any) -> LayerNormKey:
         """vLLM's key as zerojit's; refused when it holds a launch shape zerojit's key does not describe."""
-        expected = dict(y_dtype=key.x_dtype, z_dtype=key.x_dtype, bias_dtype=None, rstd_dtype=torch.float32,
-                        mean_dtype=None if key.IS_RMS_NORM else torch.float32,
-                        stride_y_row=key.stride_x_row, stride_z_row=key.stride_x_row)
+        expected = dict(
+            y_dtype=key.x_dtype,
+            z_dtype=key.x_dtype,
+            bias_dtype=None,
+            rstd_dtype=torch.float32,
+            mean_dtype=None if key.IS_RMS_NORM else torch.float32,
+            stride_y_row=key.stride_x_row,
+            stride_z_row=key.stride_x_row,
+        )
         differs = {name: getattr(key, name) for name, value in expected.items() if getattr(key, name) != value}
         unaligned = [name for name, aligned in key.input_variant.alignments if not aligned]
         if differs or unaligned:
-            raise EngineRunError(f"vLLM's layer-norm key holds a launch zerojit's key does not describe: "
-                                 f"{differs or unaligned}")
-        return LayerNormKey(serving_dtype(key.x_dtype), serving_dtype(key.weight_dtype), key.N, key.BLOCK_N,
-                            key.ROWS_PER_BLOCK, value_class(key.M), value_class(key.stride_x_row),
-                            key.IS_RMS_NORM, key.NORM_BEFORE_GATE, key.ACTIVATION)
+            raise EngineRunError(
+                f"vLLM's layer-norm key holds a launch zerojit's key does not describe: {differs or unaligned}"
+            )
+        return LayerNormKey(
+            serving_dtype(key.x_dtype),
+            serving_dtype(key.weight_dtype),
+            key.N,
+            key.BLOCK_N,
+            key.ROWS_PER_BLOCK,
+            value_class(key.M),
+            value_class(key.stride_x_row),
+            key.IS_RMS_NORM,
+            key.NORM_BEFORE_GATE,
+            key.ACTIVATION,
+        )
 
 
 def _gdn_cache(config: Any, layer: types.SimpleNamespace) -> list[torch.Tensor]:
@@ -115,5 +156,7 @@ def _gdn_cache(config: Any, layer: types.SimpleNamespace) -> list[torch.Tensor]:
     heads_k, heads_v = shape.num_k_heads // config.tp_size, shape.num_v_heads // config.tp_size
     conv_dim = 2 * heads_k * shape.head_k_dim + heads_v * shape.head_v_dim
     dtype = torch_dtype(config.dtype)
-    return [torch.empty(4, conv_dim, layer.conv_kernel_size - 1, dtype=dtype, device="meta"),
-            torch.empty(4, heads_v, shape.head_v_dim, shape.head_k_dim, dtype=dtype, device="meta")]
+    return [
+        torch.empty(4, conv_dim, layer.conv_kernel_size - 1, dtype=dtype, device="meta"),
+        torch.empty(4, heads_v, shape.head_v_dim, shape.head_k_dim, dtype=dtype, device="meta"),
+    ]

@@ -32,11 +32,13 @@ SPEC = MigrationSpec(
     is_rms_norm=True,
     activation=self.norm.activation,
 )""",
-    intended_differences=[(
-        "model_type not in _QWEN_MODEL_TYPES",
-        "every model that builds a QwenGatedDeltaNetAttention layer runs this kernel, so each registers it "
-        "(InternS2-Mobius builds it too and is now warmed); the model-type list named only the Qwen models",
-    )],
+    intended_differences=[
+        (
+            "model_type not in _QWEN_MODEL_TYPES",
+            "every model that builds a QwenGatedDeltaNetAttention layer runs this kernel, so each registers it "
+            "(InternS2-Mobius builds it too and is now warmed); the model-type list named only the Qwen models",
+        )
+    ],
     # The layer's module imports the FLA ops package at the top, which imports layernorm_guard: a top-level
     # import costs nothing (the module's only other import of it sits inside a function).
     import_style="module",

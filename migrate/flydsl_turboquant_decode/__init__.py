@@ -26,8 +26,10 @@ from .presets import PRESETS
 
 def _construct(preset: Preset[TurboQuantPresetModel]):
     model = preset.model
-    layers = [TurboQuantAttention(preset.limits, model.layer, model.max_num_kv_splits, model.pool_rows)
-              for _ in range(preset.num_layers)]
+    layers = [
+        TurboQuantAttention(preset.limits, model.layer, model.max_num_kv_splits, model.pool_rows)
+        for _ in range(preset.num_layers)
+    ]
     return layers[0].kernels
 
 

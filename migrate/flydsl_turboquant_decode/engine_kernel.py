@@ -25,8 +25,13 @@ from zerojit.contract.kernel import BackendConfigError
 FAMILY = "flydsl-turboquant-decode"
 LAUNCHER_MODULE = "vllm.v1.attention.ops.flydsl_turboquant_decode"
 KERNELS_PACKAGE = "vllm.v1.attention.ops.flydsl_kernels"
-KERNEL_MODULES = (LAUNCHER_MODULE, KERNELS_PACKAGE, f"{KERNELS_PACKAGE}.tq_decode", f"{KERNELS_PACKAGE}.buffer_utils",
-                  f"{KERNELS_PACKAGE}.mma_utils")
+KERNEL_MODULES = (
+    LAUNCHER_MODULE,
+    KERNELS_PACKAGE,
+    f"{KERNELS_PACKAGE}.tq_decode",
+    f"{KERNELS_PACKAGE}.buffer_utils",
+    f"{KERNELS_PACKAGE}.mma_utils",
+)
 KERNEL_RELEASE = "0.33.0"  # the tree the kernels are compiled from when vLLM does not run them here
 
 
@@ -52,9 +57,11 @@ def engine_stubs() -> dict[str, dict[str, Any]]:
     import triton
     import triton.language as tl
 
-    return {"vllm.logger": {"init_logger": EngineLogger},
-            "vllm.triton_utils": {"triton": triton, "tl": tl, "HAS_TRITON": True},
-            "vllm.platforms.rocm": {"on_gfx950": lambda: True}}
+    return {
+        "vllm.logger": {"init_logger": EngineLogger},
+        "vllm.triton_utils": {"triton": triton, "tl": tl, "HAS_TRITON": True},
+        "vllm.platforms.rocm": {"on_gfx950": lambda: True},
+    }
 
 
 @functools.cache
@@ -77,8 +84,10 @@ def launcher_module() -> types.ModuleType:
     try:
         sources = _tree_sources()
     except (OSError, subprocess.CalledProcessError, StopIteration) as exc:
-        raise BackendConfigError(f"{FAMILY} compiles vLLM's own kernels: install vllm, or let zerojit fetch vLLM "
-                                 f"{KERNEL_RELEASE}'s sources from PyPI (that failed: {exc})") from None
+        raise BackendConfigError(
+            f"{FAMILY} compiles vLLM's own kernels: install vllm, or let zerojit fetch vLLM "
+            f"{KERNEL_RELEASE}'s sources from PyPI (that failed: {exc})"
+        ) from None
     with sources.installed():
         module = sources.module(LAUNCHER_MODULE)
         if not module.is_flydsl_available():

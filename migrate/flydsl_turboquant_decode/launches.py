@@ -18,10 +18,14 @@ def decode_steps(preset: Any, count: int, seed: int) -> list[dict[str, Any]]:
     rng, limits, model = random.Random(seed), preset.limits, preset.model
     shape = TurboQuantDecode.launch_shape(limits, model.layer, model.max_num_kv_splits, model.pool_rows)
     ends = [(1, 1, True), (limits.max_num_seqs, limits.max_model_len, False)]
-    steps = ends + [(rng.randint(1, limits.max_num_seqs), rng.randint(1, limits.max_model_len),
-                     rng.choice((True, False, None))) for _ in range(max(0, count - len(ends)))]
-    return [{**shape, "num_seqs": seqs, "max_seq_len": length, "workspace_within_2gb": workspace}
-            for seqs, length, workspace in steps[:count]]
+    steps = ends + [
+        (rng.randint(1, limits.max_num_seqs), rng.randint(1, limits.max_model_len), rng.choice((True, False, None)))
+        for _ in range(max(0, count - len(ends)))
+    ]
+    return [
+        {**shape, "num_seqs": seqs, "max_seq_len": length, "workspace_within_2gb": workspace}
+        for seqs, length, workspace in steps[:count]
+    ]
 
 
 def sample_launches(preset: Any, kernels: Sequence[JitKernel], per_kernel: int, seed: int):

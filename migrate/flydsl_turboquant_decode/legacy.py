@@ -43,8 +43,13 @@ from .kernel import BUFFER_LIMIT, DecodeKey, ReduceKey
 LEGACY_RELEASE = KERNEL_RELEASE
 BACKEND_MODULE = "vllm.v1.attention.backends.turboquant_attn"
 BLOCK_TABLE_MODULE = "vllm.v1.worker.block_table"
-REAL_MODULES = (*KERNEL_MODULES, BACKEND_MODULE, BLOCK_TABLE_MODULE, "vllm.utils.math_utils",
-                "vllm.model_executor.layers.quantization.turboquant.config")
+REAL_MODULES = (
+    *KERNEL_MODULES,
+    BACKEND_MODULE,
+    BLOCK_TABLE_MODULE,
+    "vllm.utils.math_utils",
+    "vllm.model_executor.layers.quantization.turboquant.config",
+)
 
 
 class Workspace:
@@ -58,8 +63,10 @@ class Workspace:
         sizes = [math.prod(shape) * dtype.itemsize for shape, dtype in specs]
         buffer = torch.empty(sum(sizes) + self.padding, dtype=torch.uint8, device="meta")
         starts = itertools.accumulate([0, *sizes])
-        return [buffer[start:start + size].view(dtype).view(shape)
-                for start, size, (shape, dtype) in zip(starts, sizes, specs)]
+        return [
+            buffer[start : start + size].view(dtype).view(shape)
+            for start, size, (shape, dtype) in zip(starts, sizes, specs)
+        ]
 
 
 class EngineState:
@@ -72,7 +79,8 @@ class EngineState:
         return types.SimpleNamespace(
             attention_config=types.SimpleNamespace(tq_max_kv_splits_for_cuda_graph=self.config.max_num_kv_splits),
             model_config=types.SimpleNamespace(max_model_len=self.config.max_model_len),
-            compilation_config=types.SimpleNamespace(cudagraph_capture_sizes=[self.config.pool_rows]))
+            compilation_config=types.SimpleNamespace(cudagraph_capture_sizes=[self.config.pool_rows]),
+        )
 
     def on_gfx950(self) -> bool:
         return self.config.arch == "gfx950"
@@ -83,12 +91,19 @@ def sources() -> tuple[EngineSources, EngineState]:
     from zerojit.migrate.engine_trees.releases import vllm_tree
 
     state = EngineState()
-    stubs = {**engine_stubs(), "vllm.platforms.rocm": {"on_gfx950": state.on_gfx950},
-             "vllm.config": {"get_current_vllm_config": state.vllm_config},
-             "vllm.v1.worker.workspace": {"is_workspace_manager_initialized": lambda: True,
-                                          "current_workspace_manager": lambda: Workspace(state.workspace_padding)},
-             "vllm.v1.attention.backends.fa_utils": {"is_flash_attn_varlen_func_available": lambda: False,
-                                                     "get_flash_attn_version": lambda **_: None}}
+    stubs = {
+        **engine_stubs(),
+        "vllm.platforms.rocm": {"on_gfx950": state.on_gfx950},
+        "vllm.config": {"get_current_vllm_config": state.vllm_config},
+        "vllm.v1.worker.workspace": {
+            "is_workspace_manager_initialized": lambda: True,
+            "current_workspace_manager": lambda: Workspace(state.workspace_padding),
+        },
+        "vllm.v1.attention.backends.fa_utils": {
+            "is_flash_attn_varlen_func_available": lambda: False,
+            "get_flash_attn_version": lambda **_: None,
+        },
+    }
     return EngineSources(vllm_tree(LEGACY_RELEASE), "vllm", REAL_MODULES, stubs), state
 
 
@@ -99,21 +114,29 @@ def engine_keys(config: Any) -> list[DecodeKey | ReduceKey]:
     with engine.installed(config.arch == "gfx950"):  # the launcher decides FlyDSL's availability once per process
         backend, launcher = engine.module(BACKEND_MODULE), engine.module(LAUNCHER_MODULE)
         width = engine.module(BLOCK_TABLE_MODULE).get_block_table_width(
-            engine.module("vllm.utils.math_utils").cdiv(config.max_model_len, config.block_size), config.block_size)
+            engine.module("vllm.utils.math_utils").cdiv(config.max_model_len, config.block_size), config.block_size
+        )
         with _recording(launcher) as launches:
             impl = backend.TurboQuantAttentionImpl(
-                config.num_heads, config.head_size, config.scale, config.num_kv_heads,
-                kv_cache_dtype=config.kv_cache_dtype, sliding_window=config.sliding_window,
-                sinks=torch.empty(config.num_heads) if config.has_sinks else None)
+                config.num_heads,
+                config.head_size,
+                config.scale,
+                config.num_kv_heads,
+                kv_cache_dtype=config.kv_cache_dtype,
+                sliding_window=config.sliding_window,
+                sinks=torch.empty(config.num_heads) if config.has_sinks else None,
+            )
             impl._dispatch_decode_soa = lambda **_: None  # an ineligible layer's decode: not this family's kernels
             for padding, num_seqs, length in itertools.product(
-                    (0, BUFFER_LIMIT), sorted({1, config.max_num_seqs}), sorted({1, config.max_model_len})):
+                (0, BUFFER_LIMIT), sorted({1, config.max_num_seqs}), sorted({1, config.max_model_len})
+            ):
                 state.workspace_padding = padding
                 impl._decode_attention(*_step(config, impl, num_seqs, length, width))
         builds, reductions = launches
         # Each kernel-cache miss builds once, in order: the key as the launcher stores it, the scale it compiles.
-        keys: list[DecodeKey | ReduceKey] = [DecodeKey(*key, build["softmax_scale"])
-                                             for key, build in zip(launcher._KERN_CACHE, builds, strict=True)]
+        keys: list[DecodeKey | ReduceKey] = [
+            DecodeKey(*key, build["softmax_scale"]) for key, build in zip(launcher._KERN_CACHE, builds, strict=True)
+        ]
     return keys + [_reduce_key(call) for call in reductions]
 
 
@@ -121,13 +144,24 @@ def _step(config: Any, impl: Any, num_seqs: int, length: int, width: int) -> tup
     """`_decode_attention`'s arguments for a decode step of `num_seqs` sequences of `length` tokens."""
     meta = {"device": "meta"}
     tq = impl.tq_config
-    metadata = types.SimpleNamespace(block_table=torch.empty(num_seqs, width, dtype=torch.int32, **meta),
-                                     seq_lens=torch.empty(num_seqs, dtype=torch.int32, **meta), max_seq_len=length)
+    metadata = types.SimpleNamespace(
+        block_table=torch.empty(num_seqs, width, dtype=torch.int32, **meta),
+        seq_lens=torch.empty(num_seqs, dtype=torch.int32, **meta),
+        max_seq_len=length,
+    )
     query = torch.empty(num_seqs, config.num_heads, config.head_size, dtype=torch_dtype(config.dtype), **meta)
-    kv_cache = torch.empty(4, config.block_size, config.num_kv_heads, tq.key_packed_size + tq.value_packed_size,
-                           dtype=torch.uint8, **meta)
-    return query, kv_cache, metadata, torch.empty(config.head_size, config.head_size, **meta), \
-        torch.empty(tq.n_centroids, **meta), None, types.SimpleNamespace()
+    kv_cache = torch.empty(
+        4, config.block_size, config.num_kv_heads, tq.key_packed_size + tq.value_packed_size, dtype=torch.uint8, **meta
+    )
+    return (
+        query,
+        kv_cache,
+        metadata,
+        torch.empty(config.head_size, config.head_size, **meta),
+        torch.empty(tq.n_centroids, **meta),
+        None,
+        types.SimpleNamespace(),
+    )
 
 
 @contextlib.contextmanager
@@ -154,9 +188,12 @@ def _recording(launcher: types.ModuleType) -> Iterator[tuple[list[dict[str, Any]
     if available:
         kernel_module = launcher._TQ_MOD
         launcher._TQ_MOD = types.SimpleNamespace(
-            **{name: getattr(kernel_module, name) for name in ("HEAD_SIZE", "N_CENTROIDS", "KV_COMPUTE_BLOCK",
-                                                               "BLOCK_THREADS")},
-            build_tq_decode_module=build)
+            **{
+                name: getattr(kernel_module, name)
+                for name in ("HEAD_SIZE", "N_CENTROIDS", "KV_COMPUTE_BLOCK", "BLOCK_THREADS")
+            },
+            build_tq_decode_module=build,
+        )
         launcher._FLYC = types.SimpleNamespace(jit=lambda function: function)
     launcher._reduce_partitions, torch.cuda.current_stream = Reduction(), lambda *_: None
     try:
@@ -169,10 +206,19 @@ def _recording(launcher: types.ModuleType) -> Iterator[tuple[list[dict[str, Any]
 
 def _reduce_key(call: dict[str, Any]) -> ReduceKey:
     """A recorded reduction launch as zerojit's key (its buffers' dtypes checked: the key assumes them)."""
-    output, partials, maxima, sums = (call[name] for name in ("output_ptr", "segm_out_ptr", "segm_max_ptr",
-                                                              "segm_sum_ptr"))
+    output, partials, maxima, sums = (
+        call[name] for name in ("output_ptr", "segm_out_ptr", "segm_max_ptr", "segm_sum_ptr")
+    )
     if (partials.dtype, maxima.dtype, sums.dtype) != (torch.bfloat16, torch.float32, torch.float32):
         raise ValueError(f"the reduction's partial buffers are {partials.dtype}/{maxima.dtype}/{sums.dtype}")
     within = tuple(t.untyped_storage().nbytes() <= BUFFER_LIMIT for t in (output, partials, maxima, sums))
-    return ReduceKey(serving_dtype(output.dtype), value_class(call["out_stride_n"]), value_class(call["out_stride_h"]),
-                     call["NUM_KV_HEADS"], call["QG"], call["NUM_PARTS"], call["HEAD_SIZE"], within)
+    return ReduceKey(
+        serving_dtype(output.dtype),
+        value_class(call["out_stride_n"]),
+        value_class(call["out_stride_h"]),
+        call["NUM_KV_HEADS"],
+        call["QG"],
+        call["NUM_PARTS"],
+        call["HEAD_SIZE"],
+        within,
+    )

@@ -34,8 +34,13 @@ def decode_kernels() -> tuple[JitKernel, ...]:
 
 
 class TurboQuantAttention:
-    def __init__(self, limits: ServingLimits, layer: TurboQuantLayer,
-                 max_num_kv_splits: int = DEFAULT_MAX_NUM_KV_SPLITS, pool_rows: int = DEFAULT_POOL_ROWS):
+    def __init__(
+        self,
+        limits: ServingLimits,
+        layer: TurboQuantLayer,
+        max_num_kv_splits: int = DEFAULT_MAX_NUM_KV_SPLITS,
+        pool_rows: int = DEFAULT_POOL_ROWS,
+    ):
         self.kernels = decode_kernels()
         # The backend takes the FlyDSL decode on gfx950 only, and only for the layers the kernel computes.
         if limits.enable_jit_warmup and limits.arch == "gfx950" and layer.takes_flydsl():

@@ -24,8 +24,7 @@ from .spec import SPEC
 
 
 def _construct(preset: Preset[InklingModel]):
-    layers = [InklingAttention(preset.limits, preset.model, is_local=i % 2 == 1)
-              for i in range(preset.num_layers)]
+    layers = [InklingAttention(preset.limits, preset.model, is_local=i % 2 == 1) for i in range(preset.num_layers)]
     return (layers[0].kernel,)
 
 

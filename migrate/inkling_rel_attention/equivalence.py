@@ -41,24 +41,51 @@ class InklingConfig:
 
     def limits(self) -> ServingLimits:
         seqs, tokens, model_len = self.scheduler
-        return ServingLimits(max_num_seqs=seqs, max_num_batched_tokens=tokens, max_model_len=model_len,
-                             tp_size=self.tp_size, dtype=self.dtype, arch=self.arch,
-                             enable_jit_warmup=self.enable_jit_warmup)
+        return ServingLimits(
+            max_num_seqs=seqs,
+            max_num_batched_tokens=tokens,
+            max_model_len=model_len,
+            tp_size=self.tp_size,
+            dtype=self.dtype,
+            arch=self.arch,
+            enable_jit_warmup=self.enable_jit_warmup,
+        )
 
     def attention(self) -> InklingModel:
         heads, kv, swa_heads, swa_kv = MODELS[self.model]
         tp = self.tp_size
-        return InklingModel(num_heads=heads // tp, num_kv_heads=max(1, kv // tp), head_dim=HEAD_DIM,
-                            rel_extent=REL_EXTENT, sliding_window=WINDOW, swa_num_heads=swa_heads // tp,
-                            swa_num_kv_heads=max(1, swa_kv // tp), swa_head_dim=HEAD_DIM)
+        return InklingModel(
+            num_heads=heads // tp,
+            num_kv_heads=max(1, kv // tp),
+            head_dim=HEAD_DIM,
+            rel_extent=REL_EXTENT,
+            sliding_window=WINDOW,
+            swa_num_heads=swa_heads // tp,
+            swa_num_kv_heads=max(1, swa_kv // tp),
+            swa_head_dim=HEAD_DIM,
+        )
 
     def hf_config(self) -> dict[str, object]:
         """The model's HF config (whole-model head counts; vLLM divides them by the TP size)."""
         heads, kv, swa_heads, swa_kv = MODELS[self.model]
-        return dict(num_attention_heads=heads, num_key_value_heads=kv, head_dim=HEAD_DIM, rel_extent=REL_EXTENT,
-                    sliding_window_size=WINDOW, swa_num_attention_heads=swa_heads, swa_num_key_value_heads=swa_kv,
-                    swa_head_dim=HEAD_DIM, hidden_size=HIDDEN, d_rel=D_REL, log_scaling_n_floor=4096,
-                    log_scaling_alpha=0.1, q_bias=False, o_bias=False, rms_norm_eps=1e-6, sconv_kernel_size=4)
+        return dict(
+            num_attention_heads=heads,
+            num_key_value_heads=kv,
+            head_dim=HEAD_DIM,
+            rel_extent=REL_EXTENT,
+            sliding_window_size=WINDOW,
+            swa_num_attention_heads=swa_heads,
+            swa_num_key_value_heads=swa_kv,
+            swa_head_dim=HEAD_DIM,
+            hidden_size=HIDDEN,
+            d_rel=D_REL,
+            log_scaling_n_floor=4096,
+            log_scaling_alpha=0.1,
+            q_bias=False,
+            o_bias=False,
+            rms_norm_eps=1e-6,
+            sconv_kernel_size=4,
+        )
 
 
 def runs_at(model: str, tp: int) -> bool:
@@ -68,10 +95,13 @@ def runs_at(model: str, tp: int) -> bool:
 
 
 def _full() -> list[InklingConfig]:
-    return [InklingConfig(arch, model, tp, dtype, inkling, jit, scheduler)
-            for arch, model, tp, dtype, inkling, jit, scheduler in itertools.product(
-                ARCHS, MODELS, TP_SIZES, ("bf16", "fp16"), (True, False), (True, False), SCHEDULERS)
-            if runs_at(model, tp) and not (scheduler[0] > 1024 and arch not in ("sm90", "sm100"))]
+    return [
+        InklingConfig(arch, model, tp, dtype, inkling, jit, scheduler)
+        for arch, model, tp, dtype, inkling, jit, scheduler in itertools.product(
+            ARCHS, MODELS, TP_SIZES, ("bf16", "fp16"), (True, False), (True, False), SCHEDULERS
+        )
+        if runs_at(model, tp) and not (scheduler[0] > 1024 and arch not in ("sm90", "sm100"))
+    ]
 
 
 class InklingEquivalence(TreeEquivalence):
@@ -82,10 +112,16 @@ class InklingEquivalence(TreeEquivalence):
     grids = {"full": _full, "smoke": lambda: _full()[::29]}
 
     def strategy(self):
-        return st.builds(InklingConfig, arch=st.sampled_from(ARCHS), model=st.sampled_from(tuple(MODELS)),
-                         tp_size=st.sampled_from(TP_SIZES), dtype=st.sampled_from(("bf16", "fp16")),
-                         is_inkling=st.booleans(), enable_jit_warmup=st.booleans(),
-                         scheduler=st.sampled_from(SCHEDULERS[:3])).filter(lambda c: runs_at(c.model, c.tp_size))
+        return st.builds(
+            InklingConfig,
+            arch=st.sampled_from(ARCHS),
+            model=st.sampled_from(tuple(MODELS)),
+            tp_size=st.sampled_from(TP_SIZES),
+            dtype=st.sampled_from(("bf16", "fp16")),
+            is_inkling=st.booleans(),
+            enable_jit_warmup=st.booleans(),
+            scheduler=st.sampled_from(SCHEDULERS[:3]),
+        ).filter(lambda c: runs_at(c.model, c.tp_size))
 
     def family_keys(self, config: InklingConfig) -> set[str]:
         limits = config.limits()

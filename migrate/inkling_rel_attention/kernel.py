@@ -13,15 +13,23 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from zerojit.contract import (CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits, Zip,
-                              next_power_of_two)
+from zerojit.contract import (
+    CompileKey,
+    JitKernel,
+    KeySpace,
+    Outcome,
+    Parallelism,
+    Range,
+    ServingLimits,
+    Zip,
+    next_power_of_two,
+)
 from zerojit.contract.backends import cutedsl as cutedsl_backend
 from zerojit.contract.limits import torch_dtype
 
-
 FAMILY = "inkling-rel-attention"
-LARGE_NUM_REQS = 1024      # above this many requests FA4 takes its large-batch scheduling path
-REQS_PER_WARP = 31         # requests one combine warp handles
+LARGE_NUM_REQS = 1024  # above this many requests FA4 takes its large-batch scheduling path
+REQS_PER_WARP = 31  # requests one combine warp handles
 MAX_WARPS = 32
 
 
@@ -41,8 +49,9 @@ def warps_bucket(num_reqs: int) -> int:
     return next_power_of_two(warps)
 
 
-def num_splits(*, arch: str, is_local: bool, num_reqs: int, max_seqlen_q: int, num_heads: int, num_kv_heads: int,
-               max_kv_len: int) -> int:
+def num_splits(
+    *, arch: str, is_local: bool, num_reqs: int, max_seqlen_q: int, num_heads: int, num_kv_heads: int, max_kv_len: int
+) -> int:
     """How many KV splits a step uses: none on sm90 or for sliding-window layers.
 
     Elsewhere, enough splits to reach a CTA target (256 for one single-tile request, 128
@@ -114,35 +123,82 @@ class InklingRelAttention(cutedsl_backend.FA4Variants, JitKernel):
     def __hash__(self) -> int:
         return hash((type(self), self.arch))
 
-    def dispatch(self, *, is_local: bool, num_heads: int, num_kv_heads: int, head_dim: int, rel_extent: int,
-                 dtype: str, kv_dtype: str, block_size: int, window_size: tuple[int, int], max_kv_len: int,
-                 query_len: int, num_reqs: int) -> InklingKey:
+    def dispatch(
+        self,
+        *,
+        is_local: bool,
+        num_heads: int,
+        num_kv_heads: int,
+        head_dim: int,
+        rel_extent: int,
+        dtype: str,
+        kv_dtype: str,
+        block_size: int,
+        window_size: tuple[int, int],
+        max_kv_len: int,
+        query_len: int,
+        num_reqs: int,
+    ) -> InklingKey:
         max_seqlen_q = bucket_query_len(query_len)
-        splits = num_splits(arch=self.arch, is_local=is_local, num_reqs=num_reqs, max_seqlen_q=max_seqlen_q,
-                            num_heads=num_heads, num_kv_heads=num_kv_heads, max_kv_len=max_kv_len)
-        return InklingKey(is_local, num_heads, num_kv_heads, head_dim, rel_extent, dtype, kv_dtype, block_size,
-                          window_size, max_seqlen_q, splits, warps_bucket(num_reqs) if splits > 1 else None,
-                          num_reqs > LARGE_NUM_REQS)
+        splits = num_splits(
+            arch=self.arch,
+            is_local=is_local,
+            num_reqs=num_reqs,
+            max_seqlen_q=max_seqlen_q,
+            num_heads=num_heads,
+            num_kv_heads=num_kv_heads,
+            max_kv_len=max_kv_len,
+        )
+        return InklingKey(
+            is_local,
+            num_heads,
+            num_kv_heads,
+            head_dim,
+            rel_extent,
+            dtype,
+            kv_dtype,
+            block_size,
+            window_size,
+            max_seqlen_q,
+            splits,
+            warps_bucket(num_reqs) if splits > 1 else None,
+            num_reqs > LARGE_NUM_REQS,
+        )
 
     @staticmethod
     def layer_kinds(limits: ServingLimits, model: InklingModel) -> list[dict[str, Any]]:
         """The two layer kinds' fixed dispatch inputs (global, then sliding-window)."""
         common = {"dtype": limits.dtype, "kv_dtype": model.kv_dtype or limits.dtype, "block_size": model.block_size}
         return [
-            {"is_local": False, "num_heads": model.num_heads, "num_kv_heads": model.num_kv_heads,
-             "head_dim": model.head_dim, "rel_extent": model.rel_extent, **common, "window_size": (-1, -1),
-             "max_kv_len": limits.max_model_len},
-            {"is_local": True, "num_heads": model.swa_num_heads, "num_kv_heads": model.swa_num_kv_heads,
-             "head_dim": model.swa_head_dim, "rel_extent": model.sliding_window, **common,
-             "window_size": (model.sliding_window - 1, 0), "max_kv_len": model.sliding_window},
+            {
+                "is_local": False,
+                "num_heads": model.num_heads,
+                "num_kv_heads": model.num_kv_heads,
+                "head_dim": model.head_dim,
+                "rel_extent": model.rel_extent,
+                **common,
+                "window_size": (-1, -1),
+                "max_kv_len": limits.max_model_len,
+            },
+            {
+                "is_local": True,
+                "num_heads": model.swa_num_heads,
+                "num_kv_heads": model.swa_num_kv_heads,
+                "head_dim": model.swa_head_dim,
+                "rel_extent": model.sliding_window,
+                **common,
+                "window_size": (model.sliding_window - 1, 0),
+                "max_kv_len": model.sliding_window,
+            },
         ]
 
     def key_space(self, limits: ServingLimits, *, model: InklingModel) -> KeySpace:
         tokens = limits.max_num_batched_tokens
-        return (Zip(self.layer_kinds(limits, model))
-                * Range("query_len", 1, tokens, step=next_bucket_start)
-                * Range("num_reqs", 1, limits.max_num_seqs)).where(
-            lambda p: p["query_len"] + p["num_reqs"] <= tokens + 1)
+        return (
+            Zip(self.layer_kinds(limits, model))
+            * Range("query_len", 1, tokens, step=next_bucket_start)
+            * Range("num_reqs", 1, limits.max_num_seqs)
+        ).where(lambda p: p["query_len"] + p["num_reqs"] <= tokens + 1)
 
     def compile(self, key: InklingKey) -> Outcome:
         return cutedsl_backend.compiled_during(self.name, self._call_fa4, key)
@@ -166,6 +222,7 @@ class InklingRelAttention(cutedsl_backend.FA4Variants, JitKernel):
         kv_dtype = torch_dtype(key.kv_dtype)
         total_q = key.max_seqlen_q + reqs - 1
         with cutedsl_backend.fake_cuda():
+
             def ints(*shape):
                 return torch.empty(shape, dtype=torch.int32, device="cuda")
 
@@ -174,12 +231,18 @@ class InklingRelAttention(cutedsl_backend.FA4Variants, JitKernel):
                 torch.empty(total_q, key.num_heads, key.head_dim, dtype=dtype, device="cuda"),
                 torch.empty(cache_shape, dtype=kv_dtype, device="cuda"),
                 torch.empty(cache_shape, dtype=kv_dtype, device="cuda"),
-                cu_seqlens_q=ints(reqs + 1), seqused_k=ints(reqs), page_table=ints(reqs, 1),
-                max_seqlen_q=key.max_seqlen_q, softmax_scale=key.head_dim ** -0.5, causal=True,
+                cu_seqlens_q=ints(reqs + 1),
+                seqused_k=ints(reqs),
+                page_table=ints(reqs, 1),
+                max_seqlen_q=key.max_seqlen_q,
+                softmax_scale=key.head_dim**-0.5,
+                causal=True,
                 window_size=(None, None) if key.window_size == (-1, -1) else key.window_size,
-                num_splits=key.num_splits, return_lse=False,
+                num_splits=key.num_splits,
+                return_lse=False,
                 score_mod=relative_bias_score_mod(key.rel_extent),
-                aux_tensors=[torch.empty(total_q, key.num_heads, key.rel_extent, dtype=dtype, device="cuda")])
+                aux_tensors=[torch.empty(total_q, key.num_heads, key.rel_extent, dtype=dtype, device="cuda")],
+            )
 
     def launch(self, **inputs: Any) -> InklingKey:
         """The runtime path, compile-only, with the step's real request count."""

@@ -29,5 +29,8 @@ def step_launches(limits: ServingLimits, model: InklingModel, count: int, seed: 
 
 def sample_launches(preset: Any, kernels: Sequence[JitKernel], per_kernel: int, seed: int):
     """The family's verification hook: in-range steps of the preset's model for every kernel."""
-    return [(kernel, inputs) for kernel in kernels
-            for inputs in step_launches(preset.limits, preset.model, per_kernel, seed)]
+    return [
+        (kernel, inputs)
+        for kernel in kernels
+        for inputs in step_launches(preset.limits, preset.model, per_kernel, seed)
+    ]

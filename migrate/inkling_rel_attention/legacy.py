@@ -52,11 +52,15 @@ class InklingEngine:
         return {
             "vllm.platforms": {"current_platform": VllmPlatform(state)},
             "vllm.distributed": {"get_tensor_model_parallel_world_size": lambda: state.config.tp_size},
-            "vllm.config": {"get_current_vllm_config": lambda: state.vllm_config,
-                            "get_current_vllm_config_or_none": lambda: state.vllm_config},
+            "vllm.config": {
+                "get_current_vllm_config": lambda: state.vllm_config,
+                "get_current_vllm_config_or_none": lambda: state.vllm_config,
+            },
             "vllm.utils.torch_utils": {"kv_cache_dtype_str_to_dtype": _kv_cache_dtype},
-            "vllm.models.inkling.configs": {"InklingModelConfig": InklingModelConfig,
-                                            "InklingMMConfig": InklingMMConfig},
+            "vllm.models.inkling.configs": {
+                "InklingModelConfig": InklingModelConfig,
+                "InklingMMConfig": InklingMMConfig,
+            },
         }
 
     def import_facts(self, config: Any) -> str:
@@ -66,13 +70,15 @@ class InklingEngine:
         seqs, tokens, model_len = config.scheduler
         hf_class = InklingModelConfig if config.is_inkling else types.SimpleNamespace
         return types.SimpleNamespace(
-            model_config=types.SimpleNamespace(hf_config=hf_class(**config.hf_config()), dtype=torch_dtype(config.dtype),
-                                               max_model_len=model_len),
+            model_config=types.SimpleNamespace(
+                hf_config=hf_class(**config.hf_config()), dtype=torch_dtype(config.dtype), max_model_len=model_len
+            ),
             scheduler_config=types.SimpleNamespace(max_num_seqs=seqs, max_num_batched_tokens=tokens),
             cache_config=types.SimpleNamespace(cache_dtype="auto", block_size=KV_CACHE_BLOCK),
             kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
             compilation_config=types.SimpleNamespace(static_forward_context={}),
-            parallel_config=types.SimpleNamespace(tensor_parallel_size=config.tp_size))
+            parallel_config=types.SimpleNamespace(tensor_parallel_size=config.tp_size),
+        )
 
     def worker(self, config: Any, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
         return vllm_worker(vllm_config, registry)
@@ -84,11 +90,18 @@ class InklingEngine:
         attention = importlib.import_module("vllm.models.inkling.nvidia.attention").InklingAttention
         hf = vllm_config.model_config.hf_config
         for index, is_local in enumerate((False, True)):
-            attention(hf, num_heads=hf.swa_num_attention_heads if is_local else hf.num_attention_heads,
-                      num_kv_heads=hf.swa_num_key_value_heads if is_local else hf.num_key_value_heads,
-                      head_dim=hf.swa_head_dim if is_local else hf.head_dim, rel_extent=hf.rel_extent,
-                      local_extent=hf.sliding_window_size, is_local=is_local, prefix=f"model.layers.{index}.attn",
-                      quant_config=None, conv_owner=None)
+            attention(
+                hf,
+                num_heads=hf.swa_num_attention_heads if is_local else hf.num_attention_heads,
+                num_kv_heads=hf.swa_num_key_value_heads if is_local else hf.num_key_value_heads,
+                head_dim=hf.swa_head_dim if is_local else hf.head_dim,
+                rel_extent=hf.rel_extent,
+                local_extent=hf.sliding_window_size,
+                is_local=is_local,
+                prefix=f"model.layers.{index}.attn",
+                quant_config=None,
+                conv_owner=None,
+            )
 
     def to_key(self, key: Any) -> InklingKey:
         fields = dataclasses.asdict(key)

@@ -19,8 +19,10 @@ SPEC = MigrationSpec(
     construction_class="InklingAttention",
     registration="_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()",
     gate="vllm_config.kernel_config.enable_jit_warmup",
-    intended_differences=[(
-        "not isinstance(hf_config, (InklingMMConfig, InklingModelConfig))",
-        "only Inkling models build InklingAttention, so the layer registering is the model check",
-    )],
+    intended_differences=[
+        (
+            "not isinstance(hf_config, (InklingMMConfig, InklingModelConfig))",
+            "only Inkling models build InklingAttention, so the layer registering is the model check",
+        )
+    ],
 )

@@ -12,8 +12,11 @@ import shutil
 from pathlib import Path
 
 EXAMPLE_TREE = Path(__file__).with_name("example_tree")
-LEGACY_FILES = ("vllm/model_executor/warmup/rocm_nvfp4_kv_warmup.py", "vllm/v1/attention/ops/rocm_nvfp4_kv.py",
-                "vllm/model_executor/models/minimax_m3.py")
+LEGACY_FILES = (
+    "vllm/model_executor/warmup/rocm_nvfp4_kv_warmup.py",
+    "vllm/v1/attention/ops/rocm_nvfp4_kv.py",
+    "vllm/model_executor/models/minimax_m3.py",
+)
 ORCHESTRATOR = "vllm/model_executor/warmup/kernel_warmup.py"
 _IMPORT_ANCHOR = "from vllm.model_executor.warmup.watermark_sample_warmup import ("
 _CALL_ANCHOR = "    minimax_m3_msa_warmup(worker)\n"
@@ -29,11 +32,14 @@ def add_legacy_layout(repo: Path) -> str:
     if _IMPORT_ANCHOR not in original or _CALL_ANCHOR not in original:
         raise ValueError(f"{orchestrator} lacks the anchors this wiring expects (vLLM 0.30-0.33 layout)")
     wired = original.replace(
-        _IMPORT_ANCHOR, "from vllm.model_executor.warmup.rocm_nvfp4_kv_warmup import rocm_nvfp4_kv_warmup\n"
-        + _IMPORT_ANCHOR, 1,
+        _IMPORT_ANCHOR,
+        "from vllm.model_executor.warmup.rocm_nvfp4_kv_warmup import rocm_nvfp4_kv_warmup\n" + _IMPORT_ANCHOR,
+        1,
     ).replace(
-        _CALL_ANCHOR, _CALL_ANCHOR + '\n    if "vllm.model_executor.models.minimax_m3" in sys.modules:\n'
-        "        rocm_nvfp4_kv_warmup(worker.vllm_config)\n", 1,
+        _CALL_ANCHOR,
+        _CALL_ANCHOR + '\n    if "vllm.model_executor.models.minimax_m3" in sys.modules:\n'
+        "        rocm_nvfp4_kv_warmup(worker.vllm_config)\n",
+        1,
     )
     orchestrator.unlink()  # a new file, not a write through: the tree may be a hard-linked copy of a cached one
     orchestrator.write_text(wired)

@@ -46,56 +46,98 @@ def _fma_chain(X: fx.Tensor, OUT: fx.Tensor, ROUNDS: fx.Constexpr[int], SCALE: f
 
 def _launch_chain(X, OUT, n, rounds: int, scale: int, stream) -> None:
     """Emit the one kernel launch every launcher makes, with its variant's rounds and scale."""
-    _fma_chain(X, OUT, rounds, scale).launch(grid=((n + BLOCK - 1) // BLOCK, 1, 1), block=[BLOCK, 1, 1],
-                                             stream=stream)
+    _fma_chain(X, OUT, rounds, scale).launch(grid=((n + BLOCK - 1) // BLOCK, 1, 1), block=[BLOCK, 1, 1], stream=stream)
 
 
 @flyc.jit
-def fused_norm_rope_kv_insert(X: fx.Tensor, OUT: fx.Tensor, n: fx.Int32, HEAD_DIM: fx.Constexpr[int],
-                              LARGE_BATCH: fx.Constexpr[bool], stream: fx.Stream = fx.Stream(None)):
+def fused_norm_rope_kv_insert(
+    X: fx.Tensor,
+    OUT: fx.Tensor,
+    n: fx.Int32,
+    HEAD_DIM: fx.Constexpr[int],
+    LARGE_BATCH: fx.Constexpr[bool],
+    stream: fx.Stream = fx.Stream(None),
+):
     """Stand-in for the fused RMS-norm + RoPE + NVFP4 KV-cache insert; small/large token batches differ."""
     _launch_chain(X, OUT, n, 1 + int(LARGE_BATCH), HEAD_DIM // 64, stream)
 
 
 @flyc.jit
-def sparse_prefill(X: fx.Tensor, OUT: fx.Tensor, n: fx.Int32, HEAD_DIM: fx.Constexpr[int],
-                   COMBINE_ROUNDS: fx.Constexpr[int], stream: fx.Stream = fx.Stream(None)):
+def sparse_prefill(
+    X: fx.Tensor,
+    OUT: fx.Tensor,
+    n: fx.Int32,
+    HEAD_DIM: fx.Constexpr[int],
+    COMBINE_ROUNDS: fx.Constexpr[int],
+    stream: fx.Stream = fx.Stream(None),
+):
     """Stand-in for sparse-attention prefill; one or two rounds of partial-result combine."""
     _launch_chain(X, OUT, n, COMBINE_ROUNDS, HEAD_DIM // 64, stream)
 
 
 @flyc.jit
-def sparse_decode(X: fx.Tensor, OUT: fx.Tensor, n: fx.Int32, HEAD_DIM: fx.Constexpr[int],
-                  NUM_SPLITS: fx.Constexpr[int], stream: fx.Stream = fx.Stream(None)):
+def sparse_decode(
+    X: fx.Tensor,
+    OUT: fx.Tensor,
+    n: fx.Int32,
+    HEAD_DIM: fx.Constexpr[int],
+    NUM_SPLITS: fx.Constexpr[int],
+    stream: fx.Stream = fx.Stream(None),
+):
     """Stand-in for split-KV sparse-attention decode; the split count is compiled in."""
     _launch_chain(X, OUT, n, NUM_SPLITS, HEAD_DIM // 64, stream)
 
 
 @flyc.jit
-def index_prefill(X: fx.Tensor, OUT: fx.Tensor, n: fx.Int32, INDEX_HEAD_DIM: fx.Constexpr[int],
-                  LARGE: fx.Constexpr[bool], stream: fx.Stream = fx.Stream(None)):
+def index_prefill(
+    X: fx.Tensor,
+    OUT: fx.Tensor,
+    n: fx.Int32,
+    INDEX_HEAD_DIM: fx.Constexpr[int],
+    LARGE: fx.Constexpr[bool],
+    stream: fx.Stream = fx.Stream(None),
+):
     """Stand-in for the NVFP4 index-score prefill: the shared kernel, or the large one for big steps."""
     _launch_chain(X, OUT, n, 3 if LARGE else 1, INDEX_HEAD_DIM // 64, stream)
 
 
 @flyc.jit
-def index_decode(X: fx.Tensor, OUT: fx.Tensor, n: fx.Int32, INDEX_HEAD_DIM: fx.Constexpr[int],
-                 ROWS: fx.Constexpr[int], BUFFERED_SCORE: fx.Constexpr[bool], stream: fx.Stream = fx.Stream(None)):
+def index_decode(
+    X: fx.Tensor,
+    OUT: fx.Tensor,
+    n: fx.Int32,
+    INDEX_HEAD_DIM: fx.Constexpr[int],
+    ROWS: fx.Constexpr[int],
+    BUFFERED_SCORE: fx.Constexpr[bool],
+    stream: fx.Stream = fx.Stream(None),
+):
     """Stand-in for the NVFP4 index-score decode: row count compiled in, score buffered or direct."""
     rounds = 2 * ROWS.bit_length() + int(BUFFERED_SCORE)
     _launch_chain(X, OUT, n, rounds, INDEX_HEAD_DIM // 64, stream)
 
 
 @flyc.jit
-def topk_prefill(X: fx.Tensor, OUT: fx.Tensor, n: fx.Int32, TOPK: fx.Constexpr[int], STRIPS: fx.Constexpr[int],
-                 stream: fx.Stream = fx.Stream(None)):
+def topk_prefill(
+    X: fx.Tensor,
+    OUT: fx.Tensor,
+    n: fx.Int32,
+    TOPK: fx.Constexpr[int],
+    STRIPS: fx.Constexpr[int],
+    stream: fx.Stream = fx.Stream(None),
+):
     """Stand-in for the strip-wise top-k selection over index scores; the strip count is compiled in."""
     _launch_chain(X, OUT, n, STRIPS, TOPK // 1024, stream)
 
 
 @flyc.jit
-def topk_decode(X: fx.Tensor, OUT: fx.Tensor, n: fx.Int32, TOPK: fx.Constexpr[int], STRIPS: fx.Constexpr[int],
-                stream: fx.Stream = fx.Stream(None)):
+def topk_decode(
+    X: fx.Tensor,
+    OUT: fx.Tensor,
+    n: fx.Int32,
+    TOPK: fx.Constexpr[int],
+    STRIPS: fx.Constexpr[int],
+    stream: fx.Stream = fx.Stream(None),
+):
     """Stand-in for the decode-step top-k kernel (one query row per request)."""
     _launch_chain(X, OUT, n, STRIPS + 1, TOPK // 1024, stream)
 

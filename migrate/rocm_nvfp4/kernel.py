@@ -13,8 +13,17 @@ import abc
 import dataclasses
 from typing import Any, ClassVar
 
-from zerojit.contract import (Choice, CompileKey, JitKernel, KeySpace, Outcome, Parallelism, Range, ServingLimits,
-                              next_power_of_two)
+from zerojit.contract import (
+    Choice,
+    CompileKey,
+    JitKernel,
+    KeySpace,
+    Outcome,
+    Parallelism,
+    Range,
+    ServingLimits,
+    next_power_of_two,
+)
 from zerojit.contract.backends import flydsl as flydsl_backend
 
 FAMILY = "rocm-nvfp4"
@@ -129,8 +138,12 @@ class FlyDSLLauncher(JitKernel):
         name, constexprs = self._jit_call(key)
         buffer = torch.zeros(elements, dtype=torch.float32)
         return flydsl_backend.compiled_during(
-            getattr(kernels, name), kernels.dynamic(buffer), kernels.dynamic(torch.empty_like(buffer)), elements,
-            **constexprs)
+            getattr(kernels, name),
+            kernels.dynamic(buffer),
+            kernels.dynamic(torch.empty_like(buffer)),
+            elements,
+            **constexprs,
+        )
 
     def compile(self, key: CompileKey) -> Outcome:
         return self._call(key, self.PROBE_ELEMENTS)
@@ -230,12 +243,18 @@ class IndexDecode(FlyDSLLauncher):
     def key_space(self, limits: ServingLimits) -> KeySpace:
         # Buffering grows with the context, so the shortest and longest contexts reach
         # both answers wherever a request count has both.
-        return (Range("num_reqs", 1, limits.max_num_seqs) * Choice("query_len", limits.decode_query_lens)
-                * Choice("max_context_len", (1, limits.max_model_len)))
+        return (
+            Range("num_reqs", 1, limits.max_num_seqs)
+            * Choice("query_len", limits.decode_query_lens)
+            * Choice("max_context_len", (1, limits.max_model_len))
+        )
 
     def _jit_call(self, key: IndexDecodeKey):
-        return "index_decode", {"INDEX_HEAD_DIM": key.index_head_dim, "ROWS": key.rows,
-                                      "BUFFERED_SCORE": key.buffered_score}
+        return "index_decode", {
+            "INDEX_HEAD_DIM": key.index_head_dim,
+            "ROWS": key.rows,
+            "BUFFERED_SCORE": key.buffered_score,
+        }
 
 
 class TopK(FlyDSLLauncher):

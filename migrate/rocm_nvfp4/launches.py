@@ -23,7 +23,7 @@ PUBLISHED_PROMPT_TOKENS = 8192  # the published MI355X workload: 8K-token prompt
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    prefill_chunks: tuple[int, ...] = ()    # query tokens of each prefill chunk this step
+    prefill_chunks: tuple[int, ...] = ()  # query tokens of each prefill chunk this step
     prefill_contexts: tuple[int, ...] = ()  # context length of each of those sequences
     decode_reqs: int = 0
     decode_query_len: int = 1
@@ -37,8 +37,11 @@ class Step:
 def edge_steps(limits: ServingLimits) -> list[Step]:
     prompt = min(PUBLISHED_PROMPT_TOKENS, limits.max_model_len)
     edges = [
-        Step(decode_reqs=limits.max_num_seqs, decode_query_len=limits.max_query_len,
-             decode_max_context=limits.max_model_len),
+        Step(
+            decode_reqs=limits.max_num_seqs,
+            decode_query_len=limits.max_query_len,
+            decode_max_context=limits.max_model_len,
+        ),
         Step(decode_reqs=1, decode_max_context=1),
         Step(prefill_chunks=(1,), prefill_contexts=(1,)),
     ]
@@ -76,15 +79,22 @@ def launches_of(step: Step, launchers: dict[type, JitKernel]) -> list[tuple[JitK
     if step.decode_reqs:
         out += [
             (launchers[SparseDecode], {"num_reqs": step.decode_reqs, "query_len": step.decode_query_len}),
-            (launchers[IndexDecode], {"num_reqs": step.decode_reqs, "query_len": step.decode_query_len,
-                                      "max_context_len": step.decode_max_context}),
+            (
+                launchers[IndexDecode],
+                {
+                    "num_reqs": step.decode_reqs,
+                    "query_len": step.decode_query_len,
+                    "max_context_len": step.decode_max_context,
+                },
+            ),
             (launchers[TopK], {"context_len": step.decode_max_context, "decode": True}),
         ]
     return out
 
 
-def step_launches(launchers: tuple[JitKernel, ...], limits: ServingLimits, per_launcher: int,
-                  seed: int) -> list[tuple[JitKernel, dict[str, Any]]]:
+def step_launches(
+    launchers: tuple[JitKernel, ...], limits: ServingLimits, per_launcher: int, seed: int
+) -> list[tuple[JitKernel, dict[str, Any]]]:
     """At least `per_launcher` launches of every launcher: the edge steps first, then random steps."""
     by_type = {type(launcher): launcher for launcher in launchers}
     rng = random.Random(seed)
@@ -99,7 +109,8 @@ def step_launches(launchers: tuple[JitKernel, ...], limits: ServingLimits, per_l
     return launches
 
 
-def sample_launches(preset: Any, kernels: Sequence[JitKernel], per_kernel: int,
-                    seed: int) -> list[tuple[JitKernel, dict[str, Any]]]:
+def sample_launches(
+    preset: Any, kernels: Sequence[JitKernel], per_kernel: int, seed: int
+) -> list[tuple[JitKernel, dict[str, Any]]]:
     """The family's verification hook: launches of every launcher from in-range steps of the preset's server."""
     return step_launches(tuple(kernels), preset.limits, per_kernel, seed)

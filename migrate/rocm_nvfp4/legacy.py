@@ -39,8 +39,9 @@ def legacy_launches(limits: ServingLimits, launchers: tuple[JitKernel, ...]) -> 
             launches.append((by_type[SparseDecode], {"num_reqs": reqs, "query_len": query_len}))
             for point in Range.powers_of_two("context", query_len, limits.max_model_len):
                 context = point["context"]
-                launches.append((by_type[IndexDecode], {"num_reqs": reqs, "query_len": query_len,
-                                                        "max_context_len": context}))
+                launches.append(
+                    (by_type[IndexDecode], {"num_reqs": reqs, "query_len": query_len, "max_context_len": context})
+                )
                 launches.append((by_type[TopK], {"context_len": context, "decode": True}))
     return launches
 

@@ -47,6 +47,8 @@ class MiniMaxM3SparseAttention:
                 launcher.register_warmup()
 
 
-def build_model(limits: ServingLimits, num_layers: int, dims: ModelDims = ModelDims()) -> list[MiniMaxM3SparseAttention]:
+def build_model(
+    limits: ServingLimits, num_layers: int, dims: ModelDims = ModelDims()
+) -> list[MiniMaxM3SparseAttention]:
     """Construct the model's attention layers (the registry's capture window wraps this)."""
     return [MiniMaxM3SparseAttention(limits, dims) for _ in range(num_layers)]

@@ -15,8 +15,10 @@ SPEC = MigrationSpec(
     registration="_ROCM_NVFP4_KV_LAUNCHERS.register_warmup(head_dim=self.head_dim, topk=self.topk)",
     gate="vllm_config.kernel_config.enable_jit_warmup and self.use_nvfp4_kv",
     intended_differences=[
-        ("process_local_only",
-         "the orchestrator runs the registry before that return, so elastic EP's process-local re-warm compiles "
-         "the registered launchers too; the legacy step after it did not run there"),
+        (
+            "process_local_only",
+            "the orchestrator runs the registry before that return, so elastic EP's process-local re-warm compiles "
+            "the registered launchers too; the legacy step after it did not run there",
+        ),
     ],
 )

@@ -73,8 +73,9 @@ class BoundGdnTritonEngine(GdnTritonEngine):
     """GDN layers whose registration runs when the engine binds their KV cache (`bind_kv_cache`)."""
 
     def construct(self, config: Any, vllm_config: Any, tree: TreeWarmup) -> None:
-        for layer in self.worker(config, vllm_config, None).model_runner.compilation_config \
-                .static_forward_context.values():
+        for layer in self.worker(
+            config, vllm_config, None
+        ).model_runner.compilation_config.static_forward_context.values():
             tree.constructor_registrations("QwenGatedDeltaNetAttention", {"self": layer, "kv_cache": None})
 
 
@@ -147,20 +148,28 @@ class TritonKeyEquivalence(TreeEquivalence):
 
     def migrated_keys(self, config: Any) -> set[str]:
         if self.migrated is None:
-            raise FileNotFoundError(f"{self.family} has no family modules of its own: its migrated side is a "
-                                    "migrated engine tree (pass --migrated-tree)")
+            raise FileNotFoundError(
+                f"{self.family} has no family modules of its own: its migrated side is a "
+                "migrated engine tree (pass --migrated-tree)"
+            )
         return self._triton_keys(lambda: self.migrated.warmed_keys(config))
 
     def intended(self, config: Any, legacy: set[str], migrated: set[str]) -> str | None:
         if not config.enable_jit_warmup and not migrated:
-            return ("JIT warmup is off: vLLM's orchestrator runs the standalone step regardless, the contract's "
-                    "registry does not run")
+            return (
+                "JIT warmup is off: vLLM's orchestrator runs the standalone step regardless, the contract's "
+                "registry does not run"
+            )
         return None
 
 
 def _gdn_grid() -> list[GdnTritonConfig]:
-    return [GdnTritonConfig(*values) for values in itertools.product(
-        MODELS, (132,), TP_SIZES, ("bf16", "fp16"), ("silu",), (True, False), SCHEDULERS[:2])]
+    return [
+        GdnTritonConfig(*values)
+        for values in itertools.product(
+            MODELS, (132,), TP_SIZES, ("bf16", "fp16"), ("silu",), (True, False), SCHEDULERS[:2]
+        )
+    ]
 
 
 class GdnTritonEquivalence(TritonKeyEquivalence):
@@ -170,9 +179,14 @@ class GdnTritonEquivalence(TritonKeyEquivalence):
     grids = {"full": _gdn_grid, "smoke": lambda: _gdn_grid()[::7]}
 
     def strategy(self):
-        return st.builds(GdnTritonConfig, model=st.sampled_from(tuple(MODELS)), tp_size=st.sampled_from(TP_SIZES),
-                         dtype=st.sampled_from(("bf16", "fp16")), enable_jit_warmup=st.booleans(),
-                         scheduler=st.sampled_from(SCHEDULERS))
+        return st.builds(
+            GdnTritonConfig,
+            model=st.sampled_from(tuple(MODELS)),
+            tp_size=st.sampled_from(TP_SIZES),
+            dtype=st.sampled_from(("bf16", "fp16")),
+            enable_jit_warmup=st.booleans(),
+            scheduler=st.sampled_from(SCHEDULERS),
+        )
 
 
 class FusedPostConvEquivalence(GdnTritonEquivalence):
@@ -220,30 +234,45 @@ class MambaEngine:
         platform = VllmPlatform(state)
         platform.device_type = "cuda"
         interface = {"MambaSpec": _MambaSpec, "UniformTypeKVCacheSpecs": _UniformTypeKVCacheSpecs}
-        interface.update({name: placeholder(f"vllm.v1.kv_cache_interface.{name}")
-                          for name in ("KVCacheConfig", "KVCacheGroupSpec")})
-        return {"vllm.platforms": {"current_platform": platform}, "vllm.triton_utils": triton_stub(),
-                "vllm.envs": {"VLLM_TRITON_JIT_WARMUP_NUM_THREADS": 1}, "vllm.v1.kv_cache_interface": interface}
+        interface.update(
+            {name: placeholder(f"vllm.v1.kv_cache_interface.{name}") for name in ("KVCacheConfig", "KVCacheGroupSpec")}
+        )
+        return {
+            "vllm.platforms": {"current_platform": platform},
+            "vllm.triton_utils": triton_stub(),
+            "vllm.envs": {"VLLM_TRITON_JIT_WARMUP_NUM_THREADS": 1},
+            "vllm.v1.kv_cache_interface": interface,
+        }
 
     def import_facts(self, config: Any) -> None:
         return None
 
     def vllm_config(self, config: MambaConfig) -> types.SimpleNamespace:
-        return types.SimpleNamespace(kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
-                                     model_config=types.SimpleNamespace(),
-                                     compilation_config=types.SimpleNamespace(static_forward_context={}))
+        return types.SimpleNamespace(
+            kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
+            model_config=types.SimpleNamespace(),
+            compilation_config=types.SimpleNamespace(static_forward_context={}),
+        )
 
     def worker(self, config: MambaConfig, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
         groups = [types.SimpleNamespace(kv_cache_spec=object())]  # the attention layers' group
-        groups += [types.SimpleNamespace(kv_cache_spec=_UniformTypeKVCacheSpecs(_MambaSpec()))
-                   for _ in MAMBA_MODELS[config.model]]
-        return vllm_worker(vllm_config, registry, device=torch.device("cuda", 0),
-                           kv_cache_config=types.SimpleNamespace(kv_cache_groups=groups))
+        groups += [
+            types.SimpleNamespace(kv_cache_spec=_UniformTypeKVCacheSpecs(_MambaSpec()))
+            for _ in MAMBA_MODELS[config.model]
+        ]
+        return vllm_worker(
+            vllm_config,
+            registry,
+            device=torch.device("cuda", 0),
+            kv_cache_config=types.SimpleNamespace(kv_cache_groups=groups),
+        )
 
     def construct(self, config: MambaConfig, vllm_config: Any, tree: TreeWarmup) -> None:
         for index, layer in enumerate(MAMBA_MODELS[config.model]):
-            tree.constructor_registrations(layer, {"self": types.SimpleNamespace(), "vllm_config": vllm_config,
-                                                   "prefix": f"model.layers.{index}.mixer"})
+            tree.constructor_registrations(
+                layer,
+                {"self": types.SimpleNamespace(), "vllm_config": vllm_config, "prefix": f"model.layers.{index}.mixer"},
+            )
 
 
 class BatchMemcpyEquivalence(TritonKeyEquivalence):
@@ -252,12 +281,13 @@ class BatchMemcpyEquivalence(TritonKeyEquivalence):
     engine = MambaEngine()
     legacy_release = "0.33.0"
     example = MambaConfig()
-    grids = {"full": lambda: [MambaConfig(m, on) for m in MAMBA_MODELS for on in (True, False)],
-             "smoke": lambda: [MambaConfig(m) for m in MAMBA_MODELS]}
+    grids = {
+        "full": lambda: [MambaConfig(m, on) for m in MAMBA_MODELS for on in (True, False)],
+        "smoke": lambda: [MambaConfig(m) for m in MAMBA_MODELS],
+    }
 
     def strategy(self):
         return st.builds(MambaConfig, model=st.sampled_from(tuple(MAMBA_MODELS)), enable_jit_warmup=st.booleans())
-
 
 
 # Kimi-K3 text configurations as the attention residual reads them: the hidden size (7168 is the size the
@@ -293,21 +323,29 @@ class KimiEngine:
     def stubs(self, state: types.SimpleNamespace) -> dict[str, dict[str, Any]]:
         platform = VllmPlatform(state)
         platform.device_type = "cuda"
-        return {"vllm.platforms": {"current_platform": platform}, "vllm.triton_utils": triton_stub(),
-                "vllm.envs": {"VLLM_TRITON_JIT_WARMUP_NUM_THREADS": 1},
-                self.kda_module: {"KimiK3DeltaAttention": _KimiK3DeltaAttention}}
+        return {
+            "vllm.platforms": {"current_platform": platform},
+            "vllm.triton_utils": triton_stub(),
+            "vllm.envs": {"VLLM_TRITON_JIT_WARMUP_NUM_THREADS": 1},
+            self.kda_module: {"KimiK3DeltaAttention": _KimiK3DeltaAttention},
+        }
 
     def import_facts(self, config: Any) -> None:
         return None
 
     def vllm_config(self, config: KimiConfig) -> types.SimpleNamespace:
         hidden_size, layers = KIMI_SHAPES[config.model]
-        text = types.SimpleNamespace(hidden_size=hidden_size, num_hidden_layers=layers, rms_norm_eps=1e-6,
-                                     attn_res_block_size=config.attn_res_block_size)
+        text = types.SimpleNamespace(
+            hidden_size=hidden_size,
+            num_hidden_layers=layers,
+            rms_norm_eps=1e-6,
+            attn_res_block_size=config.attn_res_block_size,
+        )
         return types.SimpleNamespace(
             model_config=types.SimpleNamespace(hf_config=text, hf_text_config=text, dtype=torch_dtype(config.dtype)),
             kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
-            compilation_config=types.SimpleNamespace(static_forward_context={}))
+            compilation_config=types.SimpleNamespace(static_forward_context={}),
+        )
 
     def worker(self, config: KimiConfig, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
         compilation = vllm_config.compilation_config
@@ -319,13 +357,16 @@ class KimiEngine:
         return worker
 
     def construct(self, config: KimiConfig, vllm_config: Any, tree: TreeWarmup) -> None:
-        tree.constructor_registrations("KimiLinearModel", {"self": types.SimpleNamespace(),
-                                                           "vllm_config": vllm_config, "prefix": "model"})
+        tree.constructor_registrations(
+            "KimiLinearModel", {"self": types.SimpleNamespace(), "vllm_config": vllm_config, "prefix": "model"}
+        )
 
 
 def _kimi_grid() -> list[KimiConfig]:
-    return [KimiConfig(*values) for values in itertools.product(
-        KIMI_SHAPES, ATTN_RES_BLOCKS, ("bf16", "fp16"), (True, False), (True, False))]
+    return [
+        KimiConfig(*values)
+        for values in itertools.product(KIMI_SHAPES, ATTN_RES_BLOCKS, ("bf16", "fp16"), (True, False), (True, False))
+    ]
 
 
 class AttnResEquivalence(TritonKeyEquivalence):
@@ -337,12 +378,19 @@ class AttnResEquivalence(TritonKeyEquivalence):
     example = KimiConfig(model="kimi-k3-small", attn_res_block_size=12)
 
     def strategy(self):
-        return st.builds(KimiConfig, model=st.sampled_from(tuple(KIMI_SHAPES)),
-                         attn_res_block_size=st.sampled_from(ATTN_RES_BLOCKS), dtype=st.sampled_from(("bf16", "fp16")),
-                         kda_layers=st.booleans(), enable_jit_warmup=st.booleans())
+        return st.builds(
+            KimiConfig,
+            model=st.sampled_from(tuple(KIMI_SHAPES)),
+            attn_res_block_size=st.sampled_from(ATTN_RES_BLOCKS),
+            dtype=st.sampled_from(("bf16", "fp16")),
+            kda_layers=st.booleans(),
+            enable_jit_warmup=st.booleans(),
+        )
 
     def intended(self, config: Any, legacy: set[str], migrated: set[str]) -> str | None:
         if not config.kda_layers and not legacy and config.enable_jit_warmup:
-            return ("the legacy warmup found the model through a KDA layer; a model without one still launches "
-                    "attn_res, and the model registers it")
+            return (
+                "the legacy warmup found the model through a KDA layer; a model without one still launches "
+                "attn_res, and the model registers it"
+            )
         return super().intended(config, legacy, migrated)

@@ -9,9 +9,11 @@ from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
 
 _QWEN_WARMUP = "vllm.model_executor.warmup.qwen_triton_warmup"
 _QWEN_GDN = "vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn"
-_MODEL_TYPES = ("model_type not in _QWEN_MODEL_TYPES",
-                "every model that builds a QwenGatedDeltaNetAttention layer launches this kernel, so each layer "
-                "registers it; the model-type list named only the Qwen models")
+_MODEL_TYPES = (
+    "model_type not in _QWEN_MODEL_TYPES",
+    "every model that builds a QwenGatedDeltaNetAttention layer launches this kernel, so each layer "
+    "registers it; the model-type list named only the Qwen models",
+)
 
 FUSED_POST_CONV = MigrationSpec(
     family="fla-fused-post-conv",
@@ -42,14 +44,16 @@ FUSED_POST_CONV = MigrationSpec(
 # it does exactly when the model builds one of the engine's MambaBase layers: each registers the copy (one key,
 # the registry keeps one registration). The launch's owner (MambaCopyBuffers) is built lazily at the first copy,
 # outside every capture window, so it cannot be where the kernel registers.
-_MAMBA_LAYERS = ("vllm.model_executor.layers.mamba.mamba_mixer:MambaMixer",
-                 "vllm.model_executor.layers.mamba.mamba_mixer2:MambaMixer2",
-                 "vllm.model_executor.layers.mamba.linear.base:LinearAttention",
-                 "vllm.model_executor.layers.mamba.gdn.base:GatedDeltaNetAttention",
-                 "vllm.model_executor.layers.mamba.short_conv:ShortConv",
-                 "vllm.model_executor.models.bailing_moe_v3:BailingMoeV3KimiDeltaAttention",
-                 "vllm.models.qwen4_exp.amd.ple_layer:Qwen4ExpPLELayer",
-                 "vllm.models.qwen4_exp.nvidia.ple_layer:Qwen4ExpPLELayer")
+_MAMBA_LAYERS = (
+    "vllm.model_executor.layers.mamba.mamba_mixer:MambaMixer",
+    "vllm.model_executor.layers.mamba.mamba_mixer2:MambaMixer2",
+    "vllm.model_executor.layers.mamba.linear.base:LinearAttention",
+    "vllm.model_executor.layers.mamba.gdn.base:GatedDeltaNetAttention",
+    "vllm.model_executor.layers.mamba.short_conv:ShortConv",
+    "vllm.model_executor.models.bailing_moe_v3:BailingMoeV3KimiDeltaAttention",
+    "vllm.models.qwen4_exp.amd.ple_layer:Qwen4ExpPLELayer",
+    "vllm.models.qwen4_exp.nvidia.ple_layer:Qwen4ExpPLELayer",
+)
 
 BATCH_MEMCPY = MigrationSpec(
     family="mamba-batch-memcpy",
@@ -64,10 +68,13 @@ BATCH_MEMCPY = MigrationSpec(
     construction_class=_MAMBA_LAYERS,
     insert_after="super().__init__(",
     registration="_batch_memcpy_dispatch.register_warmup()",
-    intended_differences=[(
-        "device.type != 'cuda'",
-        "the prefix-cache copy launches this Triton kernel on every device the engine runs Triton on; skipping "
-        "non-CUDA runners only moved its compile into a request")],
+    intended_differences=[
+        (
+            "device.type != 'cuda'",
+            "the prefix-cache copy launches this Triton kernel on every device the engine runs Triton on; skipping "
+            "non-CUDA runners only moved its compile into a request",
+        )
+    ],
     import_style="lazy",
 )
 
@@ -98,10 +105,14 @@ _fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
     a_log=self.A_log,
     dt_bias=self.dt_bias,
 )""",
-    intended_differences=[_MODEL_TYPES, (
-        "not runner.is_pooling_model",
-        "pooling models run only full prefills and never launch this decode kernel; the layer registers it "
-        "whatever the model serves (one compile a pooling model does not need)")],
+    intended_differences=[
+        _MODEL_TYPES,
+        (
+            "not runner.is_pooling_model",
+            "pooling models run only full prefills and never launch this decode kernel; the layer registers it "
+            "whatever the model serves (one compile a pooling model does not need)",
+        ),
+    ],
     import_style="module",
 )
 
@@ -120,14 +131,19 @@ ATTN_RES = MigrationSpec(
     construction_module="vllm.models.kimi_k3.nvidia.model",
     construction_class="KimiLinearModel",
     registration="_attn_res_dispatch.register_warmup(model_config=vllm_config.model_config)",
-    intended_differences=[(
-        "layer is not None",
-        "the legacy warmup found the Kimi-K3 model through one of its KDA layers; every KimiLinearModel whose "
-        "config sets attn_res_block_size launches attn_res, KDA layers or not, so the model registers it")],
+    intended_differences=[
+        (
+            "layer is not None",
+            "the legacy warmup found the Kimi-K3 model through one of its KDA layers; every KimiLinearModel whose "
+            "config sets attn_res_block_size launches attn_res, KDA layers or not, so the model registers it",
+        )
+    ],
 )
 
 SPECS = (FUSED_POST_CONV, BATCH_MEMCPY, SIGMOID_GATING, ATTN_RES)
-EQUIVALENCES = {FUSED_POST_CONV.family: "zerojit.migrate.triton_lifts.equivalence:FusedPostConvEquivalence",
-                BATCH_MEMCPY.family: "zerojit.migrate.triton_lifts.equivalence:BatchMemcpyEquivalence",
-                SIGMOID_GATING.family: "zerojit.migrate.triton_lifts.equivalence:SigmoidGatingEquivalence",
-                ATTN_RES.family: "zerojit.migrate.triton_lifts.equivalence:AttnResEquivalence"}
+EQUIVALENCES = {
+    FUSED_POST_CONV.family: "zerojit.migrate.triton_lifts.equivalence:FusedPostConvEquivalence",
+    BATCH_MEMCPY.family: "zerojit.migrate.triton_lifts.equivalence:BatchMemcpyEquivalence",
+    SIGMOID_GATING.family: "zerojit.migrate.triton_lifts.equivalence:SigmoidGatingEquivalence",
+    ATTN_RES.family: "zerojit.migrate.triton_lifts.equivalence:AttnResEquivalence",
+}

@@ -24,7 +24,6 @@ DTYPES = ("bf16", "fp32")
 TOY_POLY = PolyKernel()  # the kernel singleton; its compiles go to the configured cache
 
 
-
 @dataclasses.dataclass(frozen=True)
 class PolyModel:
     """A preset's model: what the layer evaluates (polynomials of up to `max_terms` terms, in these dtypes)."""
@@ -34,8 +33,13 @@ class PolyModel:
 
 
 PRESETS = (
-    Preset("toy-poly-small", NAME, "A toy server whose layer evaluates polynomials of up to 16 terms",
-           ServingLimits(max_num_seqs=8, max_num_batched_tokens=512, max_model_len=4096), model=PolyModel()),
+    Preset(
+        "toy-poly-small",
+        NAME,
+        "A toy server whose layer evaluates polynomials of up to 16 terms",
+        ServingLimits(max_num_seqs=8, max_num_batched_tokens=512, max_model_len=4096),
+        model=PolyModel(),
+    ),
 )
 
 
@@ -54,9 +58,19 @@ def _construct(preset: Preset[PolyModel]):
 
 def _sample(preset: Preset[PolyModel], kernels, per_kernel: int, seed: int):
     rng = random.Random(seed)
-    return [(k, {"num_terms": rng.randint(1, preset.model.max_terms), "dtype": rng.choice(preset.model.dtypes)})
-            for k in kernels for _ in range(per_kernel)]
+    return [
+        (k, {"num_terms": rng.randint(1, preset.model.max_terms), "dtype": rng.choice(preset.model.dtypes)})
+        for k in kernels
+        for _ in range(per_kernel)
+    ]
 
 
-FAMILY = Family(name=NAME, title="Toy polynomial kernels (Python codegen)", backend=backend, presets=PRESETS,
-                construct=_construct, sample_launches=_sample, preset_model=PolyModel)
+FAMILY = Family(
+    name=NAME,
+    title="Toy polynomial kernels (Python codegen)",
+    backend=backend,
+    presets=PRESETS,
+    construct=_construct,
+    sample_launches=_sample,
+    preset_model=PolyModel,
+)
