@@ -17,6 +17,7 @@ from libcst.helpers import get_absolute_module_from_package
 
 from .errors import EngineRunError
 from .files import UnreadableSource, read_source
+from .syntax import exits, function_import, where
 
 
 def module_name(repo: Path, path: Path) -> tuple[str, str]:
@@ -53,10 +54,6 @@ class CallSite:
 Matcher = Callable[[ast.Call, dict[str, ast.expr]], bool]
 
 
-def _exits(block: list[ast.stmt]) -> bool:
-    return bool(block) and isinstance(block[-1], (ast.Return, ast.Raise))
-
-
 def call_sites(
     tree: ast.Module, matches: Matcher, loops_allowed: bool = False, functions: list[ast.FunctionDef] | None = None
 ) -> list[CallSite]:
@@ -81,7 +78,7 @@ def call_sites(
                 )
                 visit(statement.body, function, gates + (Gate(statement.test, True),), dict(assigned))
                 visit(statement.orelse, function, gates + (Gate(statement.test, False),), dict(assigned))
-                if _exits(statement.body) and not statement.orelse:
+                if exits(statement.body) and not statement.orelse:
                     gates += (Gate(statement.test, False),)
                 continue
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -244,6 +241,34 @@ class RepoModules:
                     return f"{target}.{attribute}", None  # `from package import submodule`
                 return self.resolve(target, attribute, depth + 1)
         return module, name
+
+    def shown(self, module: str) -> str:
+        """The module's file as messages show it: relative to the repo."""
+        return self.path(module).relative_to(self.repo).as_posix()
+
+    def where(self, module: str, node: ast.AST | int) -> str:
+        """`path:line` of a node (or a line) of the module, as messages show it."""
+        return where(self.repo, self.path(module), node if isinstance(node, int) else node.lineno)
+
+    def callee(self, module: str, function: ast.FunctionDef, name: str) -> tuple[str, str | None]:
+        """What `name` called in `function` (of `module`) is: a name it imports itself, or one of its module's."""
+        found = function_import(function, name) or self.imports(module).get(name)
+        return self.resolve(*found) if found and found[1] else self.resolve(module, name)
+
+    def reaches(self, module: str, name: str | None, wanted: tuple[str, str], depth: int = 3) -> int:
+        """How many calls deep `module.name`, an engine function, calls `wanted` (itself: 1; 0: not within
+        `depth`)."""
+        function = self.definition(module, name) if name else None
+        if not isinstance(function, ast.FunctionDef) or depth == 0:
+            return 0
+        found = []
+        for call in (n for n in ast.walk(function) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+            target = self.callee(module, function, call.func.id)
+            if target == wanted:
+                return 1
+            inner = self.reaches(*target, wanted, depth - 1) if target != (module, name) else 0
+            found += [inner + 1] if inner else []
+        return min(found, default=0)
 
     def off_contract(self, module: str, name: str) -> str | None:
         """None when `module.name` can register with the contract (it has `register_warmup`); else why not.

@@ -3,7 +3,7 @@
 A spec names anchors (modules, functions, classes, the kernel) and the code to insert;
 the codemods apply it. Specs are checked when made, every field's type included, so a typo
 fails with the field named. They are Python dataclasses (the built-in ones live beside each
-family in `migrate/`) or TOML files with one `[[migration]]` table per spec (see README).
+family in `migrate/`) or TOML files with one `[[migration]]` table per spec (see docs/spec-reference.md).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ call (to a small depth), are searched for kernels: `@triton.jit`-style decorated
 and module-level objects of a `*JitKernel` class. Each kernel's construction sites are the
 engine classes outside the warmup package that reference it; a `register_warmup` call on
 it means it already registers with the contract. Everything is read with `ast`; nothing
-is imported. The JSON form (`SURVEY_FORMAT`) is documented in the README.
+is imported. The JSON form (`SURVEY_FORMAT`) is documented in docs/json-formats.md.
 """
 
 from __future__ import annotations
@@ -302,9 +302,9 @@ class Survey:
             for n in getattr(self.modules.tree(module), "body", [])
             if isinstance(n, ast.FunctionDef)
             and n.name != function
-            and lift.reaches(self.modules, module, function, (module, n.name))
+            and self.modules.reaches(module, function, (module, n.name))
         ]
-        depths = {name: lift.reaches(self.modules, module, name, wanted) for name in names}
+        depths = {name: self.modules.reaches(module, name, wanted) for name in names}
         reaching = sorted((depth, index, name) for index, (name, depth) in enumerate(depths.items()) if depth)
         return reaching[0][2] if reaching else None  # the closest to the launcher: the step of this kernel
 
@@ -499,7 +499,7 @@ def _owned_nodes(tree: ast.Module) -> Iterator[tuple[str | None, ast.AST]]:
 
 
 def survey_report(repo: Path, findings: list[WarmupFinding], orchestrator: str, entry: str) -> dict[str, Any]:
-    """The stable JSON form (format "zerojit-survey/1", documented in the README)."""
+    """The stable JSON form (format SURVEY_FORMAT, documented in docs/json-formats.md)."""
     return {
         "format": SURVEY_FORMAT,
         "repo": str(repo),

@@ -13,7 +13,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zerojit.codemods.lift import LiftError, Tensor, Value, _Lift, _Scope
+from zerojit.codemods.lift.evaluator import Scope
+from zerojit.codemods.lift.provider import Lift
+from zerojit.codemods.lift.values import LiftError, Tensor, Value
 from zerojit.codemods.repo import RepoModules
 from zerojit.migrate.engine_trees.releases import vllm_tree
 
@@ -22,10 +24,10 @@ FUNCTION = ast.parse("def step():\n    pass\n").body[0]
 
 
 def _scope(**tensors):
-    lift = _Lift(RepoModules(vllm_tree("0.33.0"), "vllm"), "vllm.model_executor.warmup.kernel_warmup", "launcher")
+    lift = Lift(RepoModules(vllm_tree("0.33.0"), "vllm"), "vllm.model_executor.warmup.kernel_warmup", "launcher")
     env = {name: Value(name) for name in SIZES}
     env.update(tensors)
-    return _Scope(lift, "vllm.model_executor.warmup.kernel_warmup", FUNCTION, env)
+    return Scope(lift, "vllm.model_executor.warmup.kernel_warmup", FUNCTION, env)
 
 
 def _numbers(tensor, sizes):

@@ -1,0 +1,241 @@
+"""The dispatcher's side of a lift: which Triton kernels a launcher launches, the launch's arguments, what the
+dispatcher takes as inputs and copies from the launcher, and what the launcher no longer needs."""
+
+from __future__ import annotations
+
+import ast
+
+from ..repo import RepoModules
+from ..syntax import loads, stores
+from .provider import unpacked_names
+from .tables import PURE_BUILTINS, PURE_MATH, TENSOR_FACTS
+from .values import LiftError
+
+
+def repo_function(modules: RepoModules, module: str, name: str, what: str) -> ast.FunctionDef:
+    home, target = modules.resolve(module, name)
+    node = modules.definition(home, target) if target else None
+    if not isinstance(node, ast.FunctionDef):
+        raise LiftError(f"{what} {module}.{name} is not a function defined in the repo")
+    return node
+
+
+def is_triton_kernel(modules: RepoModules, module: str, name: str) -> bool:
+    """`name`, read in `module`, is a function of the repo decorated as a Triton kernel."""
+    home, target = modules.resolve(module, name)
+    node = modules.definition(home, target) if target else None
+    return isinstance(node, ast.FunctionDef) and any(
+        ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith(("jit", "heuristics", "autotune"))
+        for d in node.decorator_list
+    )
+
+
+def launched_kernels(modules: RepoModules, module: str, launcher: str) -> list[str]:
+    """The Triton kernels of the repo that `module.launcher` launches (`kernel[grid](...)`), by the names it uses."""
+    function = repo_function(modules, module, launcher, "the launcher")
+    names = [
+        node.func.value.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name)
+    ]
+    return [name for name in dict.fromkeys(names) if is_triton_kernel(modules, module, name)]
+
+
+def parameter_names(kernel: ast.FunctionDef) -> list[str]:
+    return [a.arg for a in kernel.args.posonlyargs + kernel.args.args + kernel.args.kwonlyargs]
+
+
+def binding_target(input_name: str, kernel_parameters: set[str]) -> str | None:
+    """The kernel parameter the engine's Triton helper binds a dispatcher input to (`x`, `x_ptr`, `X`, `X_PTR`)."""
+    pointer = f"{input_name}_ptr"
+    return next((c for c in (input_name, pointer, input_name.upper(), pointer.upper()) if c in kernel_parameters), None)
+
+
+def unread_names(
+    launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt], removed: list[ast.stmt]
+) -> list[tuple[int, str]]:
+    """(line, name) of names a copied `a, b = ...` the launcher keeps binds that it no longer reads (they become
+    `_`); `removed`: the copied statements it no longer keeps (`unread_after`)."""
+    staying = [s for s in copied if s not in removed]
+    reads = set().union(*(loads(s) for s in launcher.body if s not in launches and s not in removed))
+    return [
+        (s.lineno, name)
+        for s in staying
+        if isinstance(s, ast.Assign) and unpacked_names(s.targets[0])
+        for name in unpacked_names(s.targets[0])
+        if name not in reads
+    ]
+
+
+def unread_after(launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt]) -> list[ast.stmt]:
+    """The copied statements the launcher no longer reads once dispatchers make its `launches`."""
+    rest = set().union(*(loads(s) for s in launcher.body if s not in launches and s not in copied))
+    staying, removed = list(copied), []
+    changed = True
+    while changed:
+        changed = False
+        for statement in list(staying):
+            others = rest.union(*(loads(s) for s in staying if s is not statement))
+            if not set(stores(statement)) & others:
+                staying.remove(statement)
+                removed.append(statement)
+                changed = True
+    return sorted(removed, key=launcher.body.index)
+
+
+def defaults_the_helper_would_fill(
+    kernel: ast.FunctionDef,
+    launcher_file: str,
+    launch: ast.Expr,
+    inputs: list[str],
+    arguments: list[tuple[str, str]],
+    kernel_source: str,
+) -> list[tuple[str, str]]:
+    """Kernel parameters the launch leaves to their defaults that the engine's helper would fill: from an input
+    of their name (`x`, `x_ptr`, `X`, `X_PTR`) or from a bound input's stride (`<x>_stride[_N]`). Each is
+    passed its default explicitly, so the dispatcher launches what the launcher did."""
+    names = parameter_names(kernel)
+    passed = {name for name, _ in arguments}
+    bound = passed | {t for n in inputs if (t := binding_target(n, set(names))) is not None}
+    positional = kernel.args.posonlyargs + kernel.args.args
+    defaults = {a.arg: d for a, d in zip(positional[::-1], kernel.args.defaults[::-1])}
+    defaults.update({a.arg: d for a, d in zip(kernel.args.kwonlyargs, kernel.args.kw_defaults) if d is not None})
+    filled = []
+    for name in names:
+        if name in passed:
+            continue
+        stem, separator, dim = name.rpartition("_stride") if "_stride" in name else name.rpartition("_STRIDE")
+        dim = dim.removeprefix("_")
+        source = stem if stem in bound else f"{stem}_ptr" if separator == "_stride" else f"{stem}_PTR"
+        strided = bool(separator) and (not dim or dim.isdigit()) and source in bound
+        if name in bound or strided:
+            if name not in defaults:
+                raise LiftError(
+                    f"{launcher_file}:{launch.lineno}: the engine's helper would fill the kernel "
+                    f"parameter {name}, which the launch does not pass"
+                )
+            filled.append((name, ast.get_source_segment(kernel_source, defaults[name])))
+    return filled
+
+
+def check_copies(
+    module: str, launcher: ast.FunctionDef, launch: ast.stmt, inputs: list[str], copied: list[ast.stmt]
+) -> None:
+    """The dispatcher can copy these statements: none of them shares its line with another statement, and none
+    sets a name the dispatcher takes as an input (the copy would overwrite what the launcher passes)."""
+    lines = [s.lineno for s in launcher.body]
+    for statement in copied:
+        if lines.count(statement.lineno) > 1 or launcher.body[lines.index(statement.lineno)] is not statement:
+            raise LiftError(
+                f"{module}:{statement.lineno}: this line holds several statements; split it before "
+                "the lift copies one of them"
+            )
+        clobbered = sorted(set(stores(statement)) & set(inputs))
+        if clobbered:
+            raise LiftError(
+                f"{module}:{statement.lineno}: the launch needs {', '.join(clobbered)} as the launcher "
+                "leaves it, which this statement (copied into the dispatcher) would set again"
+            )
+    if lines.count(launch.lineno) > 1:
+        raise LiftError(f"{module}:{launch.lineno}: the launch shares its line with another statement")
+
+
+def launch_statement(
+    modules: RepoModules, module: str, launcher: ast.FunctionDef, kernel_module: str, kernel: str
+) -> ast.Expr | None:
+    """The launcher's top-level `kernel[grid](...)` statement."""
+    for statement in launcher.body:
+        if (
+            isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Subscript)
+            and isinstance(statement.value.func.value, ast.Name)
+        ):
+            name = statement.value.func.value.id
+            if modules.resolve(module, name) == modules.resolve(kernel_module, kernel):
+                return statement
+    return None
+
+
+def launch_arguments(launch: ast.Expr, kernel_parameters: list[str], module: str, source: str) -> list[tuple[str, str]]:
+    call = launch.value
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        raise LiftError(f"{module}:{launch.lineno}: the launch unpacks its arguments (*args/**kwargs)")
+    if len(call.args) > len(kernel_parameters):
+        raise LiftError(f"{module}:{launch.lineno}: the launch passes more arguments than the kernel takes")
+    named = [(name, ast.get_source_segment(source, value)) for name, value in zip(kernel_parameters, call.args)]
+    return named + [(k.arg, ast.get_source_segment(source, k.value)) for k in call.keywords]
+
+
+def dispatcher_inputs(
+    modules: RepoModules, module: str, launcher: ast.FunctionDef, launch: ast.Expr
+) -> tuple[list[str], list[ast.stmt]]:
+    """The dispatcher's parameters (what the launch reads that the launcher does not compute purely before it)
+    and the launcher's statements it copies (those pure computations, in order)."""
+    index = launcher.body.index(launch)
+    before = launcher.body[:index]
+    definitions: dict[str, list[ast.stmt]] = {}
+    for statement in before:
+        for name in dict.fromkeys(stores(statement)):
+            definitions.setdefault(name, []).append(statement)
+    parameters = [a.arg for a in launcher.args.posonlyargs + launcher.args.args + launcher.args.kwonlyargs]
+    inputs: list[str] = []
+    kept: list[ast.stmt] = []
+
+    def need(node: ast.AST) -> None:
+        for name in sorted(
+            {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)},
+            key=lambda n: (n not in parameters, n),
+        ):
+            statements = definitions.get(name, [])
+            if len(statements) == 1 and _pure_assignment(statements[0], name):
+                if statements[0] not in kept:
+                    kept.append(statements[0])
+                    need(statements[0].value if isinstance(statements[0], ast.Assign) else statements[0])
+            elif statements or name in parameters:
+                if name not in inputs:
+                    inputs.append(name)
+
+    need(launch)
+    order = {name: i for i, name in enumerate(parameters)}
+    inputs.sort(
+        key=lambda n: (order.get(n, len(order)), min((before.index(s) for s in definitions.get(n, [])), default=0))
+    )
+    return inputs, kept
+
+
+def _pure_assignment(statement: ast.stmt, name: str) -> bool:
+    """`name = <expression>` that allocates nothing and calls only shape arithmetic, or an if/else of such
+    assignments under such a condition (copied into the dispatcher)."""
+    if isinstance(statement, ast.If):  # each branch sets every name it sets, from what was there before
+        sets = [{n for s in branch for n in stores(s)} for branch in (statement.body, statement.orelse)]
+        return (
+            name in sets[0]
+            and sets[0] == sets[1]
+            and not sets[0] & loads(statement)
+            and _pure_expression(statement.test)
+            and all(_pure_assignment(s, n) for s in statement.body + statement.orelse for n in stores(s)[:1])
+        )
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and (
+            isinstance(statement.targets[0], ast.Name)
+            and statement.targets[0].id == name
+            or name in unpacked_names(statement.targets[0])
+        )
+    ):
+        return False
+    return _pure_expression(statement.value)
+
+
+def _pure_expression(expression: ast.expr) -> bool:
+    for node in ast.walk(expression):
+        if isinstance(node, ast.Call):
+            func = node.func
+            callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if callee not in PURE_BUILTINS | PURE_MATH | TENSOR_FACTS | {"is_arch_support_pdl"}:
+                return False
+        if isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.Lambda)):
+            return False
+    return True

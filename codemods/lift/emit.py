@@ -1,0 +1,97 @@
+"""The lift's source: the provider, the dispatcher's head and return, written as a reviewer of the engine reads them."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from ..syntax import loads
+from .tables import EXPANDABLE
+from .values import LiftError
+
+
+def docstring(text: str, width: int = 79) -> str:
+    """A function's docstring, wrapped so no line passes `width` (PEP 8's, within any repo's limit)."""
+    lines = textwrap.wrap(text, width - 7)
+    if len(lines) == 1:
+        return f'    """{lines[0]}"""\n'
+    return '    """' + "\n    ".join(lines) + '\n    """\n'
+
+
+def read_by(statements: list[str], used: str) -> list[str]:
+    """The provider's statements that its return reads, directly or through a later statement (`_when` stays)."""
+    kept: list[str] = []
+    for statement in reversed(statements):
+        target = statement.split(" = ", 1)[0] if " = " in statement and not statement.startswith("_when(") else None
+        reads = "\n".join([used, *kept])
+        if target is None or target in {n.id for n in ast.walk(ast.parse(reads)) if isinstance(n, ast.Name)}:
+            kept.insert(0, statement)
+    return kept
+
+
+def provider_reads(where: str, statements: list[str], values: list[str]) -> set[str]:
+    """The names the provider's body reads; refused where it needs an expression vLLM's helper does not expand."""
+    written = ast.parse("\n".join([*statements, *values]))  # the provider's body: assignments and `_when`s
+    odd = next(
+        (n for n in ast.walk(written) if not isinstance(n, (*EXPANDABLE, ast.Module, ast.Expr, ast.Assign))), None
+    )
+    if odd is not None:
+        raise LiftError(
+            f"{where}: the provider would need `{ast.unparse(odd)}` ({type(odd).__name__}), which vLLM's helper "
+            "does not expand"
+        )
+    return loads(written)
+
+
+def provider(
+    name: str,
+    parameters: tuple[str, ...],
+    statements: list[str],
+    values: list[str],
+    step: str,
+    kernel: str,
+    dispatcher: str,
+) -> str:
+    header = f"def {name}(*, {', '.join(parameters)}):" if parameters else f"def {name}():"
+    return (
+        header
+        + "\n"
+        + docstring(f"What the legacy {step} warmed {kernel} with, as {dispatcher} inputs.")
+        + "".join(f"    {s}\n" for s in statements)
+        + f"    return dict({', '.join(values)})\n"
+    )
+
+
+def dispatcher(
+    name: str, provider: str, kernel: str, launcher: str, launcher_def: ast.FunctionDef, inputs: list[str], source: str
+) -> str:
+    """The dispatcher's decorator, signature (the launcher's annotations kept) and docstring."""
+    annotations = {
+        a.arg: ast.get_source_segment(source, a.annotation)
+        for a in launcher_def.args.args + launcher_def.args.kwonlyargs
+        if a.annotation is not None
+    }
+    signature = ", ".join(f"{n}: {annotations[n]}" if n in annotations else n for n in inputs)
+    return (
+        f"@triton_kernel_dispatcher_with_warmup(kernel={kernel}, warmup_inputs={provider})\n"
+        f"def {name}({signature}) -> DispatchSpec:\n"
+        + docstring(
+            f"{launcher}'s launch of {kernel}: the grid and the arguments the inputs do not "
+            "bind, so the JIT warmup registry can compile it ahead of time."
+        )
+    )
+
+
+def returned(grid: str, launch_kwargs: list[str]) -> str:
+    """The dispatcher's last statement: `return <grid>, dict(<launch arguments>)`."""
+    return f"return {grid}, " + (f"dict({', '.join(launch_kwargs)})" if launch_kwargs else "{}")
+
+
+def helper_names(provider: str, dispatcher: str, helper_module: str, jit_module: str) -> tuple[tuple[str, str], ...]:
+    """(module, name) of the engine's warmup helpers that the new code uses, which the kernel's module imports."""
+    used = [
+        (helper_module, n)
+        for n in ("DispatchSpec", "TritonWarmupTensor", "triton_kernel_dispatcher_with_warmup")
+        if n in provider + dispatcher
+    ]
+    return tuple(used + [(jit_module, n) for n in ("WarmupChoices", "WarmupIntRange", "_when") if f"{n}(" in provider])

@@ -1,0 +1,300 @@
+"""`plan_lift`: the pipeline from a kernel, its launcher and the legacy step that warms it to what the lift writes."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+from ..repo import RepoModules
+from . import emit
+from .dispatcher import (
+    binding_target,
+    check_copies,
+    defaults_the_helper_would_fill,
+    dispatcher_inputs,
+    is_triton_kernel,
+    launch_arguments,
+    launch_statement,
+    parameter_names,
+    repo_function,
+    unread_after,
+    unread_names,
+)
+from .evaluator import Scope, bind_call, parameter_defaults
+from .provider import Lift
+from .tables import LOGGING, SAME_TENSOR
+from .values import DEVICE, Device, Facts, LiftError, MaybeTensor, Tensor, Unknown
+
+
+@dataclasses.dataclass(frozen=True)
+class LiftPlan:
+    """What the lift writes into the kernel's module, and what it needs from the registration."""
+
+    provider: str  # the provider function's source
+    dispatcher: str  # the decorated dispatcher's source up to its body (decorator, def line, docstring)
+    returned: str  # the dispatcher's last statement: `return <grid>, dict(<launch arguments>)`
+    copied_lines: tuple[int, ...]  # the launcher's statements the dispatcher's body copies, in order
+    removed_lines: tuple[int, ...]  # ... those the launcher no longer reads once its launch is the dispatcher's
+    unread: tuple[tuple[int, str], ...]  # (line, name): a kept `a, b = ...`'s names it no longer reads (-> `_`)
+    launch_line: int  # the launcher's `kernel[grid](...)` statement, replaced by `dispatch_call`
+    dispatch_call: str
+    parameters: tuple[tuple[str, str], ...]  # the provider's keyword parameters, with what the step read for each
+    helper_names: tuple[tuple[str, str], ...]  # (module, name) the kernel's module imports for the new code
+
+
+def plan_lift(
+    modules: RepoModules,
+    *,
+    kernel_module: str,
+    kernel: str,
+    launcher_module: str,
+    launcher: str,
+    step_module: str,
+    step: str,
+    dispatcher_name: str,
+    provider_name: str,
+    helper_module: str,
+    jit_module: str,
+    together: tuple[str, ...] = (),
+) -> LiftPlan:
+    """The dispatcher and provider for `kernel`, launched by `launcher` and warmed by the legacy `step`.
+
+    together: the launcher's other kernels the same migration lifts (each to its own dispatcher); the launcher
+    may launch no other Triton kernel, since the step's deletion would take that kernel's warmup with it.
+    """
+    kernel_def = _checked_kernel(modules, kernel_module, kernel)
+    launcher_def = repo_function(modules, launcher_module, launcher, "the launcher")
+    launches = _launches(modules, launcher_module, launcher_def, kernel_module, kernel, together)
+    launch = launches[0]
+    lift = Lift(modules, kernel_module, launcher)
+    lift.launcher_def = launcher_def
+    step_def = repo_function(modules, step_module, step, "the legacy step")
+    launcher_scope = _run_to_launch(lift, step_module, step_def, launcher_module, launcher_def, launch)
+
+    inputs, kept = dispatcher_inputs(modules, launcher_module, launcher_def, launch)
+    check_copies(modules.shown(launcher_module), launcher_def, launch, inputs, kept)
+    # What the launcher keeps is decided over every launch the migration moves: the dispatchers copy what they
+    # need, so a statement only launches read goes even when two of them read it.
+    others = [s for other in launches[1:] for s in dispatcher_inputs(modules, launcher_module, launcher_def, other)[1]]
+    copied = list(dict.fromkeys(kept + others))
+    source = modules.path(launcher_module).read_text()
+    launch_kwargs = _launch_kwargs(modules, kernel_module, kernel_def, launcher_module, launch, inputs, source)
+    values = [f"{name}={_input_code(modules, launcher_module, launcher_scope, launch, name)}" for name in inputs]
+    statements = emit.read_by(lift.statements, f"dict({', '.join(values)})")
+    read = emit.provider_reads(modules.where(step_module, step_def), statements, values)
+    # What the step read that only the launcher's other kernels use is not this provider's to take.
+    used = {name: what for name, what in lift.parameters.items() if name in read}
+    provider = emit.provider(provider_name, tuple(used), statements, values, step, kernel, dispatcher_name)
+    dispatcher = emit.dispatcher(dispatcher_name, provider_name, kernel, launcher, launcher_def, inputs, source)
+    removed = unread_after(launcher_def, launches, copied)
+    return LiftPlan(
+        provider,
+        dispatcher,
+        emit.returned(ast.get_source_segment(source, launch.value.func.slice), launch_kwargs),
+        tuple(s.lineno for s in kept),
+        tuple(s.lineno for s in removed),
+        tuple(unread_names(launcher_def, launches, copied, removed)),
+        launch.lineno,
+        f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})",
+        tuple(used.items()),
+        emit.helper_names(provider, dispatcher, helper_module, jit_module),
+    )
+
+
+def _checked_kernel(modules: RepoModules, kernel_module: str, kernel: str) -> ast.FunctionDef:
+    """The kernel's definition, refused unless it is a plain (or heuristics) Triton kernel."""
+    kernel_def = repo_function(modules, kernel_module, kernel, "the kernel")
+    where = modules.where(kernel_module, kernel_def)
+    for decorator in kernel_def.decorator_list:
+        written = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        if written.endswith("autotune"):
+            raise LiftError(
+                f"{where}: {kernel} is autotuned (@{written}): the engine's helper launches an autotuned kernel "
+                "for real to pick its config, which a compile-only warmup cannot do; warm it by hand"
+            )
+        if not (written.endswith("jit") or written.endswith("heuristics")):
+            raise LiftError(f"{where}: {kernel} is decorated with @{written}, not @triton.jit or @triton.heuristics")
+    return kernel_def
+
+
+def _launches(
+    modules: RepoModules,
+    launcher_module: str,
+    launcher_def: ast.FunctionDef,
+    kernel_module: str,
+    kernel: str,
+    together: tuple[str, ...],
+) -> list[ast.Expr]:
+    """The launcher's top-level `kernel[grid](...)` statement, then those of the kernels lifted with it; refused
+    where the launcher launches a kernel twice, or another kernel the migration does not lift."""
+    launcher = launcher_def.name
+    launch = launch_statement(modules, launcher_module, launcher_def, kernel_module, kernel)
+    if launch is None:
+        raise LiftError(
+            f"{modules.where(launcher_module, launcher_def)}: {launcher} has no `{kernel}[grid](...)` statement "
+            "at its top level (a launch under a condition or in a loop is not lifted)"
+        )
+    for node in ast.walk(launcher_def):
+        if not (isinstance(node, ast.Subscript) and node is not launch.value.func and isinstance(node.value, ast.Name)):
+            continue
+        if modules.resolve(launcher_module, node.value.id) == modules.resolve(kernel_module, kernel):
+            raise LiftError(
+                f"{modules.where(launcher_module, node)}: {launcher} launches {kernel} here too; the lift moves one "
+                "launch, and the warmup of this one would be lost (put each on the dispatcher by hand)"
+            )
+        if is_triton_kernel(modules, launcher_module, node.value.id) and node.value.id not in together:
+            raise LiftError(
+                f"{modules.where(launcher_module, node)}: {launcher} also launches {node.value.id}, which the legacy "
+                "step warms through the same call: the migration would delete that warmup with the step (lift "
+                f"{node.value.id} in the same migration, with a spec of its own and its own dispatcher name)"
+            )
+    launches = [launch]
+    for other in together:
+        found = launch_statement(modules, launcher_module, launcher_def, kernel_module, other)
+        if found is None:
+            raise LiftError(
+                f"{modules.where(launcher_module, launcher_def)}: {launcher} has no `{other}[grid](...)` statement "
+                "at its top level to lift with this one"
+            )
+        launches.append(found)
+    return launches
+
+
+def _run_to_launch(
+    lift: Lift,
+    step_module: str,
+    step_def: ast.FunctionDef,
+    launcher_module: str,
+    launcher_def: ast.FunctionDef,
+    launch: ast.Expr,
+) -> Scope:
+    """Run the step up to its call of the launcher (through the engine functions between them), then the
+    launcher up to the launch: the launcher's scope there, whose names hold what the launch reads."""
+    modules, launcher = lift.modules, launcher_def.name
+    step_scope = Scope(lift, step_module, step_def, {})
+    for argument in step_def.args.posonlyargs + step_def.args.args + step_def.args.kwonlyargs:
+        annotation = ast.unparse(argument.annotation) if argument.annotation else ""
+        step_scope.env[argument.arg] = (
+            DEVICE if argument.arg == "device" or "device" in annotation else Facts(argument.arg)
+        )
+    wanted = modules.resolve(launcher_module, launcher)
+
+    def towards_launcher(scope: Scope, statement: ast.stmt) -> ast.Call | None:
+        """The statement's call of the launcher, or of an engine function that (in turn) calls it."""
+        call = getattr(statement, "value", None) if isinstance(statement, (ast.Expr, ast.Assign, ast.Return)) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id not in scope.env:
+            target = modules.callee(scope.module, scope.function, call.func.id)
+            if target == wanted or modules.reaches(*target, wanted):
+                return call
+        return None
+
+    check_step(modules, step_module, step_def, wanted)
+    scope, call = step_scope, lift.walk(step_scope, step_def.body, towards_launcher, gates=True)
+    while call is not None and modules.callee(scope.module, scope.function, call.func.id) != wanted:
+        # An engine function between the step and the launcher (the op the step calls): run it too.
+        home, name = modules.callee(scope.module, scope.function, call.func.id)
+        function = modules.definition(home, name)
+        inner = Scope(lift, home, function, {})
+        bound = bind_call(scope, function, call)
+        for parameter, default in parameter_defaults(function).items():
+            bound.setdefault(parameter, inner.value(default))
+        inner.env.update(bound)
+        scope, call = inner, lift.walk(inner, function.body, towards_launcher)
+    if call is None:
+        raise LiftError(
+            f"{modules.where(step_module, step_def)}: {step_def.name} never calls {launcher} (or an engine "
+            "function that calls it) as a statement the lift follows"
+        )
+    bound = bind_call(scope, launcher_def, call)
+    launcher_scope = Scope(lift, launcher_module, launcher_def, {})
+    for name, default in parameter_defaults(launcher_def).items():
+        bound.setdefault(name, launcher_scope.value(default))
+    missing = [a.arg for a in launcher_def.args.args + launcher_def.args.kwonlyargs if a.arg not in bound]
+    if missing:
+        raise LiftError(f"{modules.where(step_module, call)}: the step's call passes no {', '.join(missing)}")
+    launcher_scope.env.update(bound)
+    if lift.walk(launcher_scope, launcher_def.body, lambda scope, s: s if s is launch else None) is None:
+        raise LiftError(
+            f"{modules.where(launcher_module, launch)}: the step's arguments never reach the launch "
+            "(the launcher returns before it)"
+        )
+    return launcher_scope
+
+
+def _launch_kwargs(
+    modules: RepoModules,
+    kernel_module: str,
+    kernel_def: ast.FunctionDef,
+    launcher_module: str,
+    launch: ast.Expr,
+    inputs: list[str],
+    source: str,
+) -> list[str]:
+    """The dispatcher's launch arguments: every kernel argument the launch passes (or the helper would fill)
+    that no dispatcher input binds by the helper's naming rule."""
+    shown = modules.shown(launcher_module)
+    kernel_parameters = parameter_names(kernel_def)
+    arguments = launch_arguments(launch, kernel_parameters, shown, source)
+    arguments += defaults_the_helper_would_fill(
+        kernel_def, shown, launch, inputs, arguments, modules.path(kernel_module).read_text()
+    )
+    names, passed = set(kernel_parameters), dict(arguments)
+    omitted = set()
+    for name in inputs:
+        target = binding_target(name, names)
+        if (
+            target is not None
+            and passed[target] == name
+            and sum(binding_target(n, names) == target for n in inputs) == 1
+        ):
+            omitted.add(target)
+    return [f"{name}={code}" for name, code in arguments if name not in omitted]
+
+
+def _input_code(modules: RepoModules, launcher_module: str, scope: Scope, launch: ast.Expr, name: str) -> str:
+    """What the provider passes for the dispatcher input `name`: the launch's value of it, as code."""
+    value = scope.env.get(name)
+    if isinstance(value, Unknown):
+        raise LiftError(value.why)
+    if value is None:
+        raise LiftError(
+            f"{modules.where(launcher_module, launch)}: the launch reads {name}, which the lift cannot follow"
+        )
+    if isinstance(value, Device):
+        raise LiftError(f"{modules.where(launcher_module, launch)}: the launch passes a device ({name})")
+    return value.code() if isinstance(value, (Tensor, MaybeTensor)) else scope._as_value(launch, value).code
+
+
+def check_step(modules: RepoModules, module: str, step: ast.FunctionDef, wanted: tuple[str, str]) -> None:
+    """The step goes with the migration: it must call the launcher exactly once and do nothing else that a
+    deletion would lose (another kernel's warmup, a call kept for its effect); logging and filling the tensors
+    it allocates are fine."""
+    reaching = [
+        call
+        for call in ast.walk(step)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and ((target := modules.callee(module, step, call.func.id)) == wanted or modules.reaches(*target, wanted))
+    ]
+    if len(reaching) > 1:
+        raise LiftError(
+            f"{modules.where(module, reaching[1])}: {step.name} reaches {wanted[1]} more than once; the provider "
+            "translates one call (move each into its own step, or write the provider by hand)"
+        )
+    for statement in (n for n in ast.walk(step) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)):
+        func = statement.value.func
+        if (
+            statement.value in reaching
+            or isinstance(func, ast.Attribute)
+            and (
+                isinstance(func.value, ast.Name)
+                and func.value.id == "logger"
+                and func.attr in LOGGING
+                or func.attr in SAME_TENSOR
+            )
+        ):
+            continue
+        raise LiftError(
+            f"{modules.where(module, statement)}: {step.name} also runs `{ast.unparse(func)}(...)`, which the "
+            "migration would delete with the step; move it out of the step first"
+        )

@@ -1,0 +1,177 @@
+"""The lift's symbolic values: a number or expression (`Value`), a tensor's dtype, shape and strides
+(`Tensor`), an optional tensor, a sequence, the device, a step parameter read whole (`Facts`), and a name the
+lift could not read (`Unknown`)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Any
+
+from ..spec import SpecError
+from .tables import NO_VALUE, OPS
+
+
+class LiftError(SpecError):
+    """The launcher or the legacy step holds something the lift cannot translate (where, and why)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    """A value as the provider writes it (`code`), with its Python value when the tree fixes it (`known`)."""
+
+    code: str
+    known: Any = NO_VALUE
+
+    @property
+    def fixed(self) -> bool:
+        return self.known is not NO_VALUE
+
+
+@dataclasses.dataclass(frozen=True)
+class Tensor:
+    """A tensor as Triton's key sees it: element type, shape, strides (None: compact row-major)."""
+
+    dtype: Value
+    shape: tuple[Value, ...]
+    strides: tuple[Value, ...] | None = None
+    offset: Value = Value("0", 0)  # elements from its storage's start (a view's): Triton keys 16-byte alignment
+
+    def stride(self) -> tuple[Value, ...]:
+        if self.strides is not None:
+            return self.strides
+        out, running = [], Value("1", 1)
+        for size in reversed(self.shape):
+            out.append(running)
+            running = binary(ast.Mult(), size, running)
+        return tuple(reversed(out))
+
+    def code(self) -> str:
+        shape = ", ".join(v.code for v in self.shape) + ("," if len(self.shape) == 1 else "")
+        strides = (
+            ""
+            if self.strides is None
+            else ", strides=(" + ", ".join(v.code for v in self.strides) + ("," if len(self.strides) == 1 else "") + ")"
+        )
+        aligned = (
+            ""
+            if self.offset.fixed and self.offset.known % 16 == 0
+            else f", aligned={binary(ast.Mult(), self.offset, Value(f'{self.dtype.code}.itemsize')).code} % 16 == 0"
+        )
+        return f"TritonWarmupTensor({self.dtype.code}{aligned}, shape=({shape}){strides})"
+
+    def view(self, shape: tuple[Value, ...], strides: tuple[Value, ...], offset: Value) -> Tensor:
+        """A view of this tensor's storage (row-major strides written as None)."""
+        compact = Tensor(self.dtype, shape).stride()
+        return Tensor(
+            self.dtype, shape, None if strides == compact else strides, binary(ast.Add(), self.offset, offset)
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class MaybeTensor:
+    """`tensor if test else None`, decided per warmed case: an optional input some cases pass and others leave
+    out. What the code reads of it (`.stride(0)`) is the tensor's: the legacy code reads it only where it is
+    there (`x is None or x.stride(0) == n`), or would fail itself."""
+
+    test: Value
+    tensor: Tensor
+
+    def code(self) -> str:
+        return f"{self.tensor.code()} if {self.test.code} else None"
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    """A step parameter read through its attributes (`config.h`): each attribute is a provider parameter."""
+
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Sequence:
+    items: tuple[Any, ...]
+
+
+class Device:
+    """Where tensors live: the provider's tensors are metadata only, so a device is never written."""
+
+
+DEVICE = Device()
+
+
+def parse_expr(code: str) -> ast.expr:
+    return ast.parse(code, mode="eval").body
+
+
+def binary(op: ast.operator, left: Value, right: Value) -> Value:
+    if left.fixed and right.fixed:
+        value = OPS[type(op)](left.known, right.known)
+        return Value(repr(value), value)
+    if isinstance(op, ast.Mult) and (left.known == 1 or right.known == 1):
+        return right if left.known == 1 else left
+    if isinstance(op, (ast.Add, ast.Sub)) and right.known == 0 or isinstance(op, ast.Add) and left.known == 0:
+        return left if right.known == 0 else right
+    return Value(ast.unparse(ast.BinOp(parse_expr(left.code), op, parse_expr(right.code))))
+
+
+def negated_code(code: str) -> str:
+    """`not (code)`, written as a reviewer would (`a != b` for `not a == b`)."""
+    node = parse_expr(code)
+    inverse = {
+        ast.Eq: ast.NotEq,
+        ast.NotEq: ast.Eq,
+        ast.Lt: ast.GtE,
+        ast.GtE: ast.Lt,
+        ast.Gt: ast.LtE,
+        ast.LtE: ast.Gt,
+        ast.Is: ast.IsNot,
+        ast.IsNot: ast.Is,
+        ast.In: ast.NotIn,
+        ast.NotIn: ast.In,
+    }
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return ast.unparse(ast.Compare(node.left, [inverse[type(node.ops[0])]()], node.comparators))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return ast.unparse(node.operand)
+    return ast.unparse(ast.UnaryOp(ast.Not(), node))
+
+
+def choice_of(test: Value, body: Any, orelse: Any) -> Any:
+    """`body if test else orelse` for a test decided per case: one value the provider can write, or None."""
+    if body == orelse:
+        return body
+    if isinstance(body, Value) and isinstance(orelse, Value):
+        return Value(ast.unparse(ast.IfExp(parse_expr(test.code), parse_expr(body.code), parse_expr(orelse.code))))
+    if isinstance(body, Tensor) and isinstance(orelse, Value) and orelse.known is None:
+        return MaybeTensor(test, body)
+    if isinstance(orelse, Tensor) and isinstance(body, Value) and body.known is None:
+        return MaybeTensor(Value(negated_code(test.code)), orelse)
+    return None
+
+
+def nested_shape(data: Any) -> tuple[Value, ...] | None:
+    if isinstance(data, Sequence):
+        inner = [nested_shape(item) for item in data.items]
+        if data.items and (None in inner or len(set(inner)) != 1):
+            return None
+        return (Value(str(len(data.items)), len(data.items)), *(inner[0] if data.items else ()))
+    return () if isinstance(data, Value) else None
+
+
+def names_in(code: str) -> set[str]:
+    return {n.id for n in ast.walk(parse_expr(code)) if isinstance(n, ast.Name)}
+
+
+class Unknown:
+    """A name whose value the lift could not read (an error only if the launch needs it)."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+
+def from_literal(value: Any) -> Any:
+    if isinstance(value, (tuple, list, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return Sequence(tuple(from_literal(v) for v in items))
+    return Value(repr(value), value)

@@ -1,0 +1,47 @@
+"""Small facts about Python syntax trees (`ast`) that the planner, the survey, the JIT map and the lift share.
+
+Each rule is written once here: which names a node reads or binds, whether a block leaves its enclosing
+block, which import inside a function binds a name, and how a place in a repo is shown ("path:line").
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+
+def loads(node: ast.AST) -> set[str]:
+    """The names `node` reads."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def stores(node: ast.AST) -> list[str]:
+    """The names `node` binds, in order (a name bound twice is listed twice)."""
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+
+
+def exits(block: list[ast.stmt], *, in_loop: bool = False) -> bool:
+    """The block ends by leaving what encloses it: a return or a raise, and inside a loop's body a `continue`
+    (which leaves the rest of that iteration)."""
+    ends = (ast.Return, ast.Raise, ast.Continue) if in_loop else (ast.Return, ast.Raise)
+    return bool(block) and isinstance(block[-1], ends)
+
+
+def function_import(function: ast.FunctionDef, name: str) -> tuple[str, str | None] | None:
+    """The absolute import inside `function` that binds `name`: (module, attribute), or (module, None) for a
+    module; None when the function imports no such name itself."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return node.module, alias.name
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if (alias.asname or alias.name.split(".")[0]) == name:
+                    return alias.name if alias.asname else alias.name.split(".")[0], None
+    return None
+
+
+def where(repo: Path, path: Path, line: int) -> str:
+    """A place as messages show it: the file relative to the repo, and the line."""
+    return f"{path.relative_to(repo).as_posix()}:{line}"
