@@ -37,8 +37,8 @@ from zerojit.contract.storage import atomic_write, cache_root, can_write, file_l
 from .errors import TransactionError
 
 JOURNAL = "journal.json"
-# Tests set this to space the write steps out, so that a kill can land between any two of them.
-STEP_DELAY_ENV = "ZEROJIT_TEST_WRITE_STEP_DELAY"
+# Seconds between two write steps: none in a run; the kill tests set some, so that a kill can land between any two.
+STEP_DELAY = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,9 +100,8 @@ def _current(path: Path) -> bytes | None:
 
 
 def _pause() -> None:
-    delay = float(os.environ.get(STEP_DELAY_ENV, "0") or 0)
-    if delay:
-        time.sleep(delay)
+    if STEP_DELAY:
+        time.sleep(STEP_DELAY)
 
 
 def pending(repo: Path) -> Path | None:

@@ -24,13 +24,21 @@ FAMILIES = ["fa4-mla-prefill", "inkling-rel-attention"]
 TEMP_SUFFIX = ".zerojit-new"
 
 
-def zerojit(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
+# `python -m zerojit` with codemods.transaction.STEP_DELAY set first (argv[1], taken off before the CLI reads argv).
+SPACED_OUT = (
+    "import sys; from zerojit.codemods import transaction; transaction.STEP_DELAY = float(sys.argv.pop(1)); "
+    "from zerojit.migrate.cli import main; main()"
+)
+
+
+def zerojit(*args: str, delay: float = 0.0, **popen) -> subprocess.Popen:
+    """`zerojit migrate ARGS` in its own process; `delay`: seconds between two of its write steps."""
+    cli = ["-c", SPACED_OUT, str(delay)] if delay else ["-m", "zerojit"]
     return subprocess.Popen(
-        [sys.executable, "-m", "zerojit", "migrate", *args],
+        [sys.executable, *cli, "migrate", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **(env or {})},
         **popen,
     )
 
@@ -70,7 +78,7 @@ def test_a_kill_at_any_moment_leaves_original_or_migrated_files_and_the_next_run
     for attempt in range(20):
         repo = copy_029(tmp_path / f"kill{attempt}")
         journal = transaction.state_dir(repo) / transaction.JOURNAL
-        run = zerojit(*FAMILIES, "--repo", str(repo), "--write", env={transaction.STEP_DELAY_ENV: "0.02"})
+        run = zerojit(*FAMILIES, "--repo", str(repo), "--write", delay=0.02)
         while not journal.exists() and run.poll() is None:
             time.sleep(0.002)  # the write phase begins with the journal
         time.sleep(rng.uniform(0.0, 0.3))  # 12 steps of 0.02 s: anywhere in the write phase, or just after it
@@ -90,7 +98,7 @@ def test_a_dry_run_reports_an_interrupted_write_and_recover_rolls_it_back(tmp_pa
     original, _ = clean
     repo = copy_029(tmp_path / "repo")
     journal = transaction.state_dir(repo) / transaction.JOURNAL
-    run = zerojit(*FAMILIES, "--repo", str(repo), "--write", env={transaction.STEP_DELAY_ENV: "0.05"})
+    run = zerojit(*FAMILIES, "--repo", str(repo), "--write", delay=0.05)
     while not journal.exists():
         time.sleep(0.002)
     time.sleep(0.4)  # past staging, into the replacements
@@ -125,8 +133,7 @@ def test_concurrent_runs_wait_for_each_other(tmp_path, clean, split):
     _, migrated = clean
     repo = copy_029(tmp_path / "repo")
     runs = [[*FAMILIES]] * 2 if not split else [[FAMILIES[0]], [FAMILIES[1]]]
-    slow = {transaction.STEP_DELAY_ENV: "0.5"}  # the first holds the lock while the second starts up
-    first = zerojit(*runs[0], "--repo", str(repo), "--write", env=slow)
+    first = zerojit(*runs[0], "--repo", str(repo), "--write", delay=0.5)  # holds the lock while the second starts
     while not (transaction.state_dir(repo) / transaction.JOURNAL).exists():
         time.sleep(0.002)
     second = zerojit(*runs[1], "--repo", str(repo), "--write")
