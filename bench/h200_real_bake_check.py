@@ -58,7 +58,7 @@ def main() -> None:
         return counted(kernel, *args, **kwargs)
 
     cutlass.cute.compile = counting
-    report = execute(plan, show_progress=False)
+    report = execute(plan)
     warmup_compiles = len(compiles)
     coverage = verify_zero_jit(kernels, family.sample_launches(preset, kernels, launches, seed))
     torch.cuda.synchronize()

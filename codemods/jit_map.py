@@ -521,30 +521,3 @@ def jit_map_report(
         "unresolved_registrations": [dataclasses.asdict(r) for r in unresolved],
         "unreadable_modules": dict(unreadable or {}),
     }
-
-
-STATUS_COLORS = {"registered": "tab:green", "unregistered": "tab:olive", "legacy": "tab:orange", "unwarmed": "tab:red"}
-
-
-def plot_jit_map(report: dict[str, Any], path: Path) -> Path:
-    """A stacked bar per backend (its kernels by status), written where the file's suffix says (matplotlib)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = {backend: row for backend, row in report["counts"]["by_backend"].items() if row["total"]}
-    figure, axes = plt.subplots(figsize=(10, 1.2 + 0.45 * len(rows)))
-    left = [0] * len(rows)
-    for status, color in STATUS_COLORS.items():
-        widths = [row[status] for row in rows.values()]
-        axes.barh(list(rows), widths, left=left, color=color, label=f"{STATUSES[status]} ({sum(widths)})")
-        left = [a + b for a, b in zip(left, widths)]
-    axes.invert_yaxis()
-    axes.set_xlabel("JIT kernels (entry points; device helpers not counted)")
-    axes.set_title(f"JIT map of {Path(report['repo']).name}: {report['counts']['kernels']} kernels")
-    axes.legend(loc="lower right", fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return Path(path)

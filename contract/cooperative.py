@@ -15,7 +15,7 @@ from .plan import WarmupPlan
 from .report import WarmupReport
 
 
-def cooperative_execute(plan: WarmupPlan, show_progress: bool = False) -> WarmupReport:
+def cooperative_execute(plan: WarmupPlan) -> WarmupReport:
     """Run this rank's part of a cooperative warmup (torch.distributed must be initialized)."""
     import torch.distributed as dist
 
@@ -24,9 +24,9 @@ def cooperative_execute(plan: WarmupPlan, show_progress: bool = False) -> Warmup
     rank, world_size = dist.get_rank(), dist.get_world_size()
     work = list(plan.work())
     started = time.perf_counter()
-    own = execute(plan, work=work[rank::world_size], show_progress=show_progress)
+    own = execute(plan, work=work[rank::world_size])
     dist.barrier()  # every share is on disk now
-    rest = execute(plan, work=[w for i, w in enumerate(work) if i % world_size != rank], show_progress=show_progress)
+    rest = execute(plan, work=[w for i, w in enumerate(work) if i % world_size != rank])
     return WarmupReport(
         plan=plan, results=own.results + rest.results, wall_s=time.perf_counter() - started, variants=rest.variants
     )

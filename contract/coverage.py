@@ -16,8 +16,6 @@ from .keys import jsonable
 from .monitor import JitAfterWarmupWarning, JitMonitor, PostWarmupCompile
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from .kernel import JitKernel
 
 
@@ -67,18 +65,6 @@ class CoverageReport:
             ],
             "post_warmup_compiles": [dataclasses.asdict(event) for event in self.compiles],
         }
-
-    def table(self) -> Table:
-        from rich.markup import escape
-        from rich.table import Table
-
-        verdict = "[green]zero JIT[/]" if self.ok else f"[red]{self.cache_growth} compiles after warmup[/]"
-        table = Table(title=f"verify: {self.launches} launches, {verdict}")
-        for column in ("launcher", "launches", "variants", "grew"):
-            table.add_column(column, justify="left" if column == "launcher" else "right")
-        for k in self.kernels:
-            table.add_row(escape(k.name), str(k.launches), str(k.variants_after), "[red]yes[/]" if k.grew else "no")
-        return table
 
 
 def verify_zero_jit(

@@ -32,8 +32,6 @@ from .plan import WarmupPlan
 from .report import KeyResult, WarmupReport
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from .kernel import JitKernel
     from .workers import Setup, Workers
 
@@ -44,28 +42,18 @@ def _worker_name() -> str:
     return f"pid {os.getpid()} / {threading.current_thread().name}"
 
 
-class _NoProgress(contextlib.nullcontext):
-    """Stands in for rich's progress bar when none is shown, so an engine never imports rich."""
+class Progress:
+    """Where `execute` reports its keys as they finish. This one shows nothing (an engine's warmup); the CLI
+    passes a progress bar of its own (migrate/cli/render.py), so the runtime never imports rich."""
 
-    def add_task(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    def start(self, total: int) -> None:
+        """`total` keys are about to be compiled or loaded here."""
 
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    def advance(self, result: KeyResult) -> None:
+        """One key is done."""
 
-
-def _progress_bar(console: Console | None) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("[bold]warmup[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}", markup=False),
-        console=console,
-        transient=False,
-    )
+    def stop(self) -> None:
+        """Every key is done, or the warmup ended with an error."""
 
 
 def compile_one(kernel: JitKernel, key: CompileKey) -> KeyResult:
@@ -100,18 +88,21 @@ def compile_one(kernel: JitKernel, key: CompileKey) -> KeyResult:
     )
 
 
-def start_workers(jobs: int, process_setup: Setup, tasks: int) -> Workers:
+def start_workers(
+    jobs: int, process_setup: Setup, tasks: int, *, start: str = "forkserver", time_slice: bool = True
+) -> Workers:
     """Start worker processes now for at most `tasks` compiles, `jobs` at a time, and return them.
 
     A caller that knows compiles are coming starts them before its own set-up: the forkserver
     (contract.workers) imports the DSL once, while this process does, and every worker forks from
     it; `execute(..., pool=...)` then uses them. With more variants to compile than `jobs`, the
     compiles take up to PROCESSES_PER_JOB x `jobs` processes, time-sliced to `jobs` at any instant.
+    `start` and `time_slice`: the workers' design (`Workers`; the designs before are "spawn" and False).
     """
     # Imported here, not with this module: the forkserver imports it after the package, as the setup may need.
     from .workers import Workers
 
-    return Workers(jobs, process_setup, min(tasks, jobs))
+    return Workers(jobs, process_setup, min(tasks, jobs), start=start, time_slice=time_slice)
 
 
 def _variants_of(work: Sequence[Work]) -> list[tuple[str, bool]]:
@@ -150,15 +141,21 @@ def _resolve_in(workers: Workers, work: Sequence[Work]) -> list[tuple[str, bool]
 
 
 def _compile_in_workers(
-    work: Sequence[Work], jobs: int, process_setup: Setup | None, pool: Workers | None
+    work: Sequence[Work],
+    jobs: int,
+    process_setup: Setup | None,
+    pool: Workers | None,
+    start: str,
+    time_slice: bool,
 ) -> tuple[dict[tuple[str, str], KeyResult], dict[str, float]]:
     """Compile each distinct variant of `work` the disk cache lacks once, in worker processes, into that cache.
 
     With `pool` (workers started earlier) the workers also resolve the variants; without, this
-    process does, and workers start only if some variant needs compiling. Returns the workers'
-    results by (kernel, key digest), and the seconds spent choosing the variants and compiling them.
+    process does, and workers (of the design `start`, `time_slice` name) start only if some variant
+    needs compiling. Returns the workers' results by (kernel, key digest), and the seconds spent
+    choosing the variants and compiling them.
     """
-    from .workers import PROCESSES_PER_JOB, time_slicing
+    from .workers import PROCESSES_PER_JOB
 
     started = time.perf_counter()
     resolved = _variants_of(work) if pool is None else _resolve_in(pool, work)
@@ -170,10 +167,11 @@ def _compile_in_workers(
         return {}, phases
     with contextlib.ExitStack() as stack:
         if pool is None:
-            pool = stack.enter_context(start_workers(jobs, process_setup, len(representatives)))
-        compiled = pool.map(
-            [(compile_one, representative) for representative in representatives],
-            processes=jobs * (PROCESSES_PER_JOB if time_slicing() else 1),
+            pool = stack.enter_context(
+                start_workers(jobs, process_setup, len(representatives), start=start, time_slice=time_slice)
+            )
+        compiled = pool.map(  # a pool that does not time-slice holds no more than `jobs` of these processes
+            [(compile_one, representative) for representative in representatives], processes=jobs * PROCESSES_PER_JOB
         )
     phases["workers"] = time.perf_counter() - started - sum(phases.values())
     results = {}
@@ -192,20 +190,23 @@ def longest_first(work: Sequence[Work], history: dict[str, float]) -> list[Work]
 def execute(
     plan: WarmupPlan,
     jobs: int = 1,
-    console: Console | None = None,
-    show_progress: bool = True,
+    progress: Progress | None = None,
     work: Sequence[Work] | None = None,
     history: dict[str, float] | None = None,
     process_setup: Setup | None = None,
     pool: Workers | None = None,
     meanwhile: Callable[[], Any] | None = None,
+    start: str = "forkserver",
+    time_slice: bool = True,
 ) -> WarmupReport:
     """Compile the plan's keys (or just `work`, a part of them) and return the report.
 
+    `progress`: told of each key as it finishes (default: nothing is shown).
     `pool`: worker processes started earlier (`start_workers`), used instead of starting new ones;
-    they resolve the variants too. `meanwhile`: this process's own set-up (the backend's, which its
-    loads need), run while such workers compile, else before anything compiles; an error it raises
-    (or an interrupt) stops the workers and is raised.
+    they resolve the variants too. Without it, workers of the design `start` and `time_slice` name
+    (`start_workers`) start if some variant needs compiling in one. `meanwhile`: this process's own
+    set-up (the backend's, which its loads need), run while such workers compile, else before
+    anything compiles; an error it raises (or an interrupt) stops the workers and is raised.
     `history` maps key digests to seconds a compile took before (contract.cache keeps it per cache directory).
     Failures are in the report, never raised. The report's phases: configure (`meanwhile`),
     workers_start (waiting for the first worker), variants and workers (resolving and compiling in
@@ -215,7 +216,7 @@ def execute(
     work = longest_first(list(plan.work()) if work is None else list(work), history or {})
     results: list[KeyResult] = []
     started = time.perf_counter()
-    progress = _progress_bar(console) if show_progress else _NoProgress()
+    progress = progress or Progress()
 
     def mode(kernel: JitKernel, key: CompileKey) -> Parallelism:
         if jobs == 1 or (kernel.parallelism is Parallelism.PROCESSES and process_setup is None and pool is None):
@@ -224,7 +225,7 @@ def execute(
 
     def record(result: KeyResult) -> None:
         results.append(result)
-        progress.update(task, advance=1, description=f"{result.kernel} {result.outcome}")
+        progress.advance(result)
 
     phases: dict[str, float] = {}
 
@@ -237,7 +238,7 @@ def execute(
     in_processes = [w for w in work if mode(*w) is Parallelism.PROCESSES]
     if in_processes and pool is not None:  # the workers resolve and compile while this process sets up
         with ThreadPoolExecutor(1, thread_name_prefix="zerojit-dispatch") as dispatcher:
-            remote = dispatcher.submit(_compile_in_workers, in_processes, jobs, process_setup, pool)
+            remote = dispatcher.submit(_compile_in_workers, in_processes, jobs, process_setup, pool, start, time_slice)
             try:
                 set_up_here()
                 compiled, worker_phases = remote.result()
@@ -247,10 +248,10 @@ def execute(
     else:
         set_up_here()  # an error it raises comes before anything compiles or shows
         compiled, worker_phases = ({}, {})
-    with progress:
-        task = progress.add_task("", total=len(work))
+    progress.start(len(work))
+    try:
         if in_processes and pool is None:
-            compiled, worker_phases = _compile_in_workers(in_processes, jobs, process_setup, None)
+            compiled, worker_phases = _compile_in_workers(in_processes, jobs, process_setup, None, start, time_slice)
         phases.update(worker_phases)
         mark = time.perf_counter()
         for kernel, key in in_processes:
@@ -274,6 +275,8 @@ def execute(
                 record(future.result())
         if len(results) > len(in_processes):
             phases["in_process"] = time.perf_counter() - mark
+    finally:
+        progress.stop()
     variants = {p.kernel.name: p.kernel.variant_count() for p in plan.kernels}
     return WarmupReport(
         plan=plan, results=results, wall_s=time.perf_counter() - started, variants=variants, phases=phases

@@ -1,4 +1,4 @@
-"""The warmup report: per-key outcomes and timing, as JSON and as a table."""
+"""The warmup report: per-key outcomes and timing, as JSON (the CLI draws its table: migrate/cli/tables.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Any
 from .keys import CompileKey
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from .plan import WarmupPlan
 
 
@@ -50,7 +48,8 @@ class WarmupReport:
     def ok(self) -> bool:
         return not self.failures
 
-    def _per_kernel(self) -> list[dict[str, Any]]:
+    def per_kernel(self) -> list[dict[str, Any]]:
+        """One row per kernel: its keys, outcomes, compile seconds and variants (the JSON's and the table's)."""
         rows = []
         for planned in self.plan.kernels:
             mine = [r for r in self.results if r.kernel == planned.kernel.name]
@@ -84,7 +83,7 @@ class WarmupReport:
             ),
             "total_keys": len(self.results),
             "phases": {name: round(seconds, 4) for name, seconds in self.phases.items()},
-            "kernels": self._per_kernel(),
+            "kernels": self.per_kernel(),
             "failures": [
                 {"kernel": r.kernel, "key": r.key.as_dict(), "cause": r.cause, "traceback": r.detail}
                 for r in self.failures
@@ -92,25 +91,3 @@ class WarmupReport:
             "empty_kernels": [p.kernel.name for p in self.plan.empty_kernels],
             "missed_registrations": [dataclasses.asdict(m) for m in self.plan.missed],
         }
-
-    def table(self) -> Table:
-        from rich.markup import escape
-        from rich.table import Table
-
-        table = Table(title=f"warmup: {len(self.results)} keys in {self.wall_s:.2f} s")
-        table.add_column("kernel", no_wrap=True)
-        for column in ("keys", "compiled", "cached", "failed", "seconds", "variants"):
-            table.add_column(column, justify="right")
-        for row in self._per_kernel():
-            name = escape(row["kernel"]) + (" [red](registered, 0 keys)[/]" if row["empty"] else "")
-            failed = f"[red]{row['failed']}[/]" if row["failed"] else "0"
-            table.add_row(
-                name,
-                str(row["keys"]),
-                str(row["compiled"]),
-                str(row["cached"]),
-                failed,
-                f"{row['seconds']:.2f}",
-                str(row["variants"]),
-            )
-        return table

@@ -12,8 +12,8 @@ empty): importing CuTe DSL on a GPU host initializes CUDA, which a forked child 
 and a compile-only worker needs none (it compiles for the configured target exactly as on a
 CPU-only host, whose artifacts load on the GPU host). The forkserver serves one setup for the life
 of the process (multiprocessing keeps one per process): workers for another setup (another backend,
-target or cache; FlyDSL and CuTe DSL never share a process) are spawned, and so is every worker when
-ZEROJIT_WORKER_START=spawn (the previous design, which bench/variant_warmup.py measures beside this).
+target or cache; FlyDSL and CuTe DSL never share a process) are spawned, and so is every worker of
+`Workers(..., start="spawn")` (the previous design, which bench/variant_warmup.py measures beside this).
 The server lives as long as this process (a CLI command; an engine does not start workers), which
 stops it as it exits: it holds nothing but what its setup imported, and tearing that interpreter
 down (mostly a final garbage collection over the DSL's objects) would hold this process's pipes for
@@ -26,8 +26,8 @@ warmup alone: deepseek-v3-b200's 20 FA4 variants on 14 workers spanned 12.3 s in
 more than N of them compile, this process time-slices them: every QUANTUM seconds it stops (SIGSTOP)
 the ones that ran longest and continues (SIGCONT) those that waited, so at most N compile at any
 instant and every compile in flight advances at the same pace (processor sharing): they end
-together, near their total CPU / N, whatever their order. ZEROJIT_TIME_SLICE=off holds N processes,
-each compiling one key at a time (the design before this one).
+together, near their total CPU / N, whatever their order. `Workers(..., time_slice=False)` holds N
+processes, each compiling one key at a time (the design before this one).
 """
 
 from __future__ import annotations
@@ -59,16 +59,13 @@ _NO_DEVICE = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}  # compile-
 QUANTUM = 0.25  # seconds a time-sliced compile runs before the ones that waited take their turn
 ARRIVAL_POLL = 0.02  # seconds between looks for a newly started worker while tasks wait for one
 PROCESSES_PER_JOB = 2  # processes a time-sliced map may hold per task that runs at once
-
-
-def time_slicing() -> bool:
-    return os.environ.get("ZEROJIT_TIME_SLICE", "on") != "off"
+START_METHODS = ("forkserver", "spawn")  # how `Workers` start: forks of one set-up server, or fresh interpreters
 
 
 def prepare(setup: Setup) -> None:
     """Start the forkserver now with `setup` run in it (once per process; a later, different setup is ignored)."""
     global _prepared
-    if _prepared is not None or os.environ.get("ZEROJIT_WORKER_START") == "spawn":
+    if _prepared is not None:
         return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
@@ -101,10 +98,10 @@ def _stop_server() -> None:
         pass  # gone already
 
 
-def context(setup: Setup) -> multiprocessing.context.BaseContext:
-    """Where workers running `setup` start: forked from the prepared forkserver when it holds this setup, else
-    spawned (never forked from this process, which may hold a DSL runtime)."""
-    forked = setup == _prepared and os.environ.get("ZEROJIT_WORKER_START") != "spawn"
+def context(setup: Setup, start: str) -> multiprocessing.context.BaseContext:
+    """Where workers running `setup` start: forked from the prepared forkserver when `start` asks for it and the
+    server holds this setup, else spawned (never forked from this process, which may hold a DSL runtime)."""
+    forked = start == "forkserver" and setup == _prepared
     return multiprocessing.get_context("forkserver" if forked else "spawn")
 
 
@@ -135,17 +132,30 @@ class Workers:
     of one forkserver), so a caller creates this as soon as it knows compiles are coming and goes on
     with its own set-up. `map(tasks, processes)` runs tasks on the workers as they arrive and
     returns their results in order; with `processes` above `running` it starts more and
-    time-slices them (forks of the server only: a spawned worker could not die with a killed
-    parent, so it is never left stopped). A worker that ends loses only its own task: another
-    starts in its place. `cancel()` (from another thread: this process is being interrupted)
-    ends a map within a quantum.
+    time-slices them (with `time_slice`, and forks of the server only: a spawned worker could not
+    die with a killed parent, so it is never left stopped). A worker that ends loses only its own
+    task: another starts in its place. `cancel()` (from another thread: this process is being
+    interrupted) ends a map within a quantum. `start`: one of START_METHODS ("spawn": every worker
+    imports its setup itself, the design before the forkserver).
     """
 
-    def __init__(self, running: int, setup: Setup, processes: int | None = None):
-        prepare(setup)
+    def __init__(
+        self,
+        running: int,
+        setup: Setup,
+        processes: int | None = None,
+        *,
+        start: str = "forkserver",
+        time_slice: bool = True,
+    ):
+        if start not in START_METHODS:
+            raise ValueError(f"start={start!r}: not one of {', '.join(START_METHODS)}")
+        if start == "forkserver":
+            prepare(setup)
         self.running = running
-        self._context, self._setup = context(setup), setup
+        self._context, self._setup = context(setup, start), setup
         self.forked = self._context.get_start_method() == "forkserver"  # the server's main thread forks them
+        self.sliced = time_slice and self.forked  # may hold more processes than `running`
         self._idle: list[_Worker] = []
         self._arrived: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._lock = threading.Lock()  # the counts below, the stop flag, and each arrival
@@ -155,7 +165,7 @@ class Workers:
         self._start_error: BaseException | None = None
         self._stopping = threading.Event()  # close() or cancel(): start no more, run no more
         self.first_started: float | None = None  # time.perf_counter() when the first worker was up
-        self.grow((processes or running) if self.forked else min(processes or running, running))
+        self.grow((processes or running) if self.sliced else min(processes or running, running))
 
     def grow(self, processes: int) -> None:
         """Have `processes` workers in all: the missing ones start in the background."""
@@ -218,9 +228,9 @@ class Workers:
         """Each task's result, in order; an exception instance where a task got none (`WorkerLost`, `TaskFailed`).
 
         `processes`: how many workers may hold these tasks at once (default `running`; more are
-        time-sliced to `running` at any instant, if forked).
+        time-sliced to `running` at any instant, if the pool time-slices, else it holds `running`).
         """
-        self.grow(min(processes if processes and self.forked else self.running, len(tasks)))
+        self.grow(min(processes if processes and self.sliced else self.running, len(tasks)))
         pending = collections.deque(enumerate(tasks))
         results: list[Any] = [None] * len(tasks)
         busy: dict[Any, tuple[_Worker, int]] = {}  # connection -> worker, task index

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-import importlib.util
 import shutil
 import tempfile
 import time
@@ -43,7 +42,6 @@ from zerojit.contract.cache import (
     CacheDirError,
     CacheWarning,
     check_artifacts,
-    check_output_file,
     default_cache_dir,
     fingerprint_mismatch,
     open_cache_dir,
@@ -51,18 +49,14 @@ from zerojit.contract.cache import (
     read_history,
     record_results,
 )
-from zerojit.contract.executor import start_workers
+from zerojit.contract.executor import Progress, start_workers
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from zerojit.codemods.runner import MigrationResult
     from zerojit.contract import WarmupReport
     from zerojit.migrate.engine_trees.equivalence import EquivalenceReport
 
 ENTRY_POINT_GROUP = "zerojit.families"
-DRAWING_FORMATS = (".png", ".svg", ".pdf")  # what matplotlib draws, by the file's suffix
-TIMELINE_FORMATS = (*DRAWING_FORMATS, ".json")  # a warmup timeline: a drawing, or its data (contract.timeline)
 MAX_LAUNCHES = 100_000  # per kernel, for verification: far beyond any useful sample, far below memory trouble
 
 Launches = list[tuple[JitKernel, dict[str, Any]]]
@@ -254,34 +248,27 @@ def warm_preset(
     *,
     jobs: int = 1,
     cache_dir: Path | None = None,
-    console: Console | None = None,
-    show_progress: bool = True,
-    timeline: Path | None = None,
+    progress: Progress | None = None,
     cooperative: bool = False,
     require_baked: bool = False,
+    start: str = "forkserver",
+    time_slice: bool = True,
 ) -> WarmupRun:
     """Compile every planned key of a preset (compile-only) into a vetted cache directory.
 
-    Everything that could fail at the end (cache dir, timeline file, a read-only cache that
-    would need writing) is checked before the first compile and raises CacheDirError.
+    Everything that could fail at the end (cache dir, a read-only cache that would need writing)
+    is checked before the first compile and raises CacheDirError.
     Cached artifacts that no longer match the key they were stored for are removed and
     recompiled (listed in `artifact_problems`). A cache baked elsewhere is checked against this
     environment (`fingerprint_mismatch`): a mismatch is a warning, or with `require_baked` an
     error before anything compiles — as is a planned key the bake lacks; a compile that still
     happens is counted in `unbaked_compiles`. `cooperative`: this process is one rank of a
-    torch.distributed group that splits the plan (contract.cooperative).
+    torch.distributed group that splits the plan (contract.cooperative). `progress`: told of each key
+    (`execute`); `start`, `time_slice`: the compile workers' design (`contract.workers.Workers`).
     """
     cache = open_cache_dir(
         cache_dir if cache_dir is not None else default_cache_dir(family.backend_name), family.backend_name
     )
-    if timeline is not None:
-        check_output_file(timeline, "--timeline")
-        if timeline.suffix.lower() not in TIMELINE_FORMATS:
-            raise CacheDirError(f"--timeline {timeline}: name a {', '.join(TIMELINE_FORMATS)} file")
-        if timeline.suffix.lower() != ".json" and importlib.util.find_spec("matplotlib") is None:
-            raise CacheDirError(
-                "--timeline needs matplotlib to draw: pip install 'zerojit[plots]' (or name a .json file for the data)"
-            )
     started = time.perf_counter()
     plan, kernels = plan_preset(family, preset)
     # Cooperative ranks start unsynchronized: a late rank would judge an early one's fresh compiles as untrusted.
@@ -295,7 +282,7 @@ def warm_preset(
     to_compile = uncovered + len(problems)
     # Compiles are coming: start the workers now (their forkserver imports the DSL while this process does).
     pool = (
-        start_workers(jobs, setup, to_compile)
+        start_workers(jobs, setup, to_compile, start=start, time_slice=time_slice)
         if not cooperative
         and jobs > 1
         and to_compile > 1
@@ -321,12 +308,13 @@ def warm_preset(
             report = execute(
                 plan,
                 jobs=jobs,
-                console=console,
-                show_progress=show_progress,
+                progress=progress,
                 history=read_history(cache),
                 process_setup=setup,
                 pool=pool,
                 meanwhile=set_up_here,
+                start=start,
+                time_slice=time_slice,
             )
     except BaseException:
         if pool is not None:  # an error or an interrupt before the workers were handed over: nothing waits for them
@@ -338,10 +326,6 @@ def warm_preset(
     report.phases = {"plan": planned - started, **report.phases}  # planning and the cache's check came first
     here, bake = checked["here"], checked["bake"]
     record_results(cache, report, here, peers_compile=cooperative)
-    if timeline is not None:
-        from zerojit.contract.timeline import write_timeline
-
-        write_timeline(report, timeline)
     return WarmupRun(plan, kernels, report, cache, problems, require_baked, bake)
 
 
@@ -373,12 +357,12 @@ def verify_preset(
     launches: int,
     seed: int,
     cache_dir: Path | None = None,
-    console: Console | None = None,
+    progress: Progress | None = None,
 ) -> tuple[WarmupRun, CoverageReport]:
     """Warm the preset, then prove that `launches` random in-range launches per kernel compile nothing."""
     if not 1 <= launches <= MAX_LAUNCHES:
         raise FamilyError(f"--launches must be between 1 and {MAX_LAUNCHES}, not {launches}")
-    run = warm_preset(family, preset, cache_dir=cache_dir, console=console)
+    run = warm_preset(family, preset, cache_dir=cache_dir, progress=progress)
     coverage = verify_zero_jit(run.kernels, family.sample_launches(preset, run.kernels, launches, seed))
     return run, coverage
 

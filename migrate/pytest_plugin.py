@@ -35,8 +35,10 @@ def _check(family: Any, grid: str | None = "full", samples: int = 0, seed: int =
     if not report.ok:
         from rich.console import Console
 
+        from zerojit.migrate.cli.tables import equivalence_table  # the CLI's table, as `zerojit keys diff` prints it
+
         console = Console(record=True, width=160)
-        console.print(report.table())
+        console.print(equivalence_table(report))
         pytest.fail(f"key equivalence failed for {report.family}:\n{console.export_text()}", pytrace=False)
     return report
 

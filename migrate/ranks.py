@@ -25,7 +25,7 @@ def rank_main(rank: int, world_size: int, preset_name: str, cache_dir: Path | No
     dist.init_process_group("gloo", init_method=f"file://{workdir}/rendezvous", rank=rank, world_size=world_size)
     try:
         family, preset = get_preset(preset_name)
-        run = warm_preset(family, preset, cache_dir=cache_dir, show_progress=False, cooperative=True)
+        run = warm_preset(family, preset, cache_dir=cache_dir, cooperative=True)
         summary = run.report.to_dict()
         summary["rank"] = rank
         summary["variants"] = sum(summary_kernel["variants"] for summary_kernel in summary["kernels"])

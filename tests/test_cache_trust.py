@@ -45,7 +45,7 @@ def warm(folder: Path):
     cache = open_cache_dir(folder)
     plan = plan_for(PolyKernel(cache_dir=cache.path))
     problems, uncovered = check_artifacts(cache, plan)
-    report = execute(plan, show_progress=False)
+    report = execute(plan)
     record_results(cache, report, {"Python": "3.x"})
     return problems, uncovered, report
 
@@ -160,7 +160,7 @@ def test_a_bake_root_stands_for_its_backend_folder_and_is_never_compiled_beside(
 def test_a_full_disk_while_recording_is_one_line_and_leaves_no_temporary_file(tmp_path, monkeypatch):
     cache = open_cache_dir(tmp_path / "cache")
     plan = plan_for(PolyKernel(cache_dir=cache.path))
-    report = execute(plan, show_progress=False)
+    report = execute(plan)
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

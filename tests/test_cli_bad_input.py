@@ -287,3 +287,84 @@ def test_a_json_timeline_holds_every_key_of_the_report(toy_family_site, tmp_path
 def test_a_keys_diff_that_compares_nothing_is_refused():
     done = zerojit("keys", "diff", "--family", "rocm-nvfp4", "--grid", "none")
     assert_one_error_line(done, "nothing to compare")
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("ZEROJIT_TIME_SLICE", "maybe"),
+        ("ZEROJIT_TIME_SLICE", "OFF"),
+        ("ZEROJIT_TIME_SLICE", "0"),
+        ("ZEROJIT_WORKER_START", "bogus"),
+        ("ZEROJIT_WORKER_START", ""),
+    ],
+)
+def test_a_worker_design_the_cli_does_not_know_is_refused(toy_family_site, tmp_path, monkeypatch, name, value):
+    """The bench's switches (ZEROJIT_WORKER_START, ZEROJIT_TIME_SLICE) accept their values only, before anything."""
+    monkeypatch.setenv(name, value)
+    cache = tmp_path / "cache"
+    assert_one_error_line(warm_toy(toy_family_site, cache), f"{name}={value}: not one of")
+    assert not cache.exists()
+
+
+def test_a_bake_refuses_a_worker_design_it_does_not_know_before_any_process_starts(
+    toy_family_site, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("ZEROJIT_TIME_SLICE", "false")
+    done = zerojit("bake", "-p", TOY, "--out", str(tmp_path / "bake"), site=toy_family_site)
+    assert_one_error_line(done, "ZEROJIT_TIME_SLICE=false: not one of on, off")
+    assert not (tmp_path / "bake").exists()
+
+
+@pytest.fixture
+def toy_plugin_here(toy_family_site, monkeypatch):
+    """The toy family as a plug-in of this process (its entry point found on sys.path), its kernel compiling in
+    worker processes and holding no variant yet (a worker is sent the kernel: code objects do not pickle); the
+    plug-ins are looked up afresh before and after."""
+    from zerojit.contract import Parallelism
+    from zerojit.migrate.families import families
+
+    monkeypatch.syspath_prepend(str(toy_family_site))
+    families.cache_clear()
+    from zerojit_toy_family import TOY_POLY
+
+    monkeypatch.setattr(type(TOY_POLY), "parallelism", Parallelism.PROCESSES)
+    monkeypatch.setattr(TOY_POLY, "variants", {})
+    yield
+    families.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "env, design",
+    [
+        ({}, ("forkserver", True)),
+        ({"ZEROJIT_WORKER_START": "spawn"}, ("spawn", True)),
+        ({"ZEROJIT_WORKER_START": "forkserver", "ZEROJIT_TIME_SLICE": "off"}, ("forkserver", False)),
+        ({"ZEROJIT_TIME_SLICE": "on"}, ("forkserver", True)),
+    ],
+)
+def test_each_worker_design_the_cli_knows_reaches_the_pool(toy_plugin_here, tmp_path, monkeypatch, env, design):
+    """`zerojit warmup --jobs 2` starts its compile workers as the environment says (the default: forkserver,
+    time-sliced), and the warmup compiles every key in them."""
+    from typer.testing import CliRunner
+
+    from zerojit.contract.workers import Workers
+    from zerojit.migrate.cli import app
+
+    for name in ("ZEROJIT_WORKER_START", "ZEROJIT_TIME_SLICE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    seen = []
+    start_pool = Workers.__init__
+
+    def recording(self, *args, **kwargs):
+        seen.append((kwargs["start"], kwargs["time_slice"]))
+        start_pool(self, *args, **kwargs)
+
+    monkeypatch.setattr(Workers, "__init__", recording)
+    done = CliRunner().invoke(app, ["warmup", "-p", TOY, "--jobs", "2", "--cache-dir", str(tmp_path / "c"), "--json"])
+    assert done.exit_code == 0, done.output
+    assert seen == [design]
+    report = json.loads(done.stdout)
+    assert report["compiled"] == TOY_KEYS and "workers" in report["phases"]

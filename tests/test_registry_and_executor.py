@@ -102,7 +102,7 @@ def test_failing_key_never_hides_the_others(jobs):
     registry = WarmupRegistry(LIMITS)
     with registry.capture():
         kernel.register_warmup(max_terms=4 * MAX_DEGREE, dtypes=("bf16", "fp32"))
-    report = execute(registry.plan(), jobs=jobs, show_progress=False)
+    report = execute(registry.plan(), jobs=jobs)
     summary = report.to_dict()
     # Degrees 1,2,4,...,256 (9 buckets) x 2 dtypes; 128 and 256 exceed MAX_DEGREE=64.
     assert (summary["compiled"], summary["failed"], summary["cached"]) == (14, 4, 0)
@@ -123,7 +123,7 @@ def test_a_key_whose_variant_cannot_be_resolved_fails_alone_in_workers(tmp_path)
     registry = WarmupRegistry(LIMITS)
     with registry.capture():
         kernel.register_warmup(max_terms=4 * MAX_DEGREE, dtypes=("bf16", "fp32"))
-    report = execute(registry.plan(), jobs=2, show_progress=False, process_setup=(configure_worker, ()))
+    report = execute(registry.plan(), jobs=2, process_setup=(configure_worker, ()))
     assert (report.count("compiled"), report.count("failed")) == (14, 4)
     assert {(f.key.degree, f.cause) for f in report.failures} == {
         (d, f"ValueError: degree {d} exceeds MAX_DEGREE=64") for d in (128, 256)
@@ -136,7 +136,7 @@ def test_disk_cache_makes_second_warmup_cached(tmp_path):
         registry = WarmupRegistry(LIMITS)
         with registry.capture():
             build_model(kernel)
-        return execute(registry.plan(), show_progress=False).to_dict()
+        return execute(registry.plan()).to_dict()
 
     first, second = warm(), warm()
     assert (first["compiled"], first["cached"]) == (10, 0)
@@ -147,13 +147,15 @@ def test_disk_cache_makes_second_warmup_cached(tmp_path):
 def test_report_table_names_every_kernel():
     from rich.console import Console
 
+    from zerojit.migrate.cli.tables import warmup_table
+
     kernel = PolyKernel()
     registry = WarmupRegistry(LIMITS)
     with registry.capture():
         build_model(kernel)
-    report = execute(registry.plan(), show_progress=False)
+    report = execute(registry.plan())
     console = Console(record=True, width=120)
-    console.print(report.table())
+    console.print(warmup_table(report))
     rows = [line for line in console.export_text().splitlines() if "toy_poly" in line]
     assert len(rows) == 1
     cells = [cell.strip() for cell in rows[0].strip("│ ").split("│")]
@@ -166,7 +168,7 @@ def test_verification_sees_growth_only_for_unwarmed_launches():
     registry = WarmupRegistry(LIMITS)
     with registry.capture():
         build_model(kernel, max_terms=16)
-    execute(registry.plan(), show_progress=False)
+    execute(registry.plan())
     inside = [(kernel, {"num_terms": n, "dtype": t}) for n in range(0, 17) for t in ("bf16", "fp32", "fp16")]
     report = verify_zero_jit([kernel], inside)
     assert report.ok and report.launches == 51
@@ -194,7 +196,7 @@ def test_longest_first_uses_the_timing_history(tmp_path):
     with registry.capture():
         build_model(kernel)
     cache = open_cache_dir(tmp_path / "cache")
-    record_results(cache, execute(registry.plan(), show_progress=False))
+    record_results(cache, execute(registry.plan()))
     history = read_history(cache)
     assert set(history) == {key.digest() for _, key in registry.plan().work()}
     slow_first = {key.digest(): float(key.degree) for _, key in registry.plan().work()}
@@ -213,7 +215,7 @@ def test_process_workers_compile_into_the_disk_cache_then_this_process_loads(tmp
     registry = WarmupRegistry(LIMITS)
     with registry.capture():
         build_model(kernel)
-    report = execute(registry.plan(), jobs=2, show_progress=False, process_setup=(configure_worker, ()))
+    report = execute(registry.plan(), jobs=2, process_setup=(configure_worker, ()))
     assert report.count("compiled") == 10 and kernel.variant_count() == 10
     assert all(not r.worker.startswith(f"pid {os.getpid()} ") for r in report.results)
     assert len(list(tmp_path.glob("*.marshal"))) == 10  # the workers wrote them
@@ -236,7 +238,6 @@ def test_workers_started_early_resolve_and_compile_while_this_process_sets_up(tm
         report = execute(
             registry.plan(),
             jobs=2,
-            show_progress=False,
             process_setup=(configure_worker, ()),
             pool=pool,
             meanwhile=lambda: set_up.append(os.getpid()),
@@ -259,7 +260,7 @@ def test_workers_get_one_key_per_backend_variant_and_this_process_the_rest(tmp_p
     registry = WarmupRegistry(LIMITS)
     with registry.capture():
         build_model(kernel)  # degrees 1..16 x (bf16, fp32): 10 keys, 5 variants
-    report = execute(registry.plan(), jobs=2, show_progress=False, process_setup=(configure_worker, ()))
+    report = execute(registry.plan(), jobs=2, process_setup=(configure_worker, ()))
     in_workers = [r for r in report.results if not r.worker.startswith(f"pid {os.getpid()} ")]
     assert len(report.results) == 10 and report.count("failed") == 0
     assert len(in_workers) == len({kernel.variant(key) for _, key in registry.plan().work()}) == 5
@@ -271,7 +272,7 @@ from zerojit.contract.executor import start_workers
 from zerojit_toy_family.kernel import configure_recorded
 
 for _ in range(2):  # two pools of one setup, as a bake's presets of one target start them
-    pool = start_workers(2, (configure_recorded, (sys.argv[1],)), 2)
+    pool = start_workers(2, (configure_recorded, (sys.argv[1],)), 2, start=sys.argv[2])
     assert pool.map([(int, ("7",))]) == [7]
     pool.close()
 """
@@ -280,14 +281,10 @@ for _ in range(2):  # two pools of one setup, as a bake's presets of one target 
 @pytest.mark.parametrize("start", ["forkserver", "spawn"])
 def test_workers_fork_from_one_server_that_ran_the_setup_once(tmp_path, start):
     """The DSL import (the setup) runs once, in the forkserver, and every worker of both pools forks from it
-    already set up; ZEROJIT_WORKER_START=spawn is the design before it: each worker sets itself up."""
+    already set up; start="spawn" is the design before it: each worker sets itself up."""
     log = tmp_path / "setups.log"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(sys.path),  # the toy family, as conftest puts it there
-        **({"ZEROJIT_WORKER_START": "spawn"} if start == "spawn" else {}),
-    }
-    subprocess.run([sys.executable, "-c", _TWO_POOLS, str(log)], check=True, env=env, timeout=120)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}  # the toy family, as conftest puts it there
+    subprocess.run([sys.executable, "-c", _TWO_POOLS, str(log), start], check=True, env=env, timeout=120)
     runs = [tuple(map(int, line.split())) for line in log.read_text().splitlines()]
     own = [pid for pid, first in runs if pid == first]  # processes that ran the setup themselves
     forked = [(pid, first) for pid, first in runs if pid != first]
@@ -299,13 +296,13 @@ def test_workers_fork_from_one_server_that_ran_the_setup_once(tmp_path, start):
 
 
 def test_timeline_png(tmp_path):
-    from zerojit.contract.timeline import plot_timeline
+    from zerojit.migrate.cli.plots import plot_timeline
 
     kernel = PolyKernel()
     registry = WarmupRegistry(LIMITS)
     with registry.capture():
         build_model(kernel)
-    report = execute(registry.plan(), jobs=2, show_progress=False)
+    report = execute(registry.plan(), jobs=2)
     path = plot_timeline(report, tmp_path / "timeline.png")
     from matplotlib.colors import to_rgb
     from matplotlib.image import imread

@@ -39,7 +39,7 @@ def warm():
     registry = WarmupRegistry(MI355X)
     with registry.capture():
         FAMILY.construct(PUBLISHED)
-    return execute(registry.plan(), show_progress=False)
+    return execute(registry.plan())
 
 
 def test_cold_then_cached_warmup_with_non_empty_code_objects(cache_dir):

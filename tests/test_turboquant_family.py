@@ -39,7 +39,7 @@ family, preset = get_preset(sys.argv[2])
 registry = WarmupRegistry(preset.limits)
 with registry.capture():
     family.construct(preset)
-report = execute(registry.plan(), show_progress=False).to_dict()
+report = execute(registry.plan()).to_dict()
 module = launcher_module()
 artifacts = [launch._last_compiled[1] for launch in module._KERN_CACHE.values()]
 triton_codes = [kernel.asm["hsaco"] for kernel in module._reduce_partitions.device_caches[0][0].values()]

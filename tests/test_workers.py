@@ -87,26 +87,35 @@ def test_a_task_that_raises_fails_alone_and_its_worker_carries_on():
     assert isinstance(results[2], TaskFailed) and "pickle" in str(results[2]).lower()
 
 
-def test_when_no_worker_can_start_every_task_says_so(monkeypatch):
+def test_when_no_worker_can_start_every_task_says_so():
     def broken_setup():  # not picklable for a spawned worker: the start itself fails
         pass
 
-    monkeypatch.setenv("ZEROJIT_WORKER_START", "spawn")
-    with Workers(1, (broken_setup, ()), 2) as workers:
+    with Workers(1, (broken_setup, ()), 2, start="spawn") as workers:
         results = workers.map([(int, ())] * 3)
     assert all(isinstance(r, WorkerLost) and "no worker process" in str(r) for r in results)
 
 
-def test_start_workers_starts_one_per_job_and_a_map_may_hold_more_only_when_forked(monkeypatch):
+def test_start_workers_starts_one_per_job_and_a_map_may_hold_more_only_when_forked():
     with start_workers(2, forked_setup(), tasks=10) as workers:
         assert (workers.processes, workers.running, workers.forked) == (2, 2, True)
         workers.map([(int, ())] * 6, processes=4)
         assert workers.processes == 4
     with start_workers(2, forked_setup(), tasks=1) as workers:
         assert workers.processes == 1
-    monkeypatch.setenv("ZEROJIT_WORKER_START", "spawn")  # a spawned worker could not die with its parent: never sliced
-    with Workers(2, NO_SETUP, 4) as workers:
+    # a spawned worker could not die with its parent: never sliced
+    with Workers(2, NO_SETUP, 4, start="spawn") as workers:
+        assert not workers.forked
         assert workers.map([(int, ("1",))] * 6, processes=4) == [1] * 6 and workers.processes == 2
+
+
+def test_workers_that_do_not_time_slice_never_hold_more_processes_than_run_at_once():
+    """time_slice=False, the design before slicing: forked from the server, yet no more than `running` processes."""
+    with start_workers(2, forked_setup(), tasks=10, time_slice=False) as workers:
+        assert workers.forked and not workers.sliced
+        assert workers.map([(int, ("1",))] * 6, processes=4) == [1] * 6 and workers.processes == 2
+    with pytest.raises(ValueError, match="start='fork': not one of forkserver, spawn"):
+        Workers(1, NO_SETUP, start="fork")
 
 
 def test_a_cancelled_map_ends_within_a_quantum_and_leaves_no_worker_behind():

@@ -8,8 +8,11 @@ Machine-readable output with --json goes to stdout; progress and errors go to st
 so `--json` output can be piped.
 
 One module per command group (thin: parse options, call a service, render); `app` names
-and groups them, `shared` holds the options, consoles and the user-error decorator,
-`render` the tables several commands print, `services` what a command does beyond a call.
+and groups them, `shared` holds the options, consoles, the user-error decorator and the
+environment the CLI reads, `render` what several commands print (and the warmup's progress
+bar), `tables` the reports as tables, `plots` the drawings (matplotlib), `services` what a
+command does beyond a call. Presentation lives here only: contract/ and codemods/ import
+neither rich nor matplotlib (tests/test_import_layers.py).
 """
 
 from .app import app, main

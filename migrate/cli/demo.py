@@ -8,8 +8,9 @@ import typer
 from rich.markup import escape
 
 from ..families import get_preset, migration_specs, plan_preset, verify_preset
-from .render import print_diff, print_plan, print_warmup
+from .render import WarmupProgress, print_diff, print_plan, print_warmup
 from .shared import CacheOption, out, user_errors
+from .tables import coverage_table
 
 DEFAULT_DEMO_PRESET = "minimax-m3-nvfp4-mi355x-tp4"
 
@@ -24,9 +25,11 @@ def demo(
     out.rule(f"[bold]zerojit demo[/] · {escape(chosen.name)}")
     out.print(chosen.description, markup=False)
     print_plan(plan_preset(family, chosen)[0], out)
-    run, coverage = verify_preset(family, chosen, launches=40, seed=0, cache_dir=cache_dir, console=out)
+    run, coverage = verify_preset(
+        family, chosen, launches=40, seed=0, cache_dir=cache_dir, progress=WarmupProgress(out)
+    )
     print_warmup(run, out)
-    out.print(coverage.table())
+    out.print(coverage_table(coverage))
     out.rule("[bold]migration of the bundled legacy engine tree[/] (dry run)")
     from zerojit.codemods.runner import migrate  # the codemods load only when the demo gets here
 

@@ -8,6 +8,7 @@ import typer
 
 from ..families import key_equivalence
 from .shared import TREE_ERRORS, JsonOption, fail, out, print_json, user_errors
+from .tables import equivalence_table
 
 
 @user_errors(*TREE_ERRORS)
@@ -68,5 +69,5 @@ def keys_diff(
     if as_json:
         print_json(report.to_dict())
     else:
-        out.print(report.table())
+        out.print(equivalence_table(report))
     raise typer.Exit(0 if report.ok else 1)

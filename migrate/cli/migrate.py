@@ -18,6 +18,7 @@ from ..families import migration_keys_check
 from .render import print_diff
 from .services import chosen_migrations, migration_lock
 from .shared import TREE_ERRORS, err, fail, out, user_errors
+from .tables import equivalence_table
 
 
 def migrate_command(
@@ -179,7 +180,7 @@ def _keys_kept(checked: dict) -> bool:
         verdict = "no unexplained difference" if report.ok else f"{len(report.mismatches)} unexplained mismatches"
         err.print(f"keys: {escape(family)}: {report.configs} configs, {verdict}", highlight=False)
         if not report.ok:
-            err.print(report.table())
+            err.print(equivalence_table(report))
             return False
     return True
 

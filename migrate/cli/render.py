@@ -1,5 +1,5 @@
-"""Output that more than one command prints: a plan (plan, demo), a warmup (warmup, demo), a migration diff
-(migrate, demo).
+"""Output that more than one command prints: a plan (plan, demo), a warmup and its progress bar (warmup, verify,
+demo), a migration diff (migrate, demo).
 
 Every text that comes from the user, a preset or an engine tree is escaped: it prints as written.
 """
@@ -10,13 +10,19 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as Bar
 from rich.syntax import Syntax
 from rich.table import Table
 
+from zerojit.contract.executor import Progress
+
 from ..families import WarmupRun
+from .tables import warmup_table
 
 if TYPE_CHECKING:
     from zerojit.codemods.results import MigrationResult
+    from zerojit.contract.report import KeyResult
 
 
 def print_plan(plan, console: Console, variants: dict[str, int] | None = None) -> None:
@@ -37,8 +43,33 @@ def print_plan(plan, console: Console, variants: dict[str, int] | None = None) -
         console.print(f"[yellow]missed registration:[/] {escape(missed.kernel)} at {escape(missed.site)}")
 
 
+class WarmupProgress(Progress):
+    """The warmup's progress bar on `console`: keys done of all, time so far, and the last key's outcome."""
+
+    def __init__(self, console: Console):
+        self._bar = Bar(
+            TextColumn("[bold]warmup[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}", markup=False),
+            console=console,
+            transient=False,
+        )
+
+    def start(self, total: int) -> None:
+        self._bar.start()
+        self._task = self._bar.add_task("", total=total)
+
+    def advance(self, result: KeyResult) -> None:
+        self._bar.update(self._task, advance=1, description=f"{result.kernel} {result.outcome}")
+
+    def stop(self) -> None:
+        self._bar.stop()
+
+
 def print_warmup(run: WarmupRun, console: Console) -> None:
-    console.print(run.report.table())
+    console.print(warmup_table(run.report))
     for problem in run.artifact_problems:
         console.print(f"[yellow]recompiled[/] {escape(str(problem))}")
     for failure in run.report.failures:

@@ -105,8 +105,9 @@ def bake_processes(presets: list[str]) -> list[tuple[str, list[str]]]:
     return [(backend, names) for (backend, _), names in processes.items()]
 
 
-def bake_in_own_process(presets: list[str], cache_dir: Path, jobs: int) -> list[dict]:
-    """Warm `presets` (one backend and target) into `cache_dir` in a process of their own: each one's report."""
+def bake_in_own_process(presets: list[str], cache_dir: Path, jobs: int, start: str, time_slice: bool) -> list[dict]:
+    """Warm `presets` (one backend and target) into `cache_dir` in a process of their own, its compile workers of
+    the design `start` and `time_slice` name (contract.workers): each one's report."""
     done = subprocess.run(
         [
             sys.executable,
@@ -114,6 +115,8 @@ def bake_in_own_process(presets: list[str], cache_dir: Path, jobs: int) -> list[
             "from zerojit.migrate.cli.warmup import bake_here; bake_here()",
             str(cache_dir),
             str(jobs),
+            start,
+            "on" if time_slice else "off",
             *presets,
         ],
         capture_output=True,

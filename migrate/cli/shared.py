@@ -22,6 +22,7 @@ from zerojit.codemods.errors import EngineRunError, MigrationError
 from zerojit.codemods.spec import SpecError
 from zerojit.contract.cache import CacheDirError
 from zerojit.contract.kernel import BackendConfigError
+from zerojit.contract.workers import START_METHODS
 from zerojit.migrate.engine_trees.sources import NamesOnlyUsed
 
 from ..families import FamilyError
@@ -38,8 +39,13 @@ CacheOption = typer.Option(
     "It holds compiled code the warmup loads: it must be a folder only you can write.",
 )
 
+
+class SettingError(ValueError):
+    """An environment variable the CLI reads holds a value it does not know."""
+
+
 # Bad input a user can give: refused with one line and exit 2, before anything compiles.
-USER_ERRORS = (FamilyError, CacheDirError, BackendConfigError, SpecError, MigrationError)
+USER_ERRORS = (FamilyError, CacheDirError, BackendConfigError, SpecError, MigrationError, SettingError)
 # What running an engine tree can refuse with (a missing tree or module, a gate it cannot follow, a stub it lacks).
 TREE_ERRORS = (FileNotFoundError, EngineRunError, NamesOnlyUsed)
 
@@ -66,6 +72,24 @@ def user_errors(*also: type[Exception], on_bug: str | None = None) -> Iterator[N
         if on_bug is None or isinstance(exc, typer.Exit):
             raise
         raise fail(f"internal error ({type(exc).__name__}: {exc}); {on_bug}") from None
+
+
+def worker_design() -> tuple[str, bool]:
+    """How compile workers start (one of START_METHODS) and whether they are time-sliced (contract.workers).
+
+    Forkserver and time-sliced, unless ZEROJIT_WORKER_START=spawn or ZEROJIT_TIME_SLICE=off ask for the designs
+    before them (bench/variant_warmup.py measures them side by side); any other value is a SettingError.
+    """
+    start = _setting("ZEROJIT_WORKER_START", START_METHODS)
+    return start, _setting("ZEROJIT_TIME_SLICE", ("on", "off")) == "on"
+
+
+def _setting(name: str, choices: tuple[str, ...]) -> str:
+    """The environment variable `name`: one of `choices`, the first when it is not set."""
+    value = os.environ.get(name, choices[0])
+    if value not in choices:
+        raise SettingError(f"{name}={value}: not one of {', '.join(choices)}")
+    return value
 
 
 def print_json(document: object) -> None:

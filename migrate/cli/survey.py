@@ -8,12 +8,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from zerojit.codemods.jit_map import STATUSES, JitMap, jit_map_report, plot_jit_map
+from zerojit.codemods.jit_map import STATUSES, JitMap, jit_map_report
 from zerojit.codemods.spec import VLLM_ORCHESTRATOR, VLLM_ORCHESTRATOR_ENTRY
 from zerojit.codemods.survey import Survey, survey_report
 from zerojit.contract.cache import CacheDirError, check_output_file
 
-from ..families import DRAWING_FORMATS
+from .plots import DRAWING_FORMATS, plot_jit_map
 from .services import write_draft_specs
 from .shared import JsonOption, err, out, print_json, user_errors
 

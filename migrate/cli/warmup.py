@@ -13,7 +13,8 @@ from rich.table import Table
 from zerojit.contract.executor import default_jobs
 
 from ..families import MAX_LAUNCHES, get_preset, verify_preset, warm_preset
-from .render import print_warmup
+from .plots import check_timeline, write_timeline
+from .render import WarmupProgress, print_warmup
 from .services import BakeError, bake_in_own_process, bake_processes
 from .shared import (
     USER_ERRORS,
@@ -27,7 +28,9 @@ from .shared import (
     print_json,
     user_errors,
     warning_line,
+    worker_design,
 )
+from .tables import coverage_table
 
 
 @user_errors()
@@ -68,11 +71,23 @@ def warmup(
 ) -> None:
     """Compile every planned key for real (compile-only); exit 1 if any key fails."""
     family, chosen = get_preset(preset)
+    start, time_slice = worker_design()
     if ranks > 1:
         raise typer.Exit(_cooperative_warmup(chosen.name, ranks, cache_dir, as_json))
+    if timeline is not None:
+        check_timeline(timeline)
     run = warm_preset(
-        family, chosen, jobs=jobs, cache_dir=cache_dir, console=err, timeline=timeline, require_baked=require_baked
+        family,
+        chosen,
+        jobs=jobs,
+        cache_dir=cache_dir,
+        progress=WarmupProgress(err),
+        require_baked=require_baked,
+        start=start,
+        time_slice=time_slice,
     )
+    if timeline is not None:
+        write_timeline(run.report, timeline)
     if run.bake:
         err.print(escape(run.bake), highlight=False)
     if as_json:
@@ -134,10 +149,11 @@ def bake(
     of compile workers); other backends and targets each in a process of their own (they cannot
     share one).
     """
+    start, time_slice = worker_design()
     baked = []
     for process, (backend, names) in enumerate(bake_processes(presets)):
         folder = out_dir / backend
-        for name, report in zip(names, bake_in_own_process(names, folder, jobs)):
+        for name, report in zip(names, bake_in_own_process(names, folder, jobs, start, time_slice)):
             baked.append({"preset": name, "cache": str(folder), "process": process, **report})
     failed = sum(row["failed"] for row in baked)
     if as_json:
@@ -161,14 +177,23 @@ def bake(
 
 
 def bake_here() -> None:
-    """The process `services.bake_in_own_process` starts (argv: the cache folder, the jobs, the presets): warms the
-    presets in turn and prints their reports as one JSON list; a user error is one `error:` line, exit 2."""
+    """The process `services.bake_in_own_process` starts (argv: the cache folder, the jobs, the workers' start
+    method and time slicing (on, off), the presets): warms the presets in turn and prints their reports as one
+    JSON list; a user error is one `error:` line, exit 2."""
     warnings.showwarning = warning_line
-    cache_dir, jobs, *presets = sys.argv[1:]
+    cache_dir, jobs, start, time_slice, *presets = sys.argv[1:]
     runs = []
     for name in presets:
         try:
-            runs.append(warm_preset(*get_preset(name), jobs=int(jobs), cache_dir=Path(cache_dir), show_progress=False))
+            runs.append(
+                warm_preset(
+                    *get_preset(name),
+                    jobs=int(jobs),
+                    cache_dir=Path(cache_dir),
+                    start=start,
+                    time_slice=time_slice == "on",
+                )
+            )
         except USER_ERRORS as exc:  # one line, naming the preset
             exit_now(fail(f"{name}: {exc}").exit_code)
     print_json([run.report.to_dict() for run in runs])
@@ -187,11 +212,13 @@ def verify(
 ) -> None:
     """Warm up, then prove in-range launches compile nothing; exit 1 on any cache growth or failed key."""
     family, chosen = get_preset(preset)
-    run, coverage = verify_preset(family, chosen, launches=launches, seed=seed, cache_dir=cache_dir, console=err)
+    run, coverage = verify_preset(
+        family, chosen, launches=launches, seed=seed, cache_dir=cache_dir, progress=WarmupProgress(err)
+    )
     if as_json:
         print_json(coverage.to_dict())
     else:
-        out.print(coverage.table())
+        out.print(coverage_table(coverage))
         for entry in coverage.kernels:
             for miss in entry.missed_keys:
                 out.print(

@@ -18,16 +18,13 @@ import subprocess
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from zerojit.contract.keys import CompileKey, jsonable
 from zerojit.contract.limits import ServingLimits
 from zerojit.contract.registry import WarmupRegistry
 
 from .warmup import EngineFamily, TreeWarmup
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 
 def canonical(keys: Iterable[CompileKey]) -> set[str]:
@@ -122,50 +119,6 @@ class EquivalenceReport:
         ]
         drawn = ", ".join(f"{name} {value}" for name, value in self.inputs.items() if value is not None)
         return "\n".join(lines + ([f"drawn from: {drawn}"] if drawn else []))
-
-    def table(self, limit: int = 20) -> Table:
-        from rich.markup import escape
-        from rich.table import Table
-
-        verdict = "[green]equivalent[/]" if self.ok else f"[red]{len(self.mismatches)} mismatching[/]"
-        table = Table(
-            title=f"keys diff {self.family}: {self.configs} configs, {verdict}",
-            show_lines=True,
-            caption=f"legacy: {escape(self.legacy_source)}\nmigrated: {escape(self.migrated_source)}\n"
-            f"covered: {escape(self.covered())}",
-        )
-        for column in ("config", "keys (legacy/migrated)", "only legacy", "only migrated", "verdict"):
-            table.add_column(column, overflow="fold")
-        for diff in (self.mismatches + [d for d in self.diffs if d.intended])[:limit]:
-            table.add_row(
-                escape(_brief(diff.config)),
-                f"{diff.legacy}/{diff.migrated}",
-                escape(_first(diff.only_legacy)),
-                escape(_first(diff.only_migrated)),
-                f"intended: {escape(diff.intended)}" if diff.intended else "[red]MISMATCH[/]",
-            )
-        if len(self.diffs) > limit:
-            table.caption += f"\n{len(self.diffs) - limit} more differing configs in --json"
-        return table
-
-
-def _brief(config: Any) -> str:
-    """A config as the fields that differ from its defaults (all fields when it has none)."""
-    if not dataclasses.is_dataclass(config):
-        return str(config)
-    parts = [
-        f"{f.name}={getattr(config, f.name)!r}"
-        for f in dataclasses.fields(config)
-        if f.default is dataclasses.MISSING or getattr(config, f.name) != f.default
-    ]
-    return ", ".join(parts)
-
-
-def _first(keys: list[str], width: int = 90) -> str:
-    if not keys:
-        return "-"
-    text = keys[0] if len(keys[0]) <= width else keys[0][: width - 1] + "…"
-    return text + (f"\n(+{len(keys) - 1} more)" if len(keys) > 1 else "")
 
 
 def compare(
