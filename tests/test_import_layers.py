@@ -1,5 +1,6 @@
-"""Imports run one way: `contract/` (what an engine imports) never imports `migrate/` or `codemods/`, and no
-module imports itself round a circle.
+"""Imports run one way: `contract/` (what an engine imports) never imports `migrate/` or `codemods/`, no
+module imports itself round a circle, and presentation (rich, matplotlib) stays in the CLI: neither
+`contract/` nor `codemods/` imports it.
 
 Every import statement counts, at module level or inside a function; only those under
 `if TYPE_CHECKING:` are exempt (they never run). `from package import name` is an import
@@ -25,6 +26,8 @@ PACKAGES = {
 BUNDLED_ENGINE_TREE = "example_tree"  # a legacy vLLM layout shipped as data for the codemods, not zerojit code
 RUNTIME = "zerojit.contract"
 OFFLINE = ("zerojit.migrate", "zerojit.codemods")
+PRESENTATION = ("rich", "matplotlib")  # the CLI's (migrate/cli/) to import
+WITHOUT_PRESENTATION = ("contract", "codemods")  # folders that never import it
 
 
 def modules(root: Path, packages: dict[str, str]) -> dict[str, tuple[Path, bool]]:
@@ -141,6 +144,19 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
     ]
 
 
+def presentation_imports(root: Path, folders: tuple[str, ...] = WITHOUT_PRESENTATION) -> list[str]:
+    """`module imports library` for every import of a PRESENTATION library that can run in those folders."""
+    found = []
+    for name, (path, _) in modules(root, {folder: PACKAGES[folder] for folder in folders}).items():
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                targets = [node.module or ""] if node.level == 0 else []  # a relative import stays in the project
+            found += [f"{name} imports {target}" for target in targets if target.split(".")[0] in PRESENTATION]
+    return sorted(found)
+
+
 @pytest.fixture(scope="module")
 def graph():
     return import_graph(REPO, PACKAGES)
@@ -153,6 +169,10 @@ def test_the_runtime_contract_imports_no_offline_tooling(graph):
 
 def test_no_module_imports_itself_round_a_circle(graph):
     assert circles(graph) == []
+
+
+def test_the_runtime_and_the_codemods_import_neither_rich_nor_matplotlib():
+    assert presentation_imports(REPO) == []
 
 
 def write_package(root: Path, files: dict[str, str]) -> None:
@@ -181,3 +201,23 @@ def test_the_checks_see_function_level_imports_and_skip_type_checking_ones(tmp_p
     assert layer_violations(built) == ["zerojit.contract.keys imports zerojit.migrate.cli"]
     assert circles(built) == [["zerojit.migrate.cli", "zerojit.migrate.families"]]
     assert built["zerojit.codemods.x"] == {"zerojit.contract.keys"}
+
+
+def test_the_presentation_check_sees_function_level_imports_and_skips_type_checking_ones(tmp_path):
+    write_package(
+        tmp_path,
+        {
+            "contract/__init__.py": "",
+            "contract/timeline.py": "def draw():\n    import matplotlib.pyplot as plt\n",
+            "contract/report.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rich.table import Table\n",
+            "codemods/__init__.py": "",
+            "codemods/x.py": "from rich import markup\nfrom .richer import y\n",
+            "codemods/richer.py": "y = 1\n",
+            "migrate/__init__.py": "",
+            "migrate/cli.py": "from rich.table import Table\n",
+        },
+    )
+    assert presentation_imports(tmp_path) == [
+        "zerojit.codemods.x imports rich",
+        "zerojit.contract.timeline imports matplotlib.pyplot",
+    ]
