@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.zerojit-installed
 
-.PHONY: install demo lint test mutants clean
+.PHONY: install demo lint test test-fast mutants clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,11 @@ lint: install
 test: install
 	$(PY) -m pytest -q
 
-# Curated mutants, one at a time, each against the tests meant to kill it (not part of `make test`).
+# The fast tier for the edit loop: every test that neither reads a release tree nor runs a real compiler.
+test-fast: install
+	$(PY) -m pytest -q -m "not release_tree and not compiles"
+
+# Curated mutants, one at a time in a git worktree, each against the tests meant to kill it (not part of `make test`).
 mutants: install
 	$(PY) tests/mutants.py
 

@@ -1,8 +1,9 @@
 """Each built-in migration's dry run vs a plain libcst parse of its whole tree, side by side in one run.
 
 Both sides use the same number of processes (-j). The migrations, each on the tree where it
-has work to do: fa4-mla-prefill + inkling-rel-attention on vLLM 0.29.0; fla-layer-norm on
-0.33.0; rocm-nvfp4 on 0.33.0 with the bundled legacy layout wired in. (ll-bf16-router-gemm
+has work to do: fa4-mla-prefill + inkling-rel-attention on vLLM 0.29.0; fla-layer-norm,
+mamba-batch-memcpy and the three Triton lifts on 0.33.0; rocm-nvfp4 on 0.33.0 with the bundled
+legacy layout wired in. (ll-bf16-router-gemm
 refuses the 0.33.0 release, whose LLBf16Gemm.dispatch VllmJitKernel cannot trace.) The parse
 side parses every `.py` of the same tree with
 libcst. A dry run is `migrate` without writing and without --verify-keys; each is timed
@@ -34,6 +35,10 @@ GOAL = 30.0
 RUNS = (  # (tree, families migrated in one run)
     ("0.29.0", ("fa4-mla-prefill", "inkling-rel-attention")),
     ("0.33.0", ("fla-layer-norm",)),
+    ("0.33.0", ("mamba-batch-memcpy",)),
+    ("0.33.0", ("fla-fused-post-conv",)),
+    ("0.33.0", ("fla-sigmoid-gating",)),
+    ("0.33.0", ("kimi-k3-attn-res",)),
     ("0.33.0 + ROCm layout", ("rocm-nvfp4",)),
 )
 

@@ -4,7 +4,7 @@ A legacy call runs when every condition around it holds: the orchestrator's encl
 and early returns, then the legacy function's, then the step's up to the kernel call. Each
 conjunct of those conditions is an *atom*, put in canonical terms so two trees' atoms compare:
 locals become what they were assigned, parameters the caller's arguments, names their defining
-module's qualified names, and the worker's config `@vllm_config`.
+module's qualified names, and the worker's config `@config`.
 
   * An atom that reads the model or the model runner is a per-layer fact: the layer that
     registers is what the legacy step searched the model for, and the registration's own
@@ -25,25 +25,23 @@ import copy
 import dataclasses
 
 from .repo import CallSite, Gate, RepoModules, call_sites, calls_to, method_calls
-from .spec import VLLM_ORCHESTRATOR_ENTRY, VLLM_REGISTRY_HOLDER, VLLM_REGISTRY_WARMUP, MigrationSpec, SpecError
+from .spec import MigrationSpec, SpecError
 
-CONFIG = "@vllm_config"  # the engine's config, however a scope reaches it
+CONFIG = "@config"  # the engine's config, however a scope reaches it
 WORKER = "@worker"  # the orchestrator's argument
 SELF = "@self"  # the object under construction at the site
 UNKNOWN = "@local"  # a local the reader cannot follow (a loop variable, an unpacked tuple)
 CAUGHT = "@caught"  # the legacy call's failures were caught (a `try` around it)
-_MODEL_STATE = ("model_runner", "get_model", "model")  # what a worker holds that is the model, not config
-_CONFIG_ACCESSORS = ("get_current_vllm_config", "get_current_vllm_config_or_none")
 
 
 @dataclasses.dataclass
-class _Frame:
+class Frame:
     """One function of the call chain at the point the chain leaves it."""
 
     module: str
     function: ast.FunctionDef | None
     assigned: dict[str, ast.expr]
-    arguments: dict[str, tuple[ast.expr, _Frame | None]]
+    arguments: dict[str, tuple[ast.expr, Frame | None]]
     imports: dict[str, tuple[str, str | None]] = dataclasses.field(default_factory=dict)
 
 
@@ -69,71 +67,6 @@ class Atom:
     @property
     def expressible(self) -> bool:
         return WORKER not in self.canonical and UNKNOWN not in self.canonical and SELF not in self.canonical
-
-
-@dataclasses.dataclass(frozen=True)
-class Difference:
-    """A way the migrated gate differs from the legacy one, with why that is intended."""
-
-    kind: str  # "dropped": the legacy call required it; "added": the registration requires it; "uncaught"
-    atom: Atom
-    reason: str
-
-    def render(self) -> str:
-        condition = f"`{self.atom.written}`"
-        if (
-            self.atom.canonical.replace("@", "") not in (self.atom.written, self.atom.canonical)
-            and len(self.atom.canonical) < 80
-        ):
-            condition += f" (`{self.atom.canonical.replace('@', '')}`)"
-        if self.kind == "uncaught":
-            return (
-                f"{self.atom.where}: the legacy call's failures were caught ({self.atom.written}); the "
-                f"registration's are not: {self.reason}"
-            )
-        if self.kind == "dropped":
-            return (
-                f"{self.atom.where}: the legacy call ran only when {condition}; the registration does not "
-                f"require it: {self.reason}"
-            )
-        return (
-            f"{self.atom.where}: the legacy call ran whatever {condition} said; the registration is warmed "
-            f"only when it holds: {self.reason}"
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class GatePlan:
-    """What a spec's registration is gated on, and how that compares with the legacy call's guards."""
-
-    family: str
-    site: str  # path:line of the constructor the registration goes into
-    legacy: tuple[Atom, ...]
-    registry: tuple[Atom, ...]
-    gate: str  # the registration's gate in the site's names ("" when none is needed)
-    imports: tuple[str, ...]  # `from m import n [as a]` lines the gate needs at the site
-    differences: tuple[Difference, ...]
-    per_layer: tuple[Atom, ...]  # legacy conditions the registering layer's own facts decide
-
-    def report(self) -> dict:
-        return {
-            "family": self.family,
-            "site": self.site,
-            "legacy_gate": [a.report() for a in self.legacy if not a.per_layer],
-            "per_layer": [a.report() for a in self.per_layer],
-            "registry_gate": [a.report() for a in self.registry],
-            "gate": self.gate,
-            "intended_differences": [
-                {
-                    "kind": d.kind,
-                    "where": d.atom.where,
-                    "condition": d.atom.written,
-                    "reason": d.reason,
-                    "words": d.render(),
-                }
-                for d in self.differences
-            ],
-        }
 
 
 def _negated(test: ast.expr) -> ast.expr:
@@ -163,7 +96,7 @@ def conjuncts(test: ast.expr) -> list[ast.expr]:
 class _Canonical(ast.NodeTransformer):
     """An expression of a frame in canonical terms (see the module docstring)."""
 
-    def __init__(self, modules: RepoModules, frame: _Frame, depth: int):
+    def __init__(self, modules: RepoModules, frame: Frame, depth: int):
         self.modules, self.frame, self.depth = modules, frame, depth
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
@@ -171,7 +104,7 @@ class _Canonical(ast.NodeTransformer):
         if name.startswith("@") or "." in name:
             return node
         if name in frame.assigned and self.depth < 12:
-            rest = _Frame(
+            rest = Frame(
                 frame.module,
                 frame.function,
                 {k: v for k, v in frame.assigned.items() if k != name},
@@ -182,7 +115,7 @@ class _Canonical(ast.NodeTransformer):
         if name in frame.arguments:
             value, caller = frame.arguments[name]
             return canonical(self.modules, value, caller, self.depth + 1) if caller else copy.copy(value)
-        if frame.function is not None and name in _parameters(frame.function):
+        if frame.function is not None and name in parameters(frame.function):
             return ast.Name(f"{UNKNOWN}:{name}")
         source = frame.imports.get(name) or self.modules.imports(frame.module).get(name)
         if source is not None:
@@ -199,7 +132,7 @@ class _Canonical(ast.NodeTransformer):
             return ast.Name(f"{frame.module}.{name}")
         if hasattr(builtins, name):
             return node
-        if frame.function is not None and name in _locals(frame.function):
+        if frame.function is not None and name in local_names(frame.function):
             return ast.Name(f"{UNKNOWN}:{name}")
         return node
 
@@ -210,12 +143,12 @@ class _Canonical(ast.NodeTransformer):
             isinstance(value, ast.Attribute)
             and isinstance(value.value, ast.Name)
             and value.value.id == WORKER
-            and value.attr == "model_runner"
-            and node.attr == "vllm_config"
+            and value.attr == self.modules.engine.runner
+            and node.attr == self.modules.engine.config_parameter
         ):
             return ast.Name(CONFIG)  # the runner's config is the worker's
         if isinstance(value, ast.Name) and value.id == WORKER:
-            if node.attr == "vllm_config":
+            if node.attr == self.modules.engine.config_parameter:
                 return ast.Name(CONFIG)
             if node.attr.endswith("_config"):
                 return ast.Attribute(ast.Name(CONFIG), node.attr)
@@ -238,7 +171,7 @@ class _Canonical(ast.NodeTransformer):
         node = self.generic_visit(node)
         if (
             isinstance(node.func, ast.Name)
-            and node.func.id.rsplit(".", 1)[-1] in _CONFIG_ACCESSORS
+            and node.func.id.rsplit(".", 1)[-1] in self.modules.engine.config_accessors
             and not node.args
             and not node.keywords
         ):
@@ -246,22 +179,22 @@ class _Canonical(ast.NodeTransformer):
         return node
 
 
-def canonical(modules: RepoModules, node: ast.expr, frame: _Frame, depth: int = 0) -> ast.expr:
+def canonical(modules: RepoModules, node: ast.expr, frame: Frame, depth: int = 0) -> ast.expr:
     return _Canonical(modules, frame, depth).visit(copy.deepcopy(node))
 
 
-def _parameters(function: ast.FunctionDef) -> list[str]:
+def parameters(function: ast.FunctionDef) -> list[str]:
     a = function.args
     return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)] + [
         p.arg for p in (a.vararg, a.kwarg) if p is not None
     ]
 
 
-def _locals(function: ast.FunctionDef) -> set[str]:
+def local_names(function: ast.FunctionDef) -> set[str]:
     return {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
-def _bind(function: ast.FunctionDef, call: ast.Call, caller: _Frame) -> dict[str, tuple[ast.expr, _Frame | None]]:
+def _bind(function: ast.FunctionDef, call: ast.Call, caller: Frame) -> dict[str, tuple[ast.expr, Frame | None]]:
     """The callee's parameters bound to the call's arguments (read in the caller's frame)."""
     positional = [p.arg for p in (*function.args.posonlyargs, *function.args.args)]
     bound = {name: (value, caller) for name, value in zip(positional, call.args) if not isinstance(value, ast.Starred)}
@@ -280,7 +213,7 @@ def _where(modules: RepoModules, module: str, node: ast.AST) -> str:
     return f"{shown}:{node.lineno}"
 
 
-def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: _Frame) -> list[Atom]:
+def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: Frame) -> list[Atom]:
     found = []
     for gate in gates:
         condition = gate.test if gate.holds_when else _negated(gate.test)
@@ -288,7 +221,7 @@ def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: _Frame) -> list
         for part in conjuncts(condition):
             form = canonical(modules, part, frame)
             text = ast.unparse(form)
-            reads_model = any(f"{WORKER}.{state}" in text for state in _MODEL_STATE)
+            reads_model = any(f"{WORKER}.{state}" in text for state in modules.engine.model_state)
             per_layer = SELF in text or (reads_model and _found_in_model(modules, form))
             found.append(
                 Atom(
@@ -337,10 +270,10 @@ def _chain_into(
     module: str,
     callee_module: str,
     callee: str,
-    frame: _Frame,
+    frame: Frame,
     atoms: list[Atom],
     defined_here: bool = False,
-) -> _Frame:
+) -> Frame:
     """Follow the one call of `callee_module.callee` in `frame`'s function: its guards join `atoms`."""
     tree = modules.tree(module)
     sites = _sites(modules, module, calls_to(tree, module, callee_module, callee, defined_here), frame.function)
@@ -368,7 +301,7 @@ def _chain_into(
     target = _function(modules, callee_module, callee)
     if target is None:
         raise GuardsUnreadable(f"{spec.family}: {callee_module}.{callee} is not a function the guards can be read from")
-    return _Frame(callee_module, target, {}, _bind(target, site.call, _with(frame, site)))
+    return Frame(callee_module, target, {}, _bind(target, site.call, _with(frame, site)))
 
 
 def _caught(modules: RepoModules, module: str, function: ast.FunctionDef, call: ast.Call) -> list[Atom]:
@@ -389,19 +322,19 @@ def _caught(modules: RepoModules, module: str, function: ast.FunctionDef, call: 
     return found
 
 
-def _with(frame: _Frame, site: CallSite) -> _Frame:
-    return _Frame(frame.module, frame.function, dict(site.assigned), frame.arguments, frame.imports)
+def _with(frame: Frame, site: CallSite) -> Frame:
+    return Frame(frame.module, frame.function, dict(site.assigned), frame.arguments, frame.imports)
 
 
-def _entry(modules: RepoModules, spec: MigrationSpec) -> _Frame:
-    entry = _function(modules, spec.orchestrator_module, VLLM_ORCHESTRATOR_ENTRY)
+def _entry(modules: RepoModules, spec: MigrationSpec) -> Frame:
+    entry = _function(modules, spec.orchestrator_module, modules.engine.orchestrator_entry)
     if entry is None:
         raise SpecError(
-            f"{spec.family}: {spec.orchestrator_module} has no {VLLM_ORCHESTRATOR_ENTRY}() to read the "
+            f"{spec.family}: {spec.orchestrator_module} has no {modules.engine.orchestrator_entry}() to read the "
             "legacy call's guards from"
         )
-    worker = _parameters(entry)[:1]
-    return _Frame(spec.orchestrator_module, entry, {}, {name: (ast.Name(WORKER), None) for name in worker})
+    worker = parameters(entry)[:1]
+    return Frame(spec.orchestrator_module, entry, {}, {name: (ast.Name(WORKER), None) for name in worker})
 
 
 def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
@@ -466,7 +399,8 @@ def registry_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
     """The conditions under which the orchestrator runs the registry's warmup (what every registration is under)."""
     frame, atoms = _entry(modules, spec), []
     module, tree = spec.orchestrator_module, modules.tree(spec.orchestrator_module)
-    registry = method_calls(VLLM_REGISTRY_HOLDER, VLLM_REGISTRY_WARMUP)
+    engine = modules.engine
+    registry = method_calls(engine.registry_holder, engine.registry_warmup)
     sites = _sites(modules, module, registry, frame.function)
     helper = (
         next(
@@ -487,8 +421,8 @@ def registry_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
         sites = _sites(modules, module, registry, frame.function)
     if not sites:
         raise SpecError(
-            f"{spec.family}: {spec.orchestrator_module}.{VLLM_ORCHESTRATOR_ENTRY} never calls "
-            f"{VLLM_REGISTRY_HOLDER}.{VLLM_REGISTRY_WARMUP}(): a registration would warm nothing"
+            f"{spec.family}: {spec.orchestrator_module}.{engine.orchestrator_entry} never calls "
+            f"{engine.registry_holder}.{engine.registry_warmup}(): a registration would warm nothing"
         )
     return atoms + _atoms(modules, sites[0].gates, _with(frame, sites[0]))
 
@@ -498,12 +432,12 @@ def site_frame(
     module: str,
     init: ast.FunctionDef,
     extra_imports: dict[str, tuple[str, str | None]] | None = None,
-) -> _Frame:
-    """The construction site's names: `self`, its config (a `vllm_config` parameter or the accessor)."""
-    arguments: dict[str, tuple[ast.expr, _Frame | None]] = {"self": (ast.Name(SELF), None)}
-    if "vllm_config" in _parameters(init):
-        arguments["vllm_config"] = (ast.Name(CONFIG), None)
-    return _Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}))
+) -> Frame:
+    """The construction site's names: `self`, its config (the engine's config parameter or the accessor)."""
+    arguments: dict[str, tuple[ast.expr, Frame | None]] = {"self": (ast.Name(SELF), None)}
+    if modules.engine.config_parameter in parameters(init):
+        arguments[modules.engine.config_parameter] = (ast.Name(CONFIG), None)
+    return Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}))
 
 
 def _site_locals(init: ast.FunctionDef) -> dict[str, ast.expr]:
@@ -519,16 +453,16 @@ def _site_locals(init: ast.FunctionDef) -> dict[str, ast.expr]:
     return found
 
 
-def config_name(modules: RepoModules, frame: _Frame) -> str | None:
+def config_name(modules: RepoModules, frame: Frame) -> str | None:
     """The constructor's own name for the engine config (a parameter, or a local assigned from an accessor)."""
-    for name in ("vllm_config", "config"):
+    for name in modules.engine.config_names:
         if name in frame.arguments or name in frame.assigned:
             if ast.unparse(canonical(modules, ast.Name(name), frame)) == CONFIG:
                 return name
     return None
 
 
-def registration_guards(modules: RepoModules, frame: _Frame, registration: str) -> list[Atom]:
+def registration_guards(modules: RepoModules, frame: Frame, registration: str) -> list[Atom]:
     """The conditions inside the spec's registration around its `register_warmup` call, in canonical terms."""
     tree = ast.parse(registration)
     imports = {**frame.imports}
@@ -536,7 +470,7 @@ def registration_guards(modules: RepoModules, frame: _Frame, registration: str) 
         if isinstance(node, ast.ImportFrom) and node.module:
             imports.update({a.asname or a.name: (node.module, a.name) for a in node.names})
     function = ast.FunctionDef("registration", ast.arguments([], [], None, [], [], None, []), tree.body, [])
-    inner = _Frame(frame.module, frame.function, {}, frame.arguments, imports)
+    inner = Frame(frame.module, frame.function, {}, frame.arguments, imports)
     sites = call_sites(
         ast.Module([function], []),
         lambda call, assigned: isinstance(call.func, ast.Attribute) and call.func.attr == "register_warmup",
@@ -546,225 +480,19 @@ def registration_guards(modules: RepoModules, frame: _Frame, registration: str) 
     found = []
     for site in sites[:1]:
         found = _atoms(
-            modules, site.gates, _Frame(inner.module, inner.function, dict(site.assigned), inner.arguments, imports)
+            modules, site.gates, Frame(inner.module, inner.function, dict(site.assigned), inner.arguments, imports)
         )
     return [dataclasses.replace(a, where="registration") for a in found]
 
 
-def spec_gate_atoms(modules: RepoModules, frame: _Frame, gate: str) -> list[Atom]:
+def spec_gate_atoms(modules: RepoModules, frame: Frame, gate: str) -> list[Atom]:
     if not gate.strip():
         return []
     test = ast.parse(gate, mode="eval").body
     return [dataclasses.replace(a, where="spec gate") for a in _atoms(modules, (Gate(test, True),), frame)]
 
 
-def _matches(entry: str, atom: Atom, modules: RepoModules, frame: _Frame) -> bool:
-    try:
-        parsed = ast.parse(entry, mode="eval").body
-    except SyntaxError:
-        return False
-    return ast.dump(parsed) in atom.spellings or ast.unparse(canonical(modules, parsed, frame)) == atom.canonical
-
-
-def holds_at_site(frame: _Frame) -> set[str]:
+def holds_at_site(frame: Frame) -> set[str]:
     """Conditions true wherever the site's constructor runs (canonical): its own module is loaded, and (as
     the legacy call always had one) the engine has a config."""
     return {f"{frame.module!r} in sys.modules", f"{CONFIG} is not None"}
-
-
-def compare(
-    modules: RepoModules,
-    spec: MigrationSpec,
-    frame: _Frame,
-    legacy: list[Atom],
-    registry: list[Atom],
-    migrated: list[Atom],
-    site_where: str,
-) -> tuple[list[Difference], list[str], list[str]]:
-    """Differences between the legacy guards and the migrated gate (with the registry's), refusals, and warnings
-    (an intended difference this tree does not have: a spec may serve trees whose guards differ).
-
-    Every legacy condition that can be written at the site and that the spec does not drop on purpose is
-    carried into the gate (so it is no difference); one that cannot be written there is refused. A condition
-    the spec's gate or registration adds is refused unless listed as intended."""
-    refusals, differences, used = [], [], set()
-    have = {a.canonical for a in migrated} | {a.canonical for a in registry} | holds_at_site(frame)
-    wanted = {a.canonical for a in legacy}
-
-    def intended(atom: Atom) -> str | None:
-        for index, (entry, reason) in enumerate(spec.intended_differences):
-            if _matches(entry, atom, modules, frame):
-                used.add(index)
-                return reason
-        return None
-
-    for atom in legacy:
-        if atom.per_layer or atom.canonical in have:
-            continue
-        reason = intended(atom)
-        if atom.caught:
-            differences.append(
-                Difference(
-                    "uncaught",
-                    atom,
-                    reason
-                    or "start-up went on when the legacy call "
-                    "failed; the registry logs a registered kernel's compile failure and "
-                    "raises, so start-up stops",
-                )
-            )
-            continue
-        if reason is None and atom.expressible:
-            continue
-        if reason is not None:
-            differences.append(Difference("dropped", atom, reason))
-        elif not atom.expressible:
-            refusals.append(
-                f"{atom.where}: the legacy call runs only when `{atom.written}`, which cannot be "
-                f"written at {site_where} (it reads `{atom.canonical}`). List it in "
-                "intended_differences with a reason if the site need not check it"
-            )
-    for atom in migrated + registry:
-        if (
-            atom.per_layer
-            or atom.canonical in wanted | holds_at_site(frame)
-            or atom.canonical in {d.atom.canonical for d in differences}
-            or (atom not in registry and atom.canonical in {r.canonical for r in registry})
-        ):
-            continue
-        reason = intended(atom)
-        if reason is None and atom in registry:
-            reason = (
-                "the registry compiles registrations only then, so with it off this kernel compiles in the "
-                "first requests that use it"
-            )
-        if reason is not None:
-            differences.append(Difference("added", atom, reason))
-        else:
-            refusals.append(
-                f"{site_where}: the registration requires `{atom.written}`, which the legacy call "
-                f"did not. Legacy gate: {_shown(legacy)}; migrated gate: {_shown(migrated + registry)}. "
-                "List it in intended_differences with a reason if that is meant"
-            )
-    unused = [
-        f"{spec.family}: intended_differences entry `{entry}` matches no difference between the legacy gate "
-        f"({_shown(legacy)}) and the migrated one at {site_where} ({_shown(migrated + registry)})"
-        for index, (entry, _) in enumerate(spec.intended_differences)
-        if index not in used
-    ]
-    return differences, refusals, unused
-
-
-def _shown(atoms: list[Atom]) -> str:
-    gates = [a.written for a in atoms if not a.per_layer]
-    return " and ".join(f"`{g}`" for g in dict.fromkeys(gates)) or "(none)"
-
-
-def _top_level_binding(modules: RepoModules, module: str, qualified: str) -> str | None:
-    """The local name `module` binds at its top level to the qualified name (an import or a definition), if any."""
-    tree = modules.tree(module)
-    home, _, last = qualified.rpartition(".")
-    for node in tree.body if tree else ():
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and f"{module}.{node.name}" == qualified:
-            return node.name
-        if not isinstance(node, (ast.Import, ast.ImportFrom)):
-            continue
-        for alias in node.names:
-            local = alias.asname or alias.name.split(".")[0]
-            source = modules.imports(module).get(local)
-            if (
-                source is None
-                or (source[1] is None and source[0] != qualified)
-                or (source[1] is not None and source[1] != last and source[0] != qualified)
-            ):
-                continue
-            target, name = source if source[1] is None else modules.resolve(*source)
-            if (f"{target}.{name}" if name else target) == qualified:
-                return local
-    return None
-
-
-def render_gate(
-    modules: RepoModules,
-    module: str,
-    init: ast.FunctionDef,
-    atoms: list[Atom],
-    where: str,
-    removed: frozenset[str] = frozenset(),
-) -> tuple[str, tuple[str, ...]]:
-    """The atoms as one condition in the site's names, and the imports it needs there.
-
-    `removed`: modules whose code the migration removes from (the legacy warmup, the orchestrator's step):
-    a condition that needs a name from one of them is refused rather than imported from code that goes.
-
-    A qualified name the module binds at its top level is written with that binding; any
-    other is imported (`from m import n`). The config is the constructor's `vllm_config`
-    parameter, or the engine's non-raising accessor (never one that asserts outside a config
-    context, which would break building the layer in a unit test).
-    """
-    taken = (
-        set(_locals(init))
-        | set(_parameters(init))
-        | {n.id for n in ast.walk(modules.tree(module)) if isinstance(n, ast.Name)}
-    )
-    imports: dict[str, str] = {}
-    config = config_name(modules, site_frame(modules, module, init))
-    uses_config = False
-
-    class Site(ast.NodeTransformer):
-        def visit_Name(self, node: ast.Name) -> ast.expr:
-            nonlocal uses_config
-            if node.id == CONFIG:
-                uses_config = True
-                return ast.Name(config or "vllm_config")
-            if getattr(node, "module", None) is not None:  # a module: the site must import it already
-                local = _top_level_binding(modules, module, node.id)
-                if local is None:
-                    raise SpecError(
-                        f"{where}: the tree's gate reads the module {node.id}, which {module} does not "
-                        "import; write the gate in the spec or list the condition as intended"
-                    )
-                return ast.Name(local)
-            if "." not in node.id:
-                return node
-            local = _top_level_binding(modules, module, node.id)
-            if local is not None:
-                return ast.Name(local)
-            home, _, name = node.id.rpartition(".")
-            if home in removed:
-                raise SpecError(
-                    f"{where}: the tree's gate reads {name} from {home}, the legacy warmup code this "
-                    "migration removes; write the gate in the spec, or list the condition in "
-                    "intended_differences with a reason"
-                )
-            if modules.tree(node.id) is not None:
-                raise SpecError(f"{where}: the tree's gate reads the module {node.id}; write the gate in the spec")
-            for local in dict.fromkeys((name, getattr(node, "local", name))):
-                if local not in taken or imports.get(local) == (home, name):
-                    imports[local] = (home, name)
-                    return ast.Name(local)
-            raise SpecError(
-                f"{where}: the tree's gate reads {node.id}, but {name} already names something else "
-                f"in {module}; write the gate in the spec"
-            )
-
-    parts = [ast.unparse(Site().visit(copy.deepcopy(a.expression))) for a in atoms]
-    lines = tuple(
-        f"from {home} import {name}" + (f" as {local}" if local != name else "")
-        for local, (home, name) in sorted(imports.items())
-    )
-    if uses_config and not config:
-        accessor = f"{modules.package}.config"
-        if modules.definition(*modules.resolve(accessor, _CONFIG_ACCESSORS[1])) is None:
-            raise SpecError(
-                f"{where}: the tree's gate reads the engine config, which {module} cannot reach: no "
-                f"vllm_config parameter, and {accessor} has no {_CONFIG_ACCESSORS[1]}()"
-            )
-        if "vllm_config" in taken:
-            raise SpecError(
-                f"{where}: the tree's gate reads the engine config and vllm_config already names "
-                "something in the constructor; write the gate in the spec"
-            )
-        parts.insert(0, f"(vllm_config := {_CONFIG_ACCESSORS[1]}()) is not None")
-        lines += (f"from {accessor} import {_CONFIG_ACCESSORS[1]}",)
-    return " and ".join(parts), lines

@@ -17,10 +17,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from . import gate
+from .engines import DEFAULT_ENGINE, Engine
 from .errors import MigrationError
 from .files import SourceFile, UnreadableSource, discover_paths, read_source
-from .guards import GatePlan
-from .repo import absolute_module, module_name
+from .repo import RepoModules, absolute_module, module_name
+from .site_gate import GatePlan
 from .spec import MigrationSpec, SpecError, normalized
 from .transforms import OPERATIONS, Operation
 
@@ -109,9 +110,15 @@ class Planner:
     """
 
     def __init__(
-        self, repo: Path, specs: list[MigrationSpec], respect_gitignore: bool = True, only: Sequence[Path] = ()
+        self,
+        repo: Path,
+        specs: list[MigrationSpec],
+        respect_gitignore: bool = True,
+        only: Sequence[Path] = (),
+        engine: Engine = DEFAULT_ENGINE,
     ):
-        self.repo, self.specs = repo, specs
+        self.repo, self.specs, self.engine = repo, specs, engine
+        self._repo_models: dict[str, RepoModules] = {}
         self.modules, self.skipped = discover(repo, respect_gitignore, only)
         words = {word for spec in specs for word in spec.identifiers()}
         self.candidates = {name: m for name, m in self.modules.items() if any(w in m.text for w in words)}
@@ -134,6 +141,13 @@ class Planner:
                 raise SpecError(f"{spec.family}: {field} {name!r} cannot be read: {unreadable[0]}")
             raise SpecError(f"{spec.family}: {field} {name!r} not found under {self.repo}")
         return self.modules[name]
+
+    def repo_model(self, module: str) -> RepoModules:
+        """The static model of the package that holds `module`, built once per run and shared by every spec."""
+        package = module.split(".")[0]
+        if package not in self._repo_models:
+            self._repo_models[package] = RepoModules(self.repo, package, self.engine)
+        return self._repo_models[package]
 
     def add(self, module: str, op: Operation) -> None:
         self.ops.setdefault(module, []).append(op)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from libcst.helpers import get_absolute_module_from_package
 
+from .engines import DEFAULT_ENGINE, Engine
 from .errors import EngineRunError
 from .files import UnreadableSource, read_source
 from .syntax import exits, function_import, where
@@ -164,8 +165,8 @@ def method_calls(holder: str, method: str) -> Matcher:
 class RepoModules:
     """The engine package's modules, parsed on demand, with their import tables."""
 
-    def __init__(self, repo: Path, package: str):
-        self.repo, self.package = repo, package
+    def __init__(self, repo: Path, package: str, engine: Engine = DEFAULT_ENGINE):
+        self.repo, self.package, self.engine = repo, package, engine
         self._trees: dict[str, ast.Module | None] = {}
         self.unreadable: dict[str, str] = {}  # module -> why its file cannot be read ("path:line: why")
         self._imports: dict[str, dict[str, tuple[str, str | None]]] = {}

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from .files import SourceFile
-from .guards import GatePlan
+from .site_gate import GatePlan
 from .transaction import Write
 
 

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from . import lift
+from .engines import DEFAULT_ENGINE, Engine
 from .files import discover_paths
 from .repo import RepoModules, call_sites, dotted_name
-from .spec import VLLM_JIT_MODULE, VLLM_TRITON_HELPER, default_dispatcher, provider_of
+from .spec import default_dispatcher, provider_of
 
 SURVEY_FORMAT = "zerojit-survey/2"
 VERDICTS = ("spec", "lift", "manual")
@@ -76,14 +77,17 @@ class Survey:
     def __init__(
         self,
         repo: Path,
-        orchestrator: str = "vllm.model_executor.warmup.kernel_warmup",
-        entry: str = "kernel_warmup",
+        orchestrator: str | None = None,
+        entry: str | None = None,
         require_orchestrator: bool = True,
+        engine: Engine = DEFAULT_ENGINE,
     ):
-        """`require_orchestrator=False`: a tree without the orchestrator (an engine with no legacy warmup left) is
-        surveyed as having no legacy warmups (`orchestrator_problem` says why) instead of refused."""
-        self.repo, self.orchestrator, self.entry = Path(repo), orchestrator, entry
-        self.modules = RepoModules(self.repo, orchestrator.split(".")[0])
+        """`orchestrator`, `entry`: the engine's own unless named. `require_orchestrator=False`: a tree without the
+        orchestrator (an engine with no legacy warmup left) is surveyed as having no legacy warmups
+        (`orchestrator_problem` says why) instead of refused."""
+        orchestrator = orchestrator or engine.orchestrator
+        self.repo, self.orchestrator, self.entry = Path(repo), orchestrator, entry or engine.orchestrator_entry
+        self.modules = RepoModules(self.repo, orchestrator.split(".")[0], engine)
         self.warmup_package = orchestrator.rpartition(".")[0]
         self.orchestrator_problem = self._orchestrator_problem()
         if self.orchestrator_problem and require_orchestrator:
@@ -258,8 +262,6 @@ class Survey:
                         step=step,
                         dispatcher_name=dispatcher,
                         provider_name=provider_of(dispatcher),
-                        helper_module=VLLM_TRITON_HELPER,
-                        jit_module=VLLM_JIT_MODULE,
                         together=tuple(other for other in kernels if other != name),
                     )
             except lift.LiftError as exc:

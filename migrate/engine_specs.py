@@ -5,7 +5,8 @@ legacy step goes, the layer that selects the kernel registers it. `zerojit migra
 one by its family name (`zerojit families` lists the rooms; these are specs only).
 """
 
-from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
+from zerojit.codemods.engines import VLLM
+from zerojit.codemods.spec import MigrationSpec
 
 # `_warmup_ll_bf16_router_gemm`, an inline step of 0.33.0's orchestrator: on sm90+, when the ll_bf16 CuTe DSL
 # GEMM is available, it warms M = 1..16 for every bf16 `GateLinear` weight whose K is a multiple of 8.
@@ -17,7 +18,7 @@ from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
 # facts are the registration's own.
 LL_BF16_ROUTER_GEMM = MigrationSpec(
     family="ll-bf16-router-gemm",
-    orchestrator_module=VLLM_ORCHESTRATOR,
+    orchestrator_module=VLLM.orchestrator,
     orchestrator_step="_warmup_ll_bf16_router_gemm",
     singleton_module="vllm.model_executor.kernels.linear.cute_dsl.ll_bf16",
     singleton="ll_bf16_gemm_kernel",

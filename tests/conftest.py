@@ -53,10 +53,12 @@ def toy_family_site(tmp_path_factory):
 
 
 def zerojit(*args: str, site: Path | None = None, cwd: Path | str = "/") -> subprocess.CompletedProcess:
-    """The real CLI in a fresh process, from outside the repo; `site`: an extra install folder (plug-ins)."""
+    """The real CLI in a fresh process, from outside the repo; `site`: an extra install folder (plug-ins). Under
+    `make mutants` ($ZEROJIT_SOURCE: the mutated worktree's import folder) the CLI imports that code too."""
     env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
-    if site is not None:
-        env["PYTHONPATH"] = str(site)
+    path = [str(site) if site is not None else "", os.environ.get("ZEROJIT_SOURCE", "")]
+    if any(path):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, path))
     return subprocess.run([sys.executable, "-m", "zerojit", *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 

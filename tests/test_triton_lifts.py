@@ -8,17 +8,15 @@ the same specializations before and after (the dispatcher is the launch, not a c
 """
 
 import dataclasses
-import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
-import types
 
 import pytest
 import torch
-from tree_forks import GDN_LAYER, edit, ruff_findings
+from tree_forks import GDN_LAYER, changed_files, copy_033, edit
 from typer.testing import CliRunner
 
 from zerojit.codemods.lift import LiftError, plan_lift
@@ -27,12 +25,10 @@ from zerojit.codemods.spec import load_specs
 from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
-from zerojit.migrate.engine_trees.warmup import TreeWarmup
 from zerojit.migrate.families import equivalence_adapter, key_equivalence
 from zerojit.migrate.triton_lifts.equivalence import (
     FusedPostConvEquivalence,
     GdnTritonConfig,
-    KimiConfig,
     MetaAllocations,
     _compile_only_triton,
 )
@@ -70,36 +66,23 @@ LIFTS = {
 DELETED = {"mamba-batch-memcpy": {"vllm/model_executor/warmup/mamba_triton_warmup.py"}}
 
 
-def _copy(where):
-    shutil.copytree(vllm_tree("0.33.0"), where, copy_function=os.link)
-    return where
-
-
 @pytest.fixture(scope="module")
 def lifted_033(tmp_path_factory):
     """vLLM 0.33.0 with every built-in lift written in one run (hard-linked: writes replace)."""
-    repo = _copy(tmp_path_factory.mktemp("vllm-0.33.0-lifted") / "tree")
+    repo = copy_033(tmp_path_factory.mktemp("vllm-0.33.0-lifted") / "tree")
     body = repo.parent / "pr.md"
     result = runner.invoke(app, ["migrate", *LIFTS, "--repo", str(repo), "--write", "--pr-body", str(body)])
     assert result.exit_code == 0, result.output
     return repo
 
 
-def _changes(repo, original):
-    files = lambda root: {p.relative_to(root).as_posix() for p in root.rglob("*.py")}  # noqa: E731
-    changed = {
-        rel for rel in files(repo) & files(original) if (repo / rel).read_bytes() != (original / rel).read_bytes()
-    }
-    return changed, files(original) - files(repo), files(repo) - files(original)
-
-
 @pytest.mark.parametrize("family", list(LIFTS))
 def test_each_lift_alone_then_again_is_a_no_op(tmp_path, family):
-    repo = _copy(tmp_path / "tree")
+    repo = copy_033(tmp_path / "tree")
     assert runner.invoke(app, ["migrate", family, "--repo", str(repo), "--check"]).exit_code == 1
     first = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
     assert first.exit_code == 0, first.output
-    changed, deleted, _ = _changes(repo, vllm_tree("0.33.0"))
+    changed, deleted, _ = changed_files(repo, vllm_tree("0.33.0"))
     assert changed == LIFTS[family] - DELETED.get(family, set()) and deleted == DELETED.get(family, set())
     snapshot = {rel: (repo / rel).read_bytes() for rel in changed}
     again = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
@@ -131,7 +114,6 @@ def test_each_lift_warms_in_tritons_own_keys_what_the_legacy_step_did(lifted_033
 
 def _launch_keys(tree, config, call):
     """Triton's keys for what `call(module)` launches, with the lifted kernel's module loaded from `tree`."""
-    from zerojit.contract.backends import triton as triton_backend
 
     _compile_only_triton()
 
@@ -199,7 +181,7 @@ def test_a_provider_whose_step_returned_early_expands_to_no_case_not_to_an_error
 
 
 def test_a_lift_refuses_an_autotuned_kernel_with_the_reason(tmp_path):
-    repo = _copy(tmp_path / "tree")
+    repo = copy_033(tmp_path / "tree")
     edit(
         repo,
         POST_CONV,
@@ -214,7 +196,7 @@ def test_a_lift_refuses_an_autotuned_kernel_with_the_reason(tmp_path):
 
 
 def test_a_lift_refuses_a_launch_it_cannot_move_and_a_registration_that_misses_a_provider_input(tmp_path):
-    repo = _copy(tmp_path / "tree")
+    repo = copy_033(tmp_path / "tree")
     edit(repo, POST_CONV, "    _fused_post_conv_kernel[grid](", "    if L:\n     _fused_post_conv_kernel[grid](")
     modules = RepoModules(repo, "vllm")
     with pytest.raises(LiftError, match="no `_fused_post_conv_kernel\\[grid\\]\\(...\\)` statement at its top level"):
@@ -228,8 +210,6 @@ def test_a_lift_refuses_a_launch_it_cannot_move_and_a_registration_that_misses_a
             step=FUSED_POST_CONV.legacy_step,
             dispatcher_name=FUSED_POST_CONV.kernel_name,
             provider_name=FUSED_POST_CONV.provider_name,
-            helper_module="h",
-            jit_module="j",
         )
     spec = tmp_path / "spec.toml"
     spec.write_text(f"""[[migration]]
@@ -247,7 +227,7 @@ registration = "_fused_post_conv_prep_dispatch.register_warmup(h=self.num_k_head
 intended_differences = [["model_type not in _QWEN_MODEL_TYPES", "every layer that builds it launches it"]]
 """)
     result = runner.invoke(
-        app, ["migrate", "post-conv-short", "--spec", str(spec), "--repo", str(_copy(tmp_path / "t2"))]
+        app, ["migrate", "post-conv-short", "--spec", str(spec), "--repo", str(copy_033(tmp_path / "t2"))]
     )
     assert result.exit_code == 2
     assert "must pass the provider _fused_post_conv_prep_warmup_inputs its keyword parameters" in " ".join(
@@ -336,7 +316,7 @@ def test_a_lift_draft_loads_is_refused_until_answered_then_migrates_as_the_built
     (draft,) = load_specs(path)
     assert draft.launcher == spec.launcher and draft.singleton == spec.singleton and draft.confirm
     assert draft.lifted_step() == spec.lifted_step()
-    repo = _copy(tmp_path / "tree")
+    repo = copy_033(tmp_path / "tree")
     refused = runner.invoke(app, ["migrate", "--repo", str(repo), "--spec", str(path)])
     assert refused.exit_code == 2 and "confirm list" in refused.output
     # A human answers the confirm items: the site's values in the registration, the site itself; nothing else.
@@ -369,139 +349,12 @@ def test_a_lift_draft_loads_is_refused_until_answered_then_migrates_as_the_built
     )
     result = runner.invoke(app, ["migrate", draft.family, "--repo", str(repo), "--spec", str(answered), "--write"])
     assert result.exit_code == 0, result.output
-    changed, deleted, _ = _changes(repo, vllm_tree("0.33.0"))
+    changed, deleted, _ = changed_files(repo, vllm_tree("0.33.0"))
     assert changed == LIFTS[spec.family] - DELETED.get(spec.family, set()) and deleted == DELETED.get(
         spec.family, set()
     )
 
 
-# A maintainer's answers to the Kimi-K3 recurrent KDA draft (a survey verdict, not a built-in lift): each KDA layer
-# registers once its KV cache is bound, checking that cache as the step did.
-_KDA_WHY = "checked where the layer registers, on its own bound KV cache (num_spec: the provider's _when)"
-KDA_ANSWERS = dict(
-    construction_module="vllm.models.kimi_k3.nvidia.kda",
-    construction_class=["KimiK3DeltaAttention"],
-    construction_method="bind_kv_cache",
-    confirm=[],
-    registration="""state = self.kv_cache[1] if len(self.kv_cache) >= 2 else None
-if isinstance(state, torch.Tensor) and state.numel():
-    _fused_recurrent_kda_fwd_dispatch.register_warmup(
-        num_spec=self.num_spec,
-        kv_cache=self.kv_cache,
-        local_num_heads=self.local_num_heads,
-        head_dim=self.head_dim,
-        input_dtype=self.model_config.dtype,
-        A_log=self.A_log,
-        dt_bias=self.dt_bias,
-        gate_lower_bound=self.gate_lower_bound,
-    )""",
-    intended_differences=[["layer is not None", "each KDA layer registers itself; the legacy warmup found the first"]]
-    + [
-        [c, _KDA_WHY]
-        for c in (
-            "not num_speculative_tokens <= 0",
-            "isinstance(kv_cache, (list, tuple))",
-            "not len(kv_cache) < 2",
-            "isinstance(state, torch.Tensor)",
-            "state.numel()",
-        )
-    ],
-)
-KDA_KERNEL = "vllm/models/kimi_k3/nvidia/ops/third_party/kda/fused_recurrent.py"
-KDA_FILES = {KDA_KERNEL, "vllm/models/kimi_k3/nvidia/kda.py", "vllm/model_executor/warmup/kimi_k3_triton_warmup.py"}
-
-
-@pytest.fixture(scope="module")
-def kda_lifted(tmp_path_factory):
-    """The survey's recurrent KDA draft, answered, and the fresh 0.33.0 tree it migrated."""
-    folder = tmp_path_factory.mktemp("kda")
-    drafts = folder / "drafts"
-    assert (
-        runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(drafts)]).exit_code == 0
-    )
-    (draft,) = load_specs(drafts / "fused_recurrent_kda_fwd_kernel.toml")
-    fields = {
-        f: getattr(draft, f)
-        for f in (
-            "family",
-            "legacy_module",
-            "legacy_function",
-            "legacy_step",
-            "orchestrator_module",
-            "singleton_module",
-            "singleton",
-            "launcher",
-        )
-    }
-    answered = folder / "answered.toml"
-    answered.write_text(
-        "[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {**fields, **KDA_ANSWERS}.items())
-    )
-    repo = _copy(folder / "tree")
-    result = runner.invoke(app, ["migrate", draft.family, "--repo", str(repo), "--spec", str(answered), "--write"])
-    assert result.exit_code == 0, result.output
-    return draft, load_specs(answered)[0], repo
-
-
-def test_the_recurrent_kda_draft_answered_migrates_a_fresh_tree_lint_clean(kda_lifted):
-    """The split of a packed q|k|v into views by a generator, and a slice of the KV cache the registration
-    passes, lift; the answered draft migrates 0.33.0 with only its three files changed."""
-    draft, _, repo = kda_lifted
-    assert draft.launcher == "fused_recurrent_kda_fwd" and draft.legacy_step == "_warm_recurrent_kda"
-    changed, deleted, _ = _changes(repo, vllm_tree("0.33.0"))
-    assert changed == KDA_FILES and not deleted
-    for rel in changed:
-        compile((repo / rel).read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
-        assert [f for f in ruff_findings(repo / rel) if f not in ruff_findings(vllm_tree("0.33.0") / rel)] == [], rel
-    assert "fused_recurrent_kda_fwd_kernel[" not in (repo / KDA_KERNEL).read_text()
-
-
-def test_the_recurrent_kda_provider_warms_in_tritons_own_keys_what_the_legacy_step_did(kda_lifted):
-    """The release's own step on a KDA layer (meta tensors, Triton's hook recording) against the lifted provider
-    expanded by the tree's `_DecoratedTritonJitKernel`, over head counts, speculative lengths and dtypes."""
-    _, spec, repo = kda_lifted
-    engine = type(equivalence_adapter("kimi-k3-attn-res")).engine
-    legacy = TreeWarmup(vllm_tree("0.33.0"), spec, engine, run_compiles=True)
-    lifted = TreeWarmup(repo, spec, engine, run_compiles=True)
-    _compile_only_triton()
-    for heads, spec_tokens, dtype in itertools.product((2, 8, 64), (1, 3), (torch.bfloat16, torch.float16)):
-
-        def facts():
-            state = torch.empty(5, heads, 128, 128, device="cuda")  # the KDA state of 5 slots
-            return dict(
-                num_spec=spec_tokens,
-                kv_cache=[torch.empty(5, 1, device="cuda"), state],
-                local_num_heads=heads,
-                head_dim=128,
-                A_log=torch.empty(heads, device="cuda"),
-                dt_bias=torch.empty(heads * 128, device="cuda"),
-                gate_lower_bound=-5.0,
-            )
-
-        def step(tree):
-            layer = types.SimpleNamespace(**facts())
-            tree.sources.module(spec.legacy_module)._warm_recurrent_kda(layer, dtype)
-
-        def provider(tree):
-            dispatch = tree.sources.module(spec.singleton_module)._fused_recurrent_kda_fwd_dispatch
-            for key in dispatch.get_warmup_keys(**facts(), input_dtype=dtype):
-                dispatch.compile(key)
-
-        def keys(tree, run):
-            def recorded():
-                with triton_backend.jit_keys_recorded() as found, MetaAllocations():
-                    run(tree)
-                return {key for name, key in found if name == spec.singleton}
-
-            return tree.within(KimiConfig(kda_layers=False), recorded)  # the layer is the step's own, above
-
-        before, after = keys(legacy, step), keys(lifted, provider)
-        # One variant per sequence count the step's profile tries (1, 48 // h + 1, 96 // h + 1), distinct ones.
-        assert after == before and len(before) == len({1, 48 // heads + 1, 96 // heads + 1}), (heads, spec_tokens)
-
-
-# Forks a held-out review made of 0.33.0 (a fork's ordinary change each), where an earlier lift wrote wrong code with
-# exit 0: each is now refused, naming the line and why.
 MEMCPY_STEP = "vllm/model_executor/warmup/mamba_triton_warmup.py"
 POST_CONV_CALL = """            apply_l2norm=True,
             output_g_exp=False,
@@ -564,7 +417,7 @@ REFUSED_FORKS = {
 @pytest.mark.parametrize("case", list(REFUSED_FORKS))
 def test_a_fork_the_lift_would_get_wrong_is_refused_with_the_line(tmp_path, case):
     family, rel, old, new, why = REFUSED_FORKS[case]
-    repo = _copy(tmp_path / "tree")
+    repo = copy_033(tmp_path / "tree")
     edit(repo, rel, old, new)
     before = {p: p.read_bytes() for p in repo.rglob("*.py")}
     result = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
@@ -575,7 +428,7 @@ def test_a_fork_the_lift_would_get_wrong_is_refused_with_the_line(tmp_path, case
 
 def _migrated_fork(tmp_path, family, rel, old, new):
     """A 0.33.0 fork (`old` -> `new` in `rel`), kept as it was, and a copy that `family` migrated (exit 0)."""
-    repo = _copy(tmp_path / "tree")
+    repo = copy_033(tmp_path / "tree")
     edit(repo, rel, old, new)
     original = tmp_path / "before"
     shutil.copytree(repo, original, copy_function=os.link)

@@ -71,6 +71,18 @@ def copy_033(where: Path) -> Path:
     return copy_release("0.33.0", where)
 
 
+def changed_files(repo: Path, original: Path) -> tuple[set[str], set[str], set[str]]:
+    """The `.py` files a run changed, deleted and added, relative to the tree root."""
+
+    def files(root: Path) -> set[str]:
+        return {p.relative_to(root).as_posix() for p in root.rglob("*.py")}
+
+    changed = {
+        rel for rel in files(repo) & files(original) if (repo / rel).read_bytes() != (original / rel).read_bytes()
+    }
+    return changed, files(original) - files(repo), files(repo) - files(original)
+
+
 def replace_file(path: Path, text: str) -> None:
     """A new file, never a write through."""
     if path.exists():

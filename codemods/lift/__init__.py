@@ -23,8 +23,8 @@ algebra), `evaluator` (expressions), `provider` (the step's statements), `dispat
 source it writes) and `plan` (the pipeline, `plan_lift`).
 """
 
-from .dispatcher import binding_target, launched_kernels
+from .dispatcher import launched_kernels
 from .plan import LiftPlan, plan_lift
 from .values import LiftError
 
-__all__ = ["LiftError", "LiftPlan", "binding_target", "launched_kernels", "plan_lift"]
+__all__ = ["LiftError", "LiftPlan", "launched_kernels", "plan_lift"]

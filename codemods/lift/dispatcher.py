@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from ..engines import Engine
 from ..repo import RepoModules
 from ..syntax import loads, stores
 from .provider import unpacked_names
@@ -43,12 +44,6 @@ def launched_kernels(modules: RepoModules, module: str, launcher: str) -> list[s
 
 def parameter_names(kernel: ast.FunctionDef) -> list[str]:
     return [a.arg for a in kernel.args.posonlyargs + kernel.args.args + kernel.args.kwonlyargs]
-
-
-def binding_target(input_name: str, kernel_parameters: set[str]) -> str | None:
-    """The kernel parameter the engine's Triton helper binds a dispatcher input to (`x`, `x_ptr`, `X`, `X_PTR`)."""
-    pointer = f"{input_name}_ptr"
-    return next((c for c in (input_name, pointer, input_name.upper(), pointer.upper()) if c in kernel_parameters), None)
 
 
 def unread_names(
@@ -90,13 +85,14 @@ def defaults_the_helper_would_fill(
     inputs: list[str],
     arguments: list[tuple[str, str]],
     kernel_source: str,
+    engine: Engine,
 ) -> list[tuple[str, str]]:
     """Kernel parameters the launch leaves to their defaults that the engine's helper would fill: from an input
     of their name (`x`, `x_ptr`, `X`, `X_PTR`) or from a bound input's stride (`<x>_stride[_N]`). Each is
     passed its default explicitly, so the dispatcher launches what the launcher did."""
     names = parameter_names(kernel)
     passed = {name for name, _ in arguments}
-    bound = passed | {t for n in inputs if (t := binding_target(n, set(names))) is not None}
+    bound = passed | {t for n in inputs if (t := engine.binding_target(n, set(names))) is not None}
     positional = kernel.args.posonlyargs + kernel.args.args
     defaults = {a.arg: d for a, d in zip(positional[::-1], kernel.args.defaults[::-1])}
     defaults.update({a.arg: d for a, d in zip(kernel.args.kwonlyargs, kernel.args.kw_defaults) if d is not None})
@@ -174,6 +170,7 @@ def dispatcher_inputs(
     and the launcher's statements it copies (those pure computations, in order)."""
     index = launcher.body.index(launch)
     before = launcher.body[:index]
+    pure_calls = frozenset(PURE_BUILTINS | PURE_MATH | TENSOR_FACTS | set(modules.engine.device_queries))
     definitions: dict[str, list[ast.stmt]] = {}
     for statement in before:
         for name in dict.fromkeys(stores(statement)):
@@ -188,7 +185,7 @@ def dispatcher_inputs(
             key=lambda n: (n not in parameters, n),
         ):
             statements = definitions.get(name, [])
-            if len(statements) == 1 and _pure_assignment(statements[0], name):
+            if len(statements) == 1 and _pure_assignment(statements[0], name, pure_calls):
                 if statements[0] not in kept:
                     kept.append(statements[0])
                     need(statements[0].value if isinstance(statements[0], ast.Assign) else statements[0])
@@ -204,17 +201,19 @@ def dispatcher_inputs(
     return inputs, kept
 
 
-def _pure_assignment(statement: ast.stmt, name: str) -> bool:
-    """`name = <expression>` that allocates nothing and calls only shape arithmetic, or an if/else of such
-    assignments under such a condition (copied into the dispatcher)."""
+def _pure_assignment(statement: ast.stmt, name: str, pure_calls: frozenset[str]) -> bool:
+    """`name = <expression>` that allocates nothing and calls only `pure_calls` (shape arithmetic, the engine's
+    device queries), or an if/else of such assignments under such a condition (copied into the dispatcher)."""
     if isinstance(statement, ast.If):  # each branch sets every name it sets, from what was there before
         sets = [{n for s in branch for n in stores(s)} for branch in (statement.body, statement.orelse)]
         return (
             name in sets[0]
             and sets[0] == sets[1]
             and not sets[0] & loads(statement)
-            and _pure_expression(statement.test)
-            and all(_pure_assignment(s, n) for s in statement.body + statement.orelse for n in stores(s)[:1])
+            and _pure_expression(statement.test, pure_calls)
+            and all(
+                _pure_assignment(s, n, pure_calls) for s in statement.body + statement.orelse for n in stores(s)[:1]
+            )
         )
     if not (
         isinstance(statement, ast.Assign)
@@ -226,15 +225,15 @@ def _pure_assignment(statement: ast.stmt, name: str) -> bool:
         )
     ):
         return False
-    return _pure_expression(statement.value)
+    return _pure_expression(statement.value, pure_calls)
 
 
-def _pure_expression(expression: ast.expr) -> bool:
+def _pure_expression(expression: ast.expr, pure_calls: frozenset[str]) -> bool:
     for node in ast.walk(expression):
         if isinstance(node, ast.Call):
             func = node.func
             callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if callee not in PURE_BUILTINS | PURE_MATH | TENSOR_FACTS | {"is_arch_support_pdl"}:
+            if callee not in pure_calls:
                 return False
         if isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.Lambda)):
             return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from ..engines import Engine
 from ..syntax import loads
 from .tables import EXPANDABLE
 from .values import LiftError
@@ -87,11 +88,13 @@ def returned(grid: str, launch_kwargs: list[str]) -> str:
     return f"return {grid}, " + (f"dict({', '.join(launch_kwargs)})" if launch_kwargs else "{}")
 
 
-def helper_names(provider: str, dispatcher: str, helper_module: str, jit_module: str) -> tuple[tuple[str, str], ...]:
+def helper_names(provider: str, dispatcher: str, engine: Engine) -> tuple[tuple[str, str], ...]:
     """(module, name) of the engine's warmup helpers that the new code uses, which the kernel's module imports."""
     used = [
-        (helper_module, n)
+        (engine.triton_helper, n)
         for n in ("DispatchSpec", "TritonWarmupTensor", "triton_kernel_dispatcher_with_warmup")
         if n in provider + dispatcher
     ]
-    return tuple(used + [(jit_module, n) for n in ("WarmupChoices", "WarmupIntRange", "_when") if f"{n}(" in provider])
+    return tuple(
+        used + [(engine.jit_module, n) for n in ("WarmupChoices", "WarmupIntRange", "_when") if f"{n}(" in provider]
+    )

@@ -8,7 +8,6 @@ import dataclasses
 from ..repo import RepoModules
 from . import emit
 from .dispatcher import (
-    binding_target,
     check_copies,
     defaults_the_helper_would_fill,
     dispatcher_inputs,
@@ -53,8 +52,6 @@ def plan_lift(
     step: str,
     dispatcher_name: str,
     provider_name: str,
-    helper_module: str,
-    jit_module: str,
     together: tuple[str, ...] = (),
 ) -> LiftPlan:
     """The dispatcher and provider for `kernel`, launched by `launcher` and warmed by the legacy `step`.
@@ -97,7 +94,7 @@ def plan_lift(
         launch.lineno,
         f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})",
         tuple(used.items()),
-        emit.helper_names(provider, dispatcher, helper_module, jit_module),
+        emit.helper_names(provider, dispatcher, modules.engine),
     )
 
 
@@ -236,9 +233,9 @@ def _launch_kwargs(
     kernel_parameters = parameter_names(kernel_def)
     arguments = launch_arguments(launch, kernel_parameters, shown, source)
     arguments += defaults_the_helper_would_fill(
-        kernel_def, shown, launch, inputs, arguments, modules.path(kernel_module).read_text()
+        kernel_def, shown, launch, inputs, arguments, modules.path(kernel_module).read_text(), modules.engine
     )
-    names, passed = set(kernel_parameters), dict(arguments)
+    names, passed, binding_target = set(kernel_parameters), dict(arguments), modules.engine.binding_target
     omitted = set()
     for name in inputs:
         target = binding_target(name, names)

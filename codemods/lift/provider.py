@@ -69,14 +69,18 @@ class Lift:
         if not isinstance(node, ast.Name) or node.id in scope.env:
             return None
         target, attribute = self.modules.imports(scope.module).get(node.id, (None, "?"))
-        if target is not None and target.endswith("triton_utils") and attribute in ("triton", "tl"):
+        if (
+            target is not None
+            and target.endswith(self.modules.engine.triton_reexport)
+            and attribute in ("triton", "tl")
+        ):
             return attribute  # the engine's re-export of Triton itself
         return target if target is not None and attribute is None else None
 
     def is_module(self, scope: Scope, node: ast.expr) -> bool:
         if isinstance(node, ast.Name) and node.id not in scope.env:
             found = self.modules.imports(scope.module).get(node.id)
-            if found is not None and (found[1] is None or found[0].endswith("triton_utils")):
+            if found is not None and (found[1] is None or found[0].endswith(self.modules.engine.triton_reexport)):
                 return True
         return False
 
@@ -95,7 +99,7 @@ class Lift:
         local_import = function_import(scope.function, name)
         if local_import is not None:
             found = local_import
-        if found is not None and (found[1] is None or found[0].endswith("triton_utils")):
+        if found is not None and (found[1] is None or found[0].endswith(self.modules.engine.triton_reexport)):
             home = self.modules.imports(self.kernel_module).get(name)
             if home != found:
                 raise scope.refuse(

@@ -18,8 +18,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from .. import lift
-from ..repo import RepoModules
-from ..spec import VLLM_JIT_MODULE, VLLM_TRITON_HELPER, MigrationSpec
+from ..spec import MigrationSpec
 from .base import Command, Operation, operation
 
 if TYPE_CHECKING:
@@ -65,7 +64,7 @@ def _plan(planner: Planner, spec: MigrationSpec, together: list[MigrationSpec]) 
     step_module, step = spec.lifted_step()
     try:
         found = lift.plan_lift(
-            RepoModules(planner.repo, spec.singleton_module.split(".")[0]),
+            planner.repo_model(spec.singleton_module),
             kernel_module=spec.singleton_module,
             kernel=spec.singleton,
             launcher_module=spec.singleton_module,
@@ -74,8 +73,6 @@ def _plan(planner: Planner, spec: MigrationSpec, together: list[MigrationSpec]) 
             step=step,
             dispatcher_name=spec.kernel_name,
             provider_name=spec.provider_name,
-            helper_module=VLLM_TRITON_HELPER,
-            jit_module=VLLM_JIT_MODULE,
             together=tuple(other.singleton for other in together if other is not spec),
         )
     except lift.LiftError as exc:

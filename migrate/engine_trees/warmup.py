@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from zerojit.codemods.engines import VLLM
 from zerojit.codemods.repo import CallSite, EngineRunError, call_sites, calls_to, import_table, method_calls
-from zerojit.codemods.spec import VLLM_ORCHESTRATOR_ENTRY
 from zerojit.contract.limits import device_capability
 
 from .sources import EngineSources
@@ -34,7 +34,7 @@ class Engine:
     """Where an engine's warmup machinery lives (vLLM's by default)."""
 
     package: str = "vllm"
-    entry: str = VLLM_ORCHESTRATOR_ENTRY  # the orchestrator function the engine calls at init
+    entry: str = VLLM.orchestrator_entry  # the orchestrator function the engine calls at init
     jit_module: str = "vllm.model_executor.warmup.jit_warmup"
     kernel_base: str = "VllmJitKernel"
     registry_class: str = "JitWarmupRegistry"

@@ -5,14 +5,15 @@ right after it decides the version; the legacy step `_warm_fa4_mla_prefill` leav
 shared `fa4_cutedsl_warmup` module.
 """
 
-from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
+from zerojit.codemods.engines import VLLM
+from zerojit.codemods.spec import MigrationSpec
 
 SPEC = MigrationSpec(
     family="fa4-mla-prefill",
     legacy_module="vllm.model_executor.warmup.fa4_cutedsl_warmup",
     legacy_function="fa4_cutedsl_warmup",
     legacy_step="_warm_fa4_mla_prefill",
-    orchestrator_module=VLLM_ORCHESTRATOR,
+    orchestrator_module=VLLM.orchestrator,
     singleton_module="vllm.v1.attention.backends.mla.prefill.flash_attn",
     singleton="FA4_MLA_PREFILL_KERNEL",
     private_singleton="_FA4_MLA_PREFILL_KERNEL",

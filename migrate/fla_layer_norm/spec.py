@@ -8,14 +8,15 @@ five steps stay in the warmup module. The step's model-type gate goes, on purpos
 that registers is the Qwen GDN layer, whichever model builds it.
 """
 
-from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
+from zerojit.codemods.engines import VLLM
+from zerojit.codemods.spec import MigrationSpec
 
 SPEC = MigrationSpec(
     family="fla-layer-norm",
     legacy_module="vllm.model_executor.warmup.qwen_triton_warmup",
     legacy_function="qwen_triton_warmup",
     legacy_step="_warm_gated_rms_norm_kernel",
-    orchestrator_module=VLLM_ORCHESTRATOR,
+    orchestrator_module=VLLM.orchestrator,
     singleton_module="vllm.third_party.flash_linear_attention.ops.layernorm_guard",
     singleton="_LAYER_NORM_FWD_KERNEL",
     construction_module="vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn",

@@ -4,14 +4,15 @@ The attention layer registers at the end of its constructor when JIT warmup is o
 legacy step `_warm_inkling_fa4_rel_attention` leaves the shared `fa4_cutedsl_warmup` module.
 """
 
-from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
+from zerojit.codemods.engines import VLLM
+from zerojit.codemods.spec import MigrationSpec
 
 SPEC = MigrationSpec(
     family="inkling-rel-attention",
     legacy_module="vllm.model_executor.warmup.fa4_cutedsl_warmup",
     legacy_function="fa4_cutedsl_warmup",
     legacy_step="_warm_inkling_fa4_rel_attention",
-    orchestrator_module=VLLM_ORCHESTRATOR,
+    orchestrator_module=VLLM.orchestrator,
     singleton_module="vllm.models.inkling.nvidia.ops.fa4_rel_attention",
     singleton="INKLING_FA4_REL_ATTENTION_KERNEL",
     private_singleton="_INKLING_FA4_REL_ATTENTION_KERNEL",

@@ -1,12 +1,13 @@
 """The migration spec for the ROCm NVFP4-KV launchers (applied by `zerojit migrate rocm-nvfp4`)."""
 
-from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
+from zerojit.codemods.engines import VLLM
+from zerojit.codemods.spec import MigrationSpec
 
 SPEC = MigrationSpec(
     family="rocm-nvfp4",
     legacy_module="vllm.model_executor.warmup.rocm_nvfp4_kv_warmup",
     legacy_function="rocm_nvfp4_kv_warmup",
-    orchestrator_module=VLLM_ORCHESTRATOR,
+    orchestrator_module=VLLM.orchestrator,
     singleton_module="vllm.v1.attention.ops.rocm_nvfp4_kv",
     singleton="ROCM_NVFP4_KV_LAUNCHERS",
     private_singleton="_ROCM_NVFP4_KV_LAUNCHERS",

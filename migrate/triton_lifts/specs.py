@@ -5,7 +5,8 @@ from the first layer's warmup config, in the layer's own names (`self.num_k_head
 the config's `h`; the KV cache's dtype is the layer's `get_state_dtype()`).
 """
 
-from zerojit.codemods.spec import VLLM_ORCHESTRATOR, MigrationSpec
+from zerojit.codemods.engines import VLLM
+from zerojit.codemods.spec import MigrationSpec
 
 _QWEN_WARMUP = "vllm.model_executor.warmup.qwen_triton_warmup"
 _QWEN_GDN = "vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn"
@@ -20,7 +21,7 @@ FUSED_POST_CONV = MigrationSpec(
     legacy_module=_QWEN_WARMUP,
     legacy_function="qwen_triton_warmup",
     legacy_step="_warm_fused_post_conv_kernel",
-    orchestrator_module=VLLM_ORCHESTRATOR,
+    orchestrator_module=VLLM.orchestrator,
     singleton_module="vllm.third_party.flash_linear_attention.ops.fused_gdn_prefill_post_conv",
     singleton="_fused_post_conv_kernel",
     launcher="fused_post_conv_prep",
@@ -60,7 +61,7 @@ BATCH_MEMCPY = MigrationSpec(
     legacy_module="vllm.model_executor.warmup.mamba_triton_warmup",
     legacy_function="mamba_triton_warmup",
     legacy_step="_warm_batch_memcpy_kernel",
-    orchestrator_module=VLLM_ORCHESTRATOR,
+    orchestrator_module=VLLM.orchestrator,
     singleton_module="vllm.v1.worker.mamba_utils",
     singleton="batch_memcpy_kernel",
     launcher="batch_memcpy",
@@ -86,7 +87,7 @@ SIGMOID_GATING = MigrationSpec(
     legacy_module=_QWEN_WARMUP,
     legacy_function="qwen_triton_warmup",
     legacy_step="_warm_fused_sigmoid_gating_delta_rule_update_kernel",
-    orchestrator_module=VLLM_ORCHESTRATOR,
+    orchestrator_module=VLLM.orchestrator,
     singleton_module="vllm.third_party.flash_linear_attention.ops.fused_sigmoid_gating",
     singleton="fused_sigmoid_gating_delta_rule_update_kernel",
     launcher="fused_sigmoid_gating_delta_rule_update",
@@ -124,7 +125,7 @@ ATTN_RES = MigrationSpec(
     legacy_module="vllm.model_executor.warmup.kimi_k3_triton_warmup",
     legacy_function="kimi_k3_triton_warmup",
     legacy_step="_warm_attn_res",
-    orchestrator_module=VLLM_ORCHESTRATOR,
+    orchestrator_module=VLLM.orchestrator,
     singleton_module="vllm.models.kimi_k3.nvidia.ops.attn_res",
     singleton="_attn_res_kernel",
     launcher="attn_res",

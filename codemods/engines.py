@@ -1,0 +1,57 @@
+"""What zerojit knows about an engine's source tree, in one place: vLLM's today.
+
+The codemods, the survey, the JIT map, the guards and the lift are written against this record, never
+against an engine's names: the repo model (`RepoModules.engine`) carries it to each of them. Another engine is
+another `Engine`. tests/test_engine_knowledge.py fails when any other codemods module names a vLLM module or
+attribute.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    package: str  # the engine's top-level import package
+    orchestrator: str  # the legacy warmups' orchestrator module ...
+    orchestrator_entry: str  # ... and the function in it that the engine calls at init
+    registry_holder: str  # the model runner's attribute holding the JIT warmup registry ...
+    registry_warmup: str  # ... and the registry's method the orchestrator calls to compile every registration
+    jit_module: str  # the contract: WarmupChoices, WarmupIntRange, _when, the JIT kernel base classes
+    triton_helper: str  # the Triton dispatcher decorator (triton_kernel_dispatcher_with_warmup) and its tensors
+    triton_reexport: str  # the engine's module that re-exports `triton` and `tl`
+    config_parameter: str  # the name a constructor takes the engine config by
+    config_module: str  # the module that holds the config accessors
+    config_names: tuple[str, ...]  # names a construction site may hold the engine config in
+    config_accessors: tuple[str, str]  # the accessor that raises without a config, and the one that returns None
+    runner: str  # what the orchestrator's worker holds the model runner in
+    model_state: tuple[str, ...]  # what a worker holds that is the model, not config
+    device_queries: tuple[str, ...]  # device facts a launcher may compute that a dispatcher may compute too
+
+    def binding_target(self, input_name: str, kernel_parameters: set[str]) -> str | None:
+        """The kernel parameter the engine's Triton helper binds a dispatcher input to (`x`, `x_ptr`, `X`, `X_PTR`)."""
+        pointer = f"{input_name}_ptr"
+        candidates = (input_name, pointer, input_name.upper(), pointer.upper())
+        return next((c for c in candidates if c in kernel_parameters), None)
+
+
+VLLM = Engine(
+    package="vllm",
+    orchestrator="vllm.model_executor.warmup.kernel_warmup",
+    orchestrator_entry="kernel_warmup",
+    registry_holder="jit_warmup_registry",
+    registry_warmup="warmup",
+    jit_module="vllm.model_executor.warmup.jit_warmup",
+    triton_helper="vllm.model_executor.warmup.jit_warmup_triton_helper",
+    triton_reexport="triton_utils",
+    config_parameter="vllm_config",
+    config_module="vllm.config",
+    config_names=("vllm_config", "config"),
+    config_accessors=("get_current_vllm_config", "get_current_vllm_config_or_none"),
+    runner="model_runner",
+    model_state=("model_runner", "get_model", "model"),
+    device_queries=("is_arch_support_pdl",),
+)
+
+DEFAULT_ENGINE = VLLM  # what the CLI, the planner and the survey read a repo as unless told otherwise

@@ -1,0 +1,327 @@
+"""Where a kernel's registration goes and under what gate: the analysis behind the insert_registration operation.
+
+It reads the tree (`ast`, through the repo model) and decides; the operation's libcst command only writes what
+was decided. A site's gate is the legacy call's guards carried into the constructor's names; a subclass that
+replaces the constructor without running it is a site too; the kernel must be on the contract, and the
+registration's arguments must fit the kernel's `get_warmup_keys`.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import re
+from typing import TYPE_CHECKING
+
+from . import guards, site_gate
+from .repo import RepoModules, absolute_module
+from .spec import MigrationSpec, SpecError
+from .transforms.adopt_contract import adoption, self_attributes, shadowed_state
+
+if TYPE_CHECKING:
+    from .planner import Planner, SourceModule
+
+
+@dataclasses.dataclass(frozen=True)
+class SiteGate:
+    gate: str  # the block's condition
+    imports: tuple[str, ...]  # imports it needs at the module's top
+    inner_gate: str = ""  # conditions that need a name the module imports only inside functions: checked after
+    inner_imports: tuple[str, ...] = ()  # ... those imports, made inside the block
+
+
+def gate_for_site(
+    planner: Planner,
+    modules: RepoModules,
+    spec: MigrationSpec,
+    home: SourceModule,
+    init: ast.FunctionDef,
+    legacy: list[guards.Atom],
+    registry: list[guards.Atom],
+) -> SiteGate:
+    """The registration's gate at this site: the tree's guards in the site's names, after the spec's own gate
+    (checked against them: a difference the spec does not list as intended refuses the run)."""
+    where = f"{home.path.relative_to(planner.repo).as_posix()}:{init.lineno}"
+    frame = guards.site_frame(modules, home.name, init)
+    inside = guards.registration_guards(modules, frame, spec.registration)
+    written = guards.spec_gate_atoms(modules, frame, spec.gate)
+    differences, refusals, unused = site_gate.compare(modules, spec, frame, legacy, registry, inside + written, where)
+    planner.warnings += unused
+    if refusals:
+        raise SpecError(
+            f"{spec.family}: the registration's gate differs from the guards the legacy call ran "
+            "under:\n" + "\n".join(refusals)
+        )
+    covered = (
+        {a.canonical for a in inside + written + registry}
+        | {d.atom.canonical for d in differences}
+        | guards.holds_at_site(frame)
+    )
+    carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]
+    removed = frozenset(filter(None, (spec.legacy_module, spec.orchestrator_module)))
+    rendered = [site_gate.render_gate(modules, home.name, init, [atom], where, removed) for atom in carried]
+    inner = [
+        (text, lines)
+        for text, lines in rendered
+        if any(_imported_only_in_functions(home, line.split()[1]) for line in lines)
+    ]
+    outer = [part for part in rendered if part not in inner]
+    gate = [
+        *(guards.conjuncts(ast.parse(spec.gate, mode="eval").body) if spec.gate.strip() else []),
+        *(ast.parse(text, mode="eval").body for text, _ in outer),
+    ]
+    joined = lambda parts: " and ".join(dict.fromkeys(parts))  # noqa: E731
+    found = SiteGate(
+        spec.gate.strip() if gate and not outer else joined(ast.unparse(part) for part in gate),
+        tuple(dict.fromkeys((*spec.gate_imports, *(line for _, lines in outer for line in lines)))),
+        joined(text for text, _ in inner),
+        tuple(dict.fromkeys(line for _, lines in inner for line in lines)),
+    )
+    planner.gate_plans.append(
+        site_gate.GatePlan(
+            spec.family,
+            where,
+            tuple(legacy),
+            tuple(registry),
+            " and ".join(filter(None, (found.gate, found.inner_gate))),
+            found.imports + found.inner_imports,
+            tuple(differences),
+            tuple(a for a in legacy if a.per_layer),
+        )
+    )
+    return found
+
+
+def _imported_only_in_functions(module: SourceModule, source: str) -> bool:
+    """The module imports from `source` inside functions and never at its top level (so a new import waits too)."""
+    found = [
+        n
+        for n in ast.walk(module.tree)
+        if isinstance(n, ast.ImportFrom) and absolute_module(module.package, n.module, n.level) == source
+    ]
+    top = {id(n) for n in module.tree.body}
+    return bool(found) and not any(id(n) in top for n in found)
+
+
+def override_source(modules: RepoModules, module: str, cls: ast.ClassDef, method: str, family: str) -> str:
+    """The source of `cls.method` as an override that runs the inherited one (the registration then follows)."""
+    inherited = modules.method(module, cls, method)
+    if inherited is None:
+        raise SpecError(
+            f"{family}: construction_method {method!r}: {cls.name} ({module}:{cls.lineno}) neither "
+            "defines nor inherits it from a class in the repo"
+        )
+    arguments = inherited.args
+    passed = [a.arg for a in arguments.posonlyargs + arguments.args][1:]
+    passed += [f"*{arguments.vararg.arg}"] if arguments.vararg else []
+    passed += [f"{a.arg}={a.arg}" for a in arguments.kwonlyargs]
+    passed += [f"**{arguments.kwarg.arg}"] if arguments.kwarg else []
+    returns = f" -> {ast.unparse(inherited.returns)}" if inherited.returns else ""
+    return f"def {method}({ast.unparse(arguments)}){returns}:\n    super().{method}({', '.join(passed)})\n"
+
+
+def replacing_subclasses(
+    planner: Planner, modules: RepoModules, module: str, name: str, method: str = "__init__"
+) -> list[tuple[SourceModule, str, ast.FunctionDef]]:
+    """Subclasses of `module.name` anywhere in the repo (at any depth) whose `method` never calls the parent's."""
+    wanted, found, queue = {modules.resolve(module, name)}, [], [name]
+    while queue:
+        parent = queue.pop()
+        word = re.compile(rf"\b{re.escape(parent)}\b")
+        for home in [m for m in planner.modules.values() if parent in m.text and word.search(m.text)]:
+            for node in ast.walk(home.tree):
+                if not isinstance(node, ast.ClassDef) or not any(word.search(ast.unparse(b)) for b in node.bases):
+                    continue
+                bases = {
+                    modules.reference(home.name, b.value if isinstance(b, ast.Subscript) else b) for b in node.bases
+                }
+                if not bases & wanted or modules.resolve(home.name, node.name) in wanted:
+                    continue
+                wanted.add(modules.resolve(home.name, node.name))
+                queue.append(node.name)
+                init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
+                if init is not None and not _calls_parent_init(modules, home.name, init, wanted, method):
+                    found.append((home, node.name, init))
+    return found
+
+
+def unset_attributes(
+    modules: RepoModules, module: str, cls: str, init: ast.FunctionDef, spec: MigrationSpec
+) -> list[str]:
+    """`self.x` the registration and gate read that a replacing constructor never sets: neither it, nor an
+    `__init__` of a repo class it calls explicitly, nor a class attribute of the class or its repo bases."""
+    code = spec.registration + "\n" + (spec.gate or "")
+    reads = {
+        n.attr
+        for n in ast.walk(ast.parse(code))
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+    }
+    available = _set_by(modules, module, init, depth=0) | _class_names(modules, module, cls, depth=0)
+    return sorted(reads - available)
+
+
+def _set_by(modules: RepoModules, module: str, init: ast.FunctionDef, depth: int) -> set[str]:
+    """Attributes `init` sets on self, with those set by the repo `__init__`s it calls (`Base.__init__(self)`)."""
+    found = set(self_attributes(init))
+    for call in (
+        n
+        for n in ast.walk(init)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__" and depth < 6
+    ):
+        target = modules.reference(module, call.func.value)
+        node = modules.definition(*target) if target else None
+        parent = next(
+            (m for m in getattr(node, "body", ()) if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None
+        )
+        if parent is not None:
+            found |= _set_by(modules, target[0], parent, depth + 1)
+    return found
+
+
+def _class_names(modules: RepoModules, module: str, cls: str, depth: int) -> set[str]:
+    """Names a class body binds (class attributes, methods), with those of its bases in the repo."""
+    node = modules.definition(module, cls)
+    if not isinstance(node, ast.ClassDef) or depth > 8:
+        return set()
+    names = {
+        t.id
+        for n in node.body
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else [])
+        if isinstance(t, ast.Name)
+    } | {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+    for base in node.bases:
+        target = modules.reference(module, base.value if isinstance(base, ast.Subscript) else base)
+        if target:
+            names |= _class_names(modules, target[0], target[1], depth + 1)
+    return names
+
+
+def _calls_parent_init(
+    modules: RepoModules, module: str, init: ast.FunctionDef, parents: set, method: str = "__init__"
+) -> bool:
+    """`super().<method>(...)`, or `Parent.<method>(self, ...)` naming one of `parents`, somewhere in `init`."""
+    for call in (
+        n
+        for n in ast.walk(init)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
+    ):
+        holder = call.func.value
+        if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Name) and holder.func.id == "super":
+            return True
+        if modules.reference(module, holder) in parents:
+            return True
+    return False
+
+
+def check_contract(planner: Planner, spec: MigrationSpec) -> None:
+    """A registration on a kernel that has no register_warmup would fail when the layer is built: refuse it,
+    unless the spec adopts the contract for the kernel's class (which must own its keys and compile)."""
+    if not spec.registers_kernel() or spec.launcher:
+        return  # a lifted kernel's dispatcher is the contract's (transforms/lift_kernel.py)
+    home = planner.module(spec, "singleton_module")
+    name = spec.singleton if spec.singleton in home.defs else spec.kernel_name
+    modules = planner.repo_model(home.name)
+    reason = modules.off_contract(home.name, name)
+    found = modules.kernel_class(home.name, name)
+    if reason and spec.contract_base:
+        if found is None:
+            raise SpecError(
+                f"{spec.family}: contract_base: {name} in {home.name} is not an object of a class "
+                "defined in the repo, so no class can adopt the contract"
+            )
+        cls_module, cls = found
+        missing = [
+            method for method in ("compile", "get_warmup_keys") if modules.method(cls_module, cls, method) is None
+        ]
+        if missing:
+            raise SpecError(
+                f"{spec.family}: contract_base: {cls.name} ({cls_module}:{cls.lineno}) does not define "
+                f"{', '.join(missing)}: the registry could not warm it; that is a kernel "
+                "author's change, not a codemod's"
+            )
+        base_module, _, base = spec.contract_base.rpartition(":")
+        planner.module(spec, "contract_base", base_module)
+        adopt, why = adoption(modules, cls_module, cls, base_module, base)
+        if why:
+            raise SpecError(
+                f"{spec.family}: contract_base: {why}; the class cannot take the base's initializer, "
+                "and adopting the base without it leaves compile_key() and the registry's cache "
+                "broken. Make dispatch traceable first (a kernel author's change)"
+            )
+        planner.add(cls_module, adopt)
+        planner.leftovers += shadowed_state(modules, cls_module, cls, base_module, base)
+    if not reason or spec.contract_base:
+        _check_registration_arguments(spec, modules, found)
+    else:
+        raise SpecError(
+            f"{spec.family}: the registration calls {spec.kernel_name}.register_warmup(), but "
+            f"{reason}. Put the kernel on the engine's contract first (a class with register_warmup, "
+            "such as vLLM's VllmJitKernel, or a triton_kernel_dispatcher_with_warmup dispatcher), or "
+            "name the contract base in contract_base when its class owns get_warmup_keys and compile"
+        )
+
+
+def _check_registration_arguments(
+    spec: MigrationSpec, modules: RepoModules, found: tuple[str, ast.ClassDef] | None
+) -> None:
+    """The registry calls `get_warmup_keys(*args, **kwargs)` with what was registered: they must bind."""
+    method = found and modules.method(found[0], found[1], "get_warmup_keys")
+    if not method:
+        return  # not readable in the repo (a decorator's object, another library's class): nothing to check
+    call = next(
+        node
+        for node in ast.walk(ast.parse(spec.registration))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_warmup"
+    )
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return
+    signature = _signature(method)
+    try:
+        signature.bind(None, *call.args, **{k.arg: k.value for k in call.keywords})
+    except TypeError as exc:
+        if call.args or call.keywords or modules.engine.config_parameter not in signature.parameters:
+            shown = str(signature).replace("(self, ", "(")
+            raise SpecError(
+                f"{spec.family}: the registration's arguments do not fit {found[1].name}."
+                f"get_warmup_keys{shown} ({found[0]}:{method.lineno}), which the registry calls "
+                f"with them: {exc}"
+            ) from None
+
+
+class _Source(str):
+    """A default value shown as its source text."""
+
+    __repr__ = str.__str__
+
+
+def _signature(function: ast.FunctionDef) -> inspect.Signature:
+    """A function's parameters as `inspect` sees them, read from its source (defaults as their source text)."""
+    arguments, kind = function.args, inspect.Parameter
+
+    def default(node: ast.expr | None) -> object:
+        return kind.empty if node is None else _Source(ast.unparse(node))
+
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+    parameters = [
+        kind(
+            a.arg,
+            kind.POSITIONAL_ONLY if a in arguments.posonlyargs else kind.POSITIONAL_OR_KEYWORD,
+            default=default(d),
+        )
+        for a, d in zip(positional, defaults)
+    ]
+    if arguments.vararg:
+        parameters.append(kind(arguments.vararg.arg, kind.VAR_POSITIONAL))
+    parameters += [
+        kind(a.arg, kind.KEYWORD_ONLY, default=default(d)) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults)
+    ]
+    if arguments.kwarg:
+        parameters.append(kind(arguments.kwarg.arg, kind.VAR_KEYWORD))
+    return inspect.Signature(parameters)
+
+
+def imports_lazily(module: SourceModule, spec: MigrationSpec) -> bool:
+    """The module imports from the kernel's module only inside functions (never at the top level)."""
+    return module.name != spec.singleton_module and _imported_only_in_functions(module, spec.singleton_module)

@@ -1,0 +1,297 @@
+"""The registration's gate at its site: the legacy call's guards compared with the gate the registration gets
+(every difference intended and said, or refused), then written in the constructor's own names.
+
+`guards` reads the conditions; this decides what they become.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+
+from .guards import (
+    CONFIG,
+    Atom,
+    Frame,
+    canonical,
+    config_name,
+    holds_at_site,
+    local_names,
+    parameters,
+    site_frame,
+)
+from .repo import RepoModules
+from .spec import MigrationSpec, SpecError
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """A way the migrated gate differs from the legacy one, with why that is intended."""
+
+    kind: str  # "dropped": the legacy call required it; "added": the registration requires it; "uncaught"
+    atom: Atom
+    reason: str
+
+    def render(self) -> str:
+        condition = f"`{self.atom.written}`"
+        if (
+            self.atom.canonical.replace("@", "") not in (self.atom.written, self.atom.canonical)
+            and len(self.atom.canonical) < 80
+        ):
+            condition += f" (`{self.atom.canonical.replace('@', '')}`)"
+        if self.kind == "uncaught":
+            return (
+                f"{self.atom.where}: the legacy call's failures were caught ({self.atom.written}); the "
+                f"registration's are not: {self.reason}"
+            )
+        if self.kind == "dropped":
+            return (
+                f"{self.atom.where}: the legacy call ran only when {condition}; the registration does not "
+                f"require it: {self.reason}"
+            )
+        return (
+            f"{self.atom.where}: the legacy call ran whatever {condition} said; the registration is warmed "
+            f"only when it holds: {self.reason}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class GatePlan:
+    """What a spec's registration is gated on, and how that compares with the legacy call's guards."""
+
+    family: str
+    site: str  # path:line of the constructor the registration goes into
+    legacy: tuple[Atom, ...]
+    registry: tuple[Atom, ...]
+    gate: str  # the registration's gate in the site's names ("" when none is needed)
+    imports: tuple[str, ...]  # `from m import n [as a]` lines the gate needs at the site
+    differences: tuple[Difference, ...]
+    per_layer: tuple[Atom, ...]  # legacy conditions the registering layer's own facts decide
+
+    def report(self) -> dict:
+        return {
+            "family": self.family,
+            "site": self.site,
+            "legacy_gate": [a.report() for a in self.legacy if not a.per_layer],
+            "per_layer": [a.report() for a in self.per_layer],
+            "registry_gate": [a.report() for a in self.registry],
+            "gate": self.gate,
+            "intended_differences": [
+                {
+                    "kind": d.kind,
+                    "where": d.atom.where,
+                    "condition": d.atom.written,
+                    "reason": d.reason,
+                    "words": d.render(),
+                }
+                for d in self.differences
+            ],
+        }
+
+
+def _matches(entry: str, atom: Atom, modules: RepoModules, frame: Frame) -> bool:
+    try:
+        parsed = ast.parse(entry, mode="eval").body
+    except SyntaxError:
+        return False
+    return ast.dump(parsed) in atom.spellings or ast.unparse(canonical(modules, parsed, frame)) == atom.canonical
+
+
+def compare(
+    modules: RepoModules,
+    spec: MigrationSpec,
+    frame: Frame,
+    legacy: list[Atom],
+    registry: list[Atom],
+    migrated: list[Atom],
+    site_where: str,
+) -> tuple[list[Difference], list[str], list[str]]:
+    """Differences between the legacy guards and the migrated gate (with the registry's), refusals, and warnings
+    (an intended difference this tree does not have: a spec may serve trees whose guards differ).
+
+    Every legacy condition that can be written at the site and that the spec does not drop on purpose is
+    carried into the gate (so it is no difference); one that cannot be written there is refused. A condition
+    the spec's gate or registration adds is refused unless listed as intended."""
+    refusals, differences, used = [], [], set()
+    have = {a.canonical for a in migrated} | {a.canonical for a in registry} | holds_at_site(frame)
+    wanted = {a.canonical for a in legacy}
+
+    def intended(atom: Atom) -> str | None:
+        for index, (entry, reason) in enumerate(spec.intended_differences):
+            if _matches(entry, atom, modules, frame):
+                used.add(index)
+                return reason
+        return None
+
+    for atom in legacy:
+        if atom.per_layer or atom.canonical in have:
+            continue
+        reason = intended(atom)
+        if atom.caught:
+            differences.append(
+                Difference(
+                    "uncaught",
+                    atom,
+                    reason
+                    or "start-up went on when the legacy call "
+                    "failed; the registry logs a registered kernel's compile failure and "
+                    "raises, so start-up stops",
+                )
+            )
+            continue
+        if reason is None and atom.expressible:
+            continue
+        if reason is not None:
+            differences.append(Difference("dropped", atom, reason))
+        elif not atom.expressible:
+            refusals.append(
+                f"{atom.where}: the legacy call runs only when `{atom.written}`, which cannot be "
+                f"written at {site_where} (it reads `{atom.canonical}`). List it in "
+                "intended_differences with a reason if the site need not check it"
+            )
+    for atom in migrated + registry:
+        if (
+            atom.per_layer
+            or atom.canonical in wanted | holds_at_site(frame)
+            or atom.canonical in {d.atom.canonical for d in differences}
+            or (atom not in registry and atom.canonical in {r.canonical for r in registry})
+        ):
+            continue
+        reason = intended(atom)
+        if reason is None and atom in registry:
+            reason = (
+                "the registry compiles registrations only then, so with it off this kernel compiles in the "
+                "first requests that use it"
+            )
+        if reason is not None:
+            differences.append(Difference("added", atom, reason))
+        else:
+            refusals.append(
+                f"{site_where}: the registration requires `{atom.written}`, which the legacy call "
+                f"did not. Legacy gate: {_shown(legacy)}; migrated gate: {_shown(migrated + registry)}. "
+                "List it in intended_differences with a reason if that is meant"
+            )
+    unused = [
+        f"{spec.family}: intended_differences entry `{entry}` matches no difference between the legacy gate "
+        f"({_shown(legacy)}) and the migrated one at {site_where} ({_shown(migrated + registry)})"
+        for index, (entry, _) in enumerate(spec.intended_differences)
+        if index not in used
+    ]
+    return differences, refusals, unused
+
+
+def _shown(atoms: list[Atom]) -> str:
+    gates = [a.written for a in atoms if not a.per_layer]
+    return " and ".join(f"`{g}`" for g in dict.fromkeys(gates)) or "(none)"
+
+
+def _top_level_binding(modules: RepoModules, module: str, qualified: str) -> str | None:
+    """The local name `module` binds at its top level to the qualified name (an import or a definition), if any."""
+    tree = modules.tree(module)
+    home, _, last = qualified.rpartition(".")
+    for node in tree.body if tree else ():
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and f"{module}.{node.name}" == qualified:
+            return node.name
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".")[0]
+            source = modules.imports(module).get(local)
+            if (
+                source is None
+                or (source[1] is None and source[0] != qualified)
+                or (source[1] is not None and source[1] != last and source[0] != qualified)
+            ):
+                continue
+            target, name = source if source[1] is None else modules.resolve(*source)
+            if (f"{target}.{name}" if name else target) == qualified:
+                return local
+    return None
+
+
+def render_gate(
+    modules: RepoModules,
+    module: str,
+    init: ast.FunctionDef,
+    atoms: list[Atom],
+    where: str,
+    removed: frozenset[str] = frozenset(),
+) -> tuple[str, tuple[str, ...]]:
+    """The atoms as one condition in the site's names, and the imports it needs there.
+
+    `removed`: modules whose code the migration removes from (the legacy warmup, the orchestrator's step):
+    a condition that needs a name from one of them is refused rather than imported from code that goes.
+
+    A qualified name the module binds at its top level is written with that binding; any
+    other is imported (`from m import n`). The config is the constructor's config parameter
+    (`vllm_config`), or the engine's non-raising accessor (never one that asserts outside a config
+    context, which would break building the layer in a unit test).
+    """
+    engine = modules.engine
+    taken = (
+        set(local_names(init))
+        | set(parameters(init))
+        | {n.id for n in ast.walk(modules.tree(module)) if isinstance(n, ast.Name)}
+    )
+    imports: dict[str, str] = {}
+    config = config_name(modules, site_frame(modules, module, init))
+    uses_config = False
+
+    class Site(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            nonlocal uses_config
+            if node.id == CONFIG:
+                uses_config = True
+                return ast.Name(config or engine.config_parameter)
+            if getattr(node, "module", None) is not None:  # a module: the site must import it already
+                local = _top_level_binding(modules, module, node.id)
+                if local is None:
+                    raise SpecError(
+                        f"{where}: the tree's gate reads the module {node.id}, which {module} does not "
+                        "import; write the gate in the spec or list the condition as intended"
+                    )
+                return ast.Name(local)
+            if "." not in node.id:
+                return node
+            local = _top_level_binding(modules, module, node.id)
+            if local is not None:
+                return ast.Name(local)
+            home, _, name = node.id.rpartition(".")
+            if home in removed:
+                raise SpecError(
+                    f"{where}: the tree's gate reads {name} from {home}, the legacy warmup code this "
+                    "migration removes; write the gate in the spec, or list the condition in "
+                    "intended_differences with a reason"
+                )
+            if modules.tree(node.id) is not None:
+                raise SpecError(f"{where}: the tree's gate reads the module {node.id}; write the gate in the spec")
+            for local in dict.fromkeys((name, getattr(node, "local", name))):
+                if local not in taken or imports.get(local) == (home, name):
+                    imports[local] = (home, name)
+                    return ast.Name(local)
+            raise SpecError(
+                f"{where}: the tree's gate reads {node.id}, but {name} already names something else "
+                f"in {module}; write the gate in the spec"
+            )
+
+    parts = [ast.unparse(Site().visit(copy.deepcopy(a.expression))) for a in atoms]
+    lines = tuple(
+        f"from {home} import {name}" + (f" as {local}" if local != name else "")
+        for local, (home, name) in sorted(imports.items())
+    )
+    if uses_config and not config:
+        accessor, parameter = engine.config_module, engine.config_parameter
+        if modules.definition(*modules.resolve(accessor, engine.config_accessors[1])) is None:
+            raise SpecError(
+                f"{where}: the tree's gate reads the engine config, which {module} cannot reach: no "
+                f"{parameter} parameter, and {accessor} has no {engine.config_accessors[1]}()"
+            )
+        if parameter in taken:
+            raise SpecError(
+                f"{where}: the tree's gate reads the engine config and {parameter} already names "
+                "something in the constructor; write the gate in the spec"
+            )
+        parts.insert(0, f"({parameter} := {engine.config_accessors[1]}()) is not None")
+        lines += (f"from {accessor} import {engine.config_accessors[1]}",)
+    return " and ".join(parts), lines

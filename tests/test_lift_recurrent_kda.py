@@ -1,0 +1,151 @@
+"""The recurrent KDA kernel of Kimi-K3 (`fused_recurrent_kda_fwd_kernel`), lifted from a survey draft answered
+the way a maintainer answers it: the migrated release tree is lint-clean, and its provider warms in Triton's
+own keys exactly what the legacy step did."""
+
+import itertools
+import json
+import types
+
+import pytest
+import torch
+from tree_forks import changed_files, copy_033, ruff_findings
+from typer.testing import CliRunner
+
+from zerojit.codemods.spec import load_specs
+from zerojit.contract.backends import triton as triton_backend
+from zerojit.migrate.cli import app
+from zerojit.migrate.engine_trees.releases import vllm_tree
+from zerojit.migrate.engine_trees.warmup import TreeWarmup
+from zerojit.migrate.families import equivalence_adapter
+from zerojit.migrate.triton_lifts.equivalence import KimiConfig, MetaAllocations, _compile_only_triton
+
+runner = CliRunner()
+
+
+# A maintainer's answers to the Kimi-K3 recurrent KDA draft (a survey verdict, not a built-in lift): each KDA layer
+# registers once its KV cache is bound, checking that cache as the step did.
+_KDA_WHY = "checked where the layer registers, on its own bound KV cache (num_spec: the provider's _when)"
+KDA_ANSWERS = dict(
+    construction_module="vllm.models.kimi_k3.nvidia.kda",
+    construction_class=["KimiK3DeltaAttention"],
+    construction_method="bind_kv_cache",
+    confirm=[],
+    registration="""state = self.kv_cache[1] if len(self.kv_cache) >= 2 else None
+if isinstance(state, torch.Tensor) and state.numel():
+    _fused_recurrent_kda_fwd_dispatch.register_warmup(
+        num_spec=self.num_spec,
+        kv_cache=self.kv_cache,
+        local_num_heads=self.local_num_heads,
+        head_dim=self.head_dim,
+        input_dtype=self.model_config.dtype,
+        A_log=self.A_log,
+        dt_bias=self.dt_bias,
+        gate_lower_bound=self.gate_lower_bound,
+    )""",
+    intended_differences=[["layer is not None", "each KDA layer registers itself; the legacy warmup found the first"]]
+    + [
+        [c, _KDA_WHY]
+        for c in (
+            "not num_speculative_tokens <= 0",
+            "isinstance(kv_cache, (list, tuple))",
+            "not len(kv_cache) < 2",
+            "isinstance(state, torch.Tensor)",
+            "state.numel()",
+        )
+    ],
+)
+KDA_KERNEL = "vllm/models/kimi_k3/nvidia/ops/third_party/kda/fused_recurrent.py"
+KDA_FILES = {KDA_KERNEL, "vllm/models/kimi_k3/nvidia/kda.py", "vllm/model_executor/warmup/kimi_k3_triton_warmup.py"}
+
+
+@pytest.fixture(scope="module")
+def kda_lifted(tmp_path_factory):
+    """The survey's recurrent KDA draft, answered, and the fresh 0.33.0 tree it migrated."""
+    folder = tmp_path_factory.mktemp("kda")
+    drafts = folder / "drafts"
+    assert (
+        runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(drafts)]).exit_code == 0
+    )
+    (draft,) = load_specs(drafts / "fused_recurrent_kda_fwd_kernel.toml")
+    fields = {
+        f: getattr(draft, f)
+        for f in (
+            "family",
+            "legacy_module",
+            "legacy_function",
+            "legacy_step",
+            "orchestrator_module",
+            "singleton_module",
+            "singleton",
+            "launcher",
+        )
+    }
+    answered = folder / "answered.toml"
+    answered.write_text(
+        "[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {**fields, **KDA_ANSWERS}.items())
+    )
+    repo = copy_033(folder / "tree")
+    result = runner.invoke(app, ["migrate", draft.family, "--repo", str(repo), "--spec", str(answered), "--write"])
+    assert result.exit_code == 0, result.output
+    return draft, load_specs(answered)[0], repo
+
+
+def test_the_recurrent_kda_draft_answered_migrates_a_fresh_tree_lint_clean(kda_lifted):
+    """The split of a packed q|k|v into views by a generator, and a slice of the KV cache the registration
+    passes, lift; the answered draft migrates 0.33.0 with only its three files changed."""
+    draft, _, repo = kda_lifted
+    assert draft.launcher == "fused_recurrent_kda_fwd" and draft.legacy_step == "_warm_recurrent_kda"
+    changed, deleted, _ = changed_files(repo, vllm_tree("0.33.0"))
+    assert changed == KDA_FILES and not deleted
+    for rel in changed:
+        compile((repo / rel).read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
+        assert [f for f in ruff_findings(repo / rel) if f not in ruff_findings(vllm_tree("0.33.0") / rel)] == [], rel
+    assert "fused_recurrent_kda_fwd_kernel[" not in (repo / KDA_KERNEL).read_text()
+
+
+def test_the_recurrent_kda_provider_warms_in_tritons_own_keys_what_the_legacy_step_did(kda_lifted):
+    """The release's own step on a KDA layer (meta tensors, Triton's hook recording) against the lifted provider
+    expanded by the tree's `_DecoratedTritonJitKernel`, over head counts, speculative lengths and dtypes."""
+    _, spec, repo = kda_lifted
+    engine = type(equivalence_adapter("kimi-k3-attn-res")).engine
+    legacy = TreeWarmup(vllm_tree("0.33.0"), spec, engine, run_compiles=True)
+    lifted = TreeWarmup(repo, spec, engine, run_compiles=True)
+    _compile_only_triton()
+    for heads, spec_tokens, dtype in itertools.product((2, 8, 64), (1, 3), (torch.bfloat16, torch.float16)):
+
+        def facts():
+            state = torch.empty(5, heads, 128, 128, device="cuda")  # the KDA state of 5 slots
+            return dict(
+                num_spec=spec_tokens,
+                kv_cache=[torch.empty(5, 1, device="cuda"), state],
+                local_num_heads=heads,
+                head_dim=128,
+                A_log=torch.empty(heads, device="cuda"),
+                dt_bias=torch.empty(heads * 128, device="cuda"),
+                gate_lower_bound=-5.0,
+            )
+
+        def step(tree):
+            layer = types.SimpleNamespace(**facts())
+            tree.sources.module(spec.legacy_module)._warm_recurrent_kda(layer, dtype)
+
+        def provider(tree):
+            dispatch = tree.sources.module(spec.singleton_module)._fused_recurrent_kda_fwd_dispatch
+            for key in dispatch.get_warmup_keys(**facts(), input_dtype=dtype):
+                dispatch.compile(key)
+
+        def keys(tree, run):
+            def recorded():
+                with triton_backend.jit_keys_recorded() as found, MetaAllocations():
+                    run(tree)
+                return {key for name, key in found if name == spec.singleton}
+
+            return tree.within(KimiConfig(kda_layers=False), recorded)  # the layer is the step's own, above
+
+        before, after = keys(legacy, step), keys(lifted, provider)
+        # One variant per sequence count the step's profile tries (1, 48 // h + 1, 96 // h + 1), distinct ones.
+        assert after == before and len(before) == len({1, 48 // heads + 1, 96 // heads + 1}), (heads, spec_tokens)
+
+
+# Forks a held-out review made of 0.33.0 (a fork's ordinary change each), where an earlier lift wrote wrong code with
+# exit 0: each is now refused, naming the line and why.
