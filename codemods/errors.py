@@ -7,9 +7,5 @@ class MigrationError(RuntimeError):
     """The migration cannot be planned or checked; nothing was written."""
 
 
-class EngineRunError(RuntimeError):
-    """The tree's warmup cannot be run as written (a gate or call this runner cannot follow)."""
-
-
 class TransactionError(RuntimeError):
     """The write could not be completed; what was already replaced has been rolled back."""

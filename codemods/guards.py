@@ -257,7 +257,7 @@ def _found_in_model(modules: RepoModules, test: ast.expr) -> bool:
 
 
 def _sites(modules: RepoModules, module: str, matcher, function: ast.FunctionDef) -> list[CallSite]:
-    return call_sites(modules.tree(module), matcher, loops_allowed=True, functions=[function])
+    return call_sites(modules.tree(module), matcher, functions=[function])
 
 
 class GuardsUnreadable(SpecError):
@@ -474,7 +474,6 @@ def registration_guards(modules: RepoModules, frame: Frame, registration: str) -
     sites = call_sites(
         ast.Module([function], []),
         lambda call, assigned: isinstance(call.func, ast.Attribute) and call.func.attr == "register_warmup",
-        loops_allowed=True,
         functions=[function],
     )
     found = []

@@ -470,7 +470,7 @@ def _context(
     before it."""
     if function is None:
         return None, {}
-    sites = call_sites(tree, lambda candidate, assigned: candidate is call, loops_allowed=True, functions=[function])
+    sites = call_sites(tree, lambda candidate, assigned: candidate is call, functions=[function])
     if not sites:
         return None, {}
     return sites[0].gate_source(), sites[0].assigned

@@ -16,7 +16,6 @@ from pathlib import Path
 from libcst.helpers import get_absolute_module_from_package
 
 from .engines import DEFAULT_ENGINE, Engine
-from .errors import EngineRunError
 from .files import UnreadableSource, read_source
 from .syntax import exits, function_import, where
 
@@ -46,6 +45,7 @@ class CallSite:
     call: ast.Call
     gates: tuple[Gate, ...]
     assigned: dict[str, ast.expr]  # `name = value` statements run before the call (the latest per name)
+    in_loop: bool = False  # the call sits in a loop of the function: it may run any number of times
 
     def gate_source(self) -> str | None:
         """The conditions the call runs under, as source: "(a) and not (b)" (None: none)."""
@@ -55,13 +55,11 @@ class CallSite:
 Matcher = Callable[[ast.Call, dict[str, ast.expr]], bool]
 
 
-def call_sites(
-    tree: ast.Module, matches: Matcher, loops_allowed: bool = False, functions: list[ast.FunctionDef] | None = None
-) -> list[CallSite]:
+def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionDef] | None = None) -> list[CallSite]:
     """Every call `matches` accepts in the module's top-level functions (or in `functions`), with the gates
     it runs under.
 
-    A call inside a loop is refused (it may run any number of times) unless `loops_allowed`.
+    A call inside a loop is found with the gates around the loop, and says it is in one (`in_loop`).
     """
     sites: list[CallSite] = []
 
@@ -85,8 +83,7 @@ def call_sites(
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue  # not run by this function
             inner = [n for n in ast.walk(statement) if isinstance(n, ast.Call) and matches(n, assigned)]
-            if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)) and inner and not loops_allowed:
-                raise EngineRunError(f"{function.name}: the call on line {inner[0].lineno} runs inside a loop")
+            in_loop = isinstance(statement, (ast.For, ast.AsyncFor, ast.While))
             if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try)):
                 for body in (
                     statement.body,
@@ -96,7 +93,7 @@ def call_sites(
                 ):
                     visit(body, function, gates, assigned)
                 continue
-            sites.extend(CallSite(function, call, gates, dict(assigned)) for call in inner)
+            sites.extend(CallSite(function, call, gates, dict(assigned), in_loop) for call in inner)
             if (
                 isinstance(statement, ast.Assign)
                 and len(statement.targets) == 1

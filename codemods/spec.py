@@ -20,12 +20,6 @@ class SpecError(ValueError):
 
 
 IMPORT_STYLES = ("auto", "module", "lazy")
-VLLM_ORCHESTRATOR = "vllm.model_executor.warmup.kernel_warmup"  # vLLM's warmup orchestrator module
-VLLM_ORCHESTRATOR_ENTRY = "kernel_warmup"  # the function in it that the engine calls at init
-VLLM_REGISTRY_HOLDER = "jit_warmup_registry"  # the model runner's attribute holding the warmup registry
-VLLM_REGISTRY_WARMUP = "warmup"  # the registry's method the orchestrator calls to compile every registration
-VLLM_JIT_MODULE = "vllm.model_executor.warmup.jit_warmup"  # the contract: WarmupChoices, WarmupIntRange, _when
-VLLM_TRITON_HELPER = "vllm.model_executor.warmup.jit_warmup_triton_helper"  # triton_kernel_dispatcher_with_warmup
 
 
 def _dotted(field: str, value: str) -> None:

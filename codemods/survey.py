@@ -112,11 +112,7 @@ class Survey:
         if self.orchestrator_problem:
             return findings
         tree = self.modules.tree(self.orchestrator)
-        sites = [
-            s
-            for s in call_sites(tree, lambda call, assigned: True, loops_allowed=True)
-            if s.function.name == self.entry
-        ]
+        sites = [s for s in call_sites(tree, lambda call, assigned: True) if s.function.name == self.entry]
         seen: set[tuple[str, str]] = set()
         for site in sites:
             gate = site.gate_source()

@@ -18,11 +18,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from zerojit.codemods.errors import EngineRunError, MigrationError
+from zerojit.codemods.errors import MigrationError
 from zerojit.codemods.spec import SpecError
 from zerojit.contract.cache import CacheDirError
 from zerojit.contract.kernel import BackendConfigError
 from zerojit.contract.workers import START_METHODS
+from zerojit.migrate.engine_trees.errors import EngineRunError
 from zerojit.migrate.engine_trees.sources import NamesOnlyUsed
 
 from ..families import FamilyError

@@ -8,8 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from zerojit.codemods.engines import DEFAULT_ENGINE
 from zerojit.codemods.jit_map import STATUSES, JitMap, jit_map_report
-from zerojit.codemods.spec import VLLM_ORCHESTRATOR, VLLM_ORCHESTRATOR_ENTRY
 from zerojit.codemods.survey import Survey, survey_report
 from zerojit.contract.cache import CacheDirError, check_output_file
 
@@ -25,9 +25,9 @@ DRAWING_NAMES = ", ".join(DRAWING_FORMATS)
 def survey_command(
     repo: Path = typer.Option(..., "--repo", help="Checkout root: the folder holding the engine package (vllm/)."),
     orchestrator: str = typer.Option(
-        VLLM_ORCHESTRATOR, "--orchestrator", help="The module whose entry function runs the warmups."
+        DEFAULT_ENGINE.orchestrator, "--orchestrator", help="The module whose entry function runs the warmups."
     ),
-    entry: str = typer.Option(VLLM_ORCHESTRATOR_ENTRY, "--entry", help="The orchestrator's entry function."),
+    entry: str = typer.Option(DEFAULT_ENGINE.orchestrator_entry, "--entry", help="The orchestrator's entry function."),
     draft_specs: Path | None = typer.Option(
         None,
         "--draft-specs",

@@ -23,10 +23,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from zerojit.codemods.engines import VLLM
-from zerojit.codemods.repo import CallSite, EngineRunError, call_sites, calls_to, import_table, method_calls
+from zerojit.codemods.repo import CallSite, Matcher, call_sites, calls_to, import_table, method_calls
 from zerojit.contract.limits import device_capability
 
+from .errors import EngineRunError
 from .sources import EngineSources
+
+
+def _run_once(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionDef] | None = None) -> list[CallSite]:
+    """`call_sites`, each a call the warmup runs once: a call in a loop may run any number of times, which running
+    the tree as written cannot follow."""
+    sites = call_sites(tree, matches, functions)
+    looped = next((site for site in sites if site.in_loop), None)
+    if looped is not None:
+        raise EngineRunError(f"{looped.function.name}: the call on line {looped.call.lineno} runs inside a loop")
+    return sites
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,10 +159,10 @@ class TreeWarmup:
                 step = calls_to(
                     tree, spec.orchestrator_module, spec.orchestrator_module, spec.orchestrator_step, defined_here=True
                 )
-                for site in self._entry_sites(call_sites(tree, step)):
+                for site in self._entry_sites(_run_once(tree, step)):
                     self._run(site, self._entry_scope(orchestrator, site, worker))
                 return self._keys(recorded)
-            sites = call_sites(tree, calls_to(tree, spec.orchestrator_module, spec.legacy_module, spec.legacy_function))
+            sites = _run_once(tree, calls_to(tree, spec.orchestrator_module, spec.legacy_module, spec.legacy_function))
             legacy = self.sources.module(spec.legacy_module)
             for site in self._entry_sites(sites):
                 arguments = self._entry_scope(orchestrator, site, worker)
@@ -164,7 +175,7 @@ class TreeWarmup:
                 function = getattr(legacy, spec.legacy_function)
                 scope = self._bound(legacy, function, args, kwargs)
                 legacy_tree = self._tree(spec.legacy_module)
-                for step in call_sites(
+                for step in _run_once(
                     legacy_tree,
                     calls_to(legacy_tree, spec.legacy_module, spec.legacy_module, spec.legacy_step, defined_here=True),
                 ):
@@ -182,7 +193,7 @@ class TreeWarmup:
             orchestrator = self.sources.module(self.spec.orchestrator_module)
             tree = self._tree(self.spec.orchestrator_module)
             for site in self._entry_sites(
-                call_sites(tree, method_calls(engine.registry_holder, engine.registry_method))
+                _run_once(tree, method_calls(engine.registry_holder, engine.registry_method))
             ):
                 self._run(site, self._entry_scope(orchestrator, site, worker))
             return self._keys(recorded)
@@ -218,7 +229,7 @@ class TreeWarmup:
             if name
         ]
         table = import_table(tree, module, self.sources.file_of(module).name == "__init__.py")
-        registering = call_sites(
+        registering = _run_once(
             tree, lambda call, assigned: any(m(call, assigned) for m in registers), functions=[init]
         )
         for site in registering:

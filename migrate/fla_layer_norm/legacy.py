@@ -26,7 +26,8 @@ import torch
 
 from zerojit.contract.backends.triton import value_class
 from zerojit.contract.limits import serving_dtype, torch_dtype
-from zerojit.migrate.engine_trees.warmup import EngineRunError, VllmPlatform, vllm_worker
+from zerojit.migrate.engine_trees.errors import EngineRunError
+from zerojit.migrate.engine_trees.warmup import VllmPlatform, vllm_worker
 
 from .engine_kernel import KERNEL_RELEASE, triton_stub
 from .kernel import LayerNormKey
