@@ -2,10 +2,10 @@
 
 Planning reads every `.py` file the run may see (codemods.files) as text and keeps only those
 that mention a spec's identifiers (most of a large repo never reaches a parser); the modules
-whose anchors a spec names are parsed with `ast`. Each operation plans itself: the planner
-calls every registered operation's `plan` hook in stage order (codemods.transforms.base),
-which add the operation to the files that need it and record what the migration deletes
-and renames, for the safety gate.
+whose anchors a spec names are parsed with `ast`. The planning steps (codemods.planning.STEPS,
+one per kind of operation, in the order a file's operations run) read the planner and return
+what they found (codemods.findings): the operations each file needs, refusals, warnings, gate
+plans, and what the migration deletes and renames, for the safety gate. The planner merges them.
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ from . import gate
 from .engines import DEFAULT_ENGINE, Engine
 from .errors import MigrationError
 from .files import SourceFile, UnreadableSource, discover_paths, read_source
+from .findings import Findings, Refusal
+from .planning import STEPS
 from .repo import RepoModules, absolute_module, module_name
 from .site_gate import GatePlan
 from .spec import MigrationSpec, SpecError, normalized
-from .transforms import OPERATIONS, Operation
+from .transforms import Operation
 
 
 @dataclasses.dataclass
@@ -103,9 +105,10 @@ def discover(
 class Planner:
     """Turns specs into per-file operations, checking every anchor the specs name.
 
-    What the operations' plan hooks read: `specs`, `repo`, `modules` (every module of the
-    run), `candidates` (those the text prefilter keeps), `module()` (an anchor, or a
-    SpecError), `migrated()`; what they write: `add()`, and the gate's facts `deleted`
+    What the planning steps read: `specs`, `repo`, `modules` (every module of the run),
+    `candidates` (those the text prefilter keeps), `module()` (an anchor, or a SpecError),
+    `repo_model()`, `migrated()`. What they find is merged here (`merge`): `ops` per module,
+    `refusals`, `warnings`, `gate_plans`, `leftovers`, `lifts`, and the gate's facts `deleted`
     (modules), `deleted_functions` and `renamed`.
     """
 
@@ -127,7 +130,7 @@ class Planner:
         self.deleted_functions: set[str] = set()
         self.renamed: list[gate.Renamed] = []
         self.gate_plans: list[GatePlan] = []  # each registration's gate against the legacy call's guards
-        self.refusals: list[str] = []  # "path:line: why" found while planning, reported with the transforms'
+        self.refusals: list[Refusal] = []  # found while planning, reported with the transforms'
         self.leftovers: list[str] = []  # "path:line: what" legacy code the migration leaves in place, for a human
         self.lifts: list[str] = []  # what each lift writes (transforms/lift_kernel.py), in words
         self.warnings: list[str] = []  # what planning found a human should check (the run goes on)
@@ -149,12 +152,21 @@ class Planner:
             self._repo_models[package] = RepoModules(self.repo, package, self.engine)
         return self._repo_models[package]
 
-    def add(self, module: str, op: Operation) -> None:
-        self.ops.setdefault(module, []).append(op)
+    def merge(self, found: Findings) -> None:
+        for module, op in found.operations:
+            self.ops.setdefault(module, []).append(op)
+        self.refusals += found.refusals
+        self.warnings += found.warnings
+        self.gate_plans += found.gate_plans
+        self.leftovers += found.leftovers
+        self.lifts += found.lifts
+        self.deleted |= found.deleted
+        self.deleted_functions |= found.deleted_functions
+        self.renamed += found.renamed
 
     def plan(self) -> None:
-        for kind in sorted((k for k in OPERATIONS.values() if k.stage is not None), key=lambda k: k.stage):
-            kind.plan(self)
+        for step in STEPS:
+            self.merge(step(self))
 
     def facts(self) -> gate.Facts:
         return gate.Facts(frozenset(self.deleted), frozenset(self.deleted_functions), tuple(self.renamed))

@@ -70,7 +70,7 @@ def migrate(
         if m.name not in planner.ops and m.name not in planner.deleted
     ]
     results, checked = pool.run(transforms, checks, jobs, on_progress or (lambda done, total: None))
-    errors = planner.refusals + [result.error for result in results if result.error]
+    errors = [str(r) for r in planner.refusals] + [result.error for result in results if result.error]
     rel = lambda path: path.relative_to(repo).as_posix()  # noqa: E731
     errors += [
         f"{rel(result.path)}:{r.line}: {r.why}" for result in results if result.edit for r in result.edit.refusals

@@ -365,15 +365,15 @@ MUTANTS = (
     ),
     Mutant(
         "codemods: a registration on a kernel off the contract goes through",
-        "codemods/registration.py",
+        "codemods/planning/registrations.py",
         '    else:\n        raise SpecError(\n            f"{spec.family}: the registration calls',
         '    elif False:\n        raise SpecError(\n            f"{spec.family}: the registration calls',
         ("tests/test_codemod_variations.py", "-k", "plain_triton or off_the_contract"),
     ),
     Mutant(
         "codemods: the kernel class does not adopt the contract",
-        "codemods/registration.py",
-        "        planner.add(cls_module, adopt)\n",
+        "codemods/planning/registrations.py",
+        "        findings.add(cls_module, adopt)\n",
         "        pass\n",
         ("tests/test_vllm033_migrations.py", "-k", "router"),
     ),
@@ -422,7 +422,7 @@ MUTANTS = (
     # The tree's own gates, every constructor path, the contract all of it.
     Mutant(
         "guards: a legacy guard the site can write is not carried",
-        "codemods/registration.py",
+        "codemods/planning/registrations.py",
         "    carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]",
         "    carried = []",
         ("tests/test_migration_gates.py", "-k", "own_orchestrator_gate or capability_gate"),
@@ -452,8 +452,8 @@ MUTANTS = (
     ),
     Mutant(
         "paths: subclasses that replace the constructor are not looked for",
-        "codemods/transforms/insert_registration.py",
-        "in registration.replacing_subclasses(\n                        planner, modules, home.name, name, method\n                    )\n",
+        "codemods/planning/registrations.py",
+        "in replacing_subclasses(planner, modules, home.name, name, method)\n",
         "in []\n",
         ("tests/test_migration_gates.py", "-k", "subclass"),
     ),
@@ -558,9 +558,30 @@ MUTANTS = (
     ),
     Mutant(
         "lift: a method the class only inherits is overridden without running the parent's",
-        "codemods/registration.py",
+        "codemods/planning/registrations.py",
         ":\\n    super().{method}({', '.join(passed)})\\n\"",
         ':\\n    pass\\n"',
         ("tests/test_triton_lifts.py", "-k", "override_that_runs_the_parent"),
+    ),
+    Mutant(
+        "lift: a tensor's view is no longer modelled",
+        "codemods/lift/evaluator.py",
+        '    "view": _view,\n',
+        "",
+        ("tests/test_lift_views.py",),
+    ),
+    Mutant(
+        "house: a transform reads the planner again",
+        "codemods/transforms/insert_registration.py",
+        "from .blocks import NO_STATEMENTS\n",
+        "from .blocks import NO_STATEMENTS\n\nif False:\n    from ..planner import Planner  # noqa: F401\n",
+        ("tests/test_import_layers.py", "-k", "planner"),
+    ),
+    Mutant(
+        "house: a codemods module names vLLM's orchestrator again",
+        "codemods/survey.py",
+        "from .spec import default_dispatcher, provider_of\n",
+        'from .spec import default_dispatcher, provider_of\n\nORCHESTRATOR = "vllm.model_executor.warmup.kernel_warmup"\n',
+        ("tests/test_engine_knowledge.py",),
     ),
 )

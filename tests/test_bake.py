@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.compiles
+
 ROOT = Path(__file__).resolve().parent.parent
 PRESETS = {"deepseek-v3-h200": "cutedsl", "inkling-h200": "cutedsl", "minimax-m3-nvfp4-mi355x-tp4": "flydsl"}
 

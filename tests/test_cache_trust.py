@@ -30,6 +30,8 @@ from zerojit.contract.cache import (
     record_results,
 )
 
+pytestmark = pytest.mark.compiles
+
 LIMITS = ServingLimits(max_num_seqs=8, max_num_batched_tokens=512, max_model_len=4096)
 
 

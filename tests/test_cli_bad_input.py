@@ -234,6 +234,7 @@ def test_a_report_that_cannot_be_written_is_refused_before_the_tree_is(tmp_path)
     assert {path: path.read_bytes() for path in repo.rglob("*.py")} == before
 
 
+@pytest.mark.release_tree
 def test_draft_specs_never_overwrite_and_never_crash(tmp_path, make_read_only):
     from zerojit.migrate.engine_trees.releases import vllm_tree
 

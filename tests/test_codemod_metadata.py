@@ -11,6 +11,7 @@ import re
 from collections import Counter
 
 import libcst as cst
+import pytest
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 from libcst.helpers import get_absolute_module_from_package_for_import
@@ -20,6 +21,8 @@ from zerojit.codemods.repo import module_name
 from zerojit.codemods.transforms.imports import import_statements, may_remove
 from zerojit.codemods.transforms.metadata import ResolvedScopes, outline_scopes
 from zerojit.migrate.engine_trees.releases import vllm_tree
+
+pytestmark = pytest.mark.release_tree
 
 
 def functions(module: cst.Module) -> list[cst.FunctionDef]:

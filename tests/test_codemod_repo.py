@@ -17,6 +17,8 @@ from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
 from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE, ORCHESTRATOR, add_legacy_layout
 
+pytestmark = pytest.mark.release_tree
+
 runner = CliRunner()
 SPECS = migration_specs()
 FA4_NAMES = ("FA4_MLA_PREFILL_KERNEL", "INKLING_FA4_REL_ATTENTION_KERNEL", "fa4_cutedsl_warmup", "register_warmup")

@@ -24,6 +24,8 @@ from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
 
+pytestmark = pytest.mark.release_tree
+
 FAMILIES = ["fa4-mla-prefill", "inkling-rel-attention"]
 FLASH = "vllm/v1/attention/backends/mla/prefill/flash_attn.py"
 FLASH_MODULE = "vllm.v1.attention.backends.mla.prefill.flash_attn"

@@ -30,6 +30,8 @@ from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
 
+pytestmark = pytest.mark.release_tree
+
 runner = CliRunner()
 SPECS = migration_specs()
 FAMILIES = ("fla-layer-norm", "ll-bf16-router-gemm")

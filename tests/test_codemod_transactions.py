@@ -72,6 +72,7 @@ def clean(tmp_path_factory):
     return original, snapshot(repo)
 
 
+@pytest.mark.release_tree
 def test_a_kill_at_any_moment_leaves_original_or_migrated_files_and_the_next_run_finishes(tmp_path, clean):
     original, migrated = clean
     rng = random.Random(20261130)
@@ -94,6 +95,7 @@ def test_a_kill_at_any_moment_leaves_original_or_migrated_files_and_the_next_run
         shutil.rmtree(repo)
 
 
+@pytest.mark.release_tree
 def test_a_dry_run_reports_an_interrupted_write_and_recover_rolls_it_back(tmp_path, clean):
     original, _ = clean
     repo = copy_029(tmp_path / "repo")
@@ -128,6 +130,7 @@ def test_an_unwritable_file_mid_write_rolls_everything_back(tmp_path):
     assert snapshot(repo) == before
 
 
+@pytest.mark.release_tree
 @pytest.mark.parametrize("split", [False, True], ids=["same families", "different families"])
 def test_concurrent_runs_wait_for_each_other(tmp_path, clean, split):
     _, migrated = clean

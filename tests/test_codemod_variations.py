@@ -25,6 +25,8 @@ from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
 
+pytestmark = pytest.mark.release_tree
+
 SPECS = migration_specs()
 FA4 = [SPECS["fa4-mla-prefill"], SPECS["inkling-rel-attention"]]
 ORCH = "vllm/model_executor/warmup/kernel_warmup.py"

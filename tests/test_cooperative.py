@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.compiles
+
 PRESET = "minimax-m3-nvfp4-mi355x-tp4"
 DISTINCT_KEYS = 20  # the published preset's plan (tests/test_rocm_keys.py derives it)
 

@@ -9,6 +9,8 @@ from zerojit.codemods.spec import MigrationSpec
 from zerojit.migrate.engine_trees.sources import EngineSources, NamesOnlyUsed
 from zerojit.migrate.engine_trees.warmup import Engine, EngineRunError, TreeWarmup
 
+pytestmark = pytest.mark.release_tree
+
 ENGINE = Engine(package="eng", entry="kernel_warmup", jit_module="eng.jit", stubs={})
 FILES = {
     "eng/__init__.py": "",

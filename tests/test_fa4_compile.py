@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.compiles
+
 
 def probe(check, cache_dir):
     """Run one check of fa4_compile_probe.py in a child process (CuTe DSL and FlyDSL cannot share one)."""

@@ -221,3 +221,22 @@ def test_the_presentation_check_sees_function_level_imports_and_skips_type_check
         "zerojit.codemods.x imports rich",
         "zerojit.contract.timeline imports matplotlib.pyplot",
     ]
+
+
+def test_the_transforms_never_see_the_planner(graph):
+    """Edits apart from analysis: a transform is a libcst command over the operation planning handed it; it
+    imports neither the planner nor the planning steps (not even for type hints), which return what they find."""
+    transforms = "zerojit.codemods.transforms"
+    planning = ("zerojit.codemods.planner", "zerojit.codemods.planning")
+    seen = [
+        f"{path.name}:{node.lineno} names {name}"
+        for path in sorted((REPO / "codemods" / "transforms").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for name in [getattr(node, "id", None) or getattr(node, "arg", None) or getattr(node, "attr", None)]
+        if name in ("Planner", "planner", "planning")
+    ]
+    assert any(module.startswith(transforms) for module in graph)
+    assert [
+        (m, t) for m, targets in graph.items() if m.startswith(transforms) for t in targets if t.startswith(planning)
+    ] == []
+    assert seen == []

@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 
+pytestmark = pytest.mark.release_tree
+
 runner = CliRunner()
 STATUSES = ("registered", "unregistered", "legacy", "unwarmed")
 TQ_LAUNCHER = "vllm.v1.attention.ops.flydsl_turboquant_decode"

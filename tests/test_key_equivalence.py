@@ -22,6 +22,8 @@ from zerojit.migrate.families import get_family
 from zerojit.migrate.families import key_equivalence as run_equivalence
 from zerojit.migrate.rocm_nvfp4.kernel import SparseDecode
 
+pytestmark = pytest.mark.release_tree
+
 runner = CliRunner()
 FAMILIES = ("fa4-mla-prefill", "inkling-rel-attention", "rocm-nvfp4", "fla-layer-norm", "flydsl-turboquant-decode")
 TREE_FAMILIES = ("fa4-mla-prefill", "inkling-rel-attention")

@@ -19,6 +19,8 @@ from zerojit.migrate.engine_trees.warmup import TreeWarmup
 from zerojit.migrate.families import equivalence_adapter
 from zerojit.migrate.triton_lifts.equivalence import KimiConfig, MetaAllocations, _compile_only_triton
 
+pytestmark = pytest.mark.release_tree
+
 runner = CliRunner()
 
 

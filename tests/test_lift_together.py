@@ -27,6 +27,8 @@ from zerojit.migrate.triton_lifts.equivalence import (
     _compile_only_triton,
 )
 
+pytestmark = pytest.mark.release_tree
+
 runner = CliRunner()
 MTP_MODULE = "vllm.third_party.flash_linear_attention.ops.fused_gdn_decode_post_conv_mtp"
 MTP = "vllm/third_party/flash_linear_attention/ops/fused_gdn_decode_post_conv_mtp.py"

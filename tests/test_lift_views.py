@@ -19,6 +19,8 @@ from zerojit.codemods.lift.values import LiftError, Tensor, Value
 from zerojit.codemods.repo import RepoModules
 from zerojit.migrate.engine_trees.releases import vllm_tree
 
+pytestmark = pytest.mark.release_tree
+
 SIZES = ("r", "a", "b", "c")
 FUNCTION = ast.parse("def step():\n    pass\n").body[0]
 

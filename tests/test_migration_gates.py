@@ -19,6 +19,8 @@ from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.spec import SPEC as FLA
 
+pytestmark = pytest.mark.release_tree
+
 runner = CliRunner()
 QWEN_CALL = "    qwen_triton_warmup(worker.model_runner, worker.vllm_config.model_config)\n"
 NORM = "        self.norm = RMSNormGated(\n"

@@ -16,6 +16,8 @@ from zerojit.migrate.rocm_nvfp4.kernel import THRESHOLDS, IndexPrefill
 from zerojit.migrate.rocm_nvfp4.launches import step_launches
 from zerojit.migrate.rocm_nvfp4.model import LAUNCHER_TYPES, nvfp4_kv_launchers
 
+pytestmark = pytest.mark.compiles
+
 PRESET = "minimax-m3-nvfp4-mi355x-tp4"
 FAMILY, PUBLISHED = get_preset(PRESET)
 MI355X = PUBLISHED.limits

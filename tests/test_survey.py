@@ -11,6 +11,8 @@ from zerojit.codemods.spec import load_specs
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 
+pytestmark = pytest.mark.release_tree
+
 runner = CliRunner()
 # The standalone warmups vLLM 0.33.0's kernel_warmup still calls (DESIGN.md §6, read off the release).
 LEGACY_033 = {

@@ -10,11 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from zerojit.contract import ServingLimits
 from zerojit.migrate.fla_layer_norm.equivalence import MODELS, TP_SIZES, GdnConfig
 from zerojit.migrate.fla_layer_norm.kernel import GatedNorm, LayerNormFwd
+
+pytestmark = pytest.mark.release_tree
 
 PROBE = Path(__file__).with_name("triton_compile_probe.py")
 

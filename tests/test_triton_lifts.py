@@ -35,6 +35,8 @@ from zerojit.migrate.triton_lifts.equivalence import (
 from zerojit.migrate.triton_lifts.specs import FUSED_POST_CONV
 from zerojit.migrate.triton_lifts.specs import SPECS as LIFT_SPECS
 
+pytestmark = pytest.mark.release_tree
+
 runner = CliRunner()
 QWEN_WARMUP = "vllm/model_executor/warmup/qwen_triton_warmup.py"
 POST_CONV = "vllm/third_party/flash_linear_attention/ops/fused_gdn_prefill_post_conv.py"

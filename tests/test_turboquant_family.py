@@ -13,6 +13,8 @@ from zerojit.migrate.families import get_preset
 from zerojit.migrate.flydsl_turboquant_decode.kernel import DecodeKey, ReduceKey
 from zerojit.migrate.flydsl_turboquant_decode.presets import PRESETS
 
+pytestmark = pytest.mark.release_tree
+
 BACKEND = "flydsl+triton"
 SERVE = """
 import json, sys

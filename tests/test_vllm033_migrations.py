@@ -26,6 +26,8 @@ from zerojit.migrate.engine_trees.sources import placeholder
 from zerojit.migrate.engine_trees.warmup import TreeWarmup, VllmPlatform, vllm_worker
 from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig, GdnNormEquivalence
 
+pytestmark = pytest.mark.release_tree
+
 runner = CliRunner()
 FLA = {
     "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",

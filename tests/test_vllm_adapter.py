@@ -28,6 +28,8 @@ from zerojit.migrate.rocm_nvfp4.kernel import (
 )
 from zerojit.migrate.rocm_nvfp4.model import nvfp4_kv_launchers
 
+pytestmark = pytest.mark.release_tree
+
 REGISTRY = "vllm.model_executor.warmup.jit_warmup"
 
 

@@ -6,7 +6,7 @@ import dataclasses
 import functools
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext
@@ -17,9 +17,6 @@ from libcst.metadata.name_provider import FullyQualifiedNameVisitor
 
 from .imports import TidyRemoveImports, TopLevelAddImports, may_remove
 from .metadata import SharedMetadata, outline_scopes
-
-if TYPE_CHECKING:
-    from ..planner import Planner
 
 _EMPTY_MODULE = cst.Module(body=[])
 
@@ -44,32 +41,27 @@ class Operation:
     """A spec operation: frozen parameters (they travel to worker processes) and the command that makes its edit.
 
     Each operation class is registered under the name the run's counts report (`@operation`).
-    One that the planner derives from the specs has a `plan` hook and a stage: the planner
-    calls the hooks in stage order, and a file's operations run in the order they were added.
+    Operations know nothing of planning: codemods.planning decides where each goes, and a file's
+    operations run in the order planning found them.
     """
 
     name: ClassVar[str]
-    stage: ClassVar[int | None] = None
     removes_statements: ClassVar[bool] = False  # removals may leave locals unread (the pipeline then looks)
 
     def command(self, context: CodemodContext) -> Command:
         raise NotImplementedError
 
-    @classmethod
-    def plan(cls, planner: Planner) -> None:
-        """Add this operation wherever the planner's specs call for it (see Planner.add)."""
-
 
 OPERATIONS: dict[str, type[Operation]] = {}
 
 
-def operation(name: str, stage: int | None = None):
-    """Register an operation class under `name`; `stage`: when its `plan` hook runs (None: it has none)."""
+def operation(name: str):
+    """Register an operation class under `name`."""
 
     def register(cls: type[Operation]) -> type[Operation]:
         if name in OPERATIONS:
             raise ValueError(f"two transforms implement the operation {name!r}: {OPERATIONS[name]} and {cls}")
-        cls.name, cls.stage = name, stage
+        cls.name = name
         OPERATIONS[name] = cls
         return cls
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -12,16 +10,12 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import PositionProvider
 
-from .. import guards, registration
-from ..spec import SpecError, free_names, normalized
+from ..spec import normalized
 from .base import AnchorError, Command, Operation, code_of, operation
 from .blocks import NO_STATEMENTS
 
-if TYPE_CHECKING:
-    from ..planner import Planner
 
-
-@operation("insert_registration", stage=2)
+@operation("insert_registration")
 @dataclasses.dataclass(frozen=True)
 class InsertRegistration(Operation):
     """Insert `if <gate>: <registration>` into `cls.<method>` (`__init__` unless the spec names another), after
@@ -50,91 +44,6 @@ class InsertRegistration(Operation):
 
     def command(self, context: CodemodContext) -> Command:
         return _Insert(context, self)
-
-    @classmethod
-    def plan(cls, planner: Planner) -> None:
-        """Every spec's registration goes into each of its construction classes and into the subclasses that
-        replace their constructor (the kernel on the contract first), gated as the tree gated the legacy call."""
-        for spec in planner.specs:
-            registration.check_contract(planner, spec)
-            modules = planner.repo_model(spec.singleton_module)
-            done = planner.migrated(spec)
-            try:
-                legacy = [] if done else guards.legacy_guards(modules, spec)
-                registry = [] if done else guards.registry_guards(modules, spec)
-            except guards.GuardsUnreadable as exc:
-                planner.refusals.append(str(exc))  # beside the transforms' refusals, which often say more
-                continue
-            for construction, name in spec.constructions():
-                home = planner.module(spec, "construction_module", construction)
-                node = next((n for n in ast.walk(home.tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
-                if node is None:
-                    raise SpecError(f"{spec.family}: construction_class {name!r} not found in {home.name}")
-                method = spec.construction_method
-                init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
-                override = (
-                    ""
-                    if init is not None or method == "__init__"
-                    else registration.override_source(modules, home.name, node, method, spec.family)
-                )
-                if override:  # the method the class gets, placed (for what reports say) at the class's line
-                    init = ast.increment_lineno(ast.parse(override), node.lineno - 1).body[0]
-                sites = [(home, name, init, spec.insert_after)]
-                # A subclass whose constructor never runs this one's registers too (or the run refuses).
-                sites += [
-                    (
-                        sub_home,
-                        sub,
-                        sub_init,
-                        spec.insert_after
-                        if spec.insert_after in ast.get_source_segment(sub_home.text, sub_init)
-                        else "",
-                    )
-                    for sub_home, sub, sub_init in registration.replacing_subclasses(
-                        planner, modules, home.name, name, method
-                    )
-                ]
-                for site_home, site_class, site_init, _anchor in sites[1:]:
-                    unset = (
-                        registration.unset_attributes(modules, site_home.name, site_class, site_init, spec)
-                        if method == "__init__"
-                        else []
-                    )
-                    if unset and not done:
-                        planner.refusals.append(
-                            f"{site_home.path.relative_to(planner.repo).as_posix()}:{site_init.lineno}: {site_class} "
-                            f"replaces {name}.__init__ without running it and never sets self.{', self.'.join(unset)}, "
-                            "which the registration reads: register there by hand, or have it call the parent's"
-                        )
-                        sites = [site for site in sites if site[1] != site_class]
-                for site_home, site_class, site_init, anchor in sites:
-                    gate = (
-                        registration.SiteGate(spec.gate, spec.gate_imports)
-                        if done or site_init is None
-                        else registration.gate_for_site(planner, modules, spec, site_home, site_init, legacy, registry)
-                    )
-                    lazy = spec.import_style == "lazy" or (
-                        spec.import_style == "auto" and registration.imports_lazily(site_home, spec)
-                    )
-                    planner.add(
-                        site_home.name,
-                        cls(
-                            site_class,
-                            gate.gate,
-                            spec.registration,
-                            anchor,
-                            spec.singleton_module,
-                            spec.kernel_name,
-                            lazy,
-                            gate.imports,
-                            frozenset(spec.binding_names() | (free_names(gate.gate, "eval") if gate.gate else set())),
-                            spec.registration_call(),
-                            gate.inner_gate,
-                            gate.inner_imports,
-                            method,
-                            override if site_class == name else "",
-                        ),
-                    )
 
 
 class _Insert(Command):

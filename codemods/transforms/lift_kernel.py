@@ -9,23 +9,17 @@ in the launcher reads go.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from .. import lift
-from ..spec import MigrationSpec
 from .base import Command, Operation, operation
 
-if TYPE_CHECKING:
-    from ..planner import Planner
 
-
-@operation("lift_kernel", stage=0)
+@operation("lift_kernel")
 @dataclasses.dataclass(frozen=True)
 class LiftKernel(Operation):
     """Write each plan's provider and dispatcher before `launcher`, and make the launcher call the dispatchers
@@ -37,78 +31,6 @@ class LiftKernel(Operation):
 
     def command(self, context: CodemodContext) -> Command:
         return _Lift(context, self)
-
-    @classmethod
-    def plan(cls, planner: Planner) -> None:
-        launchers: dict[tuple[str, str], list[MigrationSpec]] = {}
-        for spec in planner.specs:
-            if spec.launcher and not planner.migrated(spec):
-                launchers.setdefault((spec.singleton_module, spec.launcher), []).append(spec)
-        for (module, launcher), specs in launchers.items():
-            names = [spec.kernel_name for spec in specs]
-            if len(set(names)) < len(names):
-                planner.refusals.append(
-                    f"{specs[0].family}: {', '.join(s.family for s in specs)} lift kernels "
-                    f"of {launcher} to the same dispatcher {names[0]}: give each spec its own "
-                    "`dispatcher` name"
-                )
-                continue
-            plans = [found for spec in specs if (found := _plan(planner, spec, specs)) is not None]
-            if len(plans) == len(specs):
-                planner.add(module, cls(launcher, tuple(sorted(plans, key=lambda plan: plan.launch_line))))
-
-
-def _plan(planner: Planner, spec: MigrationSpec, together: list[MigrationSpec]) -> lift.LiftPlan | None:
-    """The lift of `spec`'s kernel, with the launcher's kernels the other specs lift (None: refused, and why)."""
-    planner.module(spec, "singleton_module")
-    step_module, step = spec.lifted_step()
-    try:
-        found = lift.plan_lift(
-            planner.repo_model(spec.singleton_module),
-            kernel_module=spec.singleton_module,
-            kernel=spec.singleton,
-            launcher_module=spec.singleton_module,
-            launcher=spec.launcher,
-            step_module=step_module,
-            step=step,
-            dispatcher_name=spec.kernel_name,
-            provider_name=spec.provider_name,
-            together=tuple(other.singleton for other in together if other is not spec),
-        )
-    except lift.LiftError as exc:
-        planner.refusals.append(f"{spec.family}: {exc}")
-        return None
-    mismatch = registration_mismatch(spec, found)
-    if mismatch:
-        planner.refusals.append(f"{spec.family}: {mismatch}")
-        return None
-    home = planner.module(spec, "singleton_module").path.relative_to(planner.repo).as_posix()
-    reads = ", ".join(f"{name} (the step's {read})" for name, read in found.parameters) or "nothing"
-    planner.lifts.append(
-        f"{spec.family}: {home}:{found.launch_line}: {spec.launcher}'s launch of {spec.singleton} is now "
-        f"{spec.kernel_name}, a triton_kernel_dispatcher_with_warmup dispatcher; its warmup inputs come from "
-        f"{spec.provider_name}, the legacy {step} translated; the registration passes it {reads}"
-    )
-    return found
-
-
-def registration_mismatch(spec: MigrationSpec, plan: lift.LiftPlan) -> str | None:
-    """Why the spec's registration does not pass the provider exactly its parameters (None: it does)."""
-    calls = [
-        n
-        for n in ast.walk(ast.parse(spec.registration))
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_warmup"
-    ]
-    wanted = [name for name, _ in plan.parameters]
-    for call in calls:
-        passed = [k.arg for k in call.keywords]
-        if call.args or None in passed or set(passed) != set(wanted):
-            reads = ", ".join(f"{name} (the step's {read})" for name, read in plan.parameters) or "nothing"
-            return (
-                f"the registration `{ast.unparse(call)}` must pass the provider {spec.provider_name} its "
-                f"keyword parameters, each in the site's names: {reads}"
-            )
-    return None
 
 
 class _Unread(cst.CSTTransformer):

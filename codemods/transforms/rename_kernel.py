@@ -6,17 +6,11 @@ import dataclasses
 import functools
 import re
 from importlib.util import resolve_name
-from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from ..gate import Renamed
-from ..spec import SpecError
 from .base import Command, Operation, Refusal, code_of, operation
-
-if TYPE_CHECKING:
-    from ..planner import Planner
 
 _ATTRIBUTE_BUILTINS = re.compile(r"\b(getattr|hasattr|setattr)\b")
 _ATTRIBUTE_FUNCTIONS = frozenset({"builtins.getattr", "builtins.hasattr", "builtins.setattr"})
@@ -27,7 +21,7 @@ _IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "impor
 _COMPUTED, _OTHER = "<a module named at run time>", "<not an import by name>"
 
 
-@operation("rename_kernel", stage=1)
+@operation("rename_kernel")
 @dataclasses.dataclass(frozen=True)
 class RenameKernel(Operation):
     """Rename the kernel `old` -> `new` wherever this file refers to it.
@@ -47,41 +41,6 @@ class RenameKernel(Operation):
 
     def command(self, context: CodemodContext) -> Command:
         return _Rename(context, self)
-
-    @classmethod
-    def plan(cls, planner: Planner) -> None:
-        """Each spec's kernel is defined where it says; one with a private name is renamed in every file naming it."""
-        for spec in planner.specs:
-            home = planner.module(spec, "singleton_module")
-            if spec.singleton not in home.defs and spec.kernel_name not in home.defs:
-                raise SpecError(
-                    f"{spec.family}: singleton {spec.singleton!r} is not defined in {home.name} "
-                    "(an assignment, a def or a class at module level)"
-                )
-            if not spec.private_singleton:
-                continue
-            # Exporters: the defining module, every module that binds the name by importing it
-            # from an exporter (to a fixpoint), and packages whose lazy-export table names it.
-            exporters = {home.name}
-            while True:
-                more = {
-                    m.name
-                    for m in planner.candidates.values()
-                    if m.name not in exporters
-                    and spec.singleton in m.text
-                    and (
-                        set(m.imports_of(spec.singleton)) & exporters
-                        or (m.path.name == "__init__.py" and f'"{spec.singleton}"' in m.text.replace("'", '"'))
-                    )
-                }
-                if not more:
-                    break
-                exporters |= more
-            op = cls(spec.singleton, spec.private_singleton, frozenset(exporters))
-            for module in planner.candidates.values():
-                if spec.singleton in module.text:
-                    planner.add(module.name, op)
-            planner.renamed.append(Renamed(spec.singleton, spec.private_singleton, frozenset(exporters)))
 
 
 class _Rename(Command):

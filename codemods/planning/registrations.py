@@ -1,4 +1,4 @@
-"""Where a kernel's registration goes and under what gate: the analysis behind the insert_registration operation.
+"""Planning the registrations: where a kernel's registration goes and under what gate (insert_registration writes it).
 
 It reads the tree (`ast`, through the repo model) and decides; the operation's libcst command only writes what
 was decided. A site's gate is the legacy call's guards carried into the constructor's names; a subclass that
@@ -14,13 +14,97 @@ import inspect
 import re
 from typing import TYPE_CHECKING
 
-from . import guards, site_gate
-from .repo import RepoModules, absolute_module
-from .spec import MigrationSpec, SpecError
-from .transforms.adopt_contract import adoption, self_attributes, shadowed_state
+from .. import guards, site_gate
+from ..findings import Findings
+from ..repo import RepoModules, absolute_module
+from ..spec import MigrationSpec, SpecError, free_names
+from ..transforms.adopt_contract import adoption, self_attributes, shadowed_state
+from ..transforms.insert_registration import InsertRegistration
 
 if TYPE_CHECKING:
-    from .planner import Planner, SourceModule
+    from ..planner import Planner, SourceModule
+
+
+def plan(planner: Planner) -> Findings:
+    """Every spec's registration goes into each of its construction classes and into the subclasses that
+    replace their constructor (the kernel on the contract first), gated as the tree gated the legacy call."""
+    findings = Findings()
+    for spec in planner.specs:
+        check_contract(planner, findings, spec)
+        modules = planner.repo_model(spec.singleton_module)
+        done = planner.migrated(spec)
+        try:
+            legacy = [] if done else guards.legacy_guards(modules, spec)
+            registry = [] if done else guards.registry_guards(modules, spec)
+        except guards.GuardsUnreadable as exc:
+            findings.refuse("guards", str(exc))  # beside the transforms' refusals, which often say more
+            continue
+        for construction, name in spec.constructions():
+            home = planner.module(spec, "construction_module", construction)
+            node = next((n for n in ast.walk(home.tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
+            if node is None:
+                raise SpecError(f"{spec.family}: construction_class {name!r} not found in {home.name}")
+            method = spec.construction_method
+            init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
+            override = (
+                ""
+                if init is not None or method == "__init__"
+                else override_source(modules, home.name, node, method, spec.family)
+            )
+            if override:  # the method the class gets, placed (for what reports say) at the class's line
+                init = ast.increment_lineno(ast.parse(override), node.lineno - 1).body[0]
+            sites = [(home, name, init, spec.insert_after)]
+            # A subclass whose constructor never runs this one's registers too (or the run refuses).
+            sites += [
+                (
+                    sub_home,
+                    sub,
+                    sub_init,
+                    spec.insert_after if spec.insert_after in ast.get_source_segment(sub_home.text, sub_init) else "",
+                )
+                for sub_home, sub, sub_init in replacing_subclasses(planner, modules, home.name, name, method)
+            ]
+            for site_home, site_class, site_init, _anchor in sites[1:]:
+                unset = (
+                    unset_attributes(modules, site_home.name, site_class, site_init, spec)
+                    if method == "__init__"
+                    else []
+                )
+                if unset and not done:
+                    findings.refuse(
+                        "subclass",
+                        f"{site_home.path.relative_to(planner.repo).as_posix()}:{site_init.lineno}: {site_class} "
+                        f"replaces {name}.__init__ without running it and never sets self.{', self.'.join(unset)}, "
+                        "which the registration reads: register there by hand, or have it call the parent's",
+                    )
+                    sites = [site for site in sites if site[1] != site_class]
+            for site_home, site_class, site_init, anchor in sites:
+                gate = (
+                    SiteGate(spec.gate, spec.gate_imports)
+                    if done or site_init is None
+                    else gate_for_site(planner, findings, modules, spec, site_home, site_init, legacy, registry)
+                )
+                lazy = spec.import_style == "lazy" or (spec.import_style == "auto" and imports_lazily(site_home, spec))
+                findings.add(
+                    site_home.name,
+                    InsertRegistration(
+                        site_class,
+                        gate.gate,
+                        spec.registration,
+                        anchor,
+                        spec.singleton_module,
+                        spec.kernel_name,
+                        lazy,
+                        gate.imports,
+                        frozenset(spec.binding_names() | (free_names(gate.gate, "eval") if gate.gate else set())),
+                        spec.registration_call(),
+                        gate.inner_gate,
+                        gate.inner_imports,
+                        method,
+                        override if site_class == name else "",
+                    ),
+                )
+    return findings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +117,7 @@ class SiteGate:
 
 def gate_for_site(
     planner: Planner,
+    findings: Findings,
     modules: RepoModules,
     spec: MigrationSpec,
     home: SourceModule,
@@ -47,7 +132,7 @@ def gate_for_site(
     inside = guards.registration_guards(modules, frame, spec.registration)
     written = guards.spec_gate_atoms(modules, frame, spec.gate)
     differences, refusals, unused = site_gate.compare(modules, spec, frame, legacy, registry, inside + written, where)
-    planner.warnings += unused
+    findings.warnings += unused
     if refusals:
         raise SpecError(
             f"{spec.family}: the registration's gate differs from the guards the legacy call ran "
@@ -78,7 +163,7 @@ def gate_for_site(
         joined(text for text, _ in inner),
         tuple(dict.fromkeys(line for _, lines in inner for line in lines)),
     )
-    planner.gate_plans.append(
+    findings.gate_plans.append(
         site_gate.GatePlan(
             spec.family,
             where,
@@ -214,7 +299,7 @@ def _calls_parent_init(
     return False
 
 
-def check_contract(planner: Planner, spec: MigrationSpec) -> None:
+def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) -> None:
     """A registration on a kernel that has no register_warmup would fail when the layer is built: refuse it,
     unless the spec adopts the contract for the kernel's class (which must own its keys and compile)."""
     if not spec.registers_kernel() or spec.launcher:
@@ -249,8 +334,8 @@ def check_contract(planner: Planner, spec: MigrationSpec) -> None:
                 "and adopting the base without it leaves compile_key() and the registry's cache "
                 "broken. Make dispatch traceable first (a kernel author's change)"
             )
-        planner.add(cls_module, adopt)
-        planner.leftovers += shadowed_state(modules, cls_module, cls, base_module, base)
+        findings.add(cls_module, adopt)
+        findings.leftovers += shadowed_state(modules, cls_module, cls, base_module, base)
     if not reason or spec.contract_base:
         _check_registration_arguments(spec, modules, found)
     else:

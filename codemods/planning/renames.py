@@ -1,0 +1,50 @@
+"""Planning the renames: a kernel whose spec makes it private is renamed in every file that names it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..findings import Findings
+from ..gate import Renamed
+from ..spec import SpecError
+from ..transforms.rename_kernel import RenameKernel
+
+if TYPE_CHECKING:
+    from ..planner import Planner
+
+
+def plan(planner: Planner) -> Findings:
+    """Each spec's kernel is defined where it says; one with a private name is renamed in every file naming it."""
+    findings = Findings()
+    for spec in planner.specs:
+        home = planner.module(spec, "singleton_module")
+        if spec.singleton not in home.defs and spec.kernel_name not in home.defs:
+            raise SpecError(
+                f"{spec.family}: singleton {spec.singleton!r} is not defined in {home.name} "
+                "(an assignment, a def or a class at module level)"
+            )
+        if not spec.private_singleton:
+            continue
+        # Exporters: the defining module, every module that binds the name by importing it
+        # from an exporter (to a fixpoint), and packages whose lazy-export table names it.
+        exporters = {home.name}
+        while True:
+            more = {
+                m.name
+                for m in planner.candidates.values()
+                if m.name not in exporters
+                and spec.singleton in m.text
+                and (
+                    set(m.imports_of(spec.singleton)) & exporters
+                    or (m.path.name == "__init__.py" and f'"{spec.singleton}"' in m.text.replace("'", '"'))
+                )
+            }
+            if not more:
+                break
+            exporters |= more
+        op = RenameKernel(spec.singleton, spec.private_singleton, frozenset(exporters))
+        for module in planner.candidates.values():
+            if spec.singleton in module.text:
+                findings.add(module.name, op)
+        findings.renamed.append(Renamed(spec.singleton, spec.private_singleton, frozenset(exporters)))
+    return findings
