@@ -157,6 +157,7 @@ def test_swapped_toy_artifacts_are_recompiled_and_reported(toy_family_site, tmp_
     } == {p.name for p in cache.glob("*.marshal")}
 
 
+@pytest.mark.compiles
 def test_swapped_flydsl_artifacts_are_recompiled_and_reported(tmp_path, make_read_only):
     """The real backend: two gfx950 code objects of one launcher exchanged on disk; then the cache made read-only."""
     cache = tmp_path / "cache"
@@ -328,9 +329,12 @@ def toy_plugin_here(toy_family_site, monkeypatch):
     monkeypatch.syspath_prepend(str(toy_family_site))
     families.cache_clear()
     from zerojit_toy_family import TOY_POLY
+    from zerojit_toy_family import backend as toy_backend
 
     monkeypatch.setattr(type(TOY_POLY), "parallelism", Parallelism.PROCESSES)
     monkeypatch.setattr(TOY_POLY, "variants", {})
+    # The warmup configures the toy backend for this process: the next test's kernels must not find its cache.
+    monkeypatch.setitem(toy_backend.settings, "cache_dir", toy_backend.settings["cache_dir"])
     yield
     families.cache_clear()
 

@@ -41,6 +41,7 @@ def test_bad_mode_is_refused():
         JitMonitor("log")
 
 
+@pytest.mark.compiles
 def test_cutedsl_post_warmup_compile_is_caught(tmp_path):
     facts = probe("monitor", tmp_path)
     assert facts["events_after_warmed_call"] == 0
