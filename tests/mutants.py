@@ -9,6 +9,7 @@ trees, and a mutant that writes in place would write through to the cache. Exit 
     make mutants                        # all of them
     .venv/bin/python tests/mutants.py --list
     .venv/bin/python tests/mutants.py -k topk   # those whose name contains "topk"
+    .venv/bin/python tests/mutants.py --under codemods/   # those of the codemods
 """
 
 from __future__ import annotations
@@ -106,10 +107,11 @@ def run(mutant: Mutant, tree: Path, timeout: int) -> tuple[str, float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", dest="match", default="", help="Only mutants whose name contains this text.")
+    parser.add_argument("--under", default="", help="Only mutants of files under this path (e.g. codemods/).")
     parser.add_argument("--list", action="store_true", help="List the mutants and their tests, run nothing.")
     parser.add_argument("--timeout", type=int, default=900, help="Seconds per mutant's test run.")
     args = parser.parse_args()
-    chosen = [m for m in MUTANTS if args.match.lower() in m.name.lower()]
+    chosen = [m for m in MUTANTS if args.match.lower() in m.name.lower() and m.file.startswith(args.under)]
     if args.list:
         for mutant in chosen:
             print(f"{mutant.name:55} {mutant.file:42} pytest {' '.join(mutant.tests)}")
