@@ -526,7 +526,7 @@ MUTANTS = (
         "codemods/lift/evaluator.py",
         '[slice({bounds})]")',
         "[{bounds.replace(', ', ':')}]\")",
-        ("tests/test_triton_lifts.py", "-k", "recurrent_kda"),
+        ("tests/test_lift_recurrent_kda.py",),
     ),
     Mutant(
         "lift: a view at an offset is written aligned",

@@ -20,3 +20,9 @@ def test_the_mutant_applies_and_compiles(mutant):
 
 def test_names_are_unique():
     assert len({m.name for m in MUTANTS}) == len(MUTANTS)
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+def test_the_tests_meant_to_kill_it_exist(mutant):
+    files = [arg.split("::")[0] for arg in mutant.tests if arg.startswith("tests/")]
+    assert files and all((ROOT / name).is_file() for name in files)

@@ -8,7 +8,7 @@ import types
 
 import pytest
 import torch
-from tree_forks import changed_files, copy_033, ruff_findings
+from tree_forks import changed_files, copy_033, draft_fields, ruff_findings
 from typer.testing import CliRunner
 
 from zerojit.codemods.spec import load_specs
@@ -69,19 +69,7 @@ def kda_lifted(tmp_path_factory):
         runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(drafts)]).exit_code == 0
     )
     (draft,) = load_specs(drafts / "fused_recurrent_kda_fwd_kernel.toml")
-    fields = {
-        f: getattr(draft, f)
-        for f in (
-            "family",
-            "legacy_module",
-            "legacy_function",
-            "legacy_step",
-            "orchestrator_module",
-            "singleton_module",
-            "singleton",
-            "launcher",
-        )
-    }
+    fields = draft_fields(draft)
     answered = folder / "answered.toml"
     answered.write_text(
         "[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {**fields, **KDA_ANSWERS}.items())

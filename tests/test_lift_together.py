@@ -12,7 +12,7 @@ import json
 
 import pytest
 import torch
-from tree_forks import GDN_LAYER, copy_033, edit, ruff_findings
+from tree_forks import GDN_LAYER, copy_033, draft_fields, edit, ruff_findings
 from typer.testing import CliRunner
 
 from zerojit.codemods.spec import load_specs
@@ -103,20 +103,7 @@ def answered(tmp_path_factory):
     drafts = {name: load_specs(folder / f"{name.strip('_')}.toml")[0] for name in KERNELS}
     text = ""
     for name, draft in drafts.items():
-        fields = {
-            f: getattr(draft, f)
-            for f in (
-                "family",
-                "legacy_module",
-                "legacy_function",
-                "legacy_step",
-                "orchestrator_module",
-                "singleton_module",
-                "singleton",
-                "launcher",
-                "dispatcher",
-            )
-        }
+        fields = draft_fields(draft, "dispatcher")
         entry = {**fields, **_SITE, "registration": ANSWERS[name], "confirm": []}
         text += "[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in entry.items())
     path = folder / "answered.toml"

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 import torch
-from tree_forks import GDN_LAYER, changed_files, copy_033, edit
+from tree_forks import GDN_LAYER, changed_files, copy_033, draft_fields, edit
 from typer.testing import CliRunner
 
 from zerojit.codemods.lift import LiftError, plan_lift
@@ -332,19 +332,7 @@ def test_a_lift_draft_loads_is_refused_until_answered_then_migrates_as_the_built
         import_style=spec.import_style,
         confirm=[],
     )
-    fields = {
-        f: getattr(draft, f)
-        for f in (
-            "family",
-            "legacy_module",
-            "legacy_function",
-            "legacy_step",
-            "orchestrator_module",
-            "singleton_module",
-            "singleton",
-            "launcher",
-        )
-    }
+    fields = draft_fields(draft)
     answered = tmp_path / "answered.toml"
     answered.write_text(
         "[[migration]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {**fields, **answers}.items() if v != "")

@@ -83,6 +83,24 @@ def changed_files(repo: Path, original: Path) -> tuple[set[str], set[str], set[s
     return changed, files(original) - files(repo), files(repo) - files(original)
 
 
+# What a survey draft says that its answered spec keeps as it is (the rest a maintainer answers).
+DRAFT_FIELDS = (
+    "family",
+    "legacy_module",
+    "legacy_function",
+    "legacy_step",
+    "orchestrator_module",
+    "singleton_module",
+    "singleton",
+    "launcher",
+)
+
+
+def draft_fields(draft, *extra: str) -> dict:
+    """The fields of a drafted spec that its answered spec keeps, by name."""
+    return {field: getattr(draft, field) for field in (*DRAFT_FIELDS, *extra)}
+
+
 def replace_file(path: Path, text: str) -> None:
     """A new file, never a write through."""
     if path.exists():

@@ -53,6 +53,7 @@ def provider(
     kernel: str,
     dispatcher: str,
 ) -> str:
+    """The provider: keyword-only parameters (what the registration passes), its statements, one `dict` return."""
     header = f"def {name}(*, {', '.join(parameters)}):" if parameters else f"def {name}():"
     return (
         header
