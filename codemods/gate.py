@@ -28,6 +28,7 @@ from pyflakes import checker as pyflakes_checker
 from pyflakes import messages
 
 from .repo import absolute_module
+from .syntax import where
 
 # What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823, F405).
 _BLOCKING = (
@@ -46,7 +47,7 @@ class Finding:
     what: str
 
     def render(self, repo: Path) -> str:
-        return f"{self.path.relative_to(repo).as_posix()}:{self.line}: {self.what}"
+        return f"{where(repo, self.path, self.line)}: {self.what}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -208,9 +208,7 @@ def _function(modules: RepoModules, module: str, name: str) -> ast.FunctionDef |
 
 
 def _where(modules: RepoModules, module: str, node: ast.AST) -> str:
-    path = modules.path(module)
-    shown = path.relative_to(modules.repo).as_posix() if path else module
-    return f"{shown}:{node.lineno}"
+    return modules.where(module, node) if modules.path(module) else f"{module}:{node.lineno}"
 
 
 def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: Frame) -> list[Atom]:

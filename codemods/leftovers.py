@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .repo import RepoModules, module_name
+from .syntax import where
 
 
 def leftovers(
@@ -69,9 +70,8 @@ def _orphaned_helpers(
             continue  # deleted with the legacy module
         own = len(word.findall(texts.get(home_path) or home_path.read_text())) if home_path else 0
         if uses - own == 0 and own <= 1 + _exported(modules, home, defined):
-            where = modules.path(home).relative_to(repo).as_posix()
             found.append(
-                f"{where}:{definition.lineno}: {defined}() is public and kept, but nothing in the repo "
+                f"{modules.where(home, definition)}: {defined}() is public and kept, but nothing in the repo "
                 "calls it any more (the removed legacy step was its only caller)"
             )
     return found
@@ -101,7 +101,7 @@ def _unread_fields(repo: Path, path: Path, before: str, after: str) -> list[str]
         was, now = _field_reads(ast.parse(before), cls.name), _field_reads(tree, cls.name)
         for field in sorted(set(fields) & (was - now)):
             found.append(
-                f"{path.relative_to(repo).as_posix()}:{fields[field]}: {cls.name}.{field} is still filled "
+                f"{where(repo, path, fields[field])}: {cls.name}.{field} is still filled "
                 "but nothing reads it any more (the removed legacy step did)"
             )
     return found

@@ -51,10 +51,7 @@ class Scope:
         self.lift, self.module, self.function, self.env = lift, module, function, env
 
     def where(self, node: ast.AST) -> str:
-        return (
-            f"{self.lift.modules.path(self.module).relative_to(self.lift.modules.repo).as_posix()}:"
-            f"{getattr(node, 'lineno', self.function.lineno)}"
-        )
+        return self.lift.modules.where(self.module, getattr(node, "lineno", self.function.lineno))
 
     def refuse(self, node: ast.AST, why: str) -> LiftError:
         return LiftError(f"{self.where(node)}: {why}")

@@ -14,7 +14,7 @@ import inspect
 import re
 from typing import TYPE_CHECKING
 
-from .. import guards, site_gate
+from .. import guards, site_gate, syntax
 from ..findings import Findings
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError, free_names
@@ -73,7 +73,7 @@ def plan(planner: Planner) -> Findings:
                 if unset and not done:
                     findings.refuse(
                         "subclass",
-                        f"{site_home.path.relative_to(planner.repo).as_posix()}:{site_init.lineno}: {site_class} "
+                        f"{syntax.where(planner.repo, site_home.path, site_init.lineno)}: {site_class} "
                         f"replaces {name}.__init__ without running it and never sets self.{', self.'.join(unset)}, "
                         "which the registration reads: register there by hand, or have it call the parent's",
                     )
@@ -127,7 +127,7 @@ def gate_for_site(
 ) -> SiteGate:
     """The registration's gate at this site: the tree's guards in the site's names, after the spec's own gate
     (checked against them: a difference the spec does not list as intended refuses the run)."""
-    where = f"{home.path.relative_to(planner.repo).as_posix()}:{init.lineno}"
+    where = syntax.where(planner.repo, home.path, init.lineno)
     frame = guards.site_frame(modules, home.name, init)
     inside = guards.registration_guards(modules, frame, spec.registration)
     written = guards.spec_gate_atoms(modules, frame, spec.gate)

@@ -126,7 +126,7 @@ def probe_base_initializer(
         namespace["Probe"].__abstractmethods__ = frozenset()
         namespace["Probe"]()
     except Exception as exc:  # noqa: BLE001 - the base's own refusal, reported as is
-        where = f"{modules.path(cls_module).relative_to(modules.repo).as_posix()}:{dispatch.lineno}"
+        where = modules.where(cls_module, dispatch)
         return (
             f"{where}: {base}.__init__ from the tree cannot take {cls.name}.dispatch: "
             f"{type(exc).__name__}: {str(exc).splitlines()[0].split('. ')[0]}"
