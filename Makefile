@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.zerojit-installed
 
-.PHONY: install demo lint test test-fast mutants clean
+.PHONY: install demo lint test test-fast mutants spec-reference clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test-fast: install
 # Curated mutants, one at a time in a git worktree, each against the tests meant to kill it (not part of `make test`).
 mutants: install
 	$(PY) tests/mutants.py
+
+# docs/spec-reference.md's field tables, written from the spec's parts (a test fails when they differ).
+spec-reference: install
+	$(PY) -c 'import pathlib; from zerojit.codemods.spec import with_reference_tables as tables; \
+	doc = pathlib.Path("docs/spec-reference.md"); doc.write_text(tables(doc.read_text()))'
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -325,44 +325,44 @@ def _with(frame: Frame, site: CallSite) -> Frame:
 
 
 def _entry(modules: RepoModules, spec: MigrationSpec) -> Frame:
-    entry = _function(modules, spec.orchestrator_module, modules.engine.orchestrator_entry)
+    entry = _function(modules, spec.legacy.orchestrator_module, modules.engine.orchestrator_entry)
     if entry is None:
         raise SpecError(
-            f"{spec.family}: {spec.orchestrator_module} has no {modules.engine.orchestrator_entry}() to read the "
-            "legacy call's guards from"
+            f"{spec.family}: {spec.legacy.orchestrator_module} has no {modules.engine.orchestrator_entry}() to read "
+            "the legacy call's guards from"
         )
     worker = parameters(entry)[:1]
-    return Frame(spec.orchestrator_module, entry, {}, {name: (ast.Name(WORKER), None) for name in worker})
+    return Frame(spec.legacy.orchestrator_module, entry, {}, {name: (ast.Name(WORKER), None) for name in worker})
 
 
 def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
     """Every condition under which the legacy warmup of `spec`'s kernel ran, outermost first."""
     atoms: list[Atom] = []
     frame = _entry(modules, spec)
-    if spec.orchestrator_step:
+    if spec.legacy.orchestrator_step:
         frame = _chain_into(
             modules,
             spec,
-            spec.orchestrator_module,
-            spec.orchestrator_module,
-            spec.orchestrator_step,
+            spec.legacy.orchestrator_module,
+            spec.legacy.orchestrator_module,
+            spec.legacy.orchestrator_step,
             frame,
             atoms,
             defined_here=True,
         )
     else:
         frame = _chain_into(
-            modules, spec, spec.orchestrator_module, spec.legacy_module, spec.legacy_function, frame, atoms
+            modules, spec, spec.legacy.orchestrator_module, spec.legacy.module, spec.legacy.function, frame, atoms
         )
-        if spec.legacy_step:
+        if spec.legacy.step:
             frame = _chain_into(
-                modules, spec, spec.legacy_module, spec.legacy_module, spec.legacy_step, frame, atoms, defined_here=True
+                modules, spec, spec.legacy.module, spec.legacy.module, spec.legacy.step, frame, atoms, defined_here=True
             )
     kernel_calls = _sites(modules, frame.module, _reaches_kernel(modules, frame.module, spec), frame.function)
     if not kernel_calls:
         raise GuardsUnreadable(
             f"{_where(modules, frame.module, frame.function)}: {frame.function.name} never calls "
-            f"anything from {spec.singleton_module} where its guards can be read, so the "
+            f"anything from {spec.kernel.module} where its guards can be read, so the "
             "conditions it warms the kernel under are unknown"
         )
     if kernel_calls:
@@ -388,7 +388,7 @@ def _reaches_kernel(modules: RepoModules, module: str, spec: MigrationSpec):
             return False
         source = table.get(root.id)
         homes = {source[0], f"{source[0]}.{source[1]}"} if source and source[1] else {source[0] if source else module}
-        return spec.singleton_module in homes or root.id == spec.singleton
+        return spec.kernel.module in homes or root.id == spec.kernel.name
 
     return matches
 
@@ -396,7 +396,7 @@ def _reaches_kernel(modules: RepoModules, module: str, spec: MigrationSpec):
 def registry_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
     """The conditions under which the orchestrator runs the registry's warmup (what every registration is under)."""
     frame, atoms = _entry(modules, spec), []
-    module, tree = spec.orchestrator_module, modules.tree(spec.orchestrator_module)
+    module, tree = spec.legacy.orchestrator_module, modules.tree(spec.legacy.orchestrator_module)
     engine = modules.engine
     registry = method_calls(engine.registry_holder, engine.registry_warmup)
     sites = _sites(modules, module, registry, frame.function)
@@ -419,7 +419,7 @@ def registry_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
         sites = _sites(modules, module, registry, frame.function)
     if not sites:
         raise SpecError(
-            f"{spec.family}: {spec.orchestrator_module}.{engine.orchestrator_entry} never calls "
+            f"{spec.family}: {spec.legacy.orchestrator_module}.{engine.orchestrator_entry} never calls "
             f"{engine.registry_holder}.{engine.registry_warmup}(): a registration would warm nothing"
         )
     return atoms + _atoms(modules, sites[0].gates, _with(frame, sites[0]))

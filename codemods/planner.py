@@ -137,7 +137,7 @@ class Planner:
         self.modules_by_path = {m.path: m for m in self.modules.values()}
 
     def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> SourceModule:
-        name = name or getattr(spec, field)
+        name = name or spec.fields()[field]
         if name not in self.modules:
             unreadable = [why for path, why in self.skipped.items() if module_name(self.repo, path)[0] == name]
             if unreadable:
@@ -173,18 +173,18 @@ class Planner:
 
     def migrated(self, spec: MigrationSpec) -> bool:
         """The spec's end state is positively present: every registration inserted, the kernel under its new name."""
-        home = self.modules.get(spec.singleton_module)
+        home = self.modules.get(spec.kernel.module)
         if home is None or spec.kernel_name not in home.defs:
             return False
-        if spec.private_singleton and spec.singleton in home.defs:
+        if spec.kernel.private_name and spec.kernel.name in home.defs:
             return False
         # The registration's call as inserted: the kernel may be named through the module's own alias.
         registration = re.compile(
-            re.escape(normalized(spec.registration_call())).replace(
+            re.escape(normalized(spec.registration.call())).replace(
                 re.escape(spec.kernel_name), r"[A-Za-z_][A-Za-z0-9_]*"
             )
         )
         return all(
             module in self.modules and registration.search(normalized(self.modules[module].text))
-            for module, _ in spec.constructions()
+            for module, _ in spec.registration.constructions()
         )

@@ -118,7 +118,7 @@ def compare(
     wanted = {a.canonical for a in legacy}
 
     def intended(atom: Atom) -> str | None:
-        for index, (entry, reason) in enumerate(spec.intended_differences):
+        for index, (entry, reason) in enumerate(spec.registration.intended_differences):
             if _matches(entry, atom, modules, frame):
                 used.add(index)
                 return reason
@@ -175,7 +175,7 @@ def compare(
     unused = [
         f"{spec.family}: intended_differences entry `{entry}` matches no difference between the legacy gate "
         f"({_shown(legacy)}) and the migrated one at {site_where} ({_shown(migrated + registry)})"
-        for index, (entry, _) in enumerate(spec.intended_differences)
+        for index, (entry, _) in enumerate(spec.registration.intended_differences)
         if index not in used
     ]
     return differences, refusals, unused

@@ -1,9 +1,12 @@
 """Migration specs: what moving one legacy warmup onto the contract changes in a repo.
 
-A spec names anchors (modules, functions, classes, the kernel) and the code to insert;
-the codemods apply it. Specs are checked when made, every field's type included, so a typo
-fails with the field named. They are Python dataclasses (the built-in ones live beside each
-family in `migrate/`) or TOML files with one `[[migration]]` table per spec (see docs/spec-reference.md).
+A spec is made of small parts, each checked when made (every field's type included, so a typo fails with the
+field named): the `Legacy` warmup that goes, the `Kernel`, the `Registration` that comes, and either a `Lift`
+(a plain Triton kernel becomes a contract dispatcher) or an `Adoption` (the kernel's class takes the contract's
+base). The built-in specs live beside each family in `migrate/`; your own are TOML files with one flat
+`[[migration]]` table per spec, whose keys are the parts' fields (`MigrationSpec.from_fields`). Each field's
+documentation is written once, here, and docs/spec-reference.md's field tables are generated from it
+(`reference_tables`).
 """
 
 from __future__ import annotations
@@ -12,7 +15,11 @@ import ast
 import dataclasses
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+from .engines import DEFAULT_ENGINE
 
 
 class SpecError(ValueError):
@@ -21,15 +28,64 @@ class SpecError(ValueError):
 
 IMPORT_STYLES = ("auto", "module", "lazy")
 
+# What a field holds, as (check of a value, what it must be, the value normalized).
+_KINDS = {
+    "text": (lambda v: isinstance(v, str), "a string"),
+    "strings": (lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v), "a list of strings"),
+    "classes": (
+        lambda v: isinstance(v, str) or (isinstance(v, (list, tuple)) and v and all(isinstance(x, str) for x in v)),
+        "a string or a list of strings",
+    ),
+    "pairs": (
+        lambda v: (
+            isinstance(v, (list, tuple))
+            and all(isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in v)
+        ),
+        "a list of [condition, reason] pairs of strings",
+    ),
+}
 
-def _dotted(field: str, value: str) -> None:
+
+def _field(key: str, doc: str, default: Any = dataclasses.MISSING, kind: str = "text", name: str = ""):
+    """A part's field: `key` is its name in a TOML spec (and in errors), `doc` its reference documentation;
+    `name` ("dotted" or "identifier") the form a non-empty value must have."""
+    return dataclasses.field(default=default, metadata={"key": key, "doc": doc, "kind": kind, "name": name})
+
+
+def _checked(part: Any) -> None:
+    """Check (and normalize to tuples) every field of a part, by its declared kind and name form."""
+    for field in dataclasses.fields(part):
+        key, value = field.metadata["key"], getattr(part, field.name)
+        check, expected = _KINDS[field.metadata["kind"]]
+        if not check(value):
+            raise SpecError(f"spec field {key}={value!r}: must be {expected}")
+        if field.metadata["kind"] == "classes":
+            value = (value,) if isinstance(value, str) else tuple(value)
+        elif field.metadata["kind"] != "text":
+            value = tuple(tuple(v) if isinstance(v, (list, tuple)) else v for v in value)
+        object.__setattr__(part, field.name, value)
+        required = field.default is dataclasses.MISSING
+        if field.metadata["name"] == "dotted" and (value or required):
+            _dotted(key, value)
+        elif field.metadata["name"] == "identifier" and (value or required):
+            _identifier(key, value)
+
+
+def _dotted(key: str, value: str) -> None:
     if not value or not all(part.isidentifier() for part in value.split(".")):
-        raise SpecError(f"spec field {field}={value!r}: must be a dotted Python name")
+        raise SpecError(f"spec field {key}={value!r}: must be a dotted Python name")
 
 
-def _identifier(field: str, value: str) -> None:
+def _identifier(key: str, value: str) -> None:
     if not value.isidentifier():
-        raise SpecError(f"spec field {field}={value!r}: must be a Python identifier")
+        raise SpecError(f"spec field {key}={value!r}: must be a Python identifier")
+
+
+def _parses(key: str, code: str, mode: str) -> None:
+    try:
+        ast.parse(code, mode=mode)
+    except SyntaxError as exc:
+        raise SpecError(f"spec field {key}={code!r}: not valid Python ({exc.msg})") from None
 
 
 def free_names(source: str, mode: str) -> set[str]:
@@ -46,166 +102,157 @@ def free_names(source: str, mode: str) -> set[str]:
 
 
 @dataclasses.dataclass(frozen=True)
-class MigrationSpec:
-    """One legacy warmup and its contract replacement.
+class Legacy:
+    """What goes: the legacy warmup (a module and its entry, or a step inside the orchestrator)."""
 
-    What goes:
-      legacy_module / legacy_function: the standalone warmup module and the entry the
-          orchestrator calls; the module is deleted once its entry has nothing left to do.
-      legacy_step: a helper inside the legacy module that warms just this kernel, when the
-          module warms several (removed with its call).
-      orchestrator_step: instead of a legacy module, a step function inside the orchestrator
-          itself (its calls and, when private and unused after, its def go; never the orchestrator).
-      orchestrator_module: the module that calls the legacy entry (or holds the step).
-    The kernel:
-      singleton_module / singleton: where the kernel is defined, and its name (an object,
-          or a function such as a `@triton.jit` kernel).
-      private_singleton: the private name it takes everywhere it is referenced; empty when
-          the name stays (the kernel is already private, or a function keeps its name).
-    What comes:
-      construction_module / construction_class: the class(es) whose `__init__` selects the
-          kernel (a list for several; `module:Class` for a class in another module);
-          `registration` is inserted there, after the first statement (at any depth) whose
-          first line contains `insert_after` (at the end when empty), and before every early
-          `return` of the constructor that comes before that point.
-      construction_method: the method of those classes the registration goes into: `__init__` (the
-          default), or one the engine calls inside a capture window once what the registration reads
-          exists (vLLM binds each layer's KV cache in `bind_kv_cache`, inside the window that captures
-          registrations depending on KV-cache strides); a class that only inherits it gets an override that
-          runs the parent's first, then registers.
-      gate: the registration's condition, in the construction site's names. Empty (the
-          default): the tree's own, read from the guards the legacy call ran under
-          (codemods.guards) and written in the site's names. Written: checked against the
-          tree's; a difference refuses the migration unless `intended_differences` lists it.
-      intended_differences: [condition, reason] pairs: a condition the legacy call ran under
-          that the registration drops (as the tree writes it), or one the registration adds
-          (as the site writes it), with why that is meant; the CLI, the JSON report and the PR
-          body state each in words.
-      gate_imports: `from module import name` lines the gate or registration needs.
-      contract_base: `module:Class` of the engine's contract base class (vLLM's
-          `vllm.model_executor.warmup.jit_warmup:VllmJitKernel`), when the kernel's class already
-          owns its keys (`get_warmup_keys`) and its compile-only `compile` but does not derive from
-          it: the class takes it as a base, which gives it `register_warmup`. Empty: the kernel
-          must already be on the contract (a spec that registers one that is not is refused).
-      launcher: a plain Triton kernel is lifted onto the contract (codemods.lift): `singleton` is the
-          `@triton.jit`/`@triton.heuristics` function and `launcher` the function of `singleton_module`
-          that launches it. Its launch becomes a call of the dispatcher `_<launcher>_dispatch` (decorated
-          with the engine's `triton_kernel_dispatcher_with_warmup`), warmed by the provider
-          `_<launcher>_warmup_inputs`, which is the legacy step (`legacy_step`, else `legacy_function`, or
-          `orchestrator_step`) translated. `registration` registers the dispatcher and passes every
-          provider parameter, in the site's names.
-      dispatcher: the dispatcher's name where the launcher launches several kernels, each lifted by a spec
-          of the same migration (`_<dispatcher without _dispatch>_warmup_inputs` is its provider); empty:
-          `_<launcher>_dispatch`.
-      confirm: what a human must check before the spec may run (`zerojit survey --draft-specs`
-          fills it); `zerojit migrate` refuses a spec whose list is not empty.
-      import_style: how the constructor's module gets the kernel's name: "module" (a top-level
-          import), "lazy" (inside the inserted block), "auto" (lazy when that module already
-          imports from the kernel's module only inside functions).
-    """
-
-    family: str
-    orchestrator_module: str
-    singleton_module: str
-    singleton: str
-    construction_module: str
-    construction_class: str | tuple[str, ...]
-    registration: str
-    construction_method: str = "__init__"
-    gate: str = ""
-    intended_differences: tuple[tuple[str, str], ...] = ()
-    legacy_module: str = ""
-    legacy_function: str = ""
-    legacy_step: str = ""
-    orchestrator_step: str = ""
-    private_singleton: str = ""
-    insert_after: str = ""
-    gate_imports: tuple[str, ...] = ()
-    import_style: str = "auto"
-    contract_base: str = ""
-    launcher: str = ""
-    dispatcher: str = ""
-    confirm: tuple[str, ...] = ()
+    orchestrator_module: str = _field(
+        "orchestrator_module", "the module that calls the legacy entry (or holds the step)", name="dotted"
+    )
+    module: str = _field(
+        "legacy_module",
+        "the standalone warmup module the orchestrator calls; deleted once its entry has nothing left to do",
+        "",
+        name="dotted",
+    )
+    function: str = _field(
+        "legacy_function", "the entry of `legacy_module` the orchestrator calls", "", name="identifier"
+    )
+    step: str = _field(
+        "legacy_step",
+        "a helper inside the legacy module that warms just this kernel, when the module warms several (removed "
+        "with its call)",
+        "",
+        name="identifier",
+    )
+    orchestrator_step: str = _field(
+        "orchestrator_step",
+        "instead of `legacy_module` / `legacy_function`: a step function inside the orchestrator itself (its calls "
+        "go, and its def when it is private and unused afterwards; the orchestrator stays)",
+        "",
+        name="identifier",
+    )
 
     def __post_init__(self) -> None:
-        self._check_types()
-        if isinstance(self.construction_class, str):
-            object.__setattr__(self, "construction_class", (self.construction_class,))
-        object.__setattr__(self, "gate_imports", tuple(self.gate_imports))
-        object.__setattr__(self, "confirm", tuple(self.confirm))
-        object.__setattr__(self, "intended_differences", tuple(tuple(d) for d in self.intended_differences))
-        for field in ("orchestrator_module", "singleton_module", "construction_module"):
-            _dotted(field, getattr(self, field))
-        _identifier("singleton", self.singleton)
-        if self.legacy_module:
-            _dotted("legacy_module", self.legacy_module)
-        for field in (
-            "legacy_function",
-            "legacy_step",
-            "orchestrator_step",
-            "private_singleton",
-            "launcher",
-            "construction_method",
-            "dispatcher",
-        ):
-            if getattr(self, field):
-                _identifier(field, getattr(self, field))
-        if bool(self.orchestrator_step) == bool(self.legacy_module or self.legacy_function):
+        _checked(self)
+        if bool(self.orchestrator_step) == bool(self.module or self.function):
             raise SpecError(
                 "spec fields legacy_module/legacy_function and orchestrator_step: name either a legacy "
                 "module and its entry function, or a step inside the orchestrator, not both or neither"
             )
-        if self.legacy_module and not self.legacy_function:
+        if self.module and not self.function:
             raise SpecError("spec field legacy_function: required with legacy_module")
-        if self.legacy_function and not self.legacy_module:
+        if self.function and not self.module:
             raise SpecError("spec field legacy_module: required with legacy_function")
-        if self.legacy_step and not self.legacy_module:
+        if self.step and not self.module:
             raise SpecError("spec field legacy_step: a helper of the legacy module, so legacy_module is required")
-        if self.legacy_module == self.orchestrator_module:
+        if self.module == self.orchestrator_module:
             raise SpecError(
-                f"spec field legacy_module={self.legacy_module!r} is the orchestrator itself; a step "
+                f"spec field legacy_module={self.module!r} is the orchestrator itself; a step "
                 "inside the orchestrator is named with orchestrator_step"
             )
-        if self.private_singleton == self.singleton:
-            object.__setattr__(self, "private_singleton", "")
-        if not self.construction_class:
+
+    def warming(self) -> tuple[str, str]:
+        """(module, function) of the legacy code that warms just this kernel (what a lift translates)."""
+        if self.orchestrator_step:
+            return self.orchestrator_module, self.orchestrator_step
+        return self.module, self.step or self.function
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """The kernel the warmup compiled."""
+
+    module: str = _field("singleton_module", "the module that defines the kernel", name="dotted")
+    name: str = _field(
+        "singleton",
+        "the kernel's name: an object, or a function such as a `@triton.jit` or CuTe DSL kernel",
+        name="identifier",
+    )
+    private_name: str = _field(
+        "private_singleton",
+        "the private name the kernel takes everywhere it is referenced; empty when the name stays (already "
+        "private, or a function)",
+        "",
+        name="identifier",
+    )
+
+    def __post_init__(self) -> None:
+        _checked(self)
+        if self.private_name == self.name:
+            object.__setattr__(self, "private_name", "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """What comes: the `register_warmup(...)` call, where it is inserted and the gate it runs under."""
+
+    module: str = _field(
+        "construction_module", "the module of the class(es) whose constructor selects the kernel", name="dotted"
+    )
+    classes: tuple[str, ...] = _field(
+        "construction_class",
+        'the class(es) whose constructor selects the kernel: a list for several, `"pkg.module:Class"` for a class '
+        "in another module",
+        kind="classes",
+    )
+    code: str = _field("registration", "the code inserted; may span lines, and is re-indented")
+    method: str = _field(
+        "construction_method",
+        "the method the registration goes into: `__init__` (the default), or one the engine calls inside a "
+        "capture window once what the registration reads exists (`bind_kv_cache` for KV-cache strides; a class "
+        "that only inherits it gets an override that runs the parent's first)",
+        "__init__",
+        name="identifier",
+    )
+    insert_after: str = _field(
+        "insert_after",
+        "the first line of the constructor statement (at any depth) to insert after; empty: the end. The "
+        "registration also goes before every early `return` that comes before that point",
+        "",
+    )
+    gate: str = _field(
+        "gate",
+        "the registration's condition in the site's names; empty: the tree's own guards, read from where the "
+        "legacy call ran; written: checked against them (a difference refuses the run unless "
+        "`intended_differences` lists it)",
+        "",
+    )
+    intended_differences: tuple[tuple[str, str], ...] = _field(
+        "intended_differences",
+        '`[["condition", "why"]]`: a legacy guard the registration drops (as the tree writes it) or one it adds '
+        "(as the site writes it), with the reason; stated in the CLI summary, the JSON report and the PR body",
+        (),
+        kind="pairs",
+    )
+    gate_imports: tuple[str, ...] = _field(
+        "gate_imports", "`from x import y` lines a written gate or the registration needs", (), kind="strings"
+    )
+    import_style: str = _field(
+        "import_style",
+        "how the constructor's module gets the kernel's name: `module` (a top-level import), `lazy` (inside the "
+        "inserted block), `auto` (lazy where that module already imports from the kernel's module only inside "
+        "functions)",
+        "auto",
+    )
+
+    def __post_init__(self) -> None:
+        _checked(self)
+        if not self.classes:
             raise SpecError("spec field construction_class: name at least one class")
-        if self.dispatcher and not (self.launcher and self.dispatcher.endswith("_dispatch")):
-            raise SpecError(
-                f"spec field dispatcher={self.dispatcher!r}: the name of a lifted kernel's dispatcher "
-                "(with launcher), ending in _dispatch"
-            )
-        if self.launcher and (self.private_singleton or self.contract_base):
-            raise SpecError(
-                "spec field launcher: a lifted kernel keeps its name and needs no contract base (the "
-                "dispatcher is the contract's); leave private_singleton and contract_base empty"
-            )
-        for target in self.construction_class:
+        for target in self.classes:
             module, _, cls = target.rpartition(":")
             if module:
                 _dotted("construction_class", module)
             _identifier("construction_class", cls)
-        if self.contract_base:
-            base_module, _, base = self.contract_base.rpartition(":")
-            if not base_module:
-                raise SpecError(f"spec field contract_base={self.contract_base!r}: must be module:Class")
-            _dotted("contract_base", base_module)
-            _identifier("contract_base", base)
         if self.import_style not in IMPORT_STYLES:
             raise SpecError(f"spec field import_style={self.import_style!r}: one of {', '.join(IMPORT_STYLES)}")
-        checked = [("registration", self.registration, "exec")]
-        checked += [("gate", self.gate, "eval")] if self.gate.strip() else []
-        checked += [("intended_differences", condition, "eval") for condition, _ in self.intended_differences]
-        for field, value, mode in checked:
-            try:
-                ast.parse(value, mode=mode)
-            except SyntaxError as exc:
-                raise SpecError(f"spec field {field}={value!r}: not valid Python ({exc.msg})") from None
+        _parses("registration", self.code, "exec")
+        if self.gate.strip():
+            _parses("gate", self.gate, "eval")
         for condition, reason in self.intended_differences:
+            _parses("intended_differences", condition, "eval")
             if not reason.strip():
                 raise SpecError(f"spec field intended_differences: {condition!r} needs a reason")
-        if self.kernel_name not in free_names(self.registration, "exec"):
-            raise SpecError(f"spec field registration={self.registration!r}: must use {self.kernel_name}")
         for line in self.gate_imports:
             try:
                 tree = ast.parse(line)
@@ -220,59 +267,172 @@ class MigrationSpec:
             ):
                 raise SpecError(f"spec field gate_imports: {line!r} is not one 'from module import name' line")
 
-    def _check_types(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if field.name == "construction_class":
-                ok = isinstance(value, str) or (
-                    isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value)
-                )
-                expected = "a string or a list of strings"
-            elif field.name == "intended_differences":
-                ok = isinstance(value, (list, tuple)) and all(
-                    isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in value
-                )
-                expected = "a list of [condition, reason] pairs of strings"
-            elif field.name in ("gate_imports", "confirm"):
-                ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
-                expected = "a list of strings"
-            else:
-                ok, expected = isinstance(value, str), "a string"
-            if not ok:
-                raise SpecError(f"spec field {field.name}={value!r}: must be {expected}")
-        if isinstance(self.construction_class, list):
-            object.__setattr__(self, "construction_class", tuple(self.construction_class))
+    def constructions(self) -> list[tuple[str, str]]:
+        """(module, class) of every construction site."""
+        return [(module or self.module, cls) for module, _, cls in (c.rpartition(":") for c in self.classes)]
+
+    def binding_names(self) -> set[str]:
+        """Names the inserted gate and registration read (each must be bound where it goes)."""
+        gate = free_names(self.gate, "eval") if self.gate.strip() else set()
+        return gate | free_names(self.code, "exec")
+
+    def call(self) -> str:
+        """The source of the `register_warmup(...)` call (the last statement when it has none): what shows a site
+        is migrated, whatever a formatter or an import sorter did to the lines around it."""
+        tree = ast.parse(self.code)
+        calls = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_warmup"
+        ]
+        return ast.get_source_segment(self.code, calls[0] if calls else tree.body[-1])
+
+
+@dataclasses.dataclass(frozen=True)
+class Lift:
+    """A plain Triton kernel lifted onto the contract (codemods.lift): its launch becomes a call of a dispatcher
+    decorated with the engine's `triton_kernel_dispatcher_with_warmup`, warmed by a provider that is the legacy
+    step translated; the registration registers the dispatcher and passes every provider parameter."""
+
+    launcher: str = _field(
+        "launcher",
+        "the function of `singleton_module` that launches the kernel (`singleton`, a `@triton.jit` function): "
+        "its launch becomes `_<launcher>_dispatch`, warmed by `_<launcher>_warmup_inputs` ([lift.md](lift.md))",
+        name="identifier",
+    )
+    dispatcher: str = _field(
+        "dispatcher",
+        "the dispatcher's name where the launcher launches several kernels, each lifted by its own spec in the "
+        "same run (ends in `_dispatch`); empty: `_<launcher>_dispatch`",
+        "",
+        name="identifier",
+    )
+
+    def __post_init__(self) -> None:
+        if self.dispatcher and not (self.launcher and self.dispatcher.endswith("_dispatch")):
+            raise SpecError(
+                f"spec field dispatcher={self.dispatcher!r}: the name of a lifted kernel's dispatcher "
+                "(with launcher), ending in _dispatch"
+            )
+        _checked(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Adoption:
+    """A kernel class that already owns its keys (`get_warmup_keys`) and a compile-only `compile` takes the
+    engine's contract base, which gives it `register_warmup`."""
+
+    contract_base: str = _field(
+        "contract_base",
+        f"`\"module:Class\"` of the engine's contract base (vLLM's `{DEFAULT_ENGINE.jit_module}:VllmJitKernel`): "
+        "the kernel's class adopts it",
+    )
+
+    def __post_init__(self) -> None:
+        _checked(self)
+        base_module, _, base = self.contract_base.rpartition(":")
+        if not base_module:
+            raise SpecError(f"spec field contract_base={self.contract_base!r}: must be module:Class")
+        _dotted("contract_base", base_module)
+        _identifier("contract_base", base)
+
+
+PARTS = {"legacy": Legacy, "kernel": Kernel, "registration": Registration, "lift": Lift, "adoption": Adoption}
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrationSpec:
+    """One legacy warmup and its contract replacement, under a family name (`zerojit migrate NAME`)."""
+
+    family: str = _field(
+        "family",
+        "the name the spec is applied under (`zerojit migrate NAME`); with `--spec` and no name, every spec of "
+        "the file applies",
+    )
+    legacy: Legacy
+    kernel: Kernel
+    registration: Registration
+    lift: Lift | None = None
+    adoption: Adoption | None = None
+    confirm: tuple[str, ...] = _field(
+        "confirm",
+        "what a human must check before the spec may run; `zerojit survey --draft-specs` fills it, and "
+        "`zerojit migrate` refuses a spec whose list is not empty",
+        (),
+        kind="strings",
+    )
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.family, str):
+            raise SpecError(f"spec field family={self.family!r}: must be a string")
+        check, expected = _KINDS["strings"]
+        if not check(self.confirm):
+            raise SpecError(f"spec field confirm={self.confirm!r}: must be {expected}")
+        object.__setattr__(self, "confirm", tuple(self.confirm))
+        for name, part in PARTS.items():
+            value = getattr(self, name)
+            if not isinstance(value, part) and not (value is None and name in ("lift", "adoption")):
+                raise SpecError(f"spec part {name}={value!r}: must be a {part.__name__}")
+        if self.lift and (self.kernel.private_name or self.adoption):
+            raise SpecError(
+                "spec field launcher: a lifted kernel keeps its name and needs no contract base (the "
+                "dispatcher is the contract's); leave private_singleton and contract_base empty"
+            )
+        if self.kernel_name not in free_names(self.registration.code, "exec"):
+            raise SpecError(f"spec field registration={self.registration.code!r}: must use {self.kernel_name}")
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any]) -> MigrationSpec:
+        """A spec from its flat fields, the keys of a TOML `[[migration]]` table (`lift` and `adoption` are made
+        when one of their fields is set); unknown and missing keys are named."""
+        keys = {f.metadata["key"]: (part, f) for part, kind in PARTS.items() for f in dataclasses.fields(kind)}
+        required = {
+            key
+            for key, (part, field) in keys.items()
+            if part in ("legacy", "kernel", "registration") and field.default is dataclasses.MISSING
+        }
+        unknown = sorted(set(fields) - set(keys) - {"family", "confirm"})
+        missing = sorted((required | {"family"}) - set(fields))
+        if unknown or missing:
+            raise SpecError(f"unknown keys {unknown}, missing keys {missing}")
+        parts: dict[str, dict[str, Any]] = {part: {} for part in PARTS}
+        for key, value in fields.items():
+            if key in keys:
+                part, field = keys[key]
+                parts[part][field.name] = value
+        optional = {part: parts[part] if any(parts[part].values()) else None for part in ("lift", "adoption")}
+        return cls(
+            fields["family"],
+            Legacy(**parts["legacy"]),
+            Kernel(**parts["kernel"]),
+            Registration(**parts["registration"]),
+            *(PARTS[part](**values) if values is not None else None for part, values in optional.items()),
+            confirm=fields.get("confirm", ()),
+        )
+
+    def fields(self) -> dict[str, Any]:
+        """The flat fields (`from_fields` of them is this spec)."""
+        flat: dict[str, Any] = {"family": self.family}
+        for name, kind in PARTS.items():
+            part = getattr(self, name)
+            flat |= {f.metadata["key"]: getattr(part, f.name) if part else "" for f in dataclasses.fields(kind)}
+        return flat | {"confirm": self.confirm}
+
+    def replaced(self, **changes: Any) -> MigrationSpec:
+        """This spec with some flat fields changed."""
+        return MigrationSpec.from_fields(self.fields() | changes)
 
     @property
     def kernel_name(self) -> str:
         """The kernel's name once migrated (what the registration calls): a lifted kernel's dispatcher."""
-        if self.launcher:
-            return self.dispatcher or default_dispatcher(self.launcher)
-        return self.private_singleton or self.singleton
+        if self.lift:
+            return self.lift.dispatcher or default_dispatcher(self.lift.launcher)
+        return self.kernel.private_name or self.kernel.name
 
     @property
     def provider_name(self) -> str:
         """A lifted kernel's provider of warmup inputs."""
         return provider_of(self.kernel_name)
-
-    def lifted_step(self) -> tuple[str, str]:
-        """(module, function) of the legacy code a lift translates into the provider."""
-        if self.orchestrator_step:
-            return self.orchestrator_module, self.orchestrator_step
-        return self.legacy_module, self.legacy_step or self.legacy_function
-
-    def constructions(self) -> list[tuple[str, str]]:
-        """(module, class) of every construction site."""
-        out = []
-        for target in self.construction_class:
-            module, _, cls = target.rpartition(":")
-            out.append((module or self.construction_module, cls))
-        return out
-
-    def binding_names(self) -> set[str]:
-        """Names the inserted gate and registration read (each must be bound where it goes)."""
-        gate = free_names(self.gate, "eval") if self.gate.strip() else set()
-        return gate | free_names(self.registration, "exec")
 
     def registers_kernel(self) -> bool:
         """The registration calls `<kernel>.register_warmup(...)` (so the kernel must have that method)."""
@@ -282,29 +442,49 @@ class MigrationSpec:
             and node.func.attr == "register_warmup"
             and isinstance(node.func.value, ast.Name)
             and node.func.value.id == self.kernel_name
-            for node in ast.walk(ast.parse(self.registration))
+            for node in ast.walk(ast.parse(self.registration.code))
         )
-
-    def registration_call(self) -> str:
-        """The source of the registration's `register_warmup(...)` call (the last statement when it has none):
-        what shows a site is migrated, whatever a formatter or an import sorter did to the lines around it."""
-        tree = ast.parse(self.registration)
-        calls = [
-            n
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_warmup"
-        ]
-        return ast.get_source_segment(self.registration, calls[0] if calls else tree.body[-1])
 
     def identifiers(self) -> tuple[str, ...]:
         """Words a file must contain to be touched by this spec (the cheap prefilter)."""
-        words = [self.singleton, self.kernel_name, *(cls for _, cls in self.constructions())]
-        words += [self.launcher] if self.launcher else []
-        if self.legacy_module:
-            words += [self.legacy_function, self.legacy_module.rsplit(".", 1)[-1]]
+        words = [self.kernel.name, self.kernel_name, *(cls for _, cls in self.registration.constructions())]
+        words += [self.lift.launcher] if self.lift else []
+        if self.legacy.module:
+            words += [self.legacy.function, self.legacy.module.rsplit(".", 1)[-1]]
         else:
-            words.append(self.orchestrator_step)
+            words.append(self.legacy.orchestrator_step)
         return tuple(dict.fromkeys(words))
+
+
+REFERENCE_START = "<!-- The field tables below are generated from codemods/spec.py: `make spec-reference`. -->"
+REFERENCE_END = "<!-- End of the generated field tables. -->"
+
+
+def reference_tables() -> str:
+    """docs/spec-reference.md's field tables (the spec's own keys, then one table per part), from the parts' and
+    fields' own documentation."""
+    out = [REFERENCE_START, ""]
+    for name, kind in {"spec": MigrationSpec, **PARTS}.items():
+        out += [f"### `{name}`", "", " ".join(kind.__doc__.split()), ""]
+        out += ["| key | default | meaning |", "|---|---|---|"]
+        for f in (f for f in dataclasses.fields(kind) if "key" in f.metadata):
+            default = "required" if f.default is dataclasses.MISSING else f"`{_toml(f.default)}`"
+            out.append(f"| `{f.metadata['key']}` | {default} | {f.metadata['doc']} |")
+        out.append("")
+    return "\n".join([*out, REFERENCE_END])
+
+
+def with_reference_tables(document: str) -> str:
+    """`document` (docs/spec-reference.md) with its generated field tables brought up to date."""
+    before, start, rest = document.partition(REFERENCE_START)
+    _, end, after = rest.partition(REFERENCE_END)
+    if not (start and end):
+        raise ValueError("the document lacks the generated field tables' start and end lines")
+    return before + reference_tables() + after
+
+
+def _toml(value: Any) -> str:
+    return '""' if value == "" else "[]" if value == () else f'"{value}"'
 
 
 def normalized(code: str) -> str:
@@ -331,15 +511,10 @@ def load_specs(path: Path) -> list[MigrationSpec]:
     tables = data.get("migration")
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         raise SpecError(f"{path}: expected one or more [[migration]] tables")
-    names = {f.name for f in dataclasses.fields(MigrationSpec)}
-    required = {f.name for f in dataclasses.fields(MigrationSpec) if f.default is dataclasses.MISSING}
     specs = []
     for index, table in enumerate(tables):
-        unknown, missing = sorted(set(table) - names), sorted(required - set(table))
-        if unknown or missing:
-            raise SpecError(f"{path}: [[migration]] #{index + 1}: unknown keys {unknown}, missing keys {missing}")
         try:
-            specs.append(MigrationSpec(**table))
+            specs.append(MigrationSpec.from_fields(table))
         except SpecError as exc:
             raise SpecError(f"{path}: [[migration]] #{index + 1}: {exc}") from None
     return specs

@@ -6,7 +6,7 @@ one by its family name (`zerojit families` lists the rooms; these are specs only
 """
 
 from zerojit.codemods.engines import VLLM
-from zerojit.codemods.spec import MigrationSpec
+from zerojit.codemods.spec import Adoption, Kernel, Legacy, MigrationSpec, Registration
 
 # `_warmup_ll_bf16_router_gemm`, an inline step of 0.33.0's orchestrator: on sm90+, when the ll_bf16 CuTe DSL
 # GEMM is available, it warms M = 1..16 for every bf16 `GateLinear` weight whose K is a multiple of 8.
@@ -18,14 +18,12 @@ from zerojit.codemods.spec import MigrationSpec
 # facts are the registration's own.
 LL_BF16_ROUTER_GEMM = MigrationSpec(
     family="ll-bf16-router-gemm",
-    orchestrator_module=VLLM.orchestrator,
-    orchestrator_step="_warmup_ll_bf16_router_gemm",
-    singleton_module="vllm.model_executor.kernels.linear.cute_dsl.ll_bf16",
-    singleton="ll_bf16_gemm_kernel",
-    contract_base="vllm.model_executor.warmup.jit_warmup:VllmJitKernel",
-    construction_module="vllm.model_executor.layers.fused_moe.router.gate_linear",
-    construction_class="GateLinear",
-    registration="""from vllm.model_executor.kernels.linear.cute_dsl.ll_bf16 import (
+    legacy=Legacy(orchestrator_module=VLLM.orchestrator, orchestrator_step="_warmup_ll_bf16_router_gemm"),
+    kernel=Kernel(module="vllm.model_executor.kernels.linear.cute_dsl.ll_bf16", name="ll_bf16_gemm_kernel"),
+    registration=Registration(
+        module="vllm.model_executor.layers.fused_moe.router.gate_linear",
+        classes="GateLinear",
+        code="""from vllm.model_executor.kernels.linear.cute_dsl.ll_bf16 import (
     is_available as is_ll_bf16_gemm_available,
 )
 
@@ -41,7 +39,9 @@ if (
         shapes=((weight.shape[1], weight.shape[0]),),
         m_values=range(1, self.LL_BF16_MAX_TOKENS + 1),
     )""",
-    import_style="lazy",
+        import_style="lazy",
+    ),
+    adoption=Adoption(contract_base="vllm.model_executor.warmup.jit_warmup:VllmJitKernel"),
 )
 
 SPECS = (LL_BF16_ROUTER_GEMM,)

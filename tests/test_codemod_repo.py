@@ -3,6 +3,7 @@
 import ast
 import difflib
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from zerojit.codemods.runner import migrate, write
-from zerojit.codemods.spec import SpecError, load_specs
+from zerojit.codemods.spec import SpecError, load_specs, with_reference_tables
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
@@ -205,7 +206,7 @@ def test_files_outside_the_repo_are_never_touched(tmp_path):
 def test_toml_spec_file_round_trip_and_errors(tmp_path):
     spec = SPECS["rocm-nvfp4"]
     lines = ["[[migration]]"] + [
-        f"{name} = {json.dumps(getattr(spec, name))}"
+        f"{name} = {json.dumps(spec.fields()[name])}"
         for name in (
             "family",
             "legacy_module",
@@ -223,7 +224,7 @@ def test_toml_spec_file_round_trip_and_errors(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text("\n".join(lines).replace('family = "rocm-nvfp4"', 'family = "my-launchers"') + "\n")
     (loaded,) = load_specs(path)
-    assert loaded.singleton == spec.singleton and loaded.family == "my-launchers"
+    assert loaded.kernel.name == spec.kernel.name and loaded.family == "my-launchers"
     repo = small_repo(tmp_path)
     result = runner.invoke(app, ["migrate", "--spec", str(path), "--repo", str(repo), "--check"])
     assert result.exit_code == 1  # the file's specs apply when no family is named
@@ -238,4 +239,15 @@ def test_spec_reference_example_is_a_valid_spec(tmp_path):
     example = next(block.split("```", 1)[0] for block in reference.split("```toml\n")[1:] if "[[migration]]" in block)
     (path := tmp_path / "example.toml").write_text(example)
     (spec,) = load_specs(path)
-    assert spec.family == "my-fused-moe" and spec.private_singleton == "_FUSED_MOE_KERNEL"
+    assert spec.family == "my-fused-moe" and spec.kernel.private_name == "_FUSED_MOE_KERNEL"
+
+
+def test_the_spec_reference_tables_are_the_specs_own_and_name_every_key():
+    reference = (Path(__file__).parents[1] / "docs" / "spec-reference.md").read_text()
+    assert with_reference_tables(reference) == reference, "the field tables are stale: run `make spec-reference`"
+    example = next(block.split("```", 1)[0] for block in reference.split("```toml\n")[1:] if "[[migration]]" in block)
+    written = {line.split("=")[0].strip() for line in example.splitlines() if "=" in line}
+    tabled = set(re.findall(r"^\| `(\w+)` \|", reference, re.M))
+    # The keys a table may hold, read from a spec's flat form: the example (which names a legacy module, so no
+    # orchestrator step, and leaves `confirm` to the survey), the tables and the spec agree.
+    assert written | {"confirm", "orchestrator_step"} == tabled == set(SPECS["rocm-nvfp4"].fields())

@@ -8,7 +8,6 @@ finding, untouched lines identical), never the inserted text.
 """
 
 import ast
-import dataclasses
 import importlib.util
 import json
 import os
@@ -202,11 +201,12 @@ def test_a_registration_ruff_finds_fault_with_is_refused(tmp_path):
     """A spec written with getattr(self, "name"): ruff's B009, which no formatter fixes: refused, nothing written."""
     repo = copy_tree(tmp_path / "tree")
     spec = SPECS["fla-layer-norm"]
-    spec = dataclasses.replace(
-        spec,
-        registration=spec.registration.replace("group_size=self.head_v_dim", 'group_size=getattr(self, "head_v_dim")'),
+    spec = spec.replaced(
+        registration=spec.registration.code.replace(
+            "group_size=self.head_v_dim", 'group_size=getattr(self, "head_v_dim")'
+        ),
     )
-    assert spec.registration != SPECS["fla-layer-norm"].registration
+    assert spec.registration.code != SPECS["fla-layer-norm"].registration.code
     with pytest.raises(MigrationError, match=rf"refused by the safety gate(.|\n)*\n{GDN_LAYER}:\d+: ruff B009 "):
         migrate(repo, [spec])
 

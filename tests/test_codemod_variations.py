@@ -220,27 +220,22 @@ def test_a_comment_introducing_the_next_code_stays(repo):
 
 def test_legacy_function_naming_an_inline_step_is_refused_not_the_orchestrator_deleted():
     with pytest.raises(SpecError, match="is the orchestrator itself"):
-        MigrationSpec(
-            **{
-                **_fields(SPECS["fa4-mla-prefill"]),
-                "legacy_module": "vllm.model_executor.warmup.kernel_warmup",
-                "legacy_function": "_warmup_ll_bf16_router_gemm",
-                "legacy_step": "",
-            }
+        SPECS["fa4-mla-prefill"].replaced(
+            legacy_module="vllm.model_executor.warmup.kernel_warmup",
+            legacy_function="_warmup_ll_bf16_router_gemm",
+            legacy_step="",
         )
 
 
 def test_a_typo_in_legacy_module_is_an_error_not_already_migrated(repo):
-    typo = MigrationSpec(
-        **{**_fields(SPECS["inkling-rel-attention"]), "legacy_module": "vllm.model_executor.warmup.fa4_cutedsl_warmpu"}
-    )
+    typo = SPECS["inkling-rel-attention"].replaced(legacy_module="vllm.model_executor.warmup.fa4_cutedsl_warmpu")
     with pytest.raises(SpecError, match="legacy_module 'vllm.model_executor.warmup.fa4_cutedsl_warmpu' not found"):
         migrate(repo, [typo])
 
 
 def test_field_types_are_checked():
     with pytest.raises(SpecError, match="spec field legacy_step=0: must be a string"):
-        MigrationSpec(**{**_fields(SPECS["fa4-mla-prefill"]), "legacy_step": 0})
+        SPECS["fa4-mla-prefill"].replaced(legacy_step=0)
 
 
 def test_migrating_one_family_then_both_is_idempotent(repo):
@@ -248,10 +243,6 @@ def test_migrating_one_family_then_both_is_idempotent(repo):
     write(migrate(repo, FA4))
     assert migrate(repo, FA4).changes == []
     assert not (repo / "vllm/model_executor/warmup/fa4_cutedsl_warmup.py").exists()
-
-
-def _fields(spec: MigrationSpec) -> dict:
-    return {f: getattr(spec, f) for f in spec.__dataclass_fields__}
 
 
 def test_refusal_lists_every_problem_and_never_a_traceback(repo):
@@ -351,7 +342,7 @@ def router_repo(repo):
 def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(router_repo):
     """0.29.0's inline `_warmup_ll_bf16_router_gemm` step: the orchestrator stays; the kernel is imported lazily."""
     repo = router_repo
-    spec = MigrationSpec(**ROUTER_GEMM)
+    spec = MigrationSpec.from_fields(ROUTER_GEMM)
     before = (repo / ORCH).read_text()
     write(migrate(repo, [spec]))
     orchestrator = (repo / ORCH).read_text()
@@ -398,7 +389,7 @@ def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(router_repo):
 )
 def test_a_kernel_off_the_contract_or_a_registration_its_keys_cannot_take_is_refused(router_repo, change, why):
     with pytest.raises(SpecError, match=re.escape(why)):
-        migrate(router_repo, [MigrationSpec(**{**ROUTER_GEMM, **change})])
+        migrate(router_repo, [MigrationSpec.from_fields({**ROUTER_GEMM, **change})])
 
 
 def test_a_class_whose_dispatch_the_base_cannot_trace_is_refused(repo):
@@ -410,18 +401,15 @@ def test_a_class_whose_dispatch_the_base_cannot_trace_is_refused(repo):
         SpecError,
         match=re.escape(f"{LL_BF16}:{line}: VllmJitKernel.__init__ from the tree cannot take LLBf16Gemm.dispatch"),
     ):
-        migrate(repo, [MigrationSpec(**ROUTER_GEMM)])
+        migrate(repo, [MigrationSpec.from_fields(ROUTER_GEMM)])
 
 
 def test_several_construction_classes_and_an_unbound_name(repo):
-    spec = MigrationSpec(
-        **{
-            **_fields(SPECS["inkling-rel-attention"]),
-            "construction_class": [
-                "InklingAttention",
-                "vllm.v1.attention.backends.mla.prefill.flash_attn:FlashAttnPrefillBackend",
-            ],
-        }
+    spec = SPECS["inkling-rel-attention"].replaced(
+        construction_class=[
+            "InklingAttention",
+            "vllm.v1.attention.backends.mla.prefill.flash_attn:FlashAttnPrefillBackend",
+        ],
     )
     result = migrate(repo, [spec])
     flash = next(c.after for c in result.changes if c.path.name == "flash_attn.py")
@@ -429,16 +417,13 @@ def test_several_construction_classes_and_an_unbound_name(repo):
     imported = {(n.module, a.name) for n in ast.parse(flash).body if isinstance(n, ast.ImportFrom) for a in n.names}
     assert ("vllm.models.inkling.nvidia.ops.fa4_rel_attention", "_INKLING_FA4_REL_ATTENTION_KERNEL") in imported
     assert flash.count("_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()") == 1
-    unbound = MigrationSpec(**{**_fields(SPECS["inkling-rel-attention"]), "gate": "engine_config.enable_jit_warmup"})
+    unbound = SPECS["inkling-rel-attention"].replaced(gate="engine_config.enable_jit_warmup")
     with pytest.raises(
         SpecError, match="the registration requires `engine_config.enable_jit_warmup`, which the legacy call did not"
     ):
         migrate(repo, [unbound])  # a name the site does not bind is no condition the legacy call ran under
-    unbound = MigrationSpec(
-        **{
-            **_fields(SPECS["inkling-rel-attention"]),
-            "registration": "_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup(engine_config)",
-        }
+    unbound = SPECS["inkling-rel-attention"].replaced(
+        registration="_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup(engine_config)",
     )
     with pytest.raises(MigrationError, match="engine_config is not bound where the registration goes"):
         migrate(repo, [unbound])

@@ -5,7 +5,7 @@ import types
 import pytest
 from tree_forks import write_tree
 
-from zerojit.codemods.spec import MigrationSpec
+from zerojit.codemods.spec import Kernel, Legacy, MigrationSpec, Registration
 from zerojit.migrate.engine_trees.sources import EngineSources, NamesOnlyUsed
 from zerojit.migrate.engine_trees.warmup import Engine, EngineRunError, TreeWarmup
 
@@ -106,16 +106,11 @@ FILES = {
 }
 SPEC = MigrationSpec(
     family="norm",
-    legacy_module="eng.legacy_warmup",
-    legacy_function="legacy_warmup",
-    legacy_step="_warm_norm",
-    orchestrator_module="eng.kernel_warmup",
-    singleton_module="eng.ops",
-    singleton="NORM",
-    construction_module="eng.layer",
-    construction_class="Layer",
-    registration="NORM.register_warmup()",
-    gate="config.jit",
+    legacy=Legacy(
+        module="eng.legacy_warmup", function="legacy_warmup", step="_warm_norm", orchestrator_module="eng.kernel_warmup"
+    ),
+    kernel=Kernel(module="eng.ops", name="NORM"),
+    registration=Registration(module="eng.layer", classes="Layer", code="NORM.register_warmup()", gate="config.jit"),
 )
 
 

@@ -84,7 +84,7 @@ def test_the_recurrent_kda_draft_answered_migrates_a_fresh_tree_lint_clean(kda_l
     """The split of a packed q|k|v into views by a generator, and a slice of the KV cache the registration
     passes, lift; the answered draft migrates 0.33.0 with only its three files changed."""
     draft, _, repo = kda_lifted
-    assert draft.launcher == "fused_recurrent_kda_fwd" and draft.legacy_step == "_warm_recurrent_kda"
+    assert draft.lift.launcher == "fused_recurrent_kda_fwd" and draft.legacy.step == "_warm_recurrent_kda"
     changed, deleted, _ = changed_files(repo, vllm_tree("0.33.0"))
     assert changed == KDA_FILES and not deleted
     for rel in changed:
@@ -117,10 +117,10 @@ def test_the_recurrent_kda_provider_warms_in_tritons_own_keys_what_the_legacy_st
 
         def step(tree):
             layer = types.SimpleNamespace(**facts())
-            tree.sources.module(spec.legacy_module)._warm_recurrent_kda(layer, dtype)
+            tree.sources.module(spec.legacy.module)._warm_recurrent_kda(layer, dtype)
 
         def provider(tree):
-            dispatch = tree.sources.module(spec.singleton_module)._fused_recurrent_kda_fwd_dispatch
+            dispatch = tree.sources.module(spec.kernel.module)._fused_recurrent_kda_fwd_dispatch
             for key in dispatch.get_warmup_keys(**facts(), input_dtype=dtype):
                 dispatch.compile(key)
 
@@ -128,7 +128,7 @@ def test_the_recurrent_kda_provider_warms_in_tritons_own_keys_what_the_legacy_st
             def recorded():
                 with triton_backend.jit_keys_recorded() as found, MetaAllocations():
                     run(tree)
-                return {key for name, key in found if name == spec.singleton}
+                return {key for name, key in found if name == spec.kernel.name}
 
             return tree.within(KimiConfig(kda_layers=False), recorded)  # the layer is the step's own, above
 

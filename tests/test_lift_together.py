@@ -124,17 +124,17 @@ def migrated(answered, tmp_path_factory):
 def test_each_kernels_draft_names_its_own_dispatcher_and_the_kernel_it_must_move_with(answered):
     drafts, _ = answered
     update, norm = (drafts[name] for name in KERNELS)
-    assert update.launcher == norm.launcher == "fused_gdn_decode_post_conv_mtp_triton"
+    assert update.lift.launcher == norm.lift.launcher == "fused_gdn_decode_post_conv_mtp_triton"
     assert (
-        update.lifted_step()
-        == norm.lifted_step()
+        update.legacy.warming()
+        == norm.legacy.warming()
         == (QWEN_WARMUP_MODULE, "_warm_fused_gdn_decode_post_conv_mtp_kernel")
     )
     assert update.kernel_name != norm.kernel_name and update.provider_name != norm.provider_name
     for draft, other in ((update, norm), (norm, update)):
-        assert any(other.singleton in item and "same run" in item for item in draft.confirm)
+        assert any(other.kernel.name in item and "same run" in item for item in draft.confirm)
     # Each provider takes only what its own kernel's inputs read of the step's (the update no norm facts).
-    assert "norm_weight_dtype" not in update.registration and "state_stride_token" not in norm.registration
+    assert "norm_weight_dtype" not in update.registration.code and "state_stride_token" not in norm.registration.code
 
 
 def test_one_kernel_of_the_launcher_alone_is_refused_the_step_would_lose_the_others_warmup(answered, tmp_path):

@@ -6,7 +6,6 @@ source by the test (the condition it wrote), never from zerojit's output.
 """
 
 import ast
-import dataclasses
 import json
 
 import pytest
@@ -98,11 +97,7 @@ def test_the_router_gemm_follows_a_forks_capability_gate_and_reads_the_config_wi
 def test_a_written_gate_the_tree_does_not_have_is_refused_with_both_gates_unless_listed(tmp_path):
     repo = copy_033(tmp_path / "tree")
     spec = tmp_path / "spec.toml"
-    table = {
-        f.name: getattr(FLA, f.name)
-        for f in dataclasses.fields(FLA)
-        if getattr(FLA, f.name) != f.default and f.name != "intended_differences"
-    }
+    table = {key: value for key, value in FLA.fields().items() if value and key != "intended_differences"}
     table.update(family="fla-rocm", gate="current_platform.is_rocm()")
     spec.write_text(
         "\n".join(["[[migration]]"] + [f"{key} = {json.dumps(value)}" for key, value in table.items()]) + "\n"
@@ -147,7 +142,7 @@ def test_an_early_return_where_the_registration_can_run_gets_it_first(tmp_path):
         "        self.out_proj = RowParallelLinear(\n",
         "        if prefix.endswith('.draft'):\n            return\n\n        self.out_proj = RowParallelLinear(\n",
     )
-    spec = dataclasses.replace(FLA, insert_after="")  # at the end of __init__, so the return skips it
+    spec = FLA.replaced(insert_after="")  # at the end of __init__, so the return skips it
     result = migrate(repo, [spec])
     layer = next(c.after for c in result.changes if c.path.name == "qwen_gdn_linear_attn.py")
     init = next(
@@ -234,9 +229,9 @@ def test_an_unreadable_legacy_call_is_refused_not_guessed(tmp_path):
 
 @pytest.mark.parametrize("spec", [LL_BF16_ROUTER_GEMM, FLA])
 def test_built_in_specs_write_no_gate_of_their_own(spec):
-    assert spec.gate == ""  # the tree's guards, read at each run, are the gate
+    assert spec.registration.gate == ""  # the tree's guards, read at each run, are the gate
     with pytest.raises(SpecError, match="needs a reason"):
-        dataclasses.replace(spec, intended_differences=(("x", " "),))
+        spec.replaced(intended_differences=(("x", " "),))
 
 
 def test_a_guard_that_reads_the_legacy_code_being_removed_is_refused_not_imported(tmp_path):

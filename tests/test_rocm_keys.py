@@ -173,11 +173,11 @@ def test_legacy_entry_returns_early_for_other_models(monkeypatch):
 
 
 def test_migration_spec_is_valid_and_bad_specs_name_the_field():
-    assert SPEC.singleton == "ROCM_NVFP4_KV_LAUNCHERS" and SPEC.private_singleton.startswith("_")
-    fields = {f: getattr(SPEC, f) for f in SPEC.__dataclass_fields__}
+    assert SPEC.kernel.name == "ROCM_NVFP4_KV_LAUNCHERS" and SPEC.kernel.private_name.startswith("_")
+    fields = SPEC.fields()
     with pytest.raises(SpecError, match="legacy_module='vllm..warmup'"):
-        MigrationSpec(**{**fields, "legacy_module": "vllm..warmup"})
+        MigrationSpec.from_fields({**fields, "legacy_module": "vllm..warmup"})
     with pytest.raises(SpecError, match="gate="):
-        MigrationSpec(**{**fields, "gate": "self.use_nvfp4_kv and"})
+        MigrationSpec.from_fields({**fields, "gate": "self.use_nvfp4_kv and"})
     with pytest.raises(SpecError, match="gate_imports"):
-        MigrationSpec(**{**fields, "gate_imports": ("import os",)})
+        MigrationSpec.from_fields({**fields, "gate_imports": ("import os",)})

@@ -121,7 +121,7 @@ def _launch_keys(tree, config, call):
 
     def run():
         with triton_backend.jit_keys_recorded() as recorded, MetaAllocations():
-            call(tree.sources.module(FUSED_POST_CONV.singleton_module))
+            call(tree.sources.module(FUSED_POST_CONV.kernel.module))
         return recorded
 
     return tree.within(config, run)
@@ -204,26 +204,26 @@ def test_a_lift_refuses_a_launch_it_cannot_move_and_a_registration_that_misses_a
     with pytest.raises(LiftError, match="no `_fused_post_conv_kernel\\[grid\\]\\(...\\)` statement at its top level"):
         plan_lift(
             modules,
-            kernel_module=FUSED_POST_CONV.singleton_module,
-            kernel=FUSED_POST_CONV.singleton,
-            launcher_module=FUSED_POST_CONV.singleton_module,
-            launcher=FUSED_POST_CONV.launcher,
-            step_module=FUSED_POST_CONV.legacy_module,
-            step=FUSED_POST_CONV.legacy_step,
+            kernel_module=FUSED_POST_CONV.kernel.module,
+            kernel=FUSED_POST_CONV.kernel.name,
+            launcher_module=FUSED_POST_CONV.kernel.module,
+            launcher=FUSED_POST_CONV.lift.launcher,
+            step_module=FUSED_POST_CONV.legacy.module,
+            step=FUSED_POST_CONV.legacy.step,
             dispatcher_name=FUSED_POST_CONV.kernel_name,
             provider_name=FUSED_POST_CONV.provider_name,
         )
     spec = tmp_path / "spec.toml"
     spec.write_text(f"""[[migration]]
 family = "post-conv-short"
-legacy_module = "{FUSED_POST_CONV.legacy_module}"
+legacy_module = "{FUSED_POST_CONV.legacy.module}"
 legacy_function = "qwen_triton_warmup"
-legacy_step = "{FUSED_POST_CONV.legacy_step}"
-orchestrator_module = "{FUSED_POST_CONV.orchestrator_module}"
-singleton_module = "{FUSED_POST_CONV.singleton_module}"
-singleton = "{FUSED_POST_CONV.singleton}"
-launcher = "{FUSED_POST_CONV.launcher}"
-construction_module = "{FUSED_POST_CONV.construction_module}"
+legacy_step = "{FUSED_POST_CONV.legacy.step}"
+orchestrator_module = "{FUSED_POST_CONV.legacy.orchestrator_module}"
+singleton_module = "{FUSED_POST_CONV.kernel.module}"
+singleton = "{FUSED_POST_CONV.kernel.name}"
+launcher = "{FUSED_POST_CONV.lift.launcher}"
+construction_module = "{FUSED_POST_CONV.registration.module}"
 construction_class = "QwenGatedDeltaNetAttention"
 registration = "_fused_post_conv_prep_dispatch.register_warmup(h=self.num_k_heads)"
 intended_differences = [["model_type not in _QWEN_MODEL_TYPES", "every layer that builds it launches it"]]
@@ -287,7 +287,7 @@ def test_the_survey_gives_every_kernel_a_verdict_and_lifts_exactly_the_kernels_t
         "_gdn_mtp_update_kernel": "_gdn_mtp_gated_rmsnorm_kernel",
         "_gdn_mtp_gated_rmsnorm_kernel": "_gdn_mtp_update_kernel",
     }
-    lifted = {spec.singleton for spec in LIFT_SPECS} | set(together) | {"fused_recurrent_kda_fwd_kernel"}
+    lifted = {spec.kernel.name for spec in LIFT_SPECS} | set(together) | {"fused_recurrent_kda_fwd_kernel"}
     assert {name for name, v in verdicts.items() if v == "lift"} == lifted
     assert {name for name, v in verdicts.items() if v == "spec"} == {"_LAYER_NORM_FWD_KERNEL", "ll_bf16_gemm_kernel"}
     counts = report["counts"]["kernels"]
@@ -296,16 +296,16 @@ def test_the_survey_gives_every_kernel_a_verdict_and_lifts_exactly_the_kernels_t
     for name, other in together.items():
         assert kernels[name]["lifted_with"] == [other] and kernels[name]["dispatcher"] != kernels[other]["dispatcher"]
     for spec in LIFT_SPECS:  # a launcher of one kernel: the spec's default dispatcher name
-        assert kernels[spec.singleton]["lifted_with"] == []
-        assert kernels[spec.singleton]["dispatcher"] == spec.kernel_name
+        assert kernels[spec.kernel.name]["lifted_with"] == []
+        assert kernels[spec.kernel.name]["dispatcher"] == spec.kernel_name
     for kernel in kernels.values():
         assert kernel["reasons"], kernel["name"]  # why manual, or what to confirm
         if kernel["verdict"] == "lift":
             assert kernel["launcher"] and kernel["step"] and kernel["parameters"] is not None
     # Each lift verdict names the launcher and the legacy step the built-in lift uses.
     for spec in LIFT_SPECS:
-        assert kernels[spec.singleton]["launcher"] == f"{spec.singleton_module}:{spec.launcher}"
-        assert kernels[spec.singleton]["step"] == ":".join(spec.lifted_step())
+        assert kernels[spec.kernel.name]["launcher"] == f"{spec.kernel.module}:{spec.lift.launcher}"
+        assert kernels[spec.kernel.name]["step"] == ":".join(spec.legacy.warming())
 
 
 @pytest.mark.parametrize("spec", LIFT_SPECS, ids=lambda s: s.family)
@@ -314,22 +314,22 @@ def test_a_lift_draft_loads_is_refused_until_answered_then_migrates_as_the_built
     assert (
         runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--draft-specs", str(drafts)]).exit_code == 0
     )
-    path = drafts / f"{spec.singleton.strip('_')}.toml"
+    path = drafts / f"{spec.kernel.name.strip('_')}.toml"
     (draft,) = load_specs(path)
-    assert draft.launcher == spec.launcher and draft.singleton == spec.singleton and draft.confirm
-    assert draft.lifted_step() == spec.lifted_step()
+    assert draft.lift.launcher == spec.lift.launcher and draft.kernel.name == spec.kernel.name and draft.confirm
+    assert draft.legacy.warming() == spec.legacy.warming()
     repo = copy_033(tmp_path / "tree")
     refused = runner.invoke(app, ["migrate", "--repo", str(repo), "--spec", str(path)])
     assert refused.exit_code == 2 and "confirm list" in refused.output
     # A human answers the confirm items: the site's values in the registration, the site itself; nothing else.
     answers = dict(
-        registration=spec.registration,
-        construction_module=spec.construction_module,
-        construction_class=list(spec.construction_class),
-        construction_method=spec.construction_method,
-        insert_after=spec.insert_after,
-        intended_differences=[list(d) for d in spec.intended_differences],
-        import_style=spec.import_style,
+        registration=spec.registration.code,
+        construction_module=spec.registration.module,
+        construction_class=list(spec.registration.classes),
+        construction_method=spec.registration.method,
+        insert_after=spec.registration.insert_after,
+        intended_differences=[list(d) for d in spec.registration.intended_differences],
+        import_style=spec.registration.import_style,
         confirm=[],
     )
     fields = draft_fields(draft)

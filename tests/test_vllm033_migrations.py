@@ -198,7 +198,7 @@ class RouterEngine:
     def gates(self, config):
         import importlib
 
-        cls = importlib.import_module(LL_BF16_ROUTER_GEMM.construction_module).GateLinear
+        cls = importlib.import_module(LL_BF16_ROUTER_GEMM.registration.module).GateLinear
         made = []
         for k, n, dtype in config.gates:
             gate = cls.__new__(cls)
@@ -244,7 +244,7 @@ def test_the_router_gemm_migration_warms_what_the_orchestrator_step_did(migrated
     assert migrated.within(
         RouterConfig(),
         lambda: issubclass(
-            type(migrated.sources.module(LL_BF16_ROUTER_GEMM.singleton_module).ll_bf16_gemm_kernel),
+            type(migrated.sources.module(LL_BF16_ROUTER_GEMM.kernel.module).ll_bf16_gemm_kernel),
             migrated.sources.module("vllm.model_executor.warmup.jit_warmup").VllmJitKernel,
         ),
     )  # it adopted the contract
@@ -274,7 +274,7 @@ def test_the_adopted_class_passes_the_trees_own_contract_path(migrated_033):
     assert "    def dispatch(  # type: ignore[override]\n" in source
 
     def contract_path():
-        kernel = tree.sources.module(LL_BF16_ROUTER_GEMM.singleton_module).ll_bf16_gemm_kernel
+        kernel = tree.sources.module(LL_BF16_ROUTER_GEMM.kernel.module).ll_bf16_gemm_kernel
         shapes, m_values = ((4096, 256), (1024, 128)), range(1, 17)
         keys = kernel.get_warmup_keys(shapes=shapes, m_values=m_values)
         for k, n in shapes:

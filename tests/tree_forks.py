@@ -98,7 +98,7 @@ DRAFT_FIELDS = (
 
 def draft_fields(draft, *extra: str) -> dict:
     """The fields of a drafted spec that its answered spec keeps, by name."""
-    return {field: getattr(draft, field) for field in (*DRAFT_FIELDS, *extra)}
+    return {field: draft.fields()[field] for field in (*DRAFT_FIELDS, *extra)}
 
 
 def replace_file(path: Path, text: str) -> None:

@@ -19,8 +19,8 @@ def plan(planner: Planner) -> Findings:
     findings = Findings()
     launchers: dict[tuple[str, str], list[MigrationSpec]] = {}
     for spec in planner.specs:
-        if spec.launcher and not planner.migrated(spec):
-            launchers.setdefault((spec.singleton_module, spec.launcher), []).append(spec)
+        if spec.lift and not planner.migrated(spec):
+            launchers.setdefault((spec.kernel.module, spec.lift.launcher), []).append(spec)
     for (module, launcher), specs in launchers.items():
         names = [spec.kernel_name for spec in specs]
         if len(set(names)) < len(names):
@@ -42,19 +42,19 @@ def _plan(
 ) -> lift.LiftPlan | None:
     """The lift of `spec`'s kernel, with the launcher's kernels the other specs lift (None: refused, and why)."""
     planner.module(spec, "singleton_module")
-    step_module, step = spec.lifted_step()
+    step_module, step = spec.legacy.warming()
     try:
         planned = lift.plan_lift(
-            planner.repo_model(spec.singleton_module),
-            kernel_module=spec.singleton_module,
-            kernel=spec.singleton,
-            launcher_module=spec.singleton_module,
-            launcher=spec.launcher,
+            planner.repo_model(spec.kernel.module),
+            kernel_module=spec.kernel.module,
+            kernel=spec.kernel.name,
+            launcher_module=spec.kernel.module,
+            launcher=spec.lift.launcher,
             step_module=step_module,
             step=step,
             dispatcher_name=spec.kernel_name,
             provider_name=spec.provider_name,
-            together=tuple(other.singleton for other in together if other is not spec),
+            together=tuple(other.kernel.name for other in together if other is not spec),
         )
     except lift.LiftError as exc:
         findings.refuse("lift", f"{spec.family}: {exc}")
@@ -63,10 +63,10 @@ def _plan(
     if mismatch:
         findings.refuse("registration-arguments", f"{spec.family}: {mismatch}")
         return None
-    home = planner.repo_model(spec.singleton_module).shown(spec.singleton_module)
+    home = planner.repo_model(spec.kernel.module).shown(spec.kernel.module)
     reads = ", ".join(f"{name} (the step's {read})" for name, read in planned.parameters) or "nothing"
     findings.lifts.append(
-        f"{spec.family}: {home}:{planned.launch_line}: {spec.launcher}'s launch of {spec.singleton} is now "
+        f"{spec.family}: {home}:{planned.launch_line}: {spec.lift.launcher}'s launch of {spec.kernel.name} is now "
         f"{spec.kernel_name}, a triton_kernel_dispatcher_with_warmup dispatcher; its warmup inputs come from "
         f"{spec.provider_name}, the legacy {step} translated; the registration passes it {reads}"
     )
@@ -77,7 +77,7 @@ def registration_mismatch(spec: MigrationSpec, plan: lift.LiftPlan) -> str | Non
     """Why the spec's registration does not pass the provider exactly its parameters (None: it does)."""
     calls = [
         n
-        for n in ast.walk(ast.parse(spec.registration))
+        for n in ast.walk(ast.parse(spec.registration.code))
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_warmup"
     ]
     wanted = [name for name, _ in plan.parameters]

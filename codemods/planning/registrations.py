@@ -31,7 +31,7 @@ def plan(planner: Planner) -> Findings:
     findings = Findings()
     for spec in planner.specs:
         check_contract(planner, findings, spec)
-        modules = planner.repo_model(spec.singleton_module)
+        modules = planner.repo_model(spec.kernel.module)
         done = planner.migrated(spec)
         try:
             legacy = [] if done else guards.legacy_guards(modules, spec)
@@ -39,12 +39,12 @@ def plan(planner: Planner) -> Findings:
         except guards.GuardsUnreadable as exc:
             findings.refuse("guards", str(exc))  # beside the transforms' refusals, which often say more
             continue
-        for construction, name in spec.constructions():
+        for construction, name in spec.registration.constructions():
             home = planner.module(spec, "construction_module", construction)
             node = next((n for n in ast.walk(home.tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
             if node is None:
                 raise SpecError(f"{spec.family}: construction_class {name!r} not found in {home.name}")
-            method = spec.construction_method
+            method = spec.registration.method
             init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
             override = (
                 ""
@@ -53,14 +53,16 @@ def plan(planner: Planner) -> Findings:
             )
             if override:  # the method the class gets, placed (for what reports say) at the class's line
                 init = ast.increment_lineno(ast.parse(override), node.lineno - 1).body[0]
-            sites = [(home, name, init, spec.insert_after)]
+            sites = [(home, name, init, spec.registration.insert_after)]
             # A subclass whose constructor never runs this one's registers too (or the run refuses).
             sites += [
                 (
                     sub_home,
                     sub,
                     sub_init,
-                    spec.insert_after if spec.insert_after in ast.get_source_segment(sub_home.text, sub_init) else "",
+                    spec.registration.insert_after
+                    if spec.registration.insert_after in ast.get_source_segment(sub_home.text, sub_init)
+                    else "",
                 )
                 for sub_home, sub, sub_init in replacing_subclasses(planner, modules, home.name, name, method)
             ]
@@ -80,24 +82,28 @@ def plan(planner: Planner) -> Findings:
                     sites = [site for site in sites if site[1] != site_class]
             for site_home, site_class, site_init, anchor in sites:
                 gate = (
-                    SiteGate(spec.gate, spec.gate_imports)
+                    SiteGate(spec.registration.gate, spec.registration.gate_imports)
                     if done or site_init is None
                     else gate_for_site(planner, findings, modules, spec, site_home, site_init, legacy, registry)
                 )
-                lazy = spec.import_style == "lazy" or (spec.import_style == "auto" and imports_lazily(site_home, spec))
+                lazy = spec.registration.import_style == "lazy" or (
+                    spec.registration.import_style == "auto" and imports_lazily(site_home, spec)
+                )
                 findings.add(
                     site_home.name,
                     InsertRegistration(
                         site_class,
                         gate.gate,
-                        spec.registration,
+                        spec.registration.code,
                         anchor,
-                        spec.singleton_module,
+                        spec.kernel.module,
                         spec.kernel_name,
                         lazy,
                         gate.imports,
-                        frozenset(spec.binding_names() | (free_names(gate.gate, "eval") if gate.gate else set())),
-                        spec.registration_call(),
+                        frozenset(
+                            spec.registration.binding_names() | (free_names(gate.gate, "eval") if gate.gate else set())
+                        ),
+                        spec.registration.call(),
                         gate.inner_gate,
                         gate.inner_imports,
                         method,
@@ -129,8 +135,8 @@ def gate_for_site(
     (checked against them: a difference the spec does not list as intended refuses the run)."""
     where = syntax.where(planner.repo, home.path, init.lineno)
     frame = guards.site_frame(modules, home.name, init)
-    inside = guards.registration_guards(modules, frame, spec.registration)
-    written = guards.spec_gate_atoms(modules, frame, spec.gate)
+    inside = guards.registration_guards(modules, frame, spec.registration.code)
+    written = guards.spec_gate_atoms(modules, frame, spec.registration.gate)
     differences, refusals, unused = site_gate.compare(modules, spec, frame, legacy, registry, inside + written, where)
     findings.warnings += unused
     if refusals:
@@ -144,7 +150,7 @@ def gate_for_site(
         | guards.holds_at_site(frame)
     )
     carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]
-    removed = frozenset(filter(None, (spec.legacy_module, spec.orchestrator_module)))
+    removed = frozenset(filter(None, (spec.legacy.module, spec.legacy.orchestrator_module)))
     rendered = [site_gate.render_gate(modules, home.name, init, [atom], where, removed) for atom in carried]
     inner = [
         (text, lines)
@@ -153,13 +159,17 @@ def gate_for_site(
     ]
     outer = [part for part in rendered if part not in inner]
     gate = [
-        *(guards.conjuncts(ast.parse(spec.gate, mode="eval").body) if spec.gate.strip() else []),
+        *(
+            guards.conjuncts(ast.parse(spec.registration.gate, mode="eval").body)
+            if spec.registration.gate.strip()
+            else []
+        ),
         *(ast.parse(text, mode="eval").body for text, _ in outer),
     ]
     joined = lambda parts: " and ".join(dict.fromkeys(parts))  # noqa: E731
     found = SiteGate(
-        spec.gate.strip() if gate and not outer else joined(ast.unparse(part) for part in gate),
-        tuple(dict.fromkeys((*spec.gate_imports, *(line for _, lines in outer for line in lines)))),
+        spec.registration.gate.strip() if gate and not outer else joined(ast.unparse(part) for part in gate),
+        tuple(dict.fromkeys((*spec.registration.gate_imports, *(line for _, lines in outer for line in lines)))),
         joined(text for text, _ in inner),
         tuple(dict.fromkeys(line for _, lines in inner for line in lines)),
     )
@@ -236,7 +246,7 @@ def unset_attributes(
 ) -> list[str]:
     """`self.x` the registration and gate read that a replacing constructor never sets: neither it, nor an
     `__init__` of a repo class it calls explicitly, nor a class attribute of the class or its repo bases."""
-    code = spec.registration + "\n" + (spec.gate or "")
+    code = spec.registration.code + "\n" + (spec.registration.gate or "")
     reads = {
         n.attr
         for n in ast.walk(ast.parse(code))
@@ -302,14 +312,14 @@ def _calls_parent_init(
 def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) -> None:
     """A registration on a kernel that has no register_warmup would fail when the layer is built: refuse it,
     unless the spec adopts the contract for the kernel's class (which must own its keys and compile)."""
-    if not spec.registers_kernel() or spec.launcher:
+    if not spec.registers_kernel() or spec.lift:
         return  # a lifted kernel's dispatcher is the contract's (transforms/lift_kernel.py)
     home = planner.module(spec, "singleton_module")
-    name = spec.singleton if spec.singleton in home.defs else spec.kernel_name
+    name = spec.kernel.name if spec.kernel.name in home.defs else spec.kernel_name
     modules = planner.repo_model(home.name)
     reason = modules.off_contract(home.name, name)
     found = modules.kernel_class(home.name, name)
-    if reason and spec.contract_base:
+    if reason and spec.adoption:
         if found is None:
             raise SpecError(
                 f"{spec.family}: contract_base: {name} in {home.name} is not an object of a class "
@@ -325,7 +335,7 @@ def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) ->
                 f"{', '.join(missing)}: the registry could not warm it; that is a kernel "
                 "author's change, not a codemod's"
             )
-        base_module, _, base = spec.contract_base.rpartition(":")
+        base_module, _, base = spec.adoption.contract_base.rpartition(":")
         planner.module(spec, "contract_base", base_module)
         adopt, why = adoption(modules, cls_module, cls, base_module, base)
         if why:
@@ -336,7 +346,7 @@ def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) ->
             )
         findings.add(cls_module, adopt)
         findings.leftovers += shadowed_state(modules, cls_module, cls, base_module, base)
-    if not reason or spec.contract_base:
+    if not reason or spec.adoption:
         _check_registration_arguments(spec, modules, found)
     else:
         raise SpecError(
@@ -356,7 +366,7 @@ def _check_registration_arguments(
         return  # not readable in the repo (a decorator's object, another library's class): nothing to check
     call = next(
         node
-        for node in ast.walk(ast.parse(spec.registration))
+        for node in ast.walk(ast.parse(spec.registration.code))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_warmup"
     )
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
@@ -409,4 +419,4 @@ def _signature(function: ast.FunctionDef) -> inspect.Signature:
 
 def imports_lazily(module: SourceModule, spec: MigrationSpec) -> bool:
     """The module imports from the kernel's module only inside functions (never at the top level)."""
-    return module.name != spec.singleton_module and _imported_only_in_functions(module, spec.singleton_module)
+    return module.name != spec.kernel.module and _imported_only_in_functions(module, spec.kernel.module)

@@ -19,12 +19,12 @@ def plan(planner: Planner) -> Findings:
     findings = Findings()
     groups: dict[str, list[MigrationSpec]] = {}
     for spec in planner.specs:
-        if spec.legacy_module:
-            groups.setdefault(spec.legacy_module, []).append(spec)
+        if spec.legacy.module:
+            groups.setdefault(spec.legacy.module, []).append(spec)
     for legacy, specs in groups.items():
         _plan_legacy(planner, findings, legacy, specs)
     for spec in planner.specs:
-        if spec.orchestrator_step:
+        if spec.legacy.orchestrator_step:
             _plan_orchestrator_step(planner, findings, spec)
     return findings
 
@@ -43,17 +43,17 @@ def _plan_legacy(planner: Planner, findings: Findings, legacy_name: str, specs: 
         return
     legacy = planner.modules[legacy_name]
     entry = next(
-        (n for n in legacy.tree.body if isinstance(n, ast.FunctionDef) and n.name == spec.legacy_function), None
+        (n for n in legacy.tree.body if isinstance(n, ast.FunctionDef) and n.name == spec.legacy.function), None
     )
     if entry is None:
-        raise SpecError(f"{spec.family}: legacy_function {spec.legacy_function!r} not found in {legacy_name}")
+        raise SpecError(f"{spec.family}: legacy_function {spec.legacy.function!r} not found in {legacy_name}")
     steps = set()
     for s in specs:
-        if s.legacy_step and s.legacy_step in legacy.defs:
-            steps.add(s.legacy_step)
-        elif s.legacy_step and not planner.migrated(s):
-            raise SpecError(f"{s.family}: legacy_step {s.legacy_step!r} not found in {legacy_name}")
-    whole = any(not s.legacy_step for s in specs)
+        if s.legacy.step and s.legacy.step in legacy.defs:
+            steps.add(s.legacy.step)
+        elif s.legacy.step and not planner.migrated(s):
+            raise SpecError(f"{s.family}: legacy_step {s.legacy.step!r} not found in {legacy_name}")
+    whole = any(not s.legacy.step for s in specs)
     left = (
         []
         if whole
@@ -68,13 +68,13 @@ def _plan_legacy(planner: Planner, findings: Findings, legacy_name: str, specs: 
     findings.deleted.add(legacy_name)
     findings.add(
         orchestrator.name,
-        RemoveLegacyCalls(frozenset({f"{legacy_name}.{spec.legacy_function}"}), modules=frozenset({legacy_name})),
+        RemoveLegacyCalls(frozenset({f"{legacy_name}.{spec.legacy.function}"}), modules=frozenset({legacy_name})),
     )
 
 
 def _plan_orchestrator_step(planner: Planner, findings: Findings, spec: MigrationSpec) -> None:
     orchestrator = planner.module(spec, "orchestrator_module")
-    step = spec.orchestrator_step
+    step = spec.legacy.orchestrator_step
     if step not in orchestrator.defs:
         if planner.migrated(spec):
             return

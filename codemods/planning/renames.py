@@ -18,12 +18,12 @@ def plan(planner: Planner) -> Findings:
     findings = Findings()
     for spec in planner.specs:
         home = planner.module(spec, "singleton_module")
-        if spec.singleton not in home.defs and spec.kernel_name not in home.defs:
+        if spec.kernel.name not in home.defs and spec.kernel_name not in home.defs:
             raise SpecError(
-                f"{spec.family}: singleton {spec.singleton!r} is not defined in {home.name} "
+                f"{spec.family}: singleton {spec.kernel.name!r} is not defined in {home.name} "
                 "(an assignment, a def or a class at module level)"
             )
-        if not spec.private_singleton:
+        if not spec.kernel.private_name:
             continue
         # Exporters: the defining module, every module that binds the name by importing it
         # from an exporter (to a fixpoint), and packages whose lazy-export table names it.
@@ -33,18 +33,18 @@ def plan(planner: Planner) -> Findings:
                 m.name
                 for m in planner.candidates.values()
                 if m.name not in exporters
-                and spec.singleton in m.text
+                and spec.kernel.name in m.text
                 and (
-                    set(m.imports_of(spec.singleton)) & exporters
-                    or (m.path.name == "__init__.py" and f'"{spec.singleton}"' in m.text.replace("'", '"'))
+                    set(m.imports_of(spec.kernel.name)) & exporters
+                    or (m.path.name == "__init__.py" and f'"{spec.kernel.name}"' in m.text.replace("'", '"'))
                 )
             }
             if not more:
                 break
             exporters |= more
-        op = RenameKernel(spec.singleton, spec.private_singleton, frozenset(exporters))
+        op = RenameKernel(spec.kernel.name, spec.kernel.private_name, frozenset(exporters))
         for module in planner.candidates.values():
-            if spec.singleton in module.text:
+            if spec.kernel.name in module.text:
                 findings.add(module.name, op)
-        findings.renamed.append(Renamed(spec.singleton, spec.private_singleton, frozenset(exporters)))
+        findings.renamed.append(Renamed(spec.kernel.name, spec.kernel.private_name, frozenset(exporters)))
     return findings

@@ -97,16 +97,16 @@ class TreeWarmup:
         self.state = types.SimpleNamespace(config=None, vllm_config=None)  # what the stubs read
         wanted = (
             engine.jit_module,
-            spec.orchestrator_module,
-            spec.singleton_module,
-            spec.construction_module,
-            *(home for home, _ in spec.constructions()),
-            spec.legacy_module,
+            spec.legacy.orchestrator_module,
+            spec.kernel.module,
+            spec.registration.module,
+            *(home for home, _ in spec.registration.constructions()),
+            spec.legacy.module,
             *family.real_modules,
         )
         probe = EngineSources(root, engine.package, (), {})
         present = tuple(dict.fromkeys(m for m in wanted if m and probe.file_of(m).is_file()))
-        for required in (engine.jit_module, spec.orchestrator_module, spec.singleton_module):
+        for required in (engine.jit_module, spec.legacy.orchestrator_module, spec.kernel.module):
             if required not in present:
                 raise FileNotFoundError(f"the tree at {root} has no module {required}")
         stubs = {name: dict(attrs) for name, attrs in engine.stubs.items()}
@@ -115,11 +115,11 @@ class TreeWarmup:
         self.sources = EngineSources(root, engine.package, present, stubs)
         self._trees: dict[str, ast.Module] = {}
         self.has_legacy = (
-            spec.legacy_module in present
-            if spec.legacy_module
+            spec.legacy.module in present
+            if spec.legacy.module
             else any(
-                isinstance(node, ast.FunctionDef) and node.name == spec.orchestrator_step
-                for node in self._tree(spec.orchestrator_module).body
+                isinstance(node, ast.FunctionDef) and node.name == spec.legacy.orchestrator_step
+                for node in self._tree(spec.legacy.orchestrator_module).body
             )
         )
 
@@ -153,33 +153,39 @@ class TreeWarmup:
             return set()
         spec = self.spec
         with self._running(config) as (recorded, worker, _):
-            orchestrator = self.sources.module(spec.orchestrator_module)
-            tree = self._tree(spec.orchestrator_module)
-            if spec.orchestrator_step:
+            orchestrator = self.sources.module(spec.legacy.orchestrator_module)
+            tree = self._tree(spec.legacy.orchestrator_module)
+            if spec.legacy.orchestrator_step:
                 step = calls_to(
-                    tree, spec.orchestrator_module, spec.orchestrator_module, spec.orchestrator_step, defined_here=True
+                    tree,
+                    spec.legacy.orchestrator_module,
+                    spec.legacy.orchestrator_module,
+                    spec.legacy.orchestrator_step,
+                    defined_here=True,
                 )
                 for site in self._entry_sites(_run_once(tree, step)):
                     self._run(site, self._entry_scope(orchestrator, site, worker))
                 return self._keys(recorded)
-            sites = _run_once(tree, calls_to(tree, spec.orchestrator_module, spec.legacy_module, spec.legacy_function))
-            legacy = self.sources.module(spec.legacy_module)
+            sites = _run_once(
+                tree, calls_to(tree, spec.legacy.orchestrator_module, spec.legacy.module, spec.legacy.function)
+            )
+            legacy = self.sources.module(spec.legacy.module)
             for site in self._entry_sites(sites):
                 arguments = self._entry_scope(orchestrator, site, worker)
                 if not self._gates_hold(site, arguments):
                     continue
                 args, kwargs = self._arguments(site, arguments)
-                if not spec.legacy_step:
-                    getattr(legacy, spec.legacy_function)(*args, **kwargs)
+                if not spec.legacy.step:
+                    getattr(legacy, spec.legacy.function)(*args, **kwargs)
                     continue
-                function = getattr(legacy, spec.legacy_function)
+                function = getattr(legacy, spec.legacy.function)
                 scope = self._bound(legacy, function, args, kwargs)
-                legacy_tree = self._tree(spec.legacy_module)
+                legacy_tree = self._tree(spec.legacy.module)
                 for step in _run_once(
                     legacy_tree,
-                    calls_to(legacy_tree, spec.legacy_module, spec.legacy_module, spec.legacy_step, defined_here=True),
+                    calls_to(legacy_tree, spec.legacy.module, spec.legacy.module, spec.legacy.step, defined_here=True),
                 ):
-                    if step.function.name == spec.legacy_function:
+                    if step.function.name == spec.legacy.function:
                         self._run(step, scope)
             return self._keys(recorded)
 
@@ -190,8 +196,8 @@ class TreeWarmup:
         with self._running(config) as (recorded, worker, registry):
             with registry.activate():
                 self.family.construct(config, worker.vllm_config, self)
-            orchestrator = self.sources.module(self.spec.orchestrator_module)
-            tree = self._tree(self.spec.orchestrator_module)
+            orchestrator = self.sources.module(self.spec.legacy.orchestrator_module)
+            tree = self._tree(self.spec.legacy.orchestrator_module)
             for site in self._entry_sites(
                 _run_once(tree, method_calls(engine.registry_holder, engine.registry_method))
             ):
@@ -206,7 +212,7 @@ class TreeWarmup:
         not run. Call it inside a family's `construct`.
         """
         module, _, cls = cls.rpartition(":")
-        module = module or self.spec.construction_module
+        module = module or self.spec.registration.module
         tree = self._tree(module)
         init = next(
             (
@@ -214,18 +220,18 @@ class TreeWarmup:
                 for node in tree.body
                 if isinstance(node, ast.ClassDef) and node.name == cls
                 for item in node.body
-                if isinstance(item, ast.FunctionDef) and item.name == self.spec.construction_method
+                if isinstance(item, ast.FunctionDef) and item.name == self.spec.registration.method
             ),
             None,
         )
-        method = self.spec.construction_method
+        method = self.spec.registration.method
         if init is None and method != "__init__":
             return  # inherited as it is: this class adds no registration there
         if init is None:
             raise EngineRunError(f"{module} has no {cls}.{method}")
         registers = [
             method_calls(name, "register_warmup")
-            for name in dict.fromkeys((self.spec.singleton, self.spec.private_singleton, self.spec.kernel_name))
+            for name in dict.fromkeys((self.spec.kernel.name, self.spec.kernel.private_name, self.spec.kernel_name))
             if name
         ]
         table = import_table(tree, module, self.sources.file_of(module).name == "__init__.py")
@@ -266,7 +272,7 @@ class TreeWarmup:
         self.state.vllm_config = vllm_config = self.family.vllm_config(config)
         with self.sources.installed(self.family.import_facts(config)):
             jit = self.sources.module(self.engine.jit_module)
-            self.sources.module(self.spec.singleton_module)
+            self.sources.module(self.spec.kernel.module)
             # The kernel's own class too: before a migration adopts the contract it may not derive from the base.
             recording = (
                 contextlib.nullcontext([])
@@ -278,12 +284,12 @@ class TreeWarmup:
                 yield recorded, self.family.worker(config, vllm_config, registry), registry
 
     def _kernel_type(self) -> type:
-        module = self.sources.module(self.spec.singleton_module)
-        for name in (self.spec.private_singleton, self.spec.singleton):
+        module = self.sources.module(self.spec.kernel.module)
+        for name in (self.spec.kernel.private_name, self.spec.kernel.name):
             if name and hasattr(module, name):
                 return type(getattr(module, name))
         raise EngineRunError(
-            f"{self.spec.singleton_module} defines neither {self.spec.singleton} nor {self.spec.private_singleton}"
+            f"{self.spec.kernel.module} defines neither {self.spec.kernel.name} nor {self.spec.kernel.private_name}"
         )
 
     def _keys(self, recorded: list) -> set:
@@ -294,7 +300,7 @@ class TreeWarmup:
         for site in sites:
             if site.function.name != self.engine.entry:
                 raise EngineRunError(
-                    f"{self.spec.orchestrator_module}: the warmup call on line {site.call.lineno} is "
+                    f"{self.spec.legacy.orchestrator_module}: the warmup call on line {site.call.lineno} is "
                     f"in {site.function.name}(), not in the entry {self.engine.entry}()"
                 )
         return sites

@@ -109,7 +109,7 @@ class GdnEngine:
         """A Qwen GDN model builds one `QwenGatedDeltaNetAttention` per linear-attention layer."""
         for _ in range(config.shape.gdn_layers):
             tree.constructor_registrations(
-                SPEC.construction_class[0],
+                SPEC.registration.classes[0],
                 {
                     "self": self.layer(config, vllm_config),
                     "config": types.SimpleNamespace(),

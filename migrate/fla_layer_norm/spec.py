@@ -9,20 +9,22 @@ that registers is the Qwen GDN layer, whichever model builds it.
 """
 
 from zerojit.codemods.engines import VLLM
-from zerojit.codemods.spec import MigrationSpec
+from zerojit.codemods.spec import Kernel, Legacy, MigrationSpec, Registration
 
 SPEC = MigrationSpec(
     family="fla-layer-norm",
-    legacy_module="vllm.model_executor.warmup.qwen_triton_warmup",
-    legacy_function="qwen_triton_warmup",
-    legacy_step="_warm_gated_rms_norm_kernel",
-    orchestrator_module=VLLM.orchestrator,
-    singleton_module="vllm.third_party.flash_linear_attention.ops.layernorm_guard",
-    singleton="_LAYER_NORM_FWD_KERNEL",
-    construction_module="vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn",
-    construction_class="QwenGatedDeltaNetAttention",
-    insert_after="self.norm = RMSNormGated(",
-    registration="""_LAYER_NORM_FWD_KERNEL.register_warmup(
+    legacy=Legacy(
+        module="vllm.model_executor.warmup.qwen_triton_warmup",
+        function="qwen_triton_warmup",
+        step="_warm_gated_rms_norm_kernel",
+        orchestrator_module=VLLM.orchestrator,
+    ),
+    kernel=Kernel(module="vllm.third_party.flash_linear_attention.ops.layernorm_guard", name="_LAYER_NORM_FWD_KERNEL"),
+    registration=Registration(
+        module="vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn",
+        classes="QwenGatedDeltaNetAttention",
+        insert_after="self.norm = RMSNormGated(",
+        code="""_LAYER_NORM_FWD_KERNEL.register_warmup(
     max_num_tokens=max(1, vllm_config.scheduler_config.max_num_batched_tokens),
     rows_per_token=self.num_v_heads // self.tp_size,
     group_size=self.head_v_dim,
@@ -33,14 +35,15 @@ SPEC = MigrationSpec(
     is_rms_norm=True,
     activation=self.norm.activation,
 )""",
-    intended_differences=[
-        (
-            "model_type not in _QWEN_MODEL_TYPES",
-            "every model that builds a QwenGatedDeltaNetAttention layer runs this kernel, so each registers it "
-            "(InternS2-Mobius builds it too and is now warmed); the model-type list named only the Qwen models",
-        )
-    ],
-    # The layer's module imports the FLA ops package at the top, which imports layernorm_guard: a top-level
-    # import costs nothing (the module's only other import of it sits inside a function).
-    import_style="module",
+        intended_differences=[
+            (
+                "model_type not in _QWEN_MODEL_TYPES",
+                "every model that builds a QwenGatedDeltaNetAttention layer runs this kernel, so each registers it "
+                "(InternS2-Mobius builds it too and is now warmed); the model-type list named only the Qwen models",
+            )
+        ],
+        # The layer's module imports the FLA ops package at the top, which imports layernorm_guard: a top-level
+        # import costs nothing (the module's only other import of it sits inside a function).
+        import_style="module",
+    ),
 )

@@ -5,25 +5,31 @@ legacy step `_warm_inkling_fa4_rel_attention` leaves the shared `fa4_cutedsl_war
 """
 
 from zerojit.codemods.engines import VLLM
-from zerojit.codemods.spec import MigrationSpec
+from zerojit.codemods.spec import Kernel, Legacy, MigrationSpec, Registration
 
 SPEC = MigrationSpec(
     family="inkling-rel-attention",
-    legacy_module="vllm.model_executor.warmup.fa4_cutedsl_warmup",
-    legacy_function="fa4_cutedsl_warmup",
-    legacy_step="_warm_inkling_fa4_rel_attention",
-    orchestrator_module=VLLM.orchestrator,
-    singleton_module="vllm.models.inkling.nvidia.ops.fa4_rel_attention",
-    singleton="INKLING_FA4_REL_ATTENTION_KERNEL",
-    private_singleton="_INKLING_FA4_REL_ATTENTION_KERNEL",
-    construction_module="vllm.models.inkling.nvidia.attention",
-    construction_class="InklingAttention",
-    registration="_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()",
-    gate="vllm_config.kernel_config.enable_jit_warmup",
-    intended_differences=[
-        (
-            "not isinstance(hf_config, (InklingMMConfig, InklingModelConfig))",
-            "only Inkling models build InklingAttention, so the layer registering is the model check",
-        )
-    ],
+    legacy=Legacy(
+        module="vllm.model_executor.warmup.fa4_cutedsl_warmup",
+        function="fa4_cutedsl_warmup",
+        step="_warm_inkling_fa4_rel_attention",
+        orchestrator_module=VLLM.orchestrator,
+    ),
+    kernel=Kernel(
+        module="vllm.models.inkling.nvidia.ops.fa4_rel_attention",
+        name="INKLING_FA4_REL_ATTENTION_KERNEL",
+        private_name="_INKLING_FA4_REL_ATTENTION_KERNEL",
+    ),
+    registration=Registration(
+        module="vllm.models.inkling.nvidia.attention",
+        classes="InklingAttention",
+        code="_INKLING_FA4_REL_ATTENTION_KERNEL.register_warmup()",
+        gate="vllm_config.kernel_config.enable_jit_warmup",
+        intended_differences=[
+            (
+                "not isinstance(hf_config, (InklingMMConfig, InklingModelConfig))",
+                "only Inkling models build InklingAttention, so the layer registering is the model check",
+            )
+        ],
+    ),
 )

@@ -111,7 +111,7 @@ def _compile_only_triton() -> Path:
 
 
 class TritonKeyEquivalence(TreeEquivalence):
-    """Legacy vs migrated Triton keys of one lifted kernel (`spec.singleton`) over serving configurations
+    """Legacy vs migrated Triton keys of one lifted kernel (`spec.kernel.name`) over serving configurations
     (`example`: one of them, for a probe that compiles for real)."""
 
     example: Any
@@ -122,7 +122,7 @@ class TritonKeyEquivalence(TreeEquivalence):
         _compile_only_triton()
         with triton_backend.jit_keys_recorded() as recorded, MetaAllocations():
             run()
-        return {key for name, key in recorded if name == self.spec.singleton}
+        return {key for name, key in recorded if name == self.spec.kernel.name}
 
     @functools.cached_property
     def legacy(self) -> TreeWarmup:
@@ -137,11 +137,11 @@ class TritonKeyEquivalence(TreeEquivalence):
 
     @property
     def legacy_source(self) -> str:
-        return f"Triton's JIT keys of {self.spec.singleton} in the {super().legacy_source}"
+        return f"Triton's JIT keys of {self.spec.kernel.name} in the {super().legacy_source}"
 
     @property
     def migrated_source(self) -> str:
-        return f"Triton's JIT keys of {self.spec.singleton} in {super().migrated_source}"
+        return f"Triton's JIT keys of {self.spec.kernel.name} in {super().migrated_source}"
 
     def legacy_keys(self, config: Any) -> set[str]:
         return self._triton_keys(lambda: self.legacy.standalone_keys(config))

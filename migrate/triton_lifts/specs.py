@@ -6,7 +6,7 @@ the config's `h`; the KV cache's dtype is the layer's `get_state_dtype()`).
 """
 
 from zerojit.codemods.engines import VLLM
-from zerojit.codemods.spec import MigrationSpec
+from zerojit.codemods.spec import Kernel, Legacy, Lift, MigrationSpec, Registration
 
 _QWEN_WARMUP = "vllm.model_executor.warmup.qwen_triton_warmup"
 _QWEN_GDN = "vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn"
@@ -18,17 +18,20 @@ _MODEL_TYPES = (
 
 FUSED_POST_CONV = MigrationSpec(
     family="fla-fused-post-conv",
-    legacy_module=_QWEN_WARMUP,
-    legacy_function="qwen_triton_warmup",
-    legacy_step="_warm_fused_post_conv_kernel",
-    orchestrator_module=VLLM.orchestrator,
-    singleton_module="vllm.third_party.flash_linear_attention.ops.fused_gdn_prefill_post_conv",
-    singleton="_fused_post_conv_kernel",
-    launcher="fused_post_conv_prep",
-    construction_module=_QWEN_GDN,
-    construction_class="QwenGatedDeltaNetAttention",
-    insert_after="self.norm = RMSNormGated(",
-    registration="""_fused_post_conv_prep_dispatch.register_warmup(
+    legacy=Legacy(
+        module=_QWEN_WARMUP,
+        function="qwen_triton_warmup",
+        step="_warm_fused_post_conv_kernel",
+        orchestrator_module=VLLM.orchestrator,
+    ),
+    kernel=Kernel(
+        module="vllm.third_party.flash_linear_attention.ops.fused_gdn_prefill_post_conv", name="_fused_post_conv_kernel"
+    ),
+    registration=Registration(
+        module=_QWEN_GDN,
+        classes="QwenGatedDeltaNetAttention",
+        insert_after="self.norm = RMSNormGated(",
+        code="""_fused_post_conv_prep_dispatch.register_warmup(
     h=self.num_k_heads // self.tp_size,
     k=self.head_k_dim,
     hv=self.num_v_heads // self.tp_size,
@@ -37,8 +40,10 @@ FUSED_POST_CONV = MigrationSpec(
     a_log=self.A_log,
     dt_bias=self.dt_bias,
 )""",
-    intended_differences=[_MODEL_TYPES],
-    import_style="module",
+        intended_differences=[_MODEL_TYPES],
+        import_style="module",
+    ),
+    lift=Lift(launcher="fused_post_conv_prep"),
 )
 
 # `mamba_triton_warmup` warms the prefix-cache state copy whenever the runner holds a Mamba-style KV cache, which
@@ -58,25 +63,28 @@ _MAMBA_LAYERS = (
 
 BATCH_MEMCPY = MigrationSpec(
     family="mamba-batch-memcpy",
-    legacy_module="vllm.model_executor.warmup.mamba_triton_warmup",
-    legacy_function="mamba_triton_warmup",
-    legacy_step="_warm_batch_memcpy_kernel",
-    orchestrator_module=VLLM.orchestrator,
-    singleton_module="vllm.v1.worker.mamba_utils",
-    singleton="batch_memcpy_kernel",
-    launcher="batch_memcpy",
-    construction_module=_MAMBA_LAYERS[0].split(":")[0],
-    construction_class=_MAMBA_LAYERS,
-    insert_after="super().__init__(",
-    registration="_batch_memcpy_dispatch.register_warmup()",
-    intended_differences=[
-        (
-            "device.type != 'cuda'",
-            "the prefix-cache copy launches this Triton kernel on every device the engine runs Triton on; skipping "
-            "non-CUDA runners only moved its compile into a request",
-        )
-    ],
-    import_style="lazy",
+    legacy=Legacy(
+        module="vllm.model_executor.warmup.mamba_triton_warmup",
+        function="mamba_triton_warmup",
+        step="_warm_batch_memcpy_kernel",
+        orchestrator_module=VLLM.orchestrator,
+    ),
+    kernel=Kernel(module="vllm.v1.worker.mamba_utils", name="batch_memcpy_kernel"),
+    registration=Registration(
+        module=_MAMBA_LAYERS[0].split(":")[0],
+        classes=_MAMBA_LAYERS,
+        insert_after="super().__init__(",
+        code="_batch_memcpy_dispatch.register_warmup()",
+        intended_differences=[
+            (
+                "device.type != 'cuda'",
+                "the prefix-cache copy launches this Triton kernel on every device the engine runs Triton on; skipping "
+                "non-CUDA runners only moved its compile into a request",
+            )
+        ],
+        import_style="lazy",
+    ),
+    lift=Lift(launcher="batch_memcpy"),
 )
 
 # The decode update reads the SSM state's per-block stride, which the KV-cache allocator decides (a state page is
@@ -84,17 +92,21 @@ BATCH_MEMCPY = MigrationSpec(
 # calls inside the capture window for registrations that depend on KV-cache strides), with the bound state's facts.
 SIGMOID_GATING = MigrationSpec(
     family="fla-sigmoid-gating",
-    legacy_module=_QWEN_WARMUP,
-    legacy_function="qwen_triton_warmup",
-    legacy_step="_warm_fused_sigmoid_gating_delta_rule_update_kernel",
-    orchestrator_module=VLLM.orchestrator,
-    singleton_module="vllm.third_party.flash_linear_attention.ops.fused_sigmoid_gating",
-    singleton="fused_sigmoid_gating_delta_rule_update_kernel",
-    launcher="fused_sigmoid_gating_delta_rule_update",
-    construction_module=_QWEN_GDN,
-    construction_class="QwenGatedDeltaNetAttention",
-    construction_method="bind_kv_cache",
-    registration="""ssm_state = self.kv_cache[1]
+    legacy=Legacy(
+        module=_QWEN_WARMUP,
+        function="qwen_triton_warmup",
+        step="_warm_fused_sigmoid_gating_delta_rule_update_kernel",
+        orchestrator_module=VLLM.orchestrator,
+    ),
+    kernel=Kernel(
+        module="vllm.third_party.flash_linear_attention.ops.fused_sigmoid_gating",
+        name="fused_sigmoid_gating_delta_rule_update_kernel",
+    ),
+    registration=Registration(
+        module=_QWEN_GDN,
+        classes="QwenGatedDeltaNetAttention",
+        method="bind_kv_cache",
+        code="""ssm_state = self.kv_cache[1]
 _fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
     conv_dtype=self.kv_cache[0].dtype,
     h=self.num_k_heads // self.tp_size,
@@ -106,15 +118,17 @@ _fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
     a_log=self.A_log,
     dt_bias=self.dt_bias,
 )""",
-    intended_differences=[
-        _MODEL_TYPES,
-        (
-            "not runner.is_pooling_model",
-            "pooling models run only full prefills and never launch this decode kernel; the layer registers it "
-            "whatever the model serves (one compile a pooling model does not need)",
-        ),
-    ],
-    import_style="module",
+        intended_differences=[
+            _MODEL_TYPES,
+            (
+                "not runner.is_pooling_model",
+                "pooling models run only full prefills and never launch this decode kernel; the layer registers it "
+                "whatever the model serves (one compile a pooling model does not need)",
+            ),
+        ],
+        import_style="module",
+    ),
+    lift=Lift(launcher="fused_sigmoid_gating_delta_rule_update"),
 )
 
 # Kimi-K3's attention residual: the model (KimiLinearModel) launches it from every decoder layer when its
@@ -122,23 +136,26 @@ _fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
 # registration and the platform checks of `kimi_k3_triton_warmup` come with it.
 ATTN_RES = MigrationSpec(
     family="kimi-k3-attn-res",
-    legacy_module="vllm.model_executor.warmup.kimi_k3_triton_warmup",
-    legacy_function="kimi_k3_triton_warmup",
-    legacy_step="_warm_attn_res",
-    orchestrator_module=VLLM.orchestrator,
-    singleton_module="vllm.models.kimi_k3.nvidia.ops.attn_res",
-    singleton="_attn_res_kernel",
-    launcher="attn_res",
-    construction_module="vllm.models.kimi_k3.nvidia.model",
-    construction_class="KimiLinearModel",
-    registration="_attn_res_dispatch.register_warmup(model_config=vllm_config.model_config)",
-    intended_differences=[
-        (
-            "layer is not None",
-            "the legacy warmup found the Kimi-K3 model through one of its KDA layers; every KimiLinearModel whose "
-            "config sets attn_res_block_size launches attn_res, KDA layers or not, so the model registers it",
-        )
-    ],
+    legacy=Legacy(
+        module="vllm.model_executor.warmup.kimi_k3_triton_warmup",
+        function="kimi_k3_triton_warmup",
+        step="_warm_attn_res",
+        orchestrator_module=VLLM.orchestrator,
+    ),
+    kernel=Kernel(module="vllm.models.kimi_k3.nvidia.ops.attn_res", name="_attn_res_kernel"),
+    registration=Registration(
+        module="vllm.models.kimi_k3.nvidia.model",
+        classes="KimiLinearModel",
+        code="_attn_res_dispatch.register_warmup(model_config=vllm_config.model_config)",
+        intended_differences=[
+            (
+                "layer is not None",
+                "the legacy warmup found the Kimi-K3 model through one of its KDA layers; every KimiLinearModel whose "
+                "config sets attn_res_block_size launches attn_res, KDA layers or not, so the model registers it",
+            )
+        ],
+    ),
+    lift=Lift(launcher="attn_res"),
 )
 
 SPECS = (FUSED_POST_CONV, BATCH_MEMCPY, SIGMOID_GATING, ATTN_RES)
