@@ -4,7 +4,12 @@ do)."""
 
 
 class MigrationError(RuntimeError):
-    """The migration cannot be planned or checked; nothing was written."""
+    """The migration cannot be planned or checked; nothing was written. `refusals`: the changes it refused
+    (`codemods.findings.Refusal`: a code, the place and why), when that is the reason."""
+
+    def __init__(self, message: str, refusals: tuple = ()):
+        super().__init__(message)
+        self.refusals = tuple(refusals)
 
 
 class TransactionError(RuntimeError):

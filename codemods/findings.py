@@ -9,22 +9,39 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from .spec import SpecError
+
 if TYPE_CHECKING:
     from .gate import Renamed
     from .site_gate import GatePlan
+    from .syntax import Place
     from .transforms.base import Operation
 
 
 @dataclasses.dataclass(frozen=True)
 class Refusal:
-    """A change the migration will not make, found while planning: `code` says what kind (stable, for tools),
-    `reason` is the sentence the run prints ("<family>: <path>:<line>: why")."""
+    """A change the migration will not make: `code` says what kind (stable, for tools: a planning step's word,
+    or the name of the transform that refused), `place` where (when it has one), `reason` why, and `family`
+    whose spec asked for it (when one did). Printed as "<family>: <path>:<line>: <reason>"."""
 
     code: str
     reason: str
+    place: Place | None = None
+    family: str = ""
 
     def __str__(self) -> str:
-        return self.reason
+        return "".join(
+            (f"{self.family}: " if self.family else "", f"{self.place}: " if self.place else "", self.reason)
+        )
+
+
+class PlacedError(SpecError):
+    """An analysis cannot go on: where (when the cause has a place), and why; its planning step turns it into a
+    `Refusal` of the same place and reason."""
+
+    def __init__(self, place: Place | None, why: str):
+        super().__init__(f"{place}: {why}" if place else why)
+        self.place, self.why = place, why
 
 
 @dataclasses.dataclass
@@ -42,5 +59,5 @@ class Findings:
     def add(self, module: str, operation: Operation) -> None:
         self.operations.append((module, operation))
 
-    def refuse(self, code: str, reason: str) -> None:
-        self.refusals.append(Refusal(code, reason))
+    def refuse(self, code: str, reason: str, place: Place | None = None, family: str = "") -> None:
+        self.refusals.append(Refusal(code, reason, place, family))

@@ -24,8 +24,10 @@ import builtins
 import copy
 import dataclasses
 
+from .findings import PlacedError
 from .repo import CallSite, Gate, RepoModules, call_sites, calls_to, method_calls
 from .spec import MigrationSpec, SpecError
+from .syntax import Place
 
 CONFIG = "@config"  # the engine's config, however a scope reaches it
 WORKER = "@worker"  # the orchestrator's argument
@@ -207,8 +209,8 @@ def _function(modules: RepoModules, module: str, name: str) -> ast.FunctionDef |
     return node if isinstance(node, ast.FunctionDef) else None
 
 
-def _where(modules: RepoModules, module: str, node: ast.AST) -> str:
-    return modules.where(module, node) if modules.path(module) else f"{module}:{node.lineno}"
+def _where(modules: RepoModules, module: str, node: ast.AST) -> Place:
+    return modules.where(module, node) if modules.path(module) else Place(module, node.lineno)
 
 
 def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: Frame) -> list[Atom]:
@@ -225,7 +227,7 @@ def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: Frame) -> list[
                 Atom(
                     text,
                     ast.unparse(part),
-                    _where(modules, frame.module, gate.test),
+                    str(_where(modules, frame.module, gate.test)),
                     per_layer,
                     form,
                     frozenset(spelled | {ast.dump(part), ast.dump(form)}),
@@ -258,7 +260,7 @@ def _sites(modules: RepoModules, module: str, matcher, function: ast.FunctionDef
     return call_sites(modules.tree(module), matcher, functions=[function])
 
 
-class GuardsUnreadable(SpecError):
+class GuardsUnreadable(PlacedError):
     """The legacy call's guards cannot be read (the planner reports it with the run's other refusals)."""
 
 
@@ -283,22 +285,26 @@ def _chain_into(
                 inner = _chain_into(modules, spec, module, module, helper.name, frame, atoms, defined_here=True)
                 return _chain_into(modules, spec, module, callee_module, callee, inner, atoms, defined_here)
         raise GuardsUnreadable(
-            f"{_where(modules, module, frame.function)}: {frame.function.name} does not call "
+            _where(modules, module, frame.function),
+            f"{frame.function.name} does not call "
             f"{callee} as a plain statement of its own body or of its if/with/try blocks, so "
-            "the guards the legacy call runs under cannot be read"
+            "the guards the legacy call runs under cannot be read",
         )
     shapes = {tuple(a.canonical for a in _atoms(modules, site.gates, _with(frame, site))) for site in sites}
     if len(shapes) > 1:
         raise GuardsUnreadable(
+            None,
             f"{spec.family}: {module}.{frame.function.name} calls {callee} from {len(sites)} places "
             f"under different guards ({_where(modules, module, sites[0].call)}); one registration "
-            "gate cannot stand for them"
+            "gate cannot stand for them",
         )
     site = sites[0]
     atoms += _atoms(modules, site.gates, _with(frame, site)) + _caught(modules, module, frame.function, site.call)
     target = _function(modules, callee_module, callee)
     if target is None:
-        raise GuardsUnreadable(f"{spec.family}: {callee_module}.{callee} is not a function the guards can be read from")
+        raise GuardsUnreadable(
+            None, f"{spec.family}: {callee_module}.{callee} is not a function the guards can be read from"
+        )
     return Frame(callee_module, target, {}, _bind(target, site.call, _with(frame, site)))
 
 
@@ -312,7 +318,7 @@ def _caught(modules: RepoModules, module: str, function: ast.FunctionDef, call: 
                 Atom(
                     f"{CAUGHT}:{caught}",
                     f"try: ... except {caught}",
-                    _where(modules, module, node),
+                    str(_where(modules, module, node)),
                     False,
                     ast.Constant(True),
                 )
@@ -361,9 +367,10 @@ def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
     kernel_calls = _sites(modules, frame.module, _reaches_kernel(modules, frame.module, spec), frame.function)
     if not kernel_calls:
         raise GuardsUnreadable(
-            f"{_where(modules, frame.module, frame.function)}: {frame.function.name} never calls "
+            _where(modules, frame.module, frame.function),
+            f"{frame.function.name} never calls "
             f"anything from {spec.kernel.module} where its guards can be read, so the "
-            "conditions it warms the kernel under are unknown"
+            "conditions it warms the kernel under are unknown",
         )
     if kernel_calls:
         common = None

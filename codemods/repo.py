@@ -17,7 +17,7 @@ from libcst.helpers import get_absolute_module_from_package
 
 from .engines import DEFAULT_ENGINE, Engine
 from .files import UnreadableSource, read_source
-from .syntax import exits, function_import, where
+from .syntax import Place, exits, function_import, where
 
 
 def module_name(repo: Path, path: Path) -> tuple[str, str]:
@@ -244,8 +244,8 @@ class RepoModules:
         """The module's file as messages show it: relative to the repo."""
         return self.path(module).relative_to(self.repo).as_posix()
 
-    def where(self, module: str, node: ast.AST | int) -> str:
-        """`path:line` of a node (or a line) of the module, as messages show it."""
+    def where(self, module: str, node: ast.AST | int) -> Place:
+        """The place (`path:line`) of a node (or a line) of the module."""
         return where(self.repo, self.path(module), node if isinstance(node, int) else node.lineno)
 
     def callee(self, module: str, function: ast.FunctionDef, name: str) -> tuple[str, str | None]:

@@ -21,6 +21,7 @@ from .planner import Planner
 from .results import FileChange, MigrationResult
 from .spec import MigrationSpec, SpecError
 from .style import repo_style
+from .syntax import where
 
 __all__ = ["MigrationError", "MigrationResult", "check_repo", "migrate", "write"]
 
@@ -70,20 +71,18 @@ def migrate(
         if m.name not in planner.ops and m.name not in planner.deleted
     ]
     results, checked = pool.run(transforms, checks, jobs, on_progress or (lambda done, total: None))
-    errors = [str(r) for r in planner.refusals] + [result.error for result in results if result.error]
-    rel = lambda path: path.relative_to(repo).as_posix()  # noqa: E731
-    errors += [
-        f"{rel(result.path)}:{r.line}: {r.why}" for result in results if result.edit for r in result.edit.refusals
-    ]
-    if errors:
-        raise MigrationError("refused; nothing was written:\n" + "\n".join(errors))
+    transformed = [refusal for result in results if result.edit for refusal in result.edit.refusals]
+    errors = [result.error for result in results if result.error]
+    if planner.refusals or errors or transformed:
+        problems = [*map(str, planner.refusals), *errors, *map(str, transformed)]
+        raise MigrationError("refused; nothing was written:\n" + "\n".join(problems), (*planner.refusals, *transformed))
     changes, counts = [], Counter()
     violations = [f for check in checked for f in check.violations]
     notes = [f for check in checked for f in check.warnings]
     warnings: list[str] = list(planner.warnings)
     for result in results:
         counts.update(result.edit.counts)
-        warnings += [f"{rel(result.path)}:{w.line}: {w.why}" for w in result.edit.warnings]
+        warnings += [f"{where(repo, result.path, w.line)}: {w.why}" for w in result.edit.warnings]
         violations += result.violations
         notes += result.warnings
         module = planner.modules_by_path[result.path]

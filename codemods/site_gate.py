@@ -23,6 +23,7 @@ from .guards import (
 )
 from .repo import RepoModules
 from .spec import MigrationSpec, SpecError
+from .syntax import Place
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +106,7 @@ def compare(
     legacy: list[Atom],
     registry: list[Atom],
     migrated: list[Atom],
-    site_where: str,
+    site_where: Place,
 ) -> tuple[list[Difference], list[str], list[str]]:
     """Differences between the legacy guards and the migrated gate (with the registry's), refusals, and warnings
     (an intended difference this tree does not have: a spec may serve trees whose guards differ).
@@ -215,7 +216,7 @@ def render_gate(
     module: str,
     init: ast.FunctionDef,
     atoms: list[Atom],
-    where: str,
+    where: Place,
     removed: frozenset[str] = frozenset(),
 ) -> tuple[str, tuple[str, ...]]:
     """The atoms as one condition in the site's names, and the imports it needs there.

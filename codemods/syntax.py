@@ -7,6 +7,7 @@ block, which import inside a function binds a name, and how a place in a repo is
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 
@@ -42,6 +43,17 @@ def function_import(function: ast.FunctionDef, name: str) -> tuple[str, str | No
     return None
 
 
-def where(repo: Path, path: Path, line: int) -> str:
-    """A place as messages show it: the file relative to the repo, and the line."""
-    return f"{path.relative_to(repo).as_posix()}:{line}"
+@dataclasses.dataclass(frozen=True)
+class Place:
+    """Where something is, as messages show it (`path:line`): the file relative to the repo, and the line."""
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+def where(repo: Path, path: Path, line: int) -> Place:
+    """The place of a line of a file of the repo."""
+    return Place(path.relative_to(repo).as_posix(), line)

@@ -123,7 +123,7 @@ def test_rename_leaves_strings_alone_outside_exporters_but_renames_dotted_paths(
 
 def test_rename_refuses_a_star_import_and_warns_about_computed_names(tmp_path):
     edit = run(tmp_path, "other", "from pkg.ops import *\nKERNEL.go()\n", [RENAME])
-    assert [r.line for r in edit.refusals] == [2] and "star import" in edit.refusals[0].why
+    assert [r.place.line for r in edit.refusals] == [2] and "star import" in edit.refusals[0].reason
     edit = run(tmp_path, "third", "from pkg import ops\nname = 'KER' + 'NEL'\ngetattr(ops, name)\n", [RENAME])
     assert edit.refusals == [] and [w.line for w in edit.warnings] == [3]
 
@@ -196,7 +196,7 @@ def test_remove_calls_with_the_code_that_exists_only_for_them(tmp_path):
 def test_unsafe_removals_are_refused_with_the_line(tmp_path, use, why):
     source = f"from engine.warmup.legacy import legacy_warmup\n\n\ndef warm(worker):\n    {use}\n"
     edit = run(tmp_path, "engine.warmup.kernel_warmup", source, [LEGACY])
-    assert len(edit.refusals) == 1 and why in edit.refusals[0].why and edit.refusals[0].line >= 5
+    assert len(edit.refusals) == 1 and why in edit.refusals[0].reason and edit.refusals[0].place.line >= 5
 
 
 def test_remove_through_a_module_alias_and_an_aliased_name(tmp_path):
@@ -369,13 +369,13 @@ def test_lazy_import_goes_inside_the_block(tmp_path):
 def test_a_registration_whose_names_are_not_bound_is_refused(tmp_path):
     op = insert(gate="vllm_config.enable", names=frozenset({"vllm_config", "_KERNEL"}))
     edit = run(tmp_path, "engine.layer", LAYER, [op])
-    assert len(edit.refusals) == 1 and "vllm_config is not bound" in edit.refusals[0].why
+    assert len(edit.refusals) == 1 and "vllm_config is not bound" in edit.refusals[0].reason
     later = LAYER.replace(
         "            self.pad = self.version is None\n",
         "            self.pad = self.version is None\n            enabled = config.jit\n",
     )
     late = insert(insert_after="self.version = pick(", gate="enabled", names=frozenset({"enabled", "_KERNEL"}))
-    assert "enabled is not bound" in run(tmp_path, "engine.layer", later, [late]).refusals[0].why
+    assert "enabled is not bound" in run(tmp_path, "engine.layer", later, [late]).refusals[0].reason
 
 
 def test_missing_anchors_are_named(tmp_path):

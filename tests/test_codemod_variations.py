@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from zerojit.codemods.runner import MigrationError, migrate, write
 from zerojit.codemods.spec import MigrationSpec, SpecError
+from zerojit.codemods.transforms import RemoveLegacyCalls
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
@@ -250,8 +251,13 @@ def test_refusal_lists_every_problem_and_never_a_traceback(repo):
     output = refused(repo)
     problems = [line for line in output.splitlines() if line.startswith(ORCH + ":")]
     assert len(problems) == 2 and "Traceback" not in output
-    with pytest.raises(MigrationError):
+    with pytest.raises(MigrationError) as caught:
         migrate(repo, FA4)
+    # Typed: what refused (the transform's operation), the file and the line of each use, found here by text.
+    lines = (repo / ORCH).read_text().splitlines()
+    uses = [n for n, line in enumerate(lines, 1) if "fa4_cutedsl_warmup(worker)" in line or "print(fa4_cut" in line]
+    found = [(r.code, r.place.path, r.place.line) for r in caught.value.refusals]
+    assert found == [(RemoveLegacyCalls.name, ORCH, line) for line in uses]
 
 
 def test_global_statement_and_type_checking_import(repo):

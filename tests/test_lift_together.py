@@ -15,6 +15,7 @@ import torch
 from tree_forks import GDN_LAYER, copy_033, draft_fields, edit, ruff_findings
 from typer.testing import CliRunner
 
+from zerojit.codemods.runner import MigrationError, migrate
 from zerojit.codemods.spec import load_specs
 from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.cli import app
@@ -144,6 +145,11 @@ def test_one_kernel_of_the_launcher_alone_is_refused_the_step_would_lose_the_oth
     result = runner.invoke(app, ["migrate", update, "--repo", str(repo), "--spec", str(path), "--write"])
     assert result.exit_code != 0 and "also launches _gdn_mtp_gated_rmsnorm_kernel" in result.output
     assert (repo / MTP).read_bytes() == (vllm_tree("0.33.0") / MTP).read_bytes()
+    with pytest.raises(MigrationError) as caught:
+        migrate(repo, [spec for spec in load_specs(path) if spec.family == update])
+    (refusal,) = caught.value.refusals  # typed: a lift refusal of this family, at the other kernel's launch
+    launch = next(n for n, line in enumerate((repo / MTP).read_text().splitlines(), 1) if "_rmsnorm_kernel[" in line)
+    assert (refusal.code, refusal.family, refusal.place.path, refusal.place.line) == ("lift", update, MTP, launch)
 
 
 def test_both_kernels_lifted_together_change_only_their_files_lint_clean_and_again_is_a_no_op(migrated):

@@ -7,7 +7,7 @@ import ast
 
 from ..engines import Engine
 from ..repo import RepoModules
-from ..syntax import loads, stores
+from ..syntax import Place, loads, stores
 from .provider import unpacked_names
 from .tables import PURE_BUILTINS, PURE_MATH, TENSOR_FACTS
 from .values import LiftError
@@ -17,7 +17,7 @@ def repo_function(modules: RepoModules, module: str, name: str, what: str) -> as
     home, target = modules.resolve(module, name)
     node = modules.definition(home, target) if target else None
     if not isinstance(node, ast.FunctionDef):
-        raise LiftError(f"{what} {module}.{name} is not a function defined in the repo")
+        raise LiftError(None, f"{what} {module}.{name} is not a function defined in the repo")
     return node
 
 
@@ -107,8 +107,8 @@ def defaults_the_helper_would_fill(
         if name in bound or strided:
             if name not in defaults:
                 raise LiftError(
-                    f"{launcher_file}:{launch.lineno}: the engine's helper would fill the kernel "
-                    f"parameter {name}, which the launch does not pass"
+                    Place(launcher_file, launch.lineno),
+                    f"the engine's helper would fill the kernel parameter {name}, which the launch does not pass",
                 )
             filled.append((name, ast.get_source_segment(kernel_source, defaults[name])))
     return filled
@@ -123,17 +123,18 @@ def check_copies(
     for statement in copied:
         if lines.count(statement.lineno) > 1 or launcher.body[lines.index(statement.lineno)] is not statement:
             raise LiftError(
-                f"{module}:{statement.lineno}: this line holds several statements; split it before "
-                "the lift copies one of them"
+                Place(module, statement.lineno),
+                "this line holds several statements; split it before the lift copies one of them",
             )
         clobbered = sorted(set(stores(statement)) & set(inputs))
         if clobbered:
             raise LiftError(
-                f"{module}:{statement.lineno}: the launch needs {', '.join(clobbered)} as the launcher "
-                "leaves it, which this statement (copied into the dispatcher) would set again"
+                Place(module, statement.lineno),
+                f"the launch needs {', '.join(clobbered)} as the launcher "
+                "leaves it, which this statement (copied into the dispatcher) would set again",
             )
     if lines.count(launch.lineno) > 1:
-        raise LiftError(f"{module}:{launch.lineno}: the launch shares its line with another statement")
+        raise LiftError(Place(module, launch.lineno), "the launch shares its line with another statement")
 
 
 def launch_statement(
@@ -156,9 +157,9 @@ def launch_statement(
 def launch_arguments(launch: ast.Expr, kernel_parameters: list[str], module: str, source: str) -> list[tuple[str, str]]:
     call = launch.value
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        raise LiftError(f"{module}:{launch.lineno}: the launch unpacks its arguments (*args/**kwargs)")
+        raise LiftError(Place(module, launch.lineno), "the launch unpacks its arguments (*args/**kwargs)")
     if len(call.args) > len(kernel_parameters):
-        raise LiftError(f"{module}:{launch.lineno}: the launch passes more arguments than the kernel takes")
+        raise LiftError(Place(module, launch.lineno), "the launch passes more arguments than the kernel takes")
     named = [(name, ast.get_source_segment(source, value)) for name, value in zip(kernel_parameters, call.args)]
     return named + [(k.arg, ast.get_source_segment(source, k.value)) for k in call.keywords]
 

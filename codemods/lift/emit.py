@@ -6,7 +6,7 @@ import ast
 import textwrap
 
 from ..engines import Engine
-from ..syntax import loads
+from ..syntax import Place, loads
 from .tables import EXPANDABLE
 from .values import LiftError
 
@@ -30,7 +30,7 @@ def read_by(statements: list[str], used: str) -> list[str]:
     return kept
 
 
-def provider_reads(where: str, statements: list[str], values: list[str]) -> set[str]:
+def provider_reads(where: Place, statements: list[str], values: list[str]) -> set[str]:
     """The names the provider's body reads; refused where it needs an expression vLLM's helper does not expand."""
     written = ast.parse("\n".join([*statements, *values]))  # the provider's body: assignments and `_when`s
     odd = next(
@@ -38,8 +38,8 @@ def provider_reads(where: str, statements: list[str], values: list[str]) -> set[
     )
     if odd is not None:
         raise LiftError(
-            f"{where}: the provider would need `{ast.unparse(odd)}` ({type(odd).__name__}), which vLLM's helper "
-            "does not expand"
+            where,
+            f"the provider would need `{ast.unparse(odd)}` ({type(odd).__name__}), which vLLM's helper does not expand",
         )
     return loads(written)
 

@@ -54,7 +54,7 @@ class Scope:
         return self.lift.modules.where(self.module, getattr(node, "lineno", self.function.lineno))
 
     def refuse(self, node: ast.AST, why: str) -> LiftError:
-        return LiftError(f"{self.where(node)}: {why}")
+        return LiftError(self.where(node), why)
 
     # -- expressions ---------------------------------------------------------------------------------------
     def value(self, node: ast.expr) -> Any:
@@ -82,7 +82,7 @@ class Scope:
 
     def _Name(self, node: ast.Name) -> Any:
         if isinstance(self.env.get(node.id), Unknown):
-            raise LiftError(self.env[node.id].why)  # why its value could not be read, where it was assigned
+            raise self.env[node.id].error  # why its value could not be read, where it was assigned
         if node.id in self.env:
             return self.env[node.id]
         return self.lift.global_value(self, node)

@@ -106,11 +106,12 @@ def _checked_kernel(modules: RepoModules, kernel_module: str, kernel: str) -> as
         written = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
         if written.endswith("autotune"):
             raise LiftError(
-                f"{where}: {kernel} is autotuned (@{written}): the engine's helper launches an autotuned kernel "
-                "for real to pick its config, which a compile-only warmup cannot do; warm it by hand"
+                where,
+                f"{kernel} is autotuned (@{written}): the engine's helper launches an autotuned kernel "
+                "for real to pick its config, which a compile-only warmup cannot do; warm it by hand",
             )
         if not (written.endswith("jit") or written.endswith("heuristics")):
-            raise LiftError(f"{where}: {kernel} is decorated with @{written}, not @triton.jit or @triton.heuristics")
+            raise LiftError(where, f"{kernel} is decorated with @{written}, not @triton.jit or @triton.heuristics")
     return kernel_def
 
 
@@ -128,30 +129,33 @@ def _launches(
     launch = launch_statement(modules, launcher_module, launcher_def, kernel_module, kernel)
     if launch is None:
         raise LiftError(
-            f"{modules.where(launcher_module, launcher_def)}: {launcher} has no `{kernel}[grid](...)` statement "
-            "at its top level (a launch under a condition or in a loop is not lifted)"
+            modules.where(launcher_module, launcher_def),
+            f"{launcher} has no `{kernel}[grid](...)` statement "
+            "at its top level (a launch under a condition or in a loop is not lifted)",
         )
     for node in ast.walk(launcher_def):
         if not (isinstance(node, ast.Subscript) and node is not launch.value.func and isinstance(node.value, ast.Name)):
             continue
         if modules.resolve(launcher_module, node.value.id) == modules.resolve(kernel_module, kernel):
             raise LiftError(
-                f"{modules.where(launcher_module, node)}: {launcher} launches {kernel} here too; the lift moves one "
-                "launch, and the warmup of this one would be lost (put each on the dispatcher by hand)"
+                modules.where(launcher_module, node),
+                f"{launcher} launches {kernel} here too; the lift moves one "
+                "launch, and the warmup of this one would be lost (put each on the dispatcher by hand)",
             )
         if is_triton_kernel(modules, launcher_module, node.value.id) and node.value.id not in together:
             raise LiftError(
-                f"{modules.where(launcher_module, node)}: {launcher} also launches {node.value.id}, which the legacy "
+                modules.where(launcher_module, node),
+                f"{launcher} also launches {node.value.id}, which the legacy "
                 "step warms through the same call: the migration would delete that warmup with the step (lift "
-                f"{node.value.id} in the same migration, with a spec of its own and its own dispatcher name)"
+                f"{node.value.id} in the same migration, with a spec of its own and its own dispatcher name)",
             )
     launches = [launch]
     for other in together:
         found = launch_statement(modules, launcher_module, launcher_def, kernel_module, other)
         if found is None:
             raise LiftError(
-                f"{modules.where(launcher_module, launcher_def)}: {launcher} has no `{other}[grid](...)` statement "
-                "at its top level to lift with this one"
+                modules.where(launcher_module, launcher_def),
+                f"{launcher} has no `{other}[grid](...)` statement at its top level to lift with this one",
             )
         launches.append(found)
     return launches
@@ -199,8 +203,9 @@ def _run_to_launch(
         scope, call = inner, lift.walk(inner, function.body, towards_launcher)
     if call is None:
         raise LiftError(
-            f"{modules.where(step_module, step_def)}: {step_def.name} never calls {launcher} (or an engine "
-            "function that calls it) as a statement the lift follows"
+            modules.where(step_module, step_def),
+            f"{step_def.name} never calls {launcher} (or an engine "
+            "function that calls it) as a statement the lift follows",
         )
     bound = bind_call(scope, launcher_def, call)
     launcher_scope = Scope(lift, launcher_module, launcher_def, {})
@@ -208,12 +213,12 @@ def _run_to_launch(
         bound.setdefault(name, launcher_scope.value(default))
     missing = [a.arg for a in launcher_def.args.args + launcher_def.args.kwonlyargs if a.arg not in bound]
     if missing:
-        raise LiftError(f"{modules.where(step_module, call)}: the step's call passes no {', '.join(missing)}")
+        raise LiftError(modules.where(step_module, call), f"the step's call passes no {', '.join(missing)}")
     launcher_scope.env.update(bound)
     if lift.walk(launcher_scope, launcher_def.body, lambda scope, s: s if s is launch else None) is None:
         raise LiftError(
-            f"{modules.where(launcher_module, launch)}: the step's arguments never reach the launch "
-            "(the launcher returns before it)"
+            modules.where(launcher_module, launch),
+            "the step's arguments never reach the launch (the launcher returns before it)",
         )
     return launcher_scope
 
@@ -252,13 +257,13 @@ def _input_code(modules: RepoModules, launcher_module: str, scope: Scope, launch
     """What the provider passes for the dispatcher input `name`: the launch's value of it, as code."""
     value = scope.env.get(name)
     if isinstance(value, Unknown):
-        raise LiftError(value.why)
+        raise value.error
     if value is None:
         raise LiftError(
-            f"{modules.where(launcher_module, launch)}: the launch reads {name}, which the lift cannot follow"
+            modules.where(launcher_module, launch), f"the launch reads {name}, which the lift cannot follow"
         )
     if isinstance(value, Device):
-        raise LiftError(f"{modules.where(launcher_module, launch)}: the launch passes a device ({name})")
+        raise LiftError(modules.where(launcher_module, launch), f"the launch passes a device ({name})")
     return value.code() if isinstance(value, (Tensor, MaybeTensor)) else scope._as_value(launch, value).code
 
 
@@ -275,8 +280,9 @@ def check_step(modules: RepoModules, module: str, step: ast.FunctionDef, wanted:
     ]
     if len(reaching) > 1:
         raise LiftError(
-            f"{modules.where(module, reaching[1])}: {step.name} reaches {wanted[1]} more than once; the provider "
-            "translates one call (move each into its own step, or write the provider by hand)"
+            modules.where(module, reaching[1]),
+            f"{step.name} reaches {wanted[1]} more than once; the provider "
+            "translates one call (move each into its own step, or write the provider by hand)",
         )
     for statement in (n for n in ast.walk(step) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)):
         func = statement.value.func
@@ -292,6 +298,7 @@ def check_step(modules: RepoModules, module: str, step: ast.FunctionDef, wanted:
         ):
             continue
         raise LiftError(
-            f"{modules.where(module, statement)}: {step.name} also runs `{ast.unparse(func)}(...)`, which the "
-            "migration would delete with the step; move it out of the step first"
+            modules.where(module, statement),
+            f"{step.name} also runs `{ast.unparse(func)}(...)`, which the "
+            "migration would delete with the step; move it out of the step first",
         )

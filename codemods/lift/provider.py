@@ -266,7 +266,7 @@ class Lift:
         try:
             found = scope.value(value)
         except LiftError as exc:
-            found = self._from_site(scope, value, name) or Unknown(str(exc))
+            found = self._from_site(scope, value, name) or Unknown(exc)
         if (
             isinstance(found, Value)
             and not found.fixed
@@ -303,7 +303,7 @@ class Lift:
             try:
                 self.walk(inner, branch, lambda _scope, _statement: None)
             except LiftError as exc:
-                inner.env.update({name: Unknown(str(exc)) for s in branch for name in stores(s)})
+                inner.env.update({name: Unknown(exc) for s in branch for name in stores(s)})
             if len(self.statements) > written:  # a provider local the other cases would compute too
                 del self.statements[written:]
                 inner.env.update(
@@ -312,7 +312,7 @@ class Lift:
                             scope.refuse(
                                 statement,
                                 f"sets `{name}` under a condition the lift cannot decide, from a value it computes",
-                            ).args[0]
+                            )
                         )
                         for s in branch
                         for name in stores(s)
@@ -330,7 +330,7 @@ class Lift:
                         f"sets `{name}` under a condition the lift cannot decide "
                         f"(`{ast.unparse(statement.test)}`) to values it cannot "
                         "write as one",
-                    ).args[0]
+                    )
                 )
             scope.env[name] = unknown if unknown is not None else either
 
@@ -348,8 +348,7 @@ class Lift:
                 and names_in(bound.code) & self.dynamic
             ):
                 return None
-        where = f"{scope.where(value).rpartition(':')[2]}"
-        return self.parameter(f"{ast.unparse(value)} ({scope.module}:{where})", name.lstrip("_"))
+        return self.parameter(f"{ast.unparse(value)} ({scope.module}:{scope.where(value).line})", name.lstrip("_"))
 
     def _inlined(self, scope: Scope, loop: ast.For, code: str) -> str:
         """`code` with the provider's locals written out: vLLM's helper evaluates a domain with the provider's
@@ -385,13 +384,13 @@ class Lift:
         try:
             found = scope.value(value)
         except LiftError as exc:
-            scope.env.update({name: Unknown(str(exc)) for name in names})
+            scope.env.update({name: Unknown(exc) for name in names})
             return
         if isinstance(found, Value) and not found.fixed:
             found = Sequence(tuple(Value(f"{found.code}[{index}]") for index in range(len(names))))
         if not isinstance(found, Sequence) or len(found.items) != len(names):
             why = scope.refuse(statement, f"unpacks `{ast.unparse(value)}` into {len(names)} names")
-            scope.env.update({name: Unknown(str(why)) for name in names})
+            scope.env.update({name: Unknown(why) for name in names})
             return
         scope.env.update(zip(names, found.items))
 

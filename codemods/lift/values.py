@@ -8,11 +8,11 @@ import ast
 import dataclasses
 from typing import Any
 
-from ..spec import SpecError
+from ..findings import PlacedError
 from .tables import NO_VALUE, OPS
 
 
-class LiftError(SpecError):
+class LiftError(PlacedError):
     """The launcher or the legacy step holds something the lift cannot translate (where, and why)."""
 
 
@@ -164,10 +164,11 @@ def names_in(code: str) -> set[str]:
 
 
 class Unknown:
-    """A name whose value the lift could not read (an error only if the launch needs it)."""
+    """A name whose value the lift could not read (an error only if the launch needs it): `error` says where and
+    why."""
 
-    def __init__(self, why: str):
-        self.why = why
+    def __init__(self, error: LiftError):
+        self.error = error
 
 
 def from_literal(value: Any) -> Any:

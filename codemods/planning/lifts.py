@@ -26,9 +26,9 @@ def plan(planner: Planner) -> Findings:
         if len(set(names)) < len(names):
             findings.refuse(
                 "dispatcher-name",
-                f"{specs[0].family}: {', '.join(s.family for s in specs)} lift kernels "
-                f"of {launcher} to the same dispatcher {names[0]}: give each spec its own "
-                "`dispatcher` name",
+                f"{', '.join(s.family for s in specs)} lift kernels of {launcher} to the same dispatcher {names[0]}: "
+                "give each spec its own `dispatcher` name",
+                family=specs[0].family,
             )
             continue
         plans = [planned for spec in specs if (planned := _plan(planner, findings, spec, specs)) is not None]
@@ -57,11 +57,11 @@ def _plan(
             together=tuple(other.kernel.name for other in together if other is not spec),
         )
     except lift.LiftError as exc:
-        findings.refuse("lift", f"{spec.family}: {exc}")
+        findings.refuse("lift", exc.why, exc.place, spec.family)
         return None
     mismatch = registration_mismatch(spec, planned)
     if mismatch:
-        findings.refuse("registration-arguments", f"{spec.family}: {mismatch}")
+        findings.refuse("registration-arguments", mismatch, family=spec.family)
         return None
     home = planner.repo_model(spec.kernel.module).shown(spec.kernel.module)
     reads = ", ".join(f"{name} (the step's {read})" for name, read in planned.parameters) or "nothing"

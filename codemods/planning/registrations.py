@@ -37,7 +37,7 @@ def plan(planner: Planner) -> Findings:
             legacy = [] if done else guards.legacy_guards(modules, spec)
             registry = [] if done else guards.registry_guards(modules, spec)
         except guards.GuardsUnreadable as exc:
-            findings.refuse("guards", str(exc))  # beside the transforms' refusals, which often say more
+            findings.refuse("guards", exc.why, exc.place)  # beside the transforms' refusals, which often say more
             continue
         for construction, name in spec.registration.constructions():
             home = planner.module(spec, "construction_module", construction)
@@ -75,9 +75,10 @@ def plan(planner: Planner) -> Findings:
                 if unset and not done:
                     findings.refuse(
                         "subclass",
-                        f"{syntax.where(planner.repo, site_home.path, site_init.lineno)}: {site_class} "
-                        f"replaces {name}.__init__ without running it and never sets self.{', self.'.join(unset)}, "
-                        "which the registration reads: register there by hand, or have it call the parent's",
+                        f"{site_class} replaces {name}.__init__ without running it and never sets "
+                        f"self.{', self.'.join(unset)}, which the registration reads: register there by hand, or "
+                        "have it call the parent's",
+                        syntax.where(planner.repo, site_home.path, site_init.lineno),
                     )
                     sites = [site for site in sites if site[1] != site_class]
             for site_home, site_class, site_init, anchor in sites:
@@ -176,7 +177,7 @@ def gate_for_site(
     findings.gate_plans.append(
         site_gate.GatePlan(
             spec.family,
-            where,
+            str(where),
             tuple(legacy),
             tuple(registry),
             " and ".join(filter(None, (found.gate, found.inner_gate))),

@@ -4,7 +4,7 @@ Names are resolved semantically: `FullyQualifiedNameProvider` says what a name o
 refers to whatever the import form (module aliases, aliased names, relative imports, imports
 inside functions), `ScopeProvider` says what is bound where. So a local, a parameter, a
 keyword argument or an attribute of another object that merely shares a name is never
-touched. An edit that cannot be made safely is refused (`Refusal`, with the line and why),
+touched. An edit that cannot be made safely is refused (a `Refusal`: the operation, the place and why),
 never guessed. Imports go through libcst's `AddImportsVisitor` / `RemoveImportsVisitor`.
 
 Each operation is a frozen dataclass registered under its name (`base.operation`);
@@ -18,7 +18,7 @@ import importlib
 import pkgutil
 
 from .adopt_contract import AdoptContract
-from .base import OPERATIONS, AnchorError, Operation, Refusal
+from .base import OPERATIONS, AnchorError, Note, Operation
 from .insert_registration import InsertRegistration
 from .pipeline import FileEdit, apply
 from .remove_dead_helper import RemoveHelpers
@@ -35,8 +35,8 @@ __all__ = [
     "AnchorError",
     "FileEdit",
     "InsertRegistration",
+    "Note",
     "Operation",
-    "Refusal",
     "RemoveDeadLocals",
     "RemoveHelpers",
     "RemoveLegacyCalls",

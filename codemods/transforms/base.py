@@ -26,8 +26,9 @@ def code_of(node: cst.CSTNode) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class Refusal:
-    """An edit the migration will not make: where, and why."""
+class Note:
+    """What a command found at a line of its file: an edit it will not make (a refusal), or one a human should
+    check (a warning). The pipeline gives a refusal its file and the operation's name (`findings.Refusal`)."""
 
     line: int
     why: str
@@ -89,8 +90,8 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
         cst.CSTTransformer.__init__(self)
         self.op = op
         self.count = 0
-        self.refusals: list[Refusal] = []
-        self.warnings: list[Refusal] = []
+        self.refusals: list[Note] = []
+        self.warnings: list[Note] = []
         self._entered: list[cst.CSTNode] = []  # the nodes whose children are being visited
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
@@ -155,7 +156,7 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
         return self.position(node).start.line
 
     def refuse(self, node: cst.CSTNode, why: str) -> None:
-        self.refusals.append(Refusal(self.line(node), why))
+        self.refusals.append(Note(self.line(node), why))
 
     def import_source(self, node: cst.ImportFrom) -> str:
         return get_absolute_module_from_package_for_import(self.context.full_package_name, node) or ""

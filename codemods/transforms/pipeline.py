@@ -10,7 +10,9 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider
 
-from .base import OPERATIONS, Operation, Refusal
+from ..findings import Refusal
+from ..syntax import where
+from .base import OPERATIONS, Note, Operation
 from .imports import place_new_imports
 from .metadata import FileContext, TreeVersions
 from .remove_dead_helper import RemoveHelpers, dead_helpers, references
@@ -21,8 +23,8 @@ from .remove_dead_local import RemoveDeadLocals, dead_locals
 class FileEdit:
     source: str
     counts: Counter
-    refusals: list[Refusal]
-    warnings: list[Refusal]
+    refusals: list[Refusal]  # each with the operation's name (its code) and the place in the repo
+    warnings: list[Note]
 
 
 def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Path) -> FileEdit:
@@ -44,13 +46,13 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
     )
     counts: Counter[str] = Counter()
     refusals: list[Refusal] = []
-    warnings: list[Refusal] = []
+    warnings: list[Note] = []
     references_before = references(module, versions.code(module))
     for op in operations:
         command = op.command(context)
         module = command.transform_module(module)
         counts[op.name] += command.count
-        refusals += command.refusals
+        refusals += [Refusal(op.name, note.why, where(repo, path, note.line)) for note in command.refusals]
         warnings += command.warnings
     module = place_new_imports(source_module, module)
     dead = dead_helpers(references_before, module, versions.code(module))

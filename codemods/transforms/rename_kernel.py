@@ -10,7 +10,7 @@ from importlib.util import resolve_name
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from .base import Command, Operation, Refusal, code_of, operation
+from .base import Command, Note, Operation, code_of, operation
 
 _ATTRIBUTE_BUILTINS = re.compile(r"\b(getattr|hasattr|setattr)\b")
 _ATTRIBUTE_FUNCTIONS = frozenset({"builtins.getattr", "builtins.hasattr", "builtins.setattr"})
@@ -125,7 +125,7 @@ class _Rename(Command):
             modules = self.fqns(target) | (self.imported(target) if self.by_string else set())
             if modules & self.op.exporters:
                 self.warnings.append(
-                    Refusal(
+                    Note(
                         self.line(original),
                         f"a computed attribute name of "
                         f"{min(modules & self.op.exporters)} may name "
