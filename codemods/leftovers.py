@@ -20,32 +20,32 @@ from .syntax import where
 
 
 def leftovers(
-    repo: Path, package: str, changed: Mapping[Path, tuple[str, str]], texts: Mapping[Path, str]
+    modules: RepoModules, changed: Mapping[Path, tuple[str, str]], texts: Mapping[Path, str]
 ) -> list[str]:
-    """`path:line: what` for each leftover. `changed`: path -> (before, after) of each changed file;
-    `texts`: every file of the run as it is after the migration (changed files included, deleted ones not)."""
-    modules = RepoModules(repo, package)
+    """`path:line: what` for each leftover. `modules`: the run's model of the repo as it was; `changed`: path ->
+    (before, after) of each changed file; `texts`: every file of the run as it is after the migration (changed
+    files included, deleted ones not)."""
     found = []
     for path, (before, after) in sorted(changed.items()):
-        module = module_name(repo, path)[0]
-        gone = _used_names(before) - _used_names(after)
-        found += _orphaned_helpers(repo, modules, module, before, gone, texts)
-        found += _unread_fields(repo, path, before, after)
+        module = module_name(modules.repo, path)[0]
+        was, now = ast.parse(before), ast.parse(after)
+        gone = _used_names(was) - _used_names(now)
+        found += _orphaned_helpers(modules, module, was, gone, texts)
+        found += _unread_fields(modules.repo, path, was, now)
     return list(dict.fromkeys(found))
 
 
-def _used_names(source: str) -> set[str]:
+def _used_names(tree: ast.Module) -> set[str]:
     """Names a file imports from elsewhere or calls (what removed code may have been the last user of)."""
-    tree = ast.parse(source)
     names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
     names |= {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     return names
 
 
 def _orphaned_helpers(
-    repo: Path, modules: RepoModules, module: str, before: str, gone: Iterable[str], texts: Mapping[Path, str]
+    modules: RepoModules, module: str, tree: ast.Module, gone: Iterable[str], texts: Mapping[Path, str]
 ) -> list[str]:
-    tree, found = ast.parse(before), []
+    found = []
     imported = {
         alias.asname or alias.name: (node, alias.name)
         for node in ast.walk(tree)
@@ -86,10 +86,9 @@ def _exported(modules: RepoModules, module: str, name: str) -> int:
     return 0
 
 
-def _unread_fields(repo: Path, path: Path, before: str, after: str) -> list[str]:
+def _unread_fields(repo: Path, path: Path, before: ast.Module, tree: ast.Module) -> list[str]:
     """Dataclass fields of the file read (through a parameter annotated with the class) before, not after."""
     found = []
-    tree = ast.parse(after)
     for cls in (
         n
         for n in tree.body
@@ -98,7 +97,7 @@ def _unread_fields(repo: Path, path: Path, before: str, after: str) -> list[str]
         fields = {
             n.target.id: n.lineno for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
         }
-        was, now = _field_reads(ast.parse(before), cls.name), _field_reads(tree, cls.name)
+        was, now = _field_reads(before, cls.name), _field_reads(tree, cls.name)
         for field in sorted(set(fields) & (was - now)):
             found.append(
                 f"{where(repo, path, fields[field])}: {cls.name}.{field} is still filled "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -58,6 +59,11 @@ class SourceModule:
             except SyntaxError as exc:
                 raise MigrationError(f"{self.path}:{exc.lineno}: does not parse: {exc.msg}") from None
         return self._tree
+
+    @functools.cached_property
+    def classes(self) -> list[ast.ClassDef]:
+        """Every class the module defines, at any depth (one walk, kept: subclass searches ask again and again)."""
+        return [node for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef)]
 
     @property
     def defs(self) -> set[str]:

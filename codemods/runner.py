@@ -105,7 +105,7 @@ def migrate(
     texts = {m.path: m.text for m in planner.modules.values() if m.name not in planner.deleted} | {
         path: new for path, (_, new) in after.items()
     }
-    left = planner.leftovers + leftovers(repo, specs[0].kernel.module.split(".")[0], after, texts)
+    left = planner.leftovers + leftovers(planner.repo_model(specs[0].kernel.module), after, texts)
     parsed = sum(m.parsed for m in planner.modules.values())
     skipped = {path.relative_to(repo).as_posix(): why for path, why in sorted(planner.skipped.items())}
     return MigrationResult(

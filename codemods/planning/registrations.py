@@ -225,9 +225,11 @@ def replacing_subclasses(
     while queue:
         parent = queue.pop()
         word = re.compile(rf"\b{re.escape(parent)}\b")
-        for home in [m for m in planner.modules.values() if parent in m.text and word.search(m.text)]:
-            for node in ast.walk(home.tree):
-                if not isinstance(node, ast.ClassDef) or not any(word.search(ast.unparse(b)) for b in node.bases):
+        # Only modules with a class statement naming it before the header's colon are parsed.
+        header = re.compile(rf"^[ \t]*class\s+\w+\s*\([^:]*\b{re.escape(parent)}\b", re.MULTILINE)
+        for home in [m for m in planner.modules.values() if parent in m.text and header.search(m.text)]:
+            for node in home.classes:
+                if not any(word.search(ast.unparse(b)) for b in node.bases):
                     continue
                 bases = {
                     modules.reference(home.name, b.value if isinstance(b, ast.Subscript) else b) for b in node.bases
