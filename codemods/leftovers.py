@@ -19,9 +19,7 @@ from .repo import RepoModules, module_name
 from .syntax import where
 
 
-def leftovers(
-    modules: RepoModules, changed: Mapping[Path, tuple[str, str]], texts: Mapping[Path, str]
-) -> list[str]:
+def leftovers(modules: RepoModules, changed: Mapping[Path, tuple[str, str]], texts: Mapping[Path, str]) -> list[str]:
     """`path:line: what` for each leftover. `modules`: the run's model of the repo as it was; `changed`: path ->
     (before, after) of each changed file; `texts`: every file of the run as it is after the migration (changed
     files included, deleted ones not)."""

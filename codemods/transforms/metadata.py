@@ -93,6 +93,19 @@ def outline_scopes(
     return _ByFileNode(cst.MetadataWrapper(outline, unsafe_skip_copy=True).resolve(ScopeProvider), outliner.rebuilt)
 
 
+def outermost_functions(module: cst.Module) -> list[cst.FunctionDef]:
+    """The functions an outline keeps or outlines: every def not inside another (methods of classes included)."""
+    found: list[cst.FunctionDef] = []
+
+    class Functions(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            found.append(node)
+            return False
+
+    module.visit(Functions())
+    return found
+
+
 class _Outline(cst.CSTTransformer):
     """Replaces the body of every function `keep` does not take by `...`. Only the statements that hold a function
     are rebuilt (`rebuilt`: the file's node's id -> the outline's); every other node stays the file's own."""

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider
+from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider, Scope, ScopeProvider
 
 from ..findings import Refusal
 from ..syntax import where
 from .base import OPERATIONS, Note, Operation
 from .imports import place_new_imports
-from .metadata import FileContext, TreeVersions
+from .metadata import FileContext, TreeVersions, outermost_functions, outline_scopes
 from .remove_dead_helper import RemoveHelpers, dead_helpers, references
 from .remove_dead_local import RemoveDeadLocals, dead_locals
 
@@ -64,14 +64,39 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
             break
         dead = dead_helpers(references_before, module, versions.code(module))
     removed = any(counts[name] for name, kind in OPERATIONS.items() if kind.removes_statements)
-    # Only removals leave locals unread.
-    unread_before = set(dead_locals(versions.wrapper(source_module))) if removed else set()
-    unread = set(dead_locals(versions.wrapper(module))) - unread_before if removed else set()
+    unread: set[tuple[str, str]] = set()
+    if removed:  # only removals leave locals unread, and only in the functions they changed
+        codes = FunctionCodes()
+        unread_before = set(dead_locals(_changed_scopes(versions, codes, source_module, module)))
+        unread = set(dead_locals(_changed_scopes(versions, codes, module, source_module))) - unread_before
     while unread and not refusals:
         command = RemoveDeadLocals(frozenset(unread)).command(context)
         module = command.transform_module(module)
         counts[RemoveDeadLocals.name] += command.count
         if not command.count:
             break  # what is left cannot be removed (a statement holding more than the local): it stays
-        unread = set(dead_locals(versions.wrapper(module))) - unread_before
+        unread = set(dead_locals(_changed_scopes(versions, codes, module, source_module))) - unread_before
     return FileEdit(versions.code(module), +counts, refusals, warnings)
+
+
+def _changed_scopes(
+    versions: TreeVersions, codes: FunctionCodes, module: cst.Module, other: cst.Module
+) -> Mapping[cst.CSTNode, Scope]:
+    """The scopes of `module` that can differ from `other`'s: on the outline that keeps only the functions whose
+    code is not in `other` (metadata.outline_scopes), else the whole file's."""
+    unchanged = set(codes.of(other).values())
+    scopes = outline_scopes(module, versions.code(module), lambda f: codes.of(module).get(id(f)) not in unchanged)
+    return versions.wrapper(module).resolve(ScopeProvider) if scopes is None else scopes
+
+
+class FunctionCodes:
+    """The code of each outermost function of a tree version (metadata.outermost_functions), by the function's
+    identity, generated once per version."""
+
+    def __init__(self):
+        self._codes: dict[int, tuple[cst.Module, dict[int, str]]] = {}
+
+    def of(self, module: cst.Module) -> dict[int, str]:
+        if id(module) not in self._codes:  # the module is kept beside its codes, so its id stays its own
+            self._codes[id(module)] = (module, {id(f): module.code_for_node(f) for f in outermost_functions(module)})
+        return self._codes[id(module)][1]

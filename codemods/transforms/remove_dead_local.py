@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.metadata import Assignment, FunctionScope, ScopeProvider
+from libcst.metadata import Assignment, FunctionScope, Scope, ScopeProvider
 
 from .base import Command, Operation, operation
 from .blocks import NO_STATEMENTS
@@ -40,15 +41,15 @@ def _pure(node: cst.CSTNode) -> bool:
     return False
 
 
-def dead_locals(wrapper: cst.MetadataWrapper) -> dict[tuple[str, str], cst.Assign]:
+def dead_locals(scopes: Mapping[cst.CSTNode, Scope]) -> dict[tuple[str, str], cst.Assign]:
     """Function locals assigned once by a plain `name = <pure value>` and never read, by (function, name).
 
-    The tree's scopes come from its shared wrapper. Only a name can be what an `Assign` binds
-    (a parameter's, a def's or an import's binding is another node), and the statement that
-    binds it is looked up in the function's own assignments, gathered when first needed.
+    `scopes`: ScopeProvider's, of the file or of an outline that keeps the functions asked about. Only a
+    name can be what an `Assign` binds (a parameter's, a def's or an import's binding is another node), and
+    the statement that binds it is looked up in the function's own assignments, gathered when first needed.
     """
     dead: dict[tuple[str, str], cst.Assign] = {}
-    for scope in set(wrapper.resolve(ScopeProvider).values()):
+    for scope in set(scopes.values()):
         if not isinstance(scope, FunctionScope):
             continue
         statements: dict[int, cst.Assign] | None = None
@@ -99,7 +100,11 @@ class _RemoveDeadLocals(StatementRemover):
     SKIPS = NO_STATEMENTS  # it removes whole statement lines, at any depth
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self.targets = {id(node) for key, node in dead_locals(self.context.wrapper).items() if key in self.op.names}
+        self.targets = {
+            id(node)
+            for key, node in dead_locals(self.context.wrapper.resolve(ScopeProvider)).items()
+            if key in self.op.names
+        }
         return super().transform_module_impl(tree)
 
     def leave_SimpleStatementLine(self, original, updated):
