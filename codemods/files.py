@@ -47,18 +47,46 @@ def read_source(path: Path) -> SourceFile:
     return SourceFile(path, text, encoding, stat.S_IMODE(os.stat(path).st_mode))
 
 
-def _regular(path: Path, repo: Path) -> str | None:
-    """Why a discovered path is skipped (None: a regular file inside the repo)."""
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def why_skipped(path: Path, repo: Path) -> str | None:
+    """Why a path is not a source file the run may read (None: a regular file inside the repo)."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        return "a dangling symlink"
+        return "a dangling symlink" if os.path.islink(path) else "missing"
     except OSError as exc:
         return f"cannot stat it ({exc.strerror})"
     if not stat.S_ISREG(info.st_mode):
-        return "not a regular file"
+        kind = next((kind for test, kind in _KINDS if test(info.st_mode)), "")
+        return f"{kind}, not a regular file" if kind else "not a regular file"
     if path.is_symlink() and not path.resolve().is_relative_to(repo):
         return "a symlink out of the repo"
+    return None
+
+
+def why_absent(repo: Path, module: str) -> str | None:
+    """Why a dotted module has no source file among the run's, when something stands where it would be: a
+    folder on its way that is a symlink out of the repo, or a file that is not a regular one. None: nothing
+    there."""
+    parts = module.split(".")
+    for depth in range(1, len(parts)):
+        folder = repo.joinpath(*parts[:depth])
+        if folder.is_symlink() and not folder.resolve().is_relative_to(repo):
+            return f"{folder.relative_to(repo).as_posix()} is a symlink out of the repo"
+    base = repo.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if os.path.lexists(candidate):
+            why = why_skipped(candidate, repo)
+            if why is not None:
+                return f"{candidate.relative_to(repo).as_posix()} is {why}"
     return None
 
 
@@ -88,7 +116,7 @@ def discover_paths(repo: Path, respect_gitignore: bool = True) -> tuple[list[Pat
             listed += [Path(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
     paths, skipped = [], {}
     for path in listed:
-        why = _regular(path, repo)
+        why = why_skipped(path, repo)
         if why is None:
             paths.append(path)
         elif os.path.lexists(path):

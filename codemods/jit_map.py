@@ -121,7 +121,16 @@ class JitMap:
 
     def run(self) -> tuple[list[MappedKernel], dict[str, int], list[Registration]]:
         """(entry kernels with their statuses, device helpers and kernels per backend, registrations naming nothing
-        this map resolves)."""
+        this map resolves). A module nested too deeply to read is listed as unreadable, and the map made again."""
+        try:
+            return self._run()
+        except RecursionError:
+            if not self.modules.drop_deep_trees():
+                raise
+            self._dsl_functions, self._found, self._outside = {}, {}, {}
+            return self.run()
+
+    def _run(self) -> tuple[list[MappedKernel], dict[str, int], list[Registration]]:
         definitions = [(module, d) for module in self._modules for d in self._definitions(module)]
         entries, helpers = self._split_helpers(definitions)
         kernels = [MappedKernel(d.qualname, module, d.node.lineno, d.backend, d.decorator) for module, d in entries]

@@ -20,7 +20,7 @@ from pathlib import Path
 from . import gate
 from .engines import DEFAULT_ENGINE, Engine
 from .errors import MigrationError
-from .files import SourceFile, UnreadableSource, discover_paths, read_source
+from .files import SourceFile, UnreadableSource, discover_paths, read_source, why_absent
 from .findings import Findings, Refusal
 from .planning import STEPS
 from .repo import RepoModules, absolute_module, module_name
@@ -145,11 +145,19 @@ class Planner:
     def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> SourceModule:
         name = name or spec.fields()[field]
         if name not in self.modules:
-            unreadable = [why for path, why in self.skipped.items() if module_name(self.repo, path)[0] == name]
-            if unreadable:
-                raise SpecError(f"{spec.family}: {field} {name!r} cannot be read: {unreadable[0]}")
-            raise SpecError(f"{spec.family}: {field} {name!r} not found under {self.repo}")
+            raise self.missing(spec, field, name)
         return self.modules[name]
+
+    def missing(self, spec: MigrationSpec, field: str, name: str, also: str = "") -> SpecError:
+        """The error for a module a spec names that the run has not read: what stands there instead (a FIFO, a
+        symlink out of the repo, a file that is not valid source), or that nothing does."""
+        unreadable = [why for path, why in self.skipped.items() if module_name(self.repo, path)[0] == name]
+        if unreadable:
+            return SpecError(f"{spec.family}: {field} {name!r} cannot be read: {unreadable[0]}")
+        why = why_absent(self.repo, name)
+        if why is not None:
+            return SpecError(f"{spec.family}: {field} {name!r} cannot be read: {why}")
+        return SpecError(f"{spec.family}: {field} {name!r} not found under {self.repo}{also}")
 
     def repo_model(self, module: str) -> RepoModules:
         """The static model of the package that holds `module`, built once per run and shared by every spec."""

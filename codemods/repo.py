@@ -16,8 +16,8 @@ from pathlib import Path
 from libcst.helpers import get_absolute_module_from_package
 
 from .engines import DEFAULT_ENGINE, Engine
-from .files import UnreadableSource, read_source
-from .syntax import Place, exits, function_import, where
+from .files import UnreadableSource, read_source, why_skipped
+from .syntax import Place, deeper_than, exits, function_import, where
 
 
 def module_name(repo: Path, path: Path) -> tuple[str, str]:
@@ -176,8 +176,7 @@ class RepoModules:
             if candidate.is_file():
                 return candidate
             if candidate.exists() or candidate.is_symlink():
-                why = "a dangling symlink" if not candidate.exists() else "not a regular file"
-                self.unreadable[module] = f"{candidate}: {why}"
+                self.unreadable[module] = f"{candidate}: {why_skipped(candidate, self.repo)}"
                 return None
         return None
 
@@ -194,10 +193,22 @@ class RepoModules:
             except (UnreadableSource, ValueError) as exc:  # ValueError: a null byte, on Python 3.11
                 self._trees[module] = None
                 self.unreadable[module] = str(exc) if isinstance(exc, UnreadableSource) else f"{path}: {exc}"
+            except OSError as exc:  # a file the process may not read
+                self._trees[module] = None
+                self.unreadable[module] = f"{path}: cannot read it ({exc.strerror or exc})"
             except (RecursionError, MemoryError):  # an expression nested past what the parser can hold
                 self._trees[module] = None
                 self.unreadable[module] = f"{path}: too deeply nested for Python's parser"
         return self._trees[module]
+
+    def drop_deep_trees(self) -> list[str]:
+        """Mark every module parsed so far that nests too deeply to be read (syntax.deeper_than) as unreadable; the
+        modules marked. For a reader that hit Python's recursion limit: it drops these and reads again."""
+        deep = [module for module, tree in self._trees.items() if tree is not None and deeper_than(tree)]
+        for module in deep:
+            self._trees[module] = None
+            self.unreadable[module] = f"{self.path(module)}: nested too deeply to read"
+        return deep
 
     def why_unreadable(self, module: str) -> str | None:
         """Why a module that is there cannot be read (None: it reads, or it is not there at all)."""

@@ -43,6 +43,22 @@ def function_import(function: ast.FunctionDef, name: str) -> tuple[str, str | No
     return None
 
 
+# Deeper than this, a tree that Python parsed may still be too deep for ast.unparse and for the recursive helpers
+# that read it (`@d()()()...` 400 times fails at Python's default recursion limit); real code stays far below.
+READABLE_DEPTH = 200
+
+
+def deeper_than(tree: ast.AST, limit: int = READABLE_DEPTH) -> bool:
+    """Does the tree nest deeper than `limit` (counted without recursion, so it holds for any depth)?"""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
+
+
 @dataclasses.dataclass(frozen=True)
 class Place:
     """Where something is, as messages show it (`path:line`): the file relative to the repo, and the line."""

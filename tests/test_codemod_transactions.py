@@ -208,7 +208,8 @@ def test_fifo_dangling_symlink_and_undecodable_files_are_skipped_with_a_note(tmp
     (repo / "vllm/latin.py").write_bytes(b"x = '\xff'\n")  # not UTF-8, and no coding line
     code, _, err = finish(zerojit("rocm-nvfp4", "--repo", str(repo), "--write"))  # a FIFO read would hang here
     assert code == 0, err
-    assert "skipped vllm/fifo.py: not a regular file" in err and "skipped vllm/dangling.py: a dangling symlink" in err
+    assert "skipped vllm/fifo.py: a FIFO, not a regular file" in err
+    assert "skipped vllm/dangling.py: a dangling symlink" in err
     assert "skipped vllm/latin.py: not readable as Python source" in err
 
 
@@ -217,6 +218,31 @@ def test_an_unreadable_file_the_migration_needs_is_refused(tmp_path):
     (repo / MODEL).write_bytes((repo / MODEL).read_bytes() + b"# \xff\n")
     code, _, err = migrate_small(repo, "--write")
     assert code == 2 and "construction_module 'vllm.model_executor.models.minimax_m3' cannot be read" in err
+
+
+LEGACY = "vllm/model_executor/warmup/rocm_nvfp4_kv_warmup.py"
+
+
+@pytest.mark.parametrize("git", [False, True], ids=["walked", "git checkout"])
+def test_a_legacy_module_that_is_a_fifo_is_named_so_not_missing(tmp_path, git):
+    repo = small_repo(tmp_path)
+    (repo / LEGACY).unlink()
+    os.mkfifo(repo / LEGACY)
+    if git:  # git lists no FIFO: the run never discovers it, and still says what stands there
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    code, _, err = migrate_small(repo, "--write")  # reading it would hang
+    assert code == 2 and "legacy_module 'vllm.model_executor.warmup.rocm_nvfp4_kv_warmup' cannot be read" in err
+    assert "a FIFO, not a regular file" in err and "not found" not in err
+
+
+def test_a_package_folder_that_is_a_symlink_out_of_the_repo_is_named_so(tmp_path):
+    repo = small_repo(tmp_path)
+    outside = tmp_path / "outside_models"
+    shutil.move(repo / "vllm/model_executor/models", outside)
+    (repo / "vllm/model_executor/models").symlink_to(outside, target_is_directory=True)
+    code, _, err = migrate_small(repo, "--write")
+    assert code == 2 and "vllm/model_executor/models is a symlink out of the repo" in err, err
+    assert (outside / "minimax_m3.py").read_bytes() == (EXAMPLE_TREE / MODEL).read_bytes()  # nothing written there
 
 
 def test_gitignored_copies_are_untouched_and_paths_restrict_the_run(tmp_path):

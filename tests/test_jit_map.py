@@ -374,6 +374,19 @@ def test_every_way_of_writing_a_kernel_is_found_and_an_unreadable_module_is_name
     assert refused.exit_code == 2 and "holds no vllm/ package" in refused.output
 
 
+def test_a_module_nested_deeper_than_the_map_can_read_is_named_and_the_rest_mapped(tmp_path):
+    # Python parses a 500-deep call chain, but cannot write it back (ast.unparse) at its default recursion limit.
+    deep = "import triton\n\n\n@triton.jit" + "()" * 500 + "\ndef _deep():\n    pass\n"
+    write_tree(tmp_path, {**SPELLINGS, "eng/ops/deep.py": deep})
+    result = runner.invoke(
+        app, ["survey", "--kernels", "--repo", str(tmp_path), "--orchestrator", "eng.warmup.kernel_warmup", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["unreadable_modules"]["eng.ops.deep"].endswith("deep.py: nested too deeply to read")
+    assert {k["name"] for k in document["kernels"]} >= {"_under_if", "_aliased", "COPY_KERNEL"}
+
+
 def test_a_tree_with_no_legacy_warmup_left_is_mapped_with_a_warning(tmp_path):
     write_tree(tmp_path, {rel: text for rel, text in ENGINE.items() if not rel.startswith("eng/warmup/")})
     result = runner.invoke(

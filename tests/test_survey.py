@@ -232,7 +232,7 @@ QWEN = "vllm/model_executor/warmup/qwen_triton_warmup.py"
     [
         (lambda path: path.write_text("def qwen_triton_warmup(:\n"), r"qwen_triton_warmup\.py:1: does not parse"),
         (lambda path: path.write_bytes(b"x = 1\x00\n"), r"qwen_triton_warmup\.py: .*null bytes"),
-        (lambda path: __import__("os").mkfifo(path), r"qwen_triton_warmup\.py: not a regular file"),
+        (lambda path: __import__("os").mkfifo(path), r"qwen_triton_warmup\.py: a FIFO, not a regular file"),
     ],
     ids=["syntax error", "null byte", "fifo"],
 )

@@ -36,10 +36,8 @@ def _plan_legacy(planner: Planner, findings: Findings, legacy_name: str, specs: 
     if legacy_name not in planner.modules:
         for s in specs:
             if not planner.migrated(s):
-                raise SpecError(
-                    f"{s.family}: legacy_module {legacy_name!r} not found under {planner.repo}, and "
-                    "the migrated state (registration inserted, kernel renamed) is not there either"
-                )
+                also = ", and the migrated state (registration inserted, kernel renamed) is not there either"
+                raise planner.missing(s, "legacy_module", legacy_name, also)
         return
     legacy = planner.modules[legacy_name]
     entry = next(
