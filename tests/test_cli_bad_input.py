@@ -223,6 +223,25 @@ def test_rank_count_is_bounded_before_any_process_starts():
     assert_one_error_line(done, "--ranks must be between 1 and 64, not 10000")
 
 
+@pytest.mark.parametrize("option", [["--require-baked"], ["--timeline", "t.json"]], ids=lambda o: o[0])
+def test_options_a_cooperative_warmup_cannot_honour_are_refused_not_dropped(tmp_path, option):
+    done = zerojit("warmup", "-p", "minimax-m3-nvfp4-mi355x-tp4", "--ranks", "2", *option, cwd=tmp_path)
+    assert_one_error_line(done, f"{option[0]} is not available with --ranks")
+    assert list(tmp_path.iterdir()) == []  # refused before any rank started or anything was written
+
+
+def test_keys_diff_jobs_are_bounded_by_the_cores(tmp_path):
+    cores = multiprocessing.cpu_count()
+    done = zerojit("keys", "diff", "--family", "rocm-nvfp4", "--grid", "none", "--samples", "2", "-j", "1000", "--json")
+    assert done.returncode == 0, done.stderr
+    assert f"--jobs 1000: this machine has {cores} cores; using {cores}" in done.stderr
+
+
+def test_a_kernel_status_without_the_kernel_map_is_refused(tmp_path):
+    done = zerojit("survey", "--repo", str(tmp_path), "--status", "registered")
+    assert_one_error_line(done, "--status chooses the JIT map's kernels: give --kernels too")
+
+
 def test_a_report_that_cannot_be_written_is_refused_before_the_tree_is(tmp_path):
     from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE
 

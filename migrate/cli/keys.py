@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
 
 from ..families import key_equivalence
-from .shared import TREE_ERRORS, JsonOption, fail, out, print_json, user_errors
+from .shared import TREE_ERRORS, JsonOption, err, fail, out, print_json, user_errors
 from .tables import equivalence_table
 
 
@@ -54,6 +55,10 @@ def keys_diff(
     a migration itself: a dropped or changed gate around a registration shows as the configs
     whose keys it loses or adds.
     """
+    cores = os.cpu_count() or 1
+    if jobs > cores:  # each process loads both engine trees: more than the cores only costs memory
+        err.print(f"[yellow]warning:[/] --jobs {jobs}: this machine has {cores} cores; using {cores}", highlight=False)
+        jobs = cores
     try:
         report = key_equivalence(
             family,

@@ -44,10 +44,11 @@ def survey_command(
         "nothing zerojit can see (with who launches it).",
     ),
     status: list[str] = typer.Option(
-        ["unwarmed"],
+        [],
         "--status",
         help="With --kernels: the statuses whose kernels the "
-        f"table lists ({STATUS_NAMES}; repeat it). --json lists every kernel.",
+        f"table lists ({STATUS_NAMES}; repeat it; default: unwarmed). --json lists every kernel.",
+        show_default=False,
     ),
     plot: Path | None = typer.Option(
         None,
@@ -68,9 +69,11 @@ def survey_command(
     warmups' kernels carry their verdict there). Reads the tree with ast; imports nothing.
     """
     if kernels:
-        return _jit_map(repo, orchestrator, entry, status, plot, as_json)
+        return _jit_map(repo, orchestrator, entry, status or ["unwarmed"], plot, as_json)
     if plot is not None:
         raise CacheDirError("--plot draws the JIT map: give --kernels too")
+    if status:
+        raise CacheDirError("--status chooses the JIT map's kernels: give --kernels too")
     from zerojit.codemods.runner import check_repo  # the codemods' runner loads only where a tree is read
 
     findings = Survey(check_repo(repo), orchestrator, entry).run()

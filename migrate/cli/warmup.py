@@ -73,6 +73,10 @@ def warmup(
     family, chosen = get_preset(preset)
     start, time_slice = worker_design()
     if ranks > 1:
+        # The rank processes warm with their own settings and report only counts: refused rather than dropped.
+        for given, option in ((timeline, "--timeline"), (require_baked, "--require-baked")):
+            if given:
+                raise fail(f"{option} is not available with --ranks: run it in one process (without --ranks)")
         raise typer.Exit(_cooperative_warmup(chosen.name, ranks, cache_dir, as_json))
     if timeline is not None:
         check_timeline(timeline)
