@@ -6,7 +6,6 @@ The drawing of it, one lane per worker and one bar per key, is the CLI's (migrat
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from .report import WarmupReport
 
@@ -38,7 +37,6 @@ def timeline_data(report: WarmupReport) -> dict:
     }
 
 
-def write_timeline_data(report: WarmupReport, path: Path) -> Path:
-    """The timeline's data as JSON (`FORMAT`) at `path`."""
-    Path(path).write_text(json.dumps(timeline_data(report), indent=1) + "\n", encoding="utf-8")
-    return Path(path)
+def timeline_json(report: WarmupReport) -> bytes:
+    """The timeline's data as a JSON document (`FORMAT`)."""
+    return (json.dumps(timeline_data(report), indent=1) + "\n").encode("utf-8")

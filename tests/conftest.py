@@ -1,6 +1,8 @@
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -52,14 +54,30 @@ def toy_family_site(tmp_path_factory):
     return site
 
 
-def zerojit(*args: str, site: Path | None = None, cwd: Path | str = "/") -> subprocess.CompletedProcess:
+def zerojit(
+    *args: str, site: Path | None = None, cwd: Path | str = "/", disk_full_after: int | None = None
+) -> subprocess.CompletedProcess:
     """The real CLI in a fresh process, from outside the repo; `site`: an extra install folder (plug-ins). Under
-    `make mutants` ($ZEROJIT_SOURCE: the mutated worktree's import folder) the CLI imports that code too."""
+    `make mutants` ($ZEROJIT_SOURCE: the mutated worktree's import folder) the CLI imports that code too.
+    `disk_full_after`: no file the process writes may grow past this many bytes (RLIMIT_FSIZE), as on a full
+    disk: the write fails (EFBIG)."""
     env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     path = [str(site) if site is not None else "", os.environ.get("ZEROJIT_SOURCE", "")]
     if any(path):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, path))
-    return subprocess.run([sys.executable, "-m", "zerojit", *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+    def full_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of the process being killed
+        resource.setrlimit(resource.RLIMIT_FSIZE, (disk_full_after, disk_full_after))
+
+    return subprocess.run(
+        [sys.executable, "-m", "zerojit", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        preexec_fn=full_disk if disk_full_after is not None else None,
+    )
 
 
 @pytest.fixture(scope="session")

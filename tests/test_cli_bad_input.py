@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,97 @@ def test_a_report_that_cannot_be_written_is_refused_before_the_tree_is(tmp_path)
         done = zerojit("migrate", "rocm-nvfp4", "--repo", str(repo), "--report", str(tmp_path / "no" / "r.json"), *args)
         assert_one_error_line(done, "--report", "does not exist")
     assert {path: path.read_bytes() for path in repo.rglob("*.py")} == before
+
+
+def example_repo(tmp_path: Path) -> tuple[Path, dict[Path, bytes]]:
+    from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE
+
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_TREE, repo)
+    return repo, {path: path.read_bytes() for path in repo.rglob("*.py")}
+
+
+def test_one_file_named_by_two_outputs_is_refused_before_anything_is_written(tmp_path):
+    repo, before = example_repo(tmp_path)
+    same = str(tmp_path / "out.md")
+    done = zerojit("migrate", "rocm-nvfp4", "--repo", str(repo), "--report", same, "--pr-body", same, "--write")
+    assert_one_error_line(done, f"--pr-body {same} is the --report file too")
+    assert {path: path.read_bytes() for path in repo.rglob("*.py")} == before and not Path(same).exists()
+
+
+def test_an_output_that_appears_while_the_migration_runs_is_left_as_it_is(tmp_path):
+    repo, _ = example_repo(tmp_path)
+    body = tmp_path / "body.md"
+    # The formatter runs in the middle of the migration: it creates the PR body's file, as another program might.
+    formatter = f"sh -c 'echo theirs > {body}; cat'"
+    done = zerojit("migrate", "rocm-nvfp4", "--repo", str(repo), "--pr-body", str(body), "--format", formatter)
+    assert done.returncode == 2 and f"error: --pr-body {body} appeared while the command ran" in done.stderr
+    assert body.read_text() == "theirs\n" and {p.name for p in tmp_path.iterdir()} == {"repo", "body.md"}
+
+
+def test_a_full_disk_for_an_output_leaves_the_tree_and_the_folder_as_they_were(tmp_path):
+    repo, before = example_repo(tmp_path)
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    args = ("migrate", "rocm-nvfp4", "--repo", str(repo), "--write", "--report", str(outputs / "report.json"))
+    done = zerojit(*args, disk_full_after=200)  # the report is longer: it cannot be written
+    assert_one_error_line(done, f"--report {outputs / 'report.json'}", "it was not written")
+    assert {path: path.read_bytes() for path in repo.rglob("*.py")} == before  # the tree was not touched
+    assert list(outputs.iterdir()) == []  # no half-written body, no temporary file
+
+
+def test_a_timeline_in_the_cache_folder_is_refused_before_anything_compiles(toy_family_site, tmp_path):
+    cache = tmp_path / "cache"
+    assert warm_toy(toy_family_site, cache).returncode == 0
+    manifest = (cache / MANIFEST_FILE).read_bytes()
+    for inside in (cache / MANIFEST_FILE, cache / "timeline.json"):
+        assert_one_error_line(warm_toy(toy_family_site, cache, "--timeline", str(inside)), "--timeline", "cache")
+    assert (cache / MANIFEST_FILE).read_bytes() == manifest and not (cache / "timeline.json").exists()
+
+
+def test_a_drawing_on_a_full_disk_is_one_line_and_no_file(toy_family_site, tmp_path):
+    pytest.importorskip("matplotlib")
+    cache, drawing = tmp_path / "cache", tmp_path / "timeline.png"
+    done = zerojit(
+        "warmup",
+        "-p",
+        TOY,
+        "--cache-dir",
+        str(cache),
+        "--timeline",
+        str(drawing),
+        "--json",
+        site=toy_family_site,
+        disk_full_after=1_000_000,
+    )
+    assert done.returncode == 0, done.stderr
+    assert drawing.read_bytes().startswith(b"\x89PNG") and drawing.stat().st_size > 10_000
+    again = tmp_path / "again.png"
+    done = zerojit(
+        "warmup",
+        "-p",
+        TOY,
+        "--cache-dir",
+        str(cache),
+        "--timeline",
+        str(again),
+        "--json",
+        site=toy_family_site,
+        disk_full_after=10_000,  # room for the cache's own files, not for the drawing
+    )
+    last = done.stderr.strip().splitlines()[-1]  # after the warmup's progress line
+    assert done.returncode == 2 and last == f"error: --timeline {again}: File too large; it was not written"
+    assert "Traceback" not in done.stderr
+    assert not again.exists() and not list(tmp_path.glob(".again.png.*"))
+
+
+def test_json_on_a_full_standard_output_is_one_line(tmp_path):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "zerojit", "families", "--json"], stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--json" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.release_tree

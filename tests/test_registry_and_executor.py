@@ -303,7 +303,7 @@ def test_timeline_png(tmp_path):
     with registry.capture():
         build_model(kernel)
     report = execute(registry.plan(), jobs=2)
-    path = plot_timeline(report, tmp_path / "timeline.png")
+    (path := tmp_path / "timeline.png").write_bytes(plot_timeline(report, ".png"))
     from matplotlib.colors import to_rgb
     from matplotlib.image import imread
 

@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from zerojit.codemods.errors import TransactionError
-from zerojit.contract.cache import check_output_file
-from zerojit.contract.storage import atomic_write
+from zerojit.contract.cache import CacheDirError
 
 from ..families import migration_keys_check
+from .outputs import Outputs
 from .render import print_diff
 from .services import chosen_migrations, migration_lock
 from .shared import TREE_ERRORS, err, fail, out, user_errors
@@ -82,13 +82,11 @@ def migrate_command(
 
     if write_changes and check:
         raise fail("--write and --check exclude each other")
-    with user_errors(*TREE_ERRORS, TransactionError, on_bug="nothing was written unless said above"):
-        if report is not None:
-            check_output_file(report, "--report")  # before anything is planned or written
-        if pr_body is not None:
-            check_output_file(pr_body, "--pr-body")
-            if pr_body.exists():
-                raise fail(f"--pr-body {pr_body} exists; zerojit never writes over it (remove it or name another)")
+    outputs = Outputs()
+    with outputs, user_errors(*TREE_ERRORS, TransactionError, on_bug="nothing was written unless said above"):
+        for path, option in ((report, "--report"), (pr_body, "--pr-body")):
+            if path is not None:
+                outputs.claim(path, option)  # before anything is planned or written
         repo = check_repo(repo)
         specs, only = chosen_migrations(targets or [], repo, spec_file, recover)
         with migration_lock(repo, exclusive=write_changes or recover, recover=recover, say=_say):
@@ -105,8 +103,19 @@ def migrate_command(
             )
             checked = _keys_checked(result, strict=verify_keys) if result.changes and (verify_keys or pr_body) else {}
             keys_kept = _keys_kept(checked)
+            if keys_kept:  # staged before the tree is touched: a full disk stops the run with nothing written
+                if report is not None:
+                    outputs.stage(report, (json.dumps(result.report(), indent=2) + "\n").encode())
+                if pr_body is not None:
+                    command = shlex.join(["zerojit", "migrate", *(targets or []), "--repo", str(repo)])
+                    outputs.stage(pr_body, pr_body_text(result, checked, command).encode())
             if write_changes and keys_kept:
                 write(result)
+        if keys_kept:
+            try:
+                outputs.publish()
+            except CacheDirError as exc:
+                raise fail(f"{exc}" + (" (the tree was written)" if write_changes and result.changes else "")) from None
     if not keys_kept:
         err.print("refused: the migration changes what the tree warms (nothing written)", highlight=False)
         raise typer.Exit(1)
@@ -120,21 +129,6 @@ def migrate_command(
         err.print(f"[cyan]lifted:[/] {escape(lift)}", highlight=False)
     for leftover in result.leftovers:
         err.print(f"[cyan]left in place:[/] {escape(leftover)}", highlight=False)
-    if report is not None:
-        try:
-            atomic_write(report, (json.dumps(result.report(), indent=2) + "\n").encode())
-        except OSError as exc:
-            raise fail(
-                f"--report {report}: {exc.strerror or exc}" + (" (the tree was written)" if write_changes else "")
-            ) from None
-    if pr_body is not None:
-        command = shlex.join(["zerojit", "migrate", *(targets or []), "--repo", str(repo)])
-        try:
-            atomic_write(pr_body, pr_body_text(result, checked, command).encode())
-        except OSError as exc:
-            raise fail(
-                f"--pr-body {pr_body}: {exc.strerror or exc}" + (" (the tree was written)" if write_changes else "")
-            ) from None
     summary = result.report()
     counts = (
         f"{len(summary['changed'])} changed, {len(summary['deleted'])} deleted, {len(summary['skipped'])} "

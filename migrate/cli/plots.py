@@ -7,12 +7,13 @@ matplotlib; each drawing is written where the file's suffix says, with no displa
 from __future__ import annotations
 
 import importlib.util
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zerojit.codemods.jit_map import STATUSES
-from zerojit.contract.cache import CacheDirError, check_output_file
-from zerojit.contract.timeline import write_timeline_data
+from zerojit.contract.cache import CacheDirError
+from zerojit.contract.timeline import timeline_json
 
 if TYPE_CHECKING:
     from zerojit.contract.report import WarmupReport
@@ -24,8 +25,7 @@ STATUS_COLORS = {"registered": "tab:green", "unregistered": "tab:olive", "legacy
 
 
 def check_timeline(path: Path) -> None:
-    """Refuse a `--timeline` file that could not be written at the warmup's end (before anything compiles)."""
-    check_output_file(path, "--timeline")
+    """Refuse a `--timeline` file of a kind the warmup cannot write (before anything compiles)."""
     if path.suffix.lower() not in TIMELINE_FORMATS:
         raise CacheDirError(f"--timeline {path}: name a {', '.join(TIMELINE_FORMATS)} file")
     if path.suffix.lower() != ".json" and importlib.util.find_spec("matplotlib") is None:
@@ -34,14 +34,12 @@ def check_timeline(path: Path) -> None:
         )
 
 
-def write_timeline(report: WarmupReport, path: Path) -> Path:
-    """The timeline as `path`'s suffix asks: `.json` the data, otherwise a drawing (PNG, SVG or PDF)."""
-    if Path(path).suffix.lower() == ".json":
-        return write_timeline_data(report, path)
-    return plot_timeline(report, path)
+def timeline_file(report: WarmupReport, suffix: str) -> bytes:
+    """The timeline as a file of this suffix: `.json` the data, otherwise a drawing (PNG, SVG or PDF)."""
+    return timeline_json(report) if suffix.lower() == ".json" else plot_timeline(report, suffix)
 
 
-def plot_timeline(report: WarmupReport, path: Path) -> Path:
+def plot_timeline(report: WarmupReport, suffix: str) -> bytes:
     """When each key ran on which worker: one lane per worker, one bar per key, colored by its outcome."""
     plt = _pyplot()
     results = [r for r in report.results if r.started]
@@ -63,13 +61,10 @@ def plot_timeline(report: WarmupReport, path: Path) -> Path:
     axes.set_xlabel("seconds since warmup start")
     counts = ", ".join(f"{report.count(o)} {o}" for o in OUTCOME_COLORS)
     axes.set_title(f"warmup timeline: {len(report.results)} keys ({counts}), {report.wall_s:.2f} s")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return Path(path)
+    return _drawn(plt, figure, suffix)
 
 
-def plot_jit_map(report: dict[str, Any], path: Path) -> Path:
+def plot_jit_map(report: dict[str, Any], suffix: str) -> bytes:
     """A stacked bar per backend (its kernels by status) of a JIT map's JSON form (`jit_map_report`)."""
     plt = _pyplot()
     rows = {backend: row for backend, row in report["counts"]["by_backend"].items() if row["total"]}
@@ -83,10 +78,16 @@ def plot_jit_map(report: dict[str, Any], path: Path) -> Path:
     axes.set_xlabel("JIT kernels (entry points; device helpers not counted)")
     axes.set_title(f"JIT map of {Path(report['repo']).name}: {report['counts']['kernels']} kernels")
     axes.legend(loc="lower right", fontsize="small")
+    return _drawn(plt, figure, suffix)
+
+
+def _drawn(plt: Any, figure: Any, suffix: str) -> bytes:
+    """The figure as a file of this suffix (.png, .svg, .pdf)."""
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    drawing = io.BytesIO()
+    figure.savefig(drawing, format=suffix.lower().lstrip("."), dpi=100)
     plt.close(figure)
-    return Path(path)
+    return drawing.getvalue()
 
 
 def _pyplot() -> Any:

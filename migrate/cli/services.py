@@ -17,9 +17,10 @@ from pathlib import Path
 from zerojit.codemods.errors import MigrationError
 from zerojit.codemods.spec import MigrationSpec, SpecError, load_specs
 from zerojit.contract.cache import CacheDirError
-from zerojit.contract.storage import atomic_write, can_write
+from zerojit.contract.storage import can_write
 
 from ..families import get_preset, migration_specs
+from .outputs import Outputs
 
 
 def split_targets(tokens: list[str], known: set[str], repo: Path) -> tuple[list[str], list[Path]]:
@@ -158,6 +159,8 @@ def write_draft_specs(findings, folder: Path, orchestrator: str) -> list[Path]:
             f"--draft-specs {folder} already holds {', '.join(existing)}: drafts never overwrite a "
             "spec; move it or choose another folder"
         )
-    for path, text in drafts.items():
-        atomic_write(path, text.encode("utf-8"))
-    return list(drafts)
+    with Outputs() as outputs:  # all of them or none (a full disk included)
+        for path, text in drafts.items():
+            outputs.claim(path, "--draft-specs")
+            outputs.stage(path, text.encode("utf-8"))
+        return outputs.publish()

@@ -94,8 +94,13 @@ def _setting(name: str, choices: tuple[str, ...]) -> str:
 
 
 def print_json(document: object) -> None:
-    """The --json output: one indented document on stdout (progress and errors stay on stderr)."""
-    print(json.dumps(document, indent=2))
+    """The --json output: one indented document on stdout (progress and errors stay on stderr); one `error:` line
+    when stdout cannot take it (a full disk, a closed pipe)."""
+    try:
+        print(json.dumps(document, indent=2), flush=True)
+    except OSError as exc:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left for the exit to flush
+        raise fail(f"--json: cannot write standard output ({exc.strerror or exc})") from None
 
 
 def warning_line(message, category, filename, lineno, file=None, line=None) -> None:

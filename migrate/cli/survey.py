@@ -11,8 +11,9 @@ from rich.table import Table
 from zerojit.codemods.engines import DEFAULT_ENGINE
 from zerojit.codemods.jit_map import STATUSES, JitMap, jit_map_report
 from zerojit.codemods.survey import Survey, survey_report
-from zerojit.contract.cache import CacheDirError, check_output_file
+from zerojit.contract.cache import CacheDirError
 
+from .outputs import Outputs
 from .plots import DRAWING_FORMATS, plot_jit_map
 from .services import write_draft_specs
 from .shared import JsonOption, err, out, print_json, user_errors
@@ -120,8 +121,9 @@ def _jit_map(repo: Path, orchestrator: str, entry: str, statuses: list[str], plo
     unknown = [s for s in statuses if s not in STATUSES]
     if unknown:
         raise CacheDirError(f"--status {unknown[0]}: not one of {STATUS_NAMES}")
+    outputs = Outputs()
     if plot is not None:
-        check_output_file(plot, "--plot")  # before the tree is read
+        outputs.claim(plot, "--plot")  # before the tree is read
         if plot.suffix.lower() not in DRAWING_FORMATS:
             raise CacheDirError(f"--plot {plot}: name a {DRAWING_NAMES} file")
     from zerojit.codemods.runner import check_repo
@@ -146,7 +148,7 @@ def _jit_map(repo: Path, orchestrator: str, entry: str, statuses: list[str], plo
     for module, why in report["unreadable_modules"].items():
         err.print(f"[yellow]warning:[/] {escape(module)} is not mapped: {escape(why)}", highlight=False)
     if plot is not None:
-        plot_jit_map(report, plot)
+        outputs.write(plot, plot_jit_map(report, plot.suffix))
         err.print(f"wrote {escape(str(plot))}", highlight=False)
     if as_json:
         print_json(report)

@@ -11,9 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from zerojit.contract.executor import default_jobs
+from zerojit.contract.storage import cache_root
 
 from ..families import MAX_LAUNCHES, get_preset, verify_preset, warm_preset
-from .plots import check_timeline, write_timeline
+from .outputs import Outputs
+from .plots import check_timeline, timeline_file
 from .render import WarmupProgress, print_warmup
 from .services import BakeError, bake_in_own_process, bake_processes
 from .shared import (
@@ -78,7 +80,9 @@ def warmup(
             if given:
                 raise fail(f"{option} is not available with --ranks: run it in one process (without --ranks)")
         raise typer.Exit(_cooperative_warmup(chosen.name, ranks, cache_dir, as_json))
+    outputs = Outputs(cache_dir or cache_root())
     if timeline is not None:
+        outputs.claim(timeline, "--timeline")
         check_timeline(timeline)
     run = warm_preset(
         family,
@@ -91,7 +95,7 @@ def warmup(
         time_slice=time_slice,
     )
     if timeline is not None:
-        write_timeline(run.report, timeline)
+        outputs.write(timeline, timeline_file(run.report, timeline.suffix))
     if run.bake:
         err.print(escape(run.bake), highlight=False)
     if as_json:
