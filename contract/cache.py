@@ -14,15 +14,19 @@ concurrent warmups on one cache merge instead of overwriting each other:
                              "artifacts": {path relative to the cache dir: sha256 of the file}}}}
 
 A key's artifacts are the backend files its compile wrote or its load read (backends report
-them through `record_artifact`). Before a warmup loads anything, each planned key's
-artifacts are checked against the manifest: a swapped, altered or foreign file is removed so
-that its key recompiles, and the warmup reports it. The manifest is data from elsewhere (a
-bake is a folder received from another machine): a path in it that resolves outside the
-cache folder, or is not a plain relative path, refuses its entry and touches nothing; a
-manifest that is missing or unreadable while backend files are there vouches for nothing,
-so those files are removed (or, read-only, refused) rather than loaded and blessed. A read-only
-cache (a baked cache mounted
-read-only) is fine as long as the manifest covers every planned key. A cache baked elsewhere
+them through `record_artifact`). A warmup holds the cache from its check to its record
+(`warming`, the `zerojit.warming` lock): a second warmup of the cache waits, then loads what
+the first compiled, so none ever judges a peer's compile in flight. Before a warmup loads
+anything, each planned key's artifacts are checked against the manifest: a swapped, altered or
+foreign file is removed so that its key recompiles, and the warmup reports it; so is every
+backend file with content that no manifest entry names (what a killed run left, or a file put
+there: a FlyDSL pickle is code), since a compile may load a file of its key that is there.
+The manifest is data from elsewhere (a bake is a folder received from another machine): a
+path in it that resolves outside the cache folder, or is not a plain relative path, refuses
+its entry and touches nothing; a manifest that is missing or unreadable while backend files
+are there vouches for nothing, so those files are removed (or, read-only, refused) rather
+than loaded and blessed. A read-only cache (a baked cache mounted read-only) is fine as long
+as the manifest covers every planned key. A cache baked elsewhere
 applies only where its fingerprint matches (`fingerprint_mismatch` names the first field
 that differs, instead of letting the DSL recompile everything silently).
 """
@@ -37,7 +41,7 @@ import os
 import stat
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +54,14 @@ if TYPE_CHECKING:
 HISTORY_FILE = "zerojit-timings.json"
 MANIFEST_FILE = "zerojit-manifest.json"
 LOCK_FILE = "zerojit.lock"
+WARMING_FILE = "zerojit.warming"  # held by the warmup that has the cache, from its trust check to its record
 MANIFEST_FORMAT = "zerojit-cache/1"
-OWN_FILES = {HISTORY_FILE: "timing history", MANIFEST_FILE: "artifact manifest", LOCK_FILE: "lock"}
+OWN_FILES = {
+    HISTORY_FILE: "timing history",
+    MANIFEST_FILE: "artifact manifest",
+    LOCK_FILE: "lock",
+    WARMING_FILE: "warmup lock",
+}
 
 
 def default_cache_dir(backend: str) -> Path:
@@ -178,6 +188,30 @@ def check_output_file(path: Path, what: str) -> Path:
     if (path.exists() and not os.access(path, os.W_OK)) or not can_write(path.parent):
         raise CacheDirError(f"{what} {path} is not writable")
     return path
+
+
+@contextlib.contextmanager
+def warming(cache: CacheDir, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold the cache for one warmup, from its trust check to its record: a second warmup of the cache (a TP rank
+    of the same host, a bake) waits, then finds the first's compiles recorded and loads them. So no warmup ever
+    judges a peer's compile in flight, and a backend file that no manifest entry vouches for is what a run that
+    died (or someone) left: `check_artifacts` removes it before anything can load it. A read-only cache changes
+    under nobody: nothing to hold."""
+    if not cache.writable:
+        yield
+        return
+    _check_ours(cache, backend_files(cache))  # before the lock file is made in a folder that is not zerojit's
+    with file_lock(cache.path / WARMING_FILE, on_wait=on_wait):
+        yield
+
+
+def _check_ours(cache: CacheDir, files: list[Path]) -> None:
+    """Refuse a folder holding files but none of zerojit's own: whatever it is, it is not a zerojit cache."""
+    if files and not any((cache.path / name).exists() for name in OWN_FILES):
+        raise CacheDirError(
+            f"cache dir {cache.path} holds {len(files)} files and no zerojit manifest or lock: "
+            "it is not a zerojit cache (give an empty folder, a cache zerojit made, or a bake)"
+        )
 
 
 @contextlib.contextmanager
@@ -316,11 +350,7 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
     manifest_path = cache.path / MANIFEST_FILE
     manifest = _read_json(manifest_path, "artifact manifest", _valid_manifest, warn=False)
     if not manifest and (untrusted := backend_files(cache)):
-        if not (manifest_path.exists() or (cache.path / LOCK_FILE).exists()):
-            raise CacheDirError(
-                f"cache dir {cache.path} holds {len(untrusted)} files and no zerojit manifest or lock: "
-                "it is not a zerojit cache (give an empty folder, a cache zerojit made, or a bake)"
-            )
+        _check_ours(cache, untrusted)
         state = "unreadable or corrupt" if manifest_path.exists() else "missing"
         problem = ArtifactProblem(
             None,
@@ -364,15 +394,43 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
                     ArtifactProblem(kernel.name, key.digest(), relative, "does not match the key it was stored for")
                 )
                 doomed.append(path)
+    # A planned key the manifest lacks compiles, and a compile may load a file of its key that is already there.
+    stray = _unvouched(cache, entries) if remove and cache.writable else []
+    if stray:
+        problems.append(
+            ArtifactProblem(
+                None,
+                "",
+                f"{len(stray)} backend files ({', '.join(p.relative_to(cache.path).as_posix() for p in stray[:3])})",
+                "no manifest entry vouches for: a run that died left them, or they were put there; removed before "
+                "anything could load them",
+            )
+        )
     if (problems or uncovered) and not cache.writable and remove:
         raise _needs_writing(
             cache, str(problems[0]) if problems else f"{uncovered} planned keys are not in its manifest"
         )
-    for path in doomed if remove else ():
+    for path in [*doomed, *stray] if remove else ():
         path.unlink(missing_ok=True)
     if remove and cache.writable:
         claim(cache.path)  # the folder is zerojit's before the backend writes into it
     return problems, uncovered
+
+
+def _unvouched(cache: CacheDir, entries: dict[str, Any]) -> list[Path]:
+    """Backend files with content that no manifest entry names (an empty file, such as a DSL's lock, holds no code
+    to load)."""
+    vouched = {
+        path for entry in entries.values() for relative in entry["artifacts"] if (path := inside(cache, relative))
+    }
+    return sorted(path for path in backend_files(cache) if path not in vouched and _holds_bytes(path))
+
+
+def _holds_bytes(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:  # a dangling link: nothing to load, but nothing of the cache's either
+        return True
 
 
 def _needs_writing(cache: CacheDir, what: str) -> CacheDirError:

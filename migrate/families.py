@@ -12,6 +12,7 @@ cooperative ranks, the pytest plugin and the benches all go through `plan_preset
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib
@@ -48,6 +49,7 @@ from zerojit.contract.cache import (
     read_fingerprint,
     read_history,
     record_results,
+    warming,
 )
 from zerojit.contract.executor import Progress, start_workers
 
@@ -253,8 +255,12 @@ def warm_preset(
     require_baked: bool = False,
     start: str = "forkserver",
     time_slice: bool = True,
+    on_wait: Callable[[], None] | None = None,
 ) -> WarmupRun:
     """Compile every planned key of a preset (compile-only) into a vetted cache directory.
+
+    The warmup holds the cache from its check to its record (`contract.cache.warming`): another warmup of the same
+    cache waits for it (`on_wait` runs once if this one has to), then loads what it compiled.
 
     Everything that could fail at the end (cache dir, a read-only cache that would need writing)
     is checked before the first compile and raises CacheDirError.
@@ -269,6 +275,23 @@ def warm_preset(
     cache = open_cache_dir(
         cache_dir if cache_dir is not None else default_cache_dir(family.backend_name), family.backend_name
     )
+    # Cooperative ranks share the cache their parent holds (migrate.ranks) for the whole cooperative run.
+    with contextlib.nullcontext() if cooperative else warming(cache, on_wait):
+        return _warm(family, preset, cache, jobs, progress, cooperative, require_baked, start, time_slice)
+
+
+def _warm(
+    family: Family,
+    preset: Preset,
+    cache: CacheDir,
+    jobs: int,
+    progress: Progress | None,
+    cooperative: bool,
+    require_baked: bool,
+    start: str,
+    time_slice: bool,
+) -> WarmupRun:
+    """`warm_preset` in a cache this process holds."""
     started = time.perf_counter()
     plan, kernels = plan_preset(family, preset)
     # Cooperative ranks start unsynchronized: a late rank would judge an early one's fresh compiles as untrusted.

@@ -11,9 +11,9 @@ import json
 import tempfile
 from pathlib import Path
 
-from zerojit.contract.cache import open_cache_dir
+from zerojit.contract.cache import check_artifacts, default_cache_dir, open_cache_dir, warming
 
-from .families import FamilyError, get_preset, warm_preset
+from .families import FamilyError, get_preset, plan_preset, warm_preset
 
 MAX_RANKS = 64  # local rank processes on one machine: far more than its GPUs, far fewer than would exhaust it
 
@@ -40,9 +40,12 @@ def cooperative_warmup(preset_name: str, world_size: int, cache_dir: Path | None
 
     if not 1 <= world_size <= MAX_RANKS:
         raise FamilyError(f"--ranks must be between 1 and {MAX_RANKS}, not {world_size}")
-    if cache_dir is not None:
-        open_cache_dir(cache_dir)  # refuse a bad cache dir here, in one line, not in every rank
-    with tempfile.TemporaryDirectory(prefix="zerojit-ranks-") as workdir:
+    family, preset = get_preset(preset_name)
+    # Refused here in one line, not in every rank; held for the whole run, as one warmup holds it (the ranks
+    # load what their peers compile in this run), with what no manifest vouches for removed before they start.
+    cache = open_cache_dir(cache_dir or default_cache_dir(family.backend_name), family.backend_name)
+    with warming(cache), tempfile.TemporaryDirectory(prefix="zerojit-ranks-") as workdir:
+        check_artifacts(cache, plan_preset(family, preset)[0])
         mp.start_processes(
             rank_main,
             args=(world_size, preset_name, cache_dir, workdir),

@@ -12,6 +12,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -25,9 +27,11 @@ from zerojit.contract.cache import (
     CacheDirError,
     CacheWarning,
     check_artifacts,
+    file_digest,
     open_cache_dir,
     read_fingerprint,
     record_results,
+    warming,
 )
 
 pytestmark = pytest.mark.compiles
@@ -287,9 +291,10 @@ def test_a_triton_group_file_resolves_only_its_own_variants_files(tmp_path, monk
         assert mine.get_group("k.json") is None
 
 
-def test_a_file_no_manifest_entry_vouches_for_is_never_blessed(tmp_path):
-    """A planned key the manifest does not list, whose file someone put there (another key's variant): the
-    warmup may load it, but it is not recorded as valid, it is removed, and the next warmup recompiles it."""
+def test_a_file_no_manifest_entry_vouches_for_is_removed_before_anything_loads_it(tmp_path):
+    """A planned key the manifest does not list, whose file is there (another key's variant under its name, as a
+    killed run or a hostile hand leaves it): removed before the warmup could load it, so the key compiles in this
+    run and is recorded, and nothing was ever loaded from it."""
     cache = tmp_path / "cache"
     warm(cache)
     data = manifest(cache)
@@ -298,8 +303,48 @@ def test_a_file_no_manifest_entry_vouches_for_is_never_blessed(tmp_path):
     other_file = next(relative for entry in data["keys"].values() for relative in entry["artifacts"])
     (cache / victim_file).write_bytes((cache / other_file).read_bytes())  # the wrong variant, under its name
     (cache / MANIFEST_FILE).write_text(json.dumps(data))
-    with pytest.warns(CacheWarning, match="no manifest entry vouched for"):
-        _, uncovered, report = warm(cache)
-    assert uncovered == 1 and victim not in manifest(cache)["keys"] and not (cache / victim_file).exists()
-    _, uncovered, report = warm(cache)
-    assert uncovered == 1 and report.count("compiled") == 1 and victim in manifest(cache)["keys"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)  # nothing unvouched was loaded, so nothing to warn of
+        problems, uncovered, report = warm(cache)
+    assert uncovered == 1 and report.count("compiled") == 1 and report.count("cached") == len(report.results) - 1
+    assert any(victim_file in problem.artifact and problem.kernel is None for problem in problems)
+    recorded = manifest(cache)["keys"][victim]["artifacts"]
+    assert recorded == {victim_file: file_digest(cache / victim_file)} != {victim_file: file_digest(cache / other_file)}
+    assert warm(cache)[1] == 0  # the next warmup has everything vouched for
+
+
+def test_two_warmups_of_one_empty_cache_at_once_leave_it_complete_for_both(tmp_path):
+    """Two TP ranks of one host warming one cache at the same moment: the second waits for the first (the cache is
+    held from its check to its record), and the cache then serves each of them with zero compiles."""
+    from conftest import zerojit
+
+    cache = tmp_path / "cache"
+    command = [sys.executable, "-m", "zerojit", "warmup", "--preset", "qwen3-next-h200", "--cache-dir", str(cache)]
+    runs = [subprocess.Popen([*command, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    done = [(run.wait(), *run.communicate()) for run in runs]
+    assert [code for code, _, _ in done] == [0, 0], [err[-2000:] for _, _, err in done]
+    assert not any(b"vouched" in err for _, _, err in done)  # nothing was loaded that it then had to remove
+    compiled = sorted(json.loads(out)["compiled"] for _, out, _ in done)
+    assert compiled[0] == 0 < compiled[1]  # one compiled, the other loaded what it compiled
+    for _ in range(2):
+        served = zerojit(
+            "warmup", "--preset", "qwen3-next-h200", "--cache-dir", str(cache), "--require-baked", "--json"
+        )
+        assert served.returncode == 0 and json.loads(served.stdout)["compiled"] == 0, served.stderr[-2000:]
+
+
+def test_a_warmup_waits_for_the_one_holding_the_cache_and_never_removes_its_files(tmp_path, toy_family_site):
+    """A peer in flight (its compile written, not yet recorded) is waited for, never judged unvouched."""
+    cache_dir = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": str(toy_family_site)}
+    command = [sys.executable, "-m", "zerojit", "warmup", "-p", "toy-poly-small", "--cache-dir", str(cache_dir)]
+    assert subprocess.run(command, capture_output=True, env=env).returncode == 0
+    in_flight = cache_dir / "peer-in-flight.marshal"
+    with warming(open_cache_dir(cache_dir)):
+        in_flight.write_bytes(b"the peer's compile")
+        waiting = subprocess.Popen([*command, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        line = waiting.stderr.readline()
+        assert b"waiting for another warmup of this cache" in line, line
+        assert in_flight.read_bytes() == b"the peer's compile" and waiting.poll() is None
+    assert waiting.wait(timeout=120) == 0
+    assert json.loads(waiting.stdout.read())["compiled"] == 0

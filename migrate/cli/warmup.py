@@ -93,6 +93,7 @@ def warmup(
         require_baked=require_baked,
         start=start,
         time_slice=time_slice,
+        on_wait=lambda: err.print("waiting for another warmup of this cache to finish ...", highlight=False),
     )
     if timeline is not None:
         outputs.write(timeline, timeline_file(run.report, timeline.suffix))
