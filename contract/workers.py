@@ -88,7 +88,7 @@ def prepare(setup: Setup) -> None:
 
 def _stop_server() -> None:
     """End the forkserver now (at this process's exit: no worker is left to fork)."""
-    server = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+    server = _server_pid()
     if server is None:
         return
     try:
@@ -180,30 +180,42 @@ class Workers:
         starter.start()
 
     def _start(self, count: int) -> None:
-        """Start `count` processes one by one (a fork from the forkserver waits until the server imported the DSL)."""
+        """Start `count` processes (a fork from the forkserver waits until the server imported the DSL); each becomes
+        available once it says it is ready: set up, and armed to die with its parent, so the time slicer never
+        stops one that a kill of this process would leave stopped for ever."""
+        starting: dict[Any, multiprocessing.process.BaseProcess] = {}  # connection -> process, not ready yet
         for started in range(count):
             try:
                 here, there = self._context.Pipe()
+                server = _server_pid() if self.forked else None
                 process = self._context.Process(
-                    target=_serve, args=(self._setup, there, self.forked), daemon=True, name="zerojit-compile-worker"
+                    target=_serve, args=(self._setup, there, server), daemon=True, name="zerojit-compile-worker"
                 )
                 process.start()
                 there.close()
             except BaseException as exc:  # noqa: BLE001 - map reports it for the tasks no worker took
                 self._start_error = exc
                 self._gave_up(count - started)
-                return
-            with self._lock:
-                stopped = self._stopping.is_set()
-                if not stopped:
-                    self._starting -= 1
-                    self.first_started = self.first_started or time.perf_counter()
-                    self._arrived.put(_Worker(process, here))
-            if stopped:  # closed while this one started: nobody will use it
-                process.kill()
-                process.join()
-                self._gave_up(count - started)
-                return
+                break
+            starting[here] = process
+        while starting:
+            for here in multiprocessing.connection.wait(list(starting)):
+                process = starting.pop(here)
+                try:
+                    ready = here.recv() == _READY
+                except (EOFError, OSError):  # it ended before it was ready: as if it had never started
+                    ready = False
+                with self._lock:
+                    stopped = self._stopping.is_set()
+                    if ready and not stopped:
+                        self._starting -= 1
+                        self.first_started = self.first_started or time.perf_counter()
+                        self._arrived.put(_Worker(process, here))
+                if not ready or stopped:  # lost, or closed while it started: nobody will use it
+                    process.kill()
+                    process.join()
+                    here.close()
+                    self._gave_up(1)
 
     def _gave_up(self, count: int) -> None:
         with self._lock:
@@ -368,14 +380,16 @@ class _TimeSlices:
         self.stopped.clear()
 
 
-def _serve(setup: Setup, connection: Any, forked: bool) -> None:
-    """A worker: run the setup (a no-op when forked from a server that ran it), then each task it is sent; told to
-    stop, it leaves without tearing down the DSL's heap (seconds, for a spawned worker that imported it)."""
+def _serve(setup: Setup, connection: Any, server: int | None) -> None:
+    """A worker: run the setup (a no-op when forked from a server that ran it), say it is ready, then run each task
+    it is sent; told to stop, it leaves without tearing down the DSL's heap (seconds, for a spawned worker that
+    imported it). `server`: the forkserver it was forked from (None: spawned)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is this process's parent's to handle: it ends the workers
-    if forked:
-        _die_with_parent()  # the forkserver: dead with the process that started it, whose cancel never comes
+    if server is not None:
+        die_with_parent(server)  # the forkserver: dead with the process that started it, whose cancel never comes
     function, args = setup
     function(*args)
+    connection.send(_READY)
     while True:
         try:
             task = connection.recv()
@@ -397,7 +411,15 @@ def _serve(setup: Setup, connection: Any, forked: bool) -> None:
     os._exit(0)
 
 
-def _die_with_parent(parent: int | None = None) -> None:
+_READY = "ready"  # a worker's first word: set up, and armed to die with its parent
+
+
+def _server_pid() -> int | None:
+    """The forkserver's pid (the parent of every worker forked from it)."""
+    return getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+
+
+def die_with_parent(parent: int | None = None) -> None:
     """Have the kernel kill this process when its parent (the thread that started it) ends, on Linux.
 
     Time slicing leaves workers stopped (SIGSTOP); if the process that time-slices them is killed
@@ -419,8 +441,9 @@ def _run_prepared_setup() -> None:
     encoded = os.environ.pop(_SETUP_ENV, None)  # set only while `prepare` starts the server
     parent = os.environ.pop(_PARENT_ENV, None)
     if parent is not None:
-        _die_with_parent(int(parent))
+        die_with_parent(int(parent))
     if encoded:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C during the DSL's import is the parent's to handle
         function, args = pickle.loads(base64.b64decode(encoded))
         function(*args)
         gc.freeze()  # workers fork from here: their collections skip (and never copy) what the setup built

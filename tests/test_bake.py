@@ -8,8 +8,10 @@ and file paths differ, so any compile key that held an install path would miss.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,31 @@ def test_a_mismatched_bake_is_named_in_one_line_and_refused_when_required(tmp_pa
     empty = tmp_path / "empty"
     refused = run(*warmup[:-1], str(empty), "--require-baked", check=False)
     assert refused.returncode == 2 and "does not hold this preset: 20 planned keys are not in it" in refused.stderr
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_stopped_bake_leaves_no_process_behind(tmp_path, stop):
+    """`zerojit bake` runs each target in a process of its own, with its forkserver and time-sliced workers: stop
+    the command and all of them end within seconds, none left stopped or still writing --out."""
+    from test_workers import _holding
+
+    token = f"ZEROJIT_BAKE_PROBE_{os.getpid()}_{stop}"
+    bake = subprocess.Popen(
+        [sys.executable, "-m", "zerojit", "bake", "-p", "deepseek-v3-h200", "--out", str(tmp_path / "bake"), "-j", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, token: "1"},
+    )
+    deadline = time.monotonic() + 120
+    while len(_holding(token)) < 4 and time.monotonic() < deadline:  # the command, the bake, its server, a worker
+        time.sleep(0.2)
+    assert len(_holding(token)) >= 4, _holding(token)
+    bake.send_signal(stop)
+    bake.wait()
+    deadline = time.monotonic() + 5
+    while _holding(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    behind = _holding(token)
+    for pid, _ in behind:
+        os.kill(pid, signal.SIGKILL)
+    assert behind == []

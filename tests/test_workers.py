@@ -188,3 +188,81 @@ def _parent_of(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (FileNotFoundError, ValueError):
         return None
+
+
+_KILLED_AS_IT_STARTS = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_workers import NO_SETUP, burn
+from zerojit.contract.workers import Workers
+
+workers = Workers(1, NO_SETUP, 6)
+print("go", flush=True)
+workers.map([(burn, (60.0,))] * 6, 6)
+"""
+
+
+def _holding(token: str) -> list[tuple[int, str]]:
+    """(pid, state) of every live process whose environment holds `token` (what a run started, at any depth)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if token.encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                found += [(int(pid), state)] if state != "Z" else []
+        except OSError:
+            pass  # gone meanwhile, or not ours to read
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's")
+def test_a_worker_is_never_stopped_before_it_would_die_with_a_killed_parent():
+    """SIGKILL the time-slicing process while its workers start: a worker the slicer stopped before it asked to die
+    with its parent would stay stopped for ever under init. Each attempt kills a little later."""
+    left = []
+    for attempt in range(12):
+        token = f"ZEROJIT_KILL_PROBE_{os.getpid()}_{attempt}"
+        run = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_AS_IT_STARTS.format(tests=str(Path(__file__).parent))],
+            stdout=subprocess.PIPE,
+            env={**os.environ, token: "1"},
+        )
+        run.stdout.readline()
+        time.sleep(0.02 * attempt)
+        run.kill()
+        run.wait()
+        deadline = time.monotonic() + 5
+        while _holding(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if behind := _holding(token):
+            left.append((attempt, behind))
+            for pid, _ in behind:
+                os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
+_INTERRUPTED_SETUP = """
+import time
+from zerojit.contract.workers import Workers
+
+Workers(1, (time.sleep, (5.0,)), 1)  # the forkserver runs the setup (a DSL's import) as it starts
+print("go", flush=True)
+time.sleep(30)
+"""
+
+
+def test_a_ctrl_c_while_the_forkserver_sets_up_is_quiet_there():
+    """Ctrl-C reaches the whole foreground group, the forkserver too, while it imports the DSL: the interrupt is
+    the command's to report; the server says nothing and ends with it."""
+    run = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_SETUP],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+        text=True,
+    )
+    run.stdout.readline()
+    time.sleep(1.0)  # the server is in its setup now
+    os.killpg(run.pid, signal.SIGINT)
+    _, err = run.communicate(timeout=30)
+    assert "KeyboardInterrupt" in err and "_run_prepared_setup" not in err, err

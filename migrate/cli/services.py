@@ -8,6 +8,7 @@ writing a survey's draft specs. Plain values in and out, no rich: the commands r
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -114,6 +115,7 @@ def bake_in_own_process(presets: list[str], cache_dir: Path, jobs: int, start: s
             sys.executable,
             "-c",
             "from zerojit.migrate.cli.warmup import bake_here; bake_here()",
+            str(os.getpid()),
             str(cache_dir),
             str(jobs),
             start,

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from zerojit.contract.executor import default_jobs
 from zerojit.contract.storage import cache_root
+from zerojit.contract.workers import die_with_parent
 
 from ..families import MAX_LAUNCHES, get_preset, verify_preset, warm_preset
 from .outputs import Outputs
@@ -186,11 +187,13 @@ def bake(
 
 
 def bake_here() -> None:
-    """The process `services.bake_in_own_process` starts (argv: the cache folder, the jobs, the workers' start
-    method and time slicing (on, off), the presets): warms the presets in turn and prints their reports as one
-    JSON list; a user error is one `error:` line, exit 2."""
+    """The process `services.bake_in_own_process` starts (argv: the bake's pid, the cache folder, the jobs, the
+    workers' start method and time slicing (on, off), the presets): warms the presets in turn and prints their
+    reports as one JSON list; a user error is one `error:` line, exit 2. It dies with the bake (a kill, a SIGTERM),
+    and its forkserver and workers with it."""
+    bake, cache_dir, jobs, start, time_slice, *presets = sys.argv[1:]
+    die_with_parent(int(bake))
     warnings.showwarning = warning_line
-    cache_dir, jobs, start, time_slice, *presets = sys.argv[1:]
     runs = []
     for name in presets:
         try:
