@@ -237,8 +237,6 @@ class Registration:
 
     def __post_init__(self) -> None:
         _checked(self)
-        if not self.classes:
-            raise SpecError("spec field construction_class: name at least one class")
         for target in self.classes:
             module, _, cls = target.rpartition(":")
             if module:
@@ -309,7 +307,7 @@ class Lift:
     )
 
     def __post_init__(self) -> None:
-        if self.dispatcher and not (self.launcher and self.dispatcher.endswith("_dispatch")):
+        if isinstance(self.dispatcher, str) and self.dispatcher and not self.dispatcher.endswith("_dispatch"):
             raise SpecError(
                 f"spec field dispatcher={self.dispatcher!r}: the name of a lifted kernel's dispatcher "
                 "(with launcher), ending in _dispatch"
@@ -401,6 +399,11 @@ class MigrationSpec:
                 part, field = keys[key]
                 parts[part][field.name] = value
         optional = {part: parts[part] if any(parts[part].values()) else None for part in ("lift", "adoption")}
+        if optional["lift"] is not None and not optional["lift"].get("launcher"):
+            raise SpecError(
+                f"spec field dispatcher={fields.get('dispatcher')!r}: the name of a lifted kernel's dispatcher "
+                "(with launcher), ending in _dispatch"
+            )
         return cls(
             fields["family"],
             Legacy(**parts["legacy"]),

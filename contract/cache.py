@@ -302,14 +302,15 @@ def file_digest(path: Path) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ArtifactProblem:
-    kernel: str | None  # None: the problem is the whole cache's (its manifest)
+    kernel: str | None  # None: the problem is the whole cache's (its manifest, files no entry names)
     key_digest: str
     artifact: str
     why: str
+    outcome: str = "recompiled"  # what the warmup does about it
 
     def __str__(self) -> str:
         subject = f"{self.kernel}: cached artifact {self.artifact}" if self.kernel else self.artifact
-        return f"{subject} {self.why}; recompiled"
+        return f"{subject} {self.why}; {self.outcome}"
 
 
 def inside(cache: CacheDir, relative: Any) -> Path | None:
@@ -337,7 +338,9 @@ def backend_files(cache: CacheDir) -> list[Path]:
     return found
 
 
-def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> tuple[list[ArtifactProblem], int]:
+def check_artifacts(
+    cache: CacheDir, plan: WarmupPlan, remove: bool = True, loads: tuple[str, ...] = ()
+) -> tuple[list[ArtifactProblem], int]:
     """Check every planned key's artifacts against the manifest; remove the bad ones so their keys recompile.
 
     Returns the problems found and how many planned keys the manifest does not cover (they
@@ -345,7 +348,9 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
     An entry naming a path outside the cache (or a folder) is refused and nothing it names is
     touched; the key's files inside the cache go, so it recompiles. A missing or unreadable
     manifest in a cache holding backend files vouches for none of them: they all go.
-    `remove=False` only checks (a warmup that will refuse to compile keeps the cache as it is).
+    `remove=False` only checks (a warmup that will refuse to compile keeps the cache as it is). `loads`: the
+    suffixes of the files the backend's compiles load (`Backend.LOADS`): one that no manifest entry names goes
+    too, before a compile could load it (what the backend writes for other uses, Triton's launcher `.so`, stays).
     """
     manifest_path = cache.path / MANIFEST_FILE
     manifest = _read_json(manifest_path, "artifact manifest", _valid_manifest, warn=False)
@@ -395,15 +400,15 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
                 )
                 doomed.append(path)
     # A planned key the manifest lacks compiles, and a compile may load a file of its key that is already there.
-    stray = _unvouched(cache, entries) if remove and cache.writable else []
+    stray = _unvouched(cache, entries, loads) if remove and cache.writable else []
     if stray:
         problems.append(
             ArtifactProblem(
                 None,
                 "",
                 f"{len(stray)} backend files ({', '.join(p.relative_to(cache.path).as_posix() for p in stray[:3])})",
-                "no manifest entry vouches for: a run that died left them, or they were put there; removed before "
-                "anything could load them",
+                "that no manifest entry vouches for (a run that died left them, or they were put there)",
+                "removed before anything could load them",
             )
         )
     if (problems or uncovered) and not cache.writable and remove:
@@ -417,13 +422,17 @@ def check_artifacts(cache: CacheDir, plan: WarmupPlan, remove: bool = True) -> t
     return problems, uncovered
 
 
-def _unvouched(cache: CacheDir, entries: dict[str, Any]) -> list[Path]:
-    """Backend files with content that no manifest entry names (an empty file, such as a DSL's lock, holds no code
-    to load)."""
+def _unvouched(cache: CacheDir, entries: dict[str, Any], loads: tuple[str, ...]) -> list[Path]:
+    """Files of the kinds a compile loads (`loads`, suffixes) with content that no manifest entry names (an empty
+    file holds no code to load)."""
     vouched = {
         path for entry in entries.values() for relative in entry["artifacts"] if (path := inside(cache, relative))
     }
-    return sorted(path for path in backend_files(cache) if path not in vouched and _holds_bytes(path))
+    return sorted(
+        path
+        for path in backend_files(cache)
+        if path.name.endswith(loads) and path not in vouched and _holds_bytes(path)
+    )
 
 
 def _holds_bytes(path: Path) -> bool:

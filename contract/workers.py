@@ -55,6 +55,7 @@ Task = tuple[Callable[..., Any], tuple]  # a picklable function and its argument
 _SETUP_ENV = "ZEROJIT_FORKSERVER_SETUP"  # what the forkserver runs as it starts, read by this module's import
 _PARENT_ENV = "ZEROJIT_FORKSERVER_PARENT"  # the process the server dies with (set when its main thread started it)
 _prepared: Setup | None = None
+_server_dies_with_us = False  # the server was started by the main thread, so it dies with this process
 _NO_DEVICE = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}  # compile-only workers need no GPU
 QUANTUM = 0.25  # seconds a time-sliced compile runs before the ones that waited take their turn
 ARRIVAL_POLL = 0.02  # seconds between looks for a newly started worker while tasks wait for one
@@ -64,7 +65,7 @@ START_METHODS = ("forkserver", "spawn")  # how `Workers` start: forks of one set
 
 def prepare(setup: Setup) -> None:
     """Start the forkserver now with `setup` run in it (once per process; a later, different setup is ignored)."""
-    global _prepared
+    global _prepared, _server_dies_with_us
     if _prepared is not None:
         return
     context = multiprocessing.get_context("forkserver")
@@ -72,6 +73,7 @@ def prepare(setup: Setup) -> None:
     server_env = {_SETUP_ENV: base64.b64encode(pickle.dumps(setup)).decode(), **_NO_DEVICE}
     if threading.current_thread() is threading.main_thread():  # the server is then this process's for its life
         server_env[_PARENT_ENV] = str(os.getpid())
+        _server_dies_with_us = True
     saved = {name: os.environ.get(name) for name in server_env}
     os.environ.update(server_env)  # the server inherits this process's environment as it starts
     try:
@@ -155,7 +157,8 @@ class Workers:
         self.running = running
         self._context, self._setup = context(setup, start), setup
         self.forked = self._context.get_start_method() == "forkserver"  # the server's main thread forks them
-        self.sliced = time_slice and self.forked  # may hold more processes than `running`
+        # May hold more processes than `running`: only where a stopped one dies with this process (its server does).
+        self.sliced = time_slice and self.forked and _server_dies_with_us
         self._idle: list[_Worker] = []
         self._arrived: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._lock = threading.Lock()  # the counts below, the stop flag, and each arrival
@@ -185,11 +188,13 @@ class Workers:
         stops one that a kill of this process would leave stopped for ever."""
         starting: dict[Any, multiprocessing.process.BaseProcess] = {}  # connection -> process, not ready yet
         for started in range(count):
+            if self._stopping.is_set():
+                self._gave_up(count - started)
+                break
             try:
                 here, there = self._context.Pipe()
-                server = _server_pid() if self.forked else None
                 process = self._context.Process(
-                    target=_serve, args=(self._setup, there, server), daemon=True, name="zerojit-compile-worker"
+                    target=_serve, args=(self._setup, there, self.forked), daemon=True, name="zerojit-compile-worker"
                 )
                 process.start()
                 there.close()
@@ -199,23 +204,29 @@ class Workers:
                 break
             starting[here] = process
         while starting:
-            for here in multiprocessing.connection.wait(list(starting)):
+            stopped = self._stopping.is_set()
+            ready = [] if stopped else multiprocessing.connection.wait(list(starting), QUANTUM)
+            for here in list(starting) if stopped else ready:  # stopping: those still setting up are nobody's
                 process = starting.pop(here)
-                try:
-                    ready = here.recv() == _READY
-                except (EOFError, OSError):  # it ended before it was ready: as if it had never started
-                    ready = False
-                with self._lock:
-                    stopped = self._stopping.is_set()
-                    if ready and not stopped:
-                        self._starting -= 1
-                        self.first_started = self.first_started or time.perf_counter()
-                        self._arrived.put(_Worker(process, here))
-                if not ready or stopped:  # lost, or closed while it started: nobody will use it
-                    process.kill()
-                    process.join()
-                    here.close()
-                    self._gave_up(1)
+                if not stopped and self._ready(here, process):
+                    with self._lock:
+                        if not self._stopping.is_set():
+                            self._starting -= 1
+                            self.first_started = self.first_started or time.perf_counter()
+                            self._arrived.put(_Worker(process, here))
+                            continue
+                process.kill()
+                process.join()
+                here.close()
+                self._gave_up(1)
+
+    def _ready(self, connection: Any, process: multiprocessing.process.BaseProcess) -> bool:
+        """The worker's first word: ready, armed to die with the forkserver it was forked from (its parent then)."""
+        try:
+            word, parent = connection.recv()
+        except (EOFError, OSError, ValueError, TypeError):  # it ended before it was ready
+            return False
+        return word == _READY and (not self.forked or parent == _server_pid())
 
     def _gave_up(self, count: int) -> None:
         with self._lock:
@@ -301,12 +312,12 @@ class Workers:
             self._stopping.set()
 
     def close(self) -> None:
-        """End every worker: after a normal run each one that is starting arrives and all are told to go; after a
-        cancel no more start (one that is starting dies) and nothing waits for them."""
-        if not self._stopping.is_set():
-            for starter in self._starters:
-                starter.join()
+        """End every worker: the ready ones are told to go; one still setting up is nobody's and dies (its setup may
+        not end: a hung import), and no more start."""
+        cancelled = self._stopping.is_set()  # interrupted: nothing waits for the starters (they end on their own)
         self.cancel()
+        for starter in [] if cancelled else self._starters:
+            starter.join()  # within a quantum: a starter that sees the stop kills what it still waits for
         self._arrivals()
         for worker in self._idle:
             try:
@@ -380,16 +391,16 @@ class _TimeSlices:
         self.stopped.clear()
 
 
-def _serve(setup: Setup, connection: Any, server: int | None) -> None:
-    """A worker: run the setup (a no-op when forked from a server that ran it), say it is ready, then run each task
-    it is sent; told to stop, it leaves without tearing down the DSL's heap (seconds, for a spawned worker that
-    imported it). `server`: the forkserver it was forked from (None: spawned)."""
+def _serve(setup: Setup, connection: Any, forked: bool) -> None:
+    """A worker: run the setup (a no-op when forked from a server that ran it), say it is ready (with its parent:
+    the pool checks it is the forkserver, which it dies with), then run each task it is sent; told to stop, it
+    leaves without tearing down the DSL's heap (seconds, for a spawned worker that imported it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is this process's parent's to handle: it ends the workers
-    if server is not None:
-        die_with_parent(server)  # the forkserver: dead with the process that started it, whose cancel never comes
+    if forked:
+        die_with_parent()  # the forkserver: dead with the process that started it, whose cancel never comes
     function, args = setup
     function(*args)
-    connection.send(_READY)
+    connection.send((_READY, os.getppid()))
     while True:
         try:
             task = connection.recv()

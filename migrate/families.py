@@ -295,14 +295,16 @@ def _warm(
     started = time.perf_counter()
     plan, kernels = plan_preset(family, preset)
     # Cooperative ranks start unsynchronized: a late rank would judge an early one's fresh compiles as untrusted.
-    problems, uncovered = check_artifacts(cache, plan, remove=not (require_baked or cooperative))
+    problems, uncovered = check_artifacts(
+        cache, plan, remove=not (require_baked or cooperative), loads=getattr(family.backend, "LOADS", ())
+    )
     if require_baked and (uncovered or problems):
         missing = (
             f"{problems[0]}".removesuffix("; recompiled") if problems else f"{uncovered} planned keys are not in it"
         )
         raise CacheDirError(f"--require-baked: the cache at {cache.path} does not hold this preset: {missing}")
     setup = (family.backend.configure, (preset.limits.arch, cache.path))  # picklable: a worker runs it first
-    to_compile = uncovered + len(problems)
+    to_compile = uncovered + sum(problem.kernel is not None for problem in problems)
     # Compiles are coming: start the workers now (their forkserver imports the DSL while this process does).
     pool = (
         start_workers(jobs, setup, to_compile, start=start, time_slice=time_slice)

@@ -271,6 +271,14 @@ def test_one_file_named_by_two_outputs_is_refused_before_anything_is_written(tmp
     assert {path: path.read_bytes() for path in repo.rglob("*.py")} == before and not Path(same).exists()
 
 
+def test_an_output_named_by_a_dangling_link_is_refused_before_anything_runs(tmp_path):
+    repo, before = example_repo(tmp_path)
+    (link := tmp_path / "report.json").symlink_to(tmp_path / "elsewhere.json")
+    done = zerojit("migrate", "rocm-nvfp4", "--repo", str(repo), "--report", str(link), "--write")
+    assert_one_error_line(done, f"--report {link} exists; zerojit never writes over a file")
+    assert {path: path.read_bytes() for path in repo.rglob("*.py")} == before and not link.exists()
+
+
 def test_an_output_that_appears_while_the_migration_runs_is_left_as_it_is(tmp_path):
     repo, _ = example_repo(tmp_path)
     body = tmp_path / "body.md"

@@ -183,6 +183,28 @@ def test_remove_calls_with_the_code_that_exists_only_for_them(tmp_path):
     assert edit.counts == {"remove_legacy_call": 5}
 
 
+def test_a_local_left_unread_goes_only_from_the_method_the_removal_changed(tmp_path):
+    """Two methods of one name, each with a local `cfg`: the one whose only reader the removal took loses it; the
+    other, already unread before (not the migration's business), keeps it."""
+    source = src("""
+        from engine.warmup.legacy import legacy_warmup
+
+
+        class A:
+            def warm(self):
+                cfg = None
+
+
+        class B:
+            def warm(self, worker):
+                cfg = worker.config
+                legacy_warmup(cfg)
+        """)
+    edit = run(tmp_path, "engine.layers", source, [LEGACY])
+    assert edit.refusals == [] and edit.counts == {"remove_legacy_call": 1, "remove_dead_local": 1}
+    assert "        cfg = None\n" in edit.source and "worker.config" not in edit.source
+
+
 @pytest.mark.parametrize(
     "use, why",
     [

@@ -234,6 +234,14 @@ def test_a_typo_in_legacy_module_is_an_error_not_already_migrated(repo):
         migrate(repo, [typo])
 
 
+@pytest.mark.parametrize(
+    "fields", [{"dispatcher": True}, {"dispatcher": 5}, {"launcher": "", "dispatcher": "_x_dispatch"}], ids=str
+)
+def test_a_lift_field_of_the_wrong_kind_is_a_spec_error_not_a_traceback(fields):
+    with pytest.raises(SpecError, match="spec field dispatcher="):
+        SPECS["fla-fused-post-conv"].replaced(**fields)
+
+
 def test_field_types_are_checked():
     with pytest.raises(SpecError, match="spec field legacy_step=0: must be a string"):
         SPECS["fa4-mla-prefill"].replaced(legacy_step=0)

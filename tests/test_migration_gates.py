@@ -306,12 +306,25 @@ def test_a_walrus_guard_and_a_caught_legacy_call(tmp_path):
     assert "the legacy call's failures were caught (try: ... except Exception); the registration's are not" in said
 
 
+MULTI_LINE_HEADER = "class ForkGatedDeltaNet(\n    torch.nn.Module,  # note: the fork's own base first\n    QwenGatedDeltaNetAttention,\n):"
+
+
 def test_a_replacing_subclass_that_never_sets_what_the_registration_reads_is_refused(tmp_path):
     repo = copy_033(tmp_path / "tree")
-    replace_file(
-        repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py",
-        "import torch\n" + SUBCLASS.replace("        self.tp_size = 1\n", ""),
+    fork = SUBCLASS.replace("        self.tp_size = 1\n", "")
+    replace_file(repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py", "import torch\n" + fork)
+    why = refused(repo, "fla-layer-norm")
+    assert (
+        "ForkGatedDeltaNet replaces QwenGatedDeltaNetAttention.__init__ without running it and never sets "
+        "self.tp_size" in why
     )
+    # Written over several lines, with a colon in a comment before the parent (and the only class of its module
+    # that names the parent): found all the same.
+    fork = fork.replace("class ForkGatedDeltaNet(QwenGatedDeltaNetAttention):", MULTI_LINE_HEADER).replace(
+        "class KeepsTheParent(QwenGatedDeltaNetAttention):", "class KeepsTheParent(ForkGatedDeltaNet):"
+    )
+    replace_file(repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py", "import torch\n" + fork)
+    assert "ForkGatedDeltaNet replaces QwenGatedDeltaNetAttention.__init__" in refused(repo, "fla-layer-norm")
     why = refused(repo, "fla-layer-norm")
     assert (
         "ForkGatedDeltaNet replaces QwenGatedDeltaNetAttention.__init__ without running it and never sets "

@@ -225,8 +225,9 @@ def replacing_subclasses(
     while queue:
         parent = queue.pop()
         word = re.compile(rf"\b{re.escape(parent)}\b")
-        # Only modules with a class statement naming it before the header's colon are parsed.
-        header = re.compile(rf"^[ \t]*class\s+\w+\s*\([^:]*\b{re.escape(parent)}\b", re.MULTILINE)
+        # Only modules with a class statement that names it near its start are parsed (the AST decides the rest):
+        # bases hold colons too (a comment, a string, `class Sub[T: Bound](Parent)`), so no end is looked for.
+        header = re.compile(rf"^[ \t]*class\s+\w+[\s\S]{{0,400}}?\b{re.escape(parent)}\b", re.MULTILINE)
         for home in [m for m in planner.modules.values() if parent in m.text and header.search(m.text)]:
             for node in home.classes:
                 if not any(word.search(ast.unparse(b)) for b in node.bases):

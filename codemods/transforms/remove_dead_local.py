@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.metadata import Assignment, FunctionScope, Scope, ScopeProvider
+from libcst.metadata import Assignment, FunctionScope, GlobalScope, Scope, ScopeProvider
 
 from .base import Command, Operation, operation
 from .blocks import NO_STATEMENTS
@@ -42,7 +42,8 @@ def _pure(node: cst.CSTNode) -> bool:
 
 
 def dead_locals(scopes: Mapping[cst.CSTNode, Scope]) -> dict[tuple[str, str], cst.Assign]:
-    """Function locals assigned once by a plain `name = <pure value>` and never read, by (function, name).
+    """Function locals assigned once by a plain `name = <pure value>` and never read, by (function, name); the
+    function by its qualified name (`Class.method`: two methods of one name are two functions).
 
     `scopes`: ScopeProvider's, of the file or of an outline that keeps the functions asked about. Only a
     name can be what an `Assign` binds (a parameter's, a def's or an import's binding is another node), and
@@ -66,8 +67,18 @@ def dead_locals(scopes: Mapping[cst.CSTNode, Scope]) -> dict[tuple[str, str], cs
                 statements = _assignments_by_target(scope.node)
             statement = statements.get(id(assignments[0].node))
             if statement is not None and len(statement.targets) == 1 and _pure(statement.value):
-                dead[(scope.name or "", name)] = statement
+                dead[(_qualified(scope), name)] = statement
     return dead
+
+
+def _qualified(scope: Scope) -> str:
+    """The dotted names of a scope and the scopes around it, up to the module's (`Outer.method.<locals>.inner` as
+    `Outer.method.inner`)."""
+    names = []
+    while scope is not None and not isinstance(scope, GlobalScope):
+        names.append(scope.name or "")
+        scope = scope.parent
+    return ".".join(reversed(names))
 
 
 def _assignments_by_target(function: cst.CSTNode) -> dict[int, cst.Assign]:

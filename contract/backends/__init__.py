@@ -30,6 +30,9 @@ class Backend(Protocol):
     NAME: str  # the backend's name: a kernel's `backend`, the cache's subfolder, the bake's folder
     DSL_MODULE: str  # the DSL's top-level module: in sys.modules means this process loaded it
     PARALLELISM: Parallelism  # how its kernels' compiles may overlap by default
+    # Suffixes of the cache files its compiles load: one that no manifest entry names is removed before a compile
+    # could load it (contract.cache.check_artifacts). Optional for a family's own backend (then nothing is).
+    LOADS: tuple[str, ...]
 
     def configure(self, arch: str, cache_dir: Path | None = None) -> Path:
         """Target `arch` with the DSL's disk cache under `cache_dir` (refused once the process targets another)."""
@@ -90,6 +93,10 @@ class Together:
     @property
     def PARALLELISM(self) -> Parallelism:  # noqa: N802
         return self.members[0].PARALLELISM
+
+    @property
+    def LOADS(self) -> tuple[str, ...]:  # noqa: N802
+        return tuple(dict.fromkeys(suffix for member in self.members for suffix in member.LOADS))
 
     def configure(self, arch: str, cache_dir: Path | None = None) -> Path:
         """Every member targets `arch` with its disk cache in the same folder (the first member's default)."""

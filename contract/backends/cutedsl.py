@@ -24,6 +24,7 @@ from ..kernel import BackendConfigError, Outcome, Parallelism
 
 NAME = "cutedsl"
 DSL_MODULE = "cutlass"  # loaded in a process when this module is in sys.modules
+LOADS = (".o",)  # FA4's compiled objects
 PARALLELISM = Parallelism.PROCESSES  # seconds per compile repay a worker process's start-up
 
 TARGETS = {"sm90": ("sm_90a", 132), "sm100": ("sm_100a", 148)}  # H100/H200, B200

@@ -24,6 +24,7 @@ from ..storage import can_write
 
 NAME = "flydsl"
 DSL_MODULE = "flydsl"  # loaded in a process when this module is in sys.modules
+LOADS = (".pkl",)  # a compiled kernel, pickled: code, unpickled as it loads
 PARALLELISM = Parallelism.SERIAL  # a compile takes 0.07-0.17 s: less than a worker process costs to start
 
 # A gfx950 kernel that does any work is far longer than its `s_endpgm`; FlyDSL's tanh

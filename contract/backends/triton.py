@@ -37,6 +37,8 @@ from ..limits import device_capability
 
 NAME = "triton"
 DSL_MODULE = "triton"  # loaded in a process when this module is in sys.modules
+# What a kernel's cache entry holds: its metadata and group JSON, the binary and the stages (never the launcher .so).
+LOADS = (".json", ".cubin", ".hsaco", ".ptx", ".amdgcn", ".llir", ".ttir", ".ttgir", ".source")
 PARALLELISM = Parallelism.SERIAL  # about 1.5 s a compile, a few variants a kernel: less than workers cost to start
 
 CACHE_MANAGER = "zerojit.contract.backends.triton_cache:RelocatableCacheManager"

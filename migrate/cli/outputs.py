@@ -27,9 +27,12 @@ class Outputs:
 
     def claim(self, path: Path, option: str) -> Path:
         """Check `path` can be written at the end: a new file, in a folder that exists and is writable."""
+        given = Path(path).expanduser()
         path = check_output_file(path, option)
-        if os.path.lexists(path):
-            raise CacheDirError(f"{option} {path} exists; zerojit never writes over a file (remove it or name another)")
+        if os.path.lexists(given) or os.path.lexists(path):  # a link too, dangling or not: what is there is not ours
+            raise CacheDirError(
+                f"{option} {given} exists; zerojit never writes over a file (remove it or name another)"
+            )
         resolved = path.resolve()
         if resolved in self._claimed:
             raise CacheDirError(f"{option} {path} is the {self._claimed[resolved]} file too: name two files")
@@ -41,20 +44,24 @@ class Outputs:
 
     def stage(self, path: Path, data: bytes) -> None:
         """Write a claimed output's bytes under a temporary name beside it."""
-        option = self._claimed[Path(path).resolve()]
-        handle, name = tempfile.mkstemp(prefix=f".{Path(path).name}.", dir=Path(path).parent)
+        option, name = self._claimed[Path(path).resolve()], None
         try:
+            handle, name = tempfile.mkstemp(prefix=f".{Path(path).name}.", dir=Path(path).parent)
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
-        except OSError as exc:
-            Path(name).unlink(missing_ok=True)
+        except BaseException as exc:  # a full disk, a folder gone meanwhile, an interrupt: nothing half-written
+            if name is not None:
+                Path(name).unlink(missing_ok=True)
             self.discard()
+            if not isinstance(exc, OSError):
+                raise
             raise CacheDirError(f"{option} {path}: {exc.strerror or exc}; it was not written") from None
         self._staged.append((Path(name), Path(path), option))
 
     def publish(self) -> list[Path]:
-        """Link every staged output into place (the paths written); one that appeared meanwhile is refused."""
-        written = []
+        """Link every staged output into place (the paths written), all or none: one that appeared meanwhile, or a
+        link that fails, leaves none of them."""
+        written: list[Path] = []
         try:
             for temp, path, option in self._staged:
                 try:
@@ -66,6 +73,10 @@ class Outputs:
                 except OSError as exc:
                     raise CacheDirError(f"{option} {path}: {exc.strerror or exc}") from None
                 written.append(path)
+        except BaseException:
+            for path in written:
+                path.unlink(missing_ok=True)
+            raise
         finally:
             self.discard()
         return written

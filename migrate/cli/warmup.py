@@ -96,8 +96,6 @@ def warmup(
         time_slice=time_slice,
         on_wait=lambda: err.print("waiting for another warmup of this cache to finish ...", highlight=False),
     )
-    if timeline is not None:
-        outputs.write(timeline, timeline_file(run.report, timeline.suffix))
     if run.bake:
         err.print(escape(run.bake), highlight=False)
     if as_json:
@@ -106,6 +104,8 @@ def warmup(
         print_json(summary)
     else:
         print_warmup(run, out)
+    if timeline is not None:  # after the report: the warmup is done and recorded whatever becomes of the drawing
+        outputs.write(timeline, timeline_file(run.report, timeline.suffix))
     if run.unbaked_compiles:
         raise fail(f"--require-baked: {run.unbaked_compiles} keys compiled although the bake should hold them", 1)
     raise typer.Exit(0 if run.report.ok else 1)

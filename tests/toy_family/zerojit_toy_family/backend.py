@@ -14,6 +14,7 @@ from zerojit.contract import Outcome, Parallelism
 
 NAME = "python"
 DSL_MODULE = "zerojit_toy_family"
+LOADS = (".marshal",)  # its compiled code objects
 PARALLELISM = Parallelism.THREADS  # the toy's compiles are short; threads are enough to exercise overlap
 settings: dict[str, Path | None] = {"cache_dir": None}  # where kernels without a cache of their own compile to
 
