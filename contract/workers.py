@@ -208,7 +208,7 @@ class Workers:
             ready = [] if stopped else multiprocessing.connection.wait(list(starting), QUANTUM)
             for here in list(starting) if stopped else ready:  # stopping: those still setting up are nobody's
                 process = starting.pop(here)
-                if not stopped and self._ready(here, process):
+                if not stopped and self._ready(here):
                     with self._lock:
                         if not self._stopping.is_set():
                             self._starting -= 1
@@ -220,7 +220,7 @@ class Workers:
                 here.close()
                 self._gave_up(1)
 
-    def _ready(self, connection: Any, process: multiprocessing.process.BaseProcess) -> bool:
+    def _ready(self, connection: Any) -> bool:
         """The worker's first word: ready, armed to die with the forkserver it was forked from (its parent then)."""
         try:
             word, parent = connection.recv()
