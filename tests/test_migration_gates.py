@@ -212,7 +212,7 @@ def test_the_pr_body_and_summary_state_the_intended_differences_and_what_is_left
     for said in ("model_type in _QWEN_MODEL_TYPES", "warmup_layer_norm_fwd() is public and kept"):
         assert said in " ".join(result.output.split())  # the CLI summary says it too
     again = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--pr-body", str(body)])
-    assert again.exit_code == 2 and "never writes over it" in again.output
+    assert again.exit_code == 2 and f"--pr-body {body} exists; zerojit never writes over a file" in again.output
 
 
 def test_an_unreadable_legacy_call_is_refused_not_guessed(tmp_path):
