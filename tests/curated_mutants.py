@@ -289,7 +289,7 @@ MUTANTS = (
         "contract/cache.py",
         '            if result.outcome == "cached" and not peers_compile and not set(artifacts.items()) <= vouched:',
         "            if False:",
-        ("tests/test_cache_trust.py", "-k", "never_blessed"),
+        ("tests/test_cache_trust.py", "-k", "never_blessed_where"),
     ),
     Mutant(
         "cache: subfolders escape the trust rule",

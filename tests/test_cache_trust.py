@@ -47,11 +47,12 @@ def plan_for(kernel: PolyKernel):
     return registry.plan()
 
 
-def warm(folder: Path):
-    """One warmup as a fresh process runs it: a new kernel object on the cache, checked, compiled, recorded."""
+def warm(folder: Path, loads: tuple[str, ...] = toy_backend.LOADS):
+    """One warmup as a fresh process runs it: a new kernel object on the cache, checked, compiled, recorded.
+    `loads`: what the backend says its compiles load (a family's backend may say nothing)."""
     cache = open_cache_dir(folder)
     plan = plan_for(PolyKernel(cache_dir=cache.path))
-    problems, uncovered = check_artifacts(cache, plan, loads=toy_backend.LOADS)
+    problems, uncovered = check_artifacts(cache, plan, loads=loads)
     report = execute(plan)
     record_results(cache, report, {"Python": "3.x"})
     return problems, uncovered, report
@@ -290,6 +291,24 @@ def test_a_triton_group_file_resolves_only_its_own_variants_files(tmp_path, monk
     for children in ({"k.cubin": str(tmp_path / "OTHER" / "k.cubin")}, {"k.cubin": "../OTHER/k.cubin"}):
         (tmp_path / "MINE" / "__grp__k.json").write_text(json.dumps({"variant": "MINE", "child_paths": children}))
         assert mine.get_group("k.json") is None
+
+
+def test_a_file_no_manifest_entry_vouches_for_is_never_blessed_where_the_backend_names_no_loads(tmp_path):
+    """A family's backend that declares no LOADS: nothing is removed before the warmup, which may then load the
+    file someone put under a key's name; it is not recorded as valid, it goes, and the next warmup recompiles."""
+    cache = tmp_path / "cache"
+    warm(cache, loads=())
+    data = manifest(cache)
+    victim = next(iter(data["keys"]))
+    (victim_file,) = data["keys"].pop(victim)["artifacts"]
+    other_file = next(relative for entry in data["keys"].values() for relative in entry["artifacts"])
+    (cache / victim_file).write_bytes((cache / other_file).read_bytes())  # the wrong variant, under its name
+    (cache / MANIFEST_FILE).write_text(json.dumps(data))
+    with pytest.warns(CacheWarning, match="no manifest entry vouched for"):
+        _, uncovered, report = warm(cache, loads=())
+    assert uncovered == 1 and victim not in manifest(cache)["keys"] and not (cache / victim_file).exists()
+    _, uncovered, report = warm(cache, loads=())
+    assert uncovered == 1 and report.count("compiled") == 1 and victim in manifest(cache)["keys"]
 
 
 def test_a_file_no_manifest_entry_vouches_for_is_removed_before_anything_loads_it(tmp_path):
