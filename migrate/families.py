@@ -110,6 +110,12 @@ class Family:
     def backend_name(self) -> str:
         return self.backend.NAME
 
+    @property
+    def loads(self) -> tuple[str, ...]:
+        """The suffixes of the cache files its backend's compiles load (`Backend.LOADS`; a family's own backend may
+        declare none)."""
+        return getattr(self.backend, "LOADS", ())
+
     def configure_backend(self, preset: Preset, cache_dir: Path) -> Path:
         """Point the backend at the preset's target and at a (vetted) disk cache directory."""
         return self.backend.configure(preset.limits.arch, cache_dir)
@@ -295,9 +301,7 @@ def _warm(
     started = time.perf_counter()
     plan, kernels = plan_preset(family, preset)
     # Cooperative ranks start unsynchronized: a late rank would judge an early one's fresh compiles as untrusted.
-    problems, uncovered = check_artifacts(
-        cache, plan, remove=not (require_baked or cooperative), loads=getattr(family.backend, "LOADS", ())
-    )
+    problems, uncovered = check_artifacts(cache, plan, remove=not (require_baked or cooperative), loads=family.loads)
     if require_baked and (uncovered or problems):
         missing = (
             f"{problems[0]}".removesuffix("; recompiled") if problems else f"{uncovered} planned keys are not in it"

@@ -45,7 +45,7 @@ def cooperative_warmup(preset_name: str, world_size: int, cache_dir: Path | None
     # load what their peers compile in this run), with what no manifest vouches for removed before they start.
     cache = open_cache_dir(cache_dir or default_cache_dir(family.backend_name), family.backend_name)
     with warming(cache), tempfile.TemporaryDirectory(prefix="zerojit-ranks-") as workdir:
-        check_artifacts(cache, plan_preset(family, preset)[0], loads=getattr(family.backend, "LOADS", ()))
+        check_artifacts(cache, plan_preset(family, preset)[0], loads=family.loads)
         mp.start_processes(
             rank_main,
             args=(world_size, preset_name, cache_dir, workdir),

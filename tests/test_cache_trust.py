@@ -293,17 +293,24 @@ def test_a_triton_group_file_resolves_only_its_own_variants_files(tmp_path, monk
         assert mine.get_group("k.json") is None
 
 
+def plant_unvouched_variant(cache: Path) -> tuple[str, str, str]:
+    """Drop a key from the manifest and put another key's variant under its file name (what a killed run or a
+    hostile hand leaves); (the key, its file, the file copied)."""
+    data = manifest(cache)
+    victim = next(iter(data["keys"]))
+    (victim_file,) = data["keys"].pop(victim)["artifacts"]
+    other_file = next(relative for entry in data["keys"].values() for relative in entry["artifacts"])
+    (cache / victim_file).write_bytes((cache / other_file).read_bytes())
+    (cache / MANIFEST_FILE).write_text(json.dumps(data))
+    return victim, victim_file, other_file
+
+
 def test_a_file_no_manifest_entry_vouches_for_is_never_blessed_where_the_backend_names_no_loads(tmp_path):
     """A family's backend that declares no LOADS: nothing is removed before the warmup, which may then load the
     file someone put under a key's name; it is not recorded as valid, it goes, and the next warmup recompiles."""
     cache = tmp_path / "cache"
     warm(cache, loads=())
-    data = manifest(cache)
-    victim = next(iter(data["keys"]))
-    (victim_file,) = data["keys"].pop(victim)["artifacts"]
-    other_file = next(relative for entry in data["keys"].values() for relative in entry["artifacts"])
-    (cache / victim_file).write_bytes((cache / other_file).read_bytes())  # the wrong variant, under its name
-    (cache / MANIFEST_FILE).write_text(json.dumps(data))
+    victim, victim_file, other_file = plant_unvouched_variant(cache)
     with pytest.warns(CacheWarning, match="no manifest entry vouched for"):
         _, uncovered, report = warm(cache, loads=())
     assert uncovered == 1 and victim not in manifest(cache)["keys"] and not (cache / victim_file).exists()
@@ -317,12 +324,7 @@ def test_a_file_no_manifest_entry_vouches_for_is_removed_before_anything_loads_i
     run and is recorded, and nothing was ever loaded from it."""
     cache = tmp_path / "cache"
     warm(cache)
-    data = manifest(cache)
-    victim = next(iter(data["keys"]))
-    (victim_file,) = data["keys"].pop(victim)["artifacts"]
-    other_file = next(relative for entry in data["keys"].values() for relative in entry["artifacts"])
-    (cache / victim_file).write_bytes((cache / other_file).read_bytes())  # the wrong variant, under its name
-    (cache / MANIFEST_FILE).write_text(json.dumps(data))
+    victim, victim_file, other_file = plant_unvouched_variant(cache)
     (cache / "launcher.so").write_bytes(b"\x7fELF")  # a kind of file no compile loads (Triton's launcher): stays
     with warnings.catch_warnings():
         warnings.simplefilter("error", CacheWarning)  # nothing unvouched was loaded, so nothing to warn of

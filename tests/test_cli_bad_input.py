@@ -29,8 +29,10 @@ def assert_one_error_line(done: subprocess.CompletedProcess, *fragments: str) ->
     return lines[0]
 
 
-def warm_toy(site: Path, cache: Path, *flags: str) -> subprocess.CompletedProcess:
-    return zerojit("warmup", "-p", TOY, "--cache-dir", str(cache), "--json", *flags, site=site)
+def warm_toy(site: Path, cache: Path, *flags: str, disk_full_after: int | None = None) -> subprocess.CompletedProcess:
+    return zerojit(
+        "warmup", "-p", TOY, "--cache-dir", str(cache), "--json", *flags, site=site, disk_full_after=disk_full_after
+    )
 
 
 def test_cache_dir_that_is_a_file_or_under_one(toy_family_site, tmp_path):
@@ -312,33 +314,12 @@ def test_a_timeline_in_the_cache_folder_is_refused_before_anything_compiles(toy_
 def test_a_drawing_on_a_full_disk_is_one_line_and_no_file(toy_family_site, tmp_path):
     pytest.importorskip("matplotlib")
     cache, drawing = tmp_path / "cache", tmp_path / "timeline.png"
-    done = zerojit(
-        "warmup",
-        "-p",
-        TOY,
-        "--cache-dir",
-        str(cache),
-        "--timeline",
-        str(drawing),
-        "--json",
-        site=toy_family_site,
-        disk_full_after=1_000_000,
-    )
+    done = warm_toy(toy_family_site, cache, "--timeline", str(drawing), disk_full_after=1_000_000)
     assert done.returncode == 0, done.stderr
     assert drawing.read_bytes().startswith(b"\x89PNG") and drawing.stat().st_size > 10_000
     again = tmp_path / "again.png"
-    done = zerojit(
-        "warmup",
-        "-p",
-        TOY,
-        "--cache-dir",
-        str(cache),
-        "--timeline",
-        str(again),
-        "--json",
-        site=toy_family_site,
-        disk_full_after=10_000,  # room for the cache's own files, not for the drawing
-    )
+    # Room for the cache's own files, not for the drawing.
+    done = warm_toy(toy_family_site, cache, "--timeline", str(again), disk_full_after=10_000)
     last = done.stderr.strip().splitlines()[-1]  # after the warmup's progress line
     assert done.returncode == 2 and last == f"error: --timeline {again}: File too large; it was not written"
     assert "Traceback" not in done.stderr
