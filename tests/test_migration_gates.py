@@ -325,6 +325,13 @@ def test_a_replacing_subclass_that_never_sets_what_the_registration_reads_is_ref
     )
     replace_file(repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py", "import torch\n" + fork)
     assert "ForkGatedDeltaNet replaces QwenGatedDeltaNetAttention.__init__" in refused(repo, "fla-layer-norm")
+    # The parent imported under another name, as a fork may write it.
+    fork = SUBCLASS.replace("        self.tp_size = 1\n", "").replace(
+        "import QwenGatedDeltaNetAttention\n", "import QwenGatedDeltaNetAttention as QwenGDN\n", 1
+    )
+    fork = fork.replace("(QwenGatedDeltaNetAttention):", "(QwenGDN):")  # each class of the fork
+    replace_file(repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py", "import torch\n" + fork)
+    assert "ForkGatedDeltaNet replaces QwenGatedDeltaNetAttention.__init__" in refused(repo, "fla-layer-norm")
     why = refused(repo, "fla-layer-norm")
     assert (
         "ForkGatedDeltaNet replaces QwenGatedDeltaNetAttention.__init__ without running it and never sets "

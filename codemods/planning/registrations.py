@@ -224,11 +224,14 @@ def replacing_subclasses(
     wanted, found, queue = {modules.resolve(module, name)}, [], [name]
     while queue:
         parent = queue.pop()
-        word = re.compile(rf"\b{re.escape(parent)}\b")
-        # Only modules with a class statement that names it near its start are parsed (the AST decides the rest):
-        # bases hold colons too (a comment, a string, `class Sub[T: Bound](Parent)`), so no end is looked for.
-        header = re.compile(rf"^[ \t]*class\s+\w+[\s\S]{{0,400}}?\b{re.escape(parent)}\b", re.MULTILINE)
-        for home in [m for m in planner.modules.values() if parent in m.text and header.search(m.text)]:
+        for home in (m for m in planner.modules.values() if parent in m.text):
+            # The names the module may write the parent under: its own, or one it imports it as.
+            spelled = "|".join(map(re.escape, {parent, *re.findall(rf"\b{re.escape(parent)}\s+as\s+(\w+)", home.text)}))
+            word = re.compile(rf"\b(?:{spelled})\b")
+            # Only a module with a class statement that names it near its start is parsed (the AST decides the rest):
+            # bases hold colons too (a comment, a string, `class Sub[T: Bound](Parent)`), so no end is looked for.
+            if not re.search(rf"^[ \t]*class\s+\w+[\s\S]{{0,400}}?{word.pattern}", home.text, re.MULTILINE):
+                continue
             for node in home.classes:
                 if not any(word.search(ast.unparse(b)) for b in node.bases):
                     continue
