@@ -419,6 +419,13 @@ MUTANTS = (
         "    return True\n    bound = alias.evaluated_alias or alias.evaluated_name\n",
         ("tests/test_codemod_transforms.py",),
     ),
+    Mutant(
+        "codemods: an import is judged unused on an outline without the functions that read it",
+        "codemods/transforms/imports.py",
+        "lambda function: any(_mentions(_EMPTY.code_for_node(function), w) for w in words)",
+        "lambda function: False",
+        ("tests/test_codemod_metadata.py", "-k", "in_use"),
+    ),
     # The tree's own gates, every constructor path, the contract all of it.
     Mutant(
         "guards: a legacy guard the site can write is not carried",

@@ -15,7 +15,7 @@ from libcst.helpers import get_absolute_module_from_package_for_import
 from libcst.metadata import PositionProvider, Scope, ScopeProvider
 from libcst.metadata.name_provider import FullyQualifiedNameVisitor
 
-from .imports import TidyRemoveImports, TopLevelAddImports, may_remove
+from .imports import RemoveKnownImports, TidyRemoveImports, TopLevelAddImports, unused_asked
 from .metadata import SharedMetadata, outline_scopes
 
 _EMPTY_MODULE = cst.Module(body=[])
@@ -168,8 +168,8 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
             return TopLevelAddImports(self.context).transform_module(tree)
         # RemoveImportsVisitor, the only other visitor libcst runs after a command.
         versions = self.context.versions
-        if not may_remove(
-            versions.wrapper(tree), versions.code(tree), RemoveImportsVisitor._get_imports_from_context(self.context)
-        ):
-            return tree
-        return TidyRemoveImports(self.context).transform_module(tree)
+        requested = RemoveImportsVisitor._get_imports_from_context(self.context)
+        unused = unused_asked(versions.wrapper(tree), versions.code(tree), requested)
+        if unused is None:
+            return TidyRemoveImports(self.context).transform_module(tree)
+        return RemoveKnownImports(self.context, unused).transform_module(tree) if unused else tree

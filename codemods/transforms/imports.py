@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -97,9 +97,11 @@ class TopLevelAddImports(SharedMetadata, _PlainDispatch, AddImportsVisitor):
 
 
 def _imports_on(statement: cst.CSTNode) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and any(
-        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
-    )
+    return isinstance(statement, cst.SimpleStatementLine) and _holds_import(statement)
+
+
+def _holds_import(line: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> bool:
+    return any(isinstance(small, (cst.Import, cst.ImportFrom)) for small in line.body)
 
 
 class _Exports(_PlainDispatch, GatherExportsVisitor):
@@ -197,49 +199,90 @@ class TidyRemoveImports(SharedMetadata, RebuildsBlocks, _PlainDispatch, RemoveIm
         )
 
 
-def may_remove(
-    wrapper: cst.MetadataWrapper, code: str, requested: Sequence[tuple[str, str | None, str | None]]
-) -> bool:
-    """Whether libcst's import removal, asked for `requested` ((module, name, alias) as RemoveImportsVisitor keeps
-    them), could remove anything from this tree (whose text is `code`).
+class RemoveKnownImports(TidyRemoveImports):
+    """TidyRemoveImports told which imports are unused (`unused_asked`): no gatherer, no metadata, and a walk that
+    enters only what can hold an import."""
 
-    It removes only an import it was asked about that is not in use, and an import whose name
-    has a reference is in use (GatherUnusedImportsVisitor.is_in_use, its first test): when every
-    import of a requested name is referenced, the removal would leave the tree as it is, so
-    its passes over the file (unused-import gathering, qualified names, the rewrite) are skipped.
-    References are looked for first on an outline (metadata.outline_scopes: a reference found
-    there is one in the file) that keeps, for each name asked about, the first function that
-    mentions it; the file's own scopes are resolved only for an import the outline does not
-    show referenced.
+    @classmethod
+    def get_inherited_dependencies(cls):
+        return frozenset()  # libcst unites the declarations of every base: the gatherer's are not needed here
+
+    def __init__(self, context: CodemodContext, unused: dict[cst.ImportAlias, cst.Import | cst.ImportFrom]):
+        super().__init__(context)
+        self.known = unused
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._unused_imports = self.known
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return _holds_import(node) and super().on_visit(node)
+        return not isinstance(node, NO_STATEMENTS) and super().on_visit(node)
+
+
+def unused_asked(
+    wrapper: cst.MetadataWrapper, code: str, requested: Sequence[tuple[str, str | None, str | None]]
+) -> dict[cst.ImportAlias, cst.Import | cst.ImportFrom] | None:
+    """The imports libcst's removal, asked for `requested` ((module, name, alias) as RemoveImportsVisitor keeps
+    them), would find unused in this tree (whose text is `code`); None when only its own gatherer can tell.
+
+    An import is unused when nothing references its name (GatherUnusedImportsVisitor.is_in_use),
+    nor `__all__` or a string annotation names it: where no string of the file holds the name,
+    references decide alone. They are read on an outline (metadata.outline_scopes) that keeps
+    every function mentioning a name asked about: the others cannot reference it, so the
+    outline's answer is the file's, at a fraction of the file's scopes (and none of the
+    qualified names libcst's gatherer resolves for string annotations).
     """
     names = {name if name is not None else module for module, name, _ in requested}
     asked = [
         (statement, alias)
         for statement in import_statements(wrapper.module)
         for alias in statement.names
-        if alias.evaluated_name in names
+        if alias.evaluated_name in names and not _from_future(statement)  # libcst's gatherer never counts those
     ]
-    unmet = {(alias.evaluated_alias or alias.evaluated_name).split(".")[0] for _, alias in asked}
+    unmet = {_word(alias) for _, alias in asked}
 
     def first_to_mention(function: cst.FunctionDef) -> bool:
-        mentioned = {word for word in unmet if re.search(rf"\b{re.escape(word)}\b", _EMPTY.code_for_node(function))}
+        mentioned = {word for word in unmet if _mentions(_EMPTY.code_for_node(function), word)}
         unmet.difference_update(mentioned)
         return bool(mentioned)
 
-    outline = outline_scopes(wrapper.module, code, keep=first_to_mention) if asked else None
-    if outline is not None:
-        asked = [
-            (statement, alias)
-            for statement, alias in asked
-            if statement not in outline or not _referenced(outline[statement], alias)
-        ]
-    if not asked:
-        return False
-    scopes = wrapper.resolve(ScopeProvider)
-    # GatherUnusedImportsVisitor never counts an import it finds no scope for as unused.
-    return any(
-        scopes.get(statement) is not None and not _referenced(scopes[statement], alias) for statement, alias in asked
+    # Most names asked about are still in use: the first function that mentions each shows it, cheaply.
+    asked = _unreferenced(wrapper, code, asked, first_to_mention)
+    words = {_word(alias) for _, alias in asked}
+    if any(re.search(rf"[\"'][^\"'\n]*\b{re.escape(word)}\b", code) for word in words):
+        return None  # `__all__` or a string annotation may name it: libcst's gatherer decides
+    asked = _unreferenced(
+        wrapper, code, asked, lambda function: any(_mentions(_EMPTY.code_for_node(function), w) for w in words)
     )
+    return {alias: statement for statement, alias in asked}
+
+
+def _unreferenced(wrapper: cst.MetadataWrapper, code: str, asked: list, keep: Callable) -> list:
+    """The (statement, alias) pairs not referenced on the file's outline that keeps the functions `keep` takes."""
+    if not asked:
+        return []
+    scopes = outline_scopes(wrapper.module, code, keep=keep)
+    if scopes is None:
+        scopes = wrapper.resolve(ScopeProvider)
+    # GatherUnusedImportsVisitor never counts an import it finds no scope for as unused.
+    return [(s, alias) for s, alias in asked if scopes.get(s) is not None and not _referenced(scopes[s], alias)]
+
+
+def _from_future(statement: cst.Import | cst.ImportFrom) -> bool:
+    return (
+        isinstance(statement, cst.ImportFrom)
+        and statement.module is not None
+        and get_full_name_for_node(statement.module) == "__future__"
+    )
+
+
+def _word(alias: cst.ImportAlias) -> str:
+    return (alias.evaluated_alias or alias.evaluated_name).split(".")[0]
+
+
+def _mentions(code: str, word: str) -> bool:
+    return re.search(rf"\b{re.escape(word)}\b", code) is not None
 
 
 def _referenced(scope, alias: cst.ImportAlias) -> bool:
@@ -263,7 +306,7 @@ def import_statements(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:
                     found.append(node)
                 return False
             if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-                return any(isinstance(small, (cst.Import, cst.ImportFrom)) for small in node.body)
+                return _holds_import(node)
             return not isinstance(node, NO_STATEMENTS)
 
     module.visit(Imports())
