@@ -17,6 +17,7 @@ from zerojit.codemods.spec import SpecError
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.spec import SPEC as FLA
+from zerojit.migrate.triton_lifts.specs import FUSED_POST_CONV
 
 pytestmark = pytest.mark.release_tree
 
@@ -355,3 +356,54 @@ def test_on_a_fork_the_key_runner_cannot_model_the_pr_body_says_so_and_verify_ke
     strict = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--verify-keys", "--write"])
     assert strict.exit_code == 2 and "--verify-keys: the key check could not be run on this tree" in strict.output
     assert "internal error" not in strict.output
+
+
+def init_of(text: str) -> ast.FunctionDef:
+    """QwenGatedDeltaNetAttention.__init__ of the layer's module."""
+    cls = next(
+        n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == "QwenGatedDeltaNetAttention"
+    )
+    return next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+
+
+def test_an_anchor_inside_a_branch_gets_the_registration_after_the_branch_where_every_path_reaches_it(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    text = (repo / GDN_LAYER).read_text()
+    start = text.index(NORM)
+    end = text.index("        )\n", start) + len("        )\n")
+    built = text[start:end]
+    plain = "        self.norm = RMSNormGated(self.head_v_dim, eps=self.layer_norm_epsilon)\n"
+    branched = (
+        "        if getattr(config, 'fork_gated_output_norm', True):\n"
+        + "".join("    " + line for line in built.splitlines(keepends=True))
+        + "        else:\n    "
+        + plain
+    )
+    replace_file(repo / GDN_LAYER, text[:start] + branched + text[end:])
+    result = migrate(repo, [FLA])
+    layer = next(c.after for c in result.changes if c.path.name == "qwen_gdn_linear_attn.py")
+    init = init_of(layer)
+    branch = next(i for i, s in enumerate(init.body) if isinstance(s, ast.If) and "fork_gated" in ast.unparse(s.test))
+    assert "register_warmup" not in ast.unparse(init.body[branch])  # in neither arm alone
+    assert "_LAYER_NORM_FWD_KERNEL.register_warmup" in ast.unparse(init.body[branch + 1])
+    line = 1 + text[:start].count("\n") + 1  # the anchor, one level deeper, one line down
+    assert any(f"{GDN_LAYER}:{line}:" in w and "inside a branch" in w for w in result.warnings), result.warnings
+
+
+def test_attributes_the_registration_reads_set_below_the_anchor_move_it_after_them(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    text = (repo / GDN_LAYER).read_text()
+    start = text.index("        self.dt_bias = nn.Parameter(\n")
+    end = text.index("        output_gate_type = getattr(config")
+    parameters = text[start:end]
+    text = text[:start] + text[end:]
+    out_proj = text.index("        self.out_proj = RowParallelLinear(")
+    replace_file(repo / GDN_LAYER, text[:out_proj] + parameters + text[out_proj:])
+    result = migrate(repo, [FUSED_POST_CONV])
+    layer = next(c.after for c in result.changes if c.path.name == "qwen_gdn_linear_attn.py")
+    init = init_of(layer)
+    order = [ast.unparse(s) for s in init.body]
+    registered = next(i for i, s in enumerate(order) if "register_warmup" in s)
+    for attribute in ("self.A_log", "self.dt_bias"):
+        assert any(s.startswith(f"{attribute} =") for s in order[:registered]), attribute
+    assert any("sets only below insert_after" in w and "self.A_log" in w for w in result.warnings), result.warnings

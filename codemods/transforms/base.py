@@ -158,6 +158,9 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
     def refuse(self, node: cst.CSTNode, why: str) -> None:
         self.refusals.append(Note(self.line(node), why))
 
+    def warn(self, node: cst.CSTNode, why: str) -> None:
+        self.warnings.append(Note(self.line(node), why))
+
     def import_source(self, node: cst.ImportFrom) -> str:
         return get_absolute_module_from_package_for_import(self.context.full_package_name, node) or ""
 

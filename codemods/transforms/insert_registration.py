@@ -110,11 +110,19 @@ class _Insert(Command):
                 raise AnchorError(
                     f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}"
                 )
-            self.anchor = matches[0]
+            self.anchor = _outside_branches(init, matches[0])
+            if self.anchor is not matches[0]:
+                self.warn(
+                    matches[0],
+                    f"insert_after {self.op.insert_after!r} is inside a branch or loop of "
+                    f"{self.op.cls}.{self.op.method}: the registration goes after that statement, where every "
+                    "construction reaches it once",
+                )
         synthetic = self.op.override and init is not self.init_in_class
         scope = self._global_scope() if synthetic else self._init_scope(init)
         parameters = {p.name.value for p in init.params.params + init.params.posonly_params + init.params.kwonly_params}
         lines = _positions_within(init)
+        self._after_attributes_set(init, statements, lines)
         before = lines[self.anchor].end.line if self.anchor else float("inf")
         self.exits = [
             s
@@ -139,15 +147,34 @@ class _Insert(Command):
                     "add it to gate_imports or move insert_after",
                 )
 
-    def _check_exits(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
-        """Every path of the constructor must reach the registration: it also goes before each `return` above
-        the insertion point, which is refused where the attributes it reads are not yet set there."""
+    def _after_attributes_set(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
+        """Move the insertion point past the statement that first sets each `self.x` the registration reads, where
+        the constructor sets it only below the anchor (so the registration never reads it before it exists)."""
+        if self.anchor is None:
+            return
+        reads, assigned, _ = self._attributes(statements, lines)
+        anchor_end = lines[self.anchor].end.line
+        late = {a: min(assigned[a], key=lambda s: lines[s].start.line) for a in reads if a in assigned}
+        late = {a: s for a, s in late.items() if lines[s].start.line > anchor_end}
+        if not late:
+            return
+        last = max(late, key=lambda a: lines[late[a]].start.line)
+        self.anchor = _outside_branches(init, late[last])
+        self.warn(
+            self.anchor,
+            f"the registration reads self.{', self.'.join(sorted(late))}, which {self.op.cls}.{self.op.method} sets "
+            f"only below insert_after {self.op.insert_after!r}: it goes after this statement instead",
+        )
+
+    def _attributes(self, statements: list[cst.BaseStatement], lines):
+        """The `self.x` the registration and gate read; the statements of the method that assign each; the lines
+        that call a base `__init__`."""
         reads = {
             n.attr.value
             for n in _nodes(cst.parse_module(self.op.registration + "\n" + (self.op.gate or "")), cst.Attribute)
             if isinstance(n.value, cst.Name) and n.value.value == "self"
         }
-        assigned: dict[str, list[int]] = {}
+        assigned: dict[str, list[cst.BaseStatement]] = {}
         base_init = []
         for statement in (s for s in statements if isinstance(s, cst.SimpleStatementLine)):
             for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign, cst.Call)):
@@ -157,13 +184,20 @@ class _Insert(Command):
                     and isinstance(target.value, cst.Name)
                     and target.value.value == "self"
                 ):
-                    assigned.setdefault(target.attr.value, []).append(lines[statement].start.line)
+                    assigned.setdefault(target.attr.value, []).append(statement)
                 elif (
                     isinstance(node, cst.Call)
                     and isinstance(node.func, cst.Attribute)
                     and node.func.attr.value == "__init__"
                 ):
                     base_init.append(lines[statement].start.line)
+        return reads, assigned, base_init
+
+    def _check_exits(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
+        """Every path of the constructor must reach the registration: it also goes before each `return` above
+        the insertion point, which is refused where the attributes it reads are not yet set there."""
+        reads, statements_assigning, base_init = self._attributes(statements, lines)
+        assigned = {a: [lines[s].start.line for s in found] for a, found in statements_assigning.items()}
         for exit_ in self.exits:
             line = lines[exit_].start.line
             late = sorted(a for a in reads if a in assigned and min(assigned[a]) > line)
@@ -296,6 +330,37 @@ class _Insert(Command):
                 f"insert_after {self.op.insert_after!r} matches a statement that is not in an indented block",
             )
         return module
+
+
+_BRANCHING = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
+
+
+def _outside_branches(function: cst.FunctionDef, statement: cst.BaseStatement) -> cst.BaseStatement:
+    """The outermost `if`, loop, `try` or `match` of `function` that holds `statement`, else the statement: what
+    follows it runs once on every path that reaches it (a `with` runs its body once, so it is not left)."""
+    holders: list[cst.BaseStatement] = []
+
+    class Find(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.stack: list[cst.BaseStatement] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if node is statement:
+                holders.extend(s for s in self.stack if isinstance(s, _BRANCHING))
+                return False
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.BaseSmallStatement)):
+                return False
+            if isinstance(node, cst.BaseCompoundStatement):
+                self.stack.append(node)
+            return True
+
+        def on_leave(self, original: cst.CSTNode) -> None:
+            if self.stack and self.stack[-1] is original:
+                self.stack.pop()
+
+    function.body.visit(Find())
+    return holders[0] if holders else statement
 
 
 def _positions_within(function: cst.FunctionDef):

@@ -10,7 +10,7 @@ from importlib.util import resolve_name
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from .base import Command, Note, Operation, code_of, operation
+from .base import Command, Operation, code_of, operation
 
 _ATTRIBUTE_BUILTINS = re.compile(r"\b(getattr|hasattr|setattr)\b")
 _ATTRIBUTE_FUNCTIONS = frozenset({"builtins.getattr", "builtins.hasattr", "builtins.setattr"})
@@ -124,13 +124,10 @@ class _Rename(Command):
         if not isinstance(name, cst.SimpleString):
             modules = self.fqns(target) | (self.imported(target) if self.by_string else set())
             if modules & self.op.exporters:
-                self.warnings.append(
-                    Note(
-                        self.line(original),
-                        f"a computed attribute name of "
-                        f"{min(modules & self.op.exporters)} may name "
-                        f"{self.op.old}; check it by hand",
-                    )
+                self.warn(
+                    original,
+                    f"a computed attribute name of {min(modules & self.op.exporters)} may name {self.op.old}; "
+                    "check it by hand",
                 )
             return updated
         if name.evaluated_value != self.op.old or not (
