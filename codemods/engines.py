@@ -28,6 +28,7 @@ class Engine:
     runner: str  # what the orchestrator's worker holds the model runner in
     model_state: tuple[str, ...]  # what a worker holds that is the model, not config
     device_queries: tuple[str, ...]  # device facts a launcher may compute that a dispatcher may compute too
+    ceil_division: str  # the helper a written gate calls for `(a + b - 1) // b` where the site imports it
 
     def binding_target(self, input_name: str, kernel_parameters: set[str]) -> str | None:
         """The kernel parameter the engine's Triton helper binds a dispatcher input to (`x`, `x_ptr`, `X`, `X_PTR`)."""
@@ -52,6 +53,7 @@ VLLM = Engine(
     runner="model_runner",
     model_state=("model_runner", "get_model", "model"),
     device_queries=("is_arch_support_pdl",),
+    ceil_division="vllm.utils.math_utils.cdiv",
 )
 
 DEFAULT_ENGINE = VLLM  # what the CLI, the planner and the survey read a repo as unless told otherwise

@@ -249,6 +249,8 @@ class RepoModules:
                 if self.definition(target, attribute) is None and self.path(f"{target}.{attribute}") is not None:
                     return f"{target}.{attribute}", None  # `from package import submodule`
                 return self.resolve(target, attribute, depth + 1)
+            if self.path(f"{module}.{name}") is not None:
+                return f"{module}.{name}", None  # a submodule of the package, which it does not import itself
         return module, name
 
     def shown(self, module: str) -> str:
@@ -259,10 +261,17 @@ class RepoModules:
         """The place (`path:line`) of a node (or a line) of the module."""
         return where(self.repo, self.path(module), node if isinstance(node, int) else node.lineno)
 
-    def callee(self, module: str, function: ast.FunctionDef, name: str) -> tuple[str, str | None]:
-        """What `name` called in `function` (of `module`) is: a name it imports itself, or one of its module's."""
-        found = function_import(function, name) or self.imports(module).get(name)
-        return self.resolve(*found) if found and found[1] else self.resolve(module, name)
+    def callee(self, module: str, function: ast.FunctionDef, func: ast.expr) -> tuple[str, str | None] | None:
+        """What a call's function in `function` (of `module`) is: a name the function imports itself or one of its
+        module's, or an attribute of a module either imports (`ops.launch`); None for anything else."""
+        if isinstance(func, ast.Name):
+            found = function_import(function, func.id) or self.imports(module).get(func.id)
+            return self.resolve(*found) if found and found[1] else self.resolve(module, func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            owner = self.callee(module, function, func.value)
+            if owner[1] is None:  # a module
+                return self.resolve(owner[0], func.attr)
+        return None
 
     def reaches(self, module: str, name: str | None, wanted: tuple[str, str], depth: int = 3) -> int:
         """How many calls deep `module.name`, an engine function, calls `wanted` (itself: 1; 0: not within
@@ -271,11 +280,11 @@ class RepoModules:
         if not isinstance(function, ast.FunctionDef) or depth == 0:
             return 0
         found = []
-        for call in (n for n in ast.walk(function) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
-            target = self.callee(module, function, call.func.id)
+        for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
+            target = self.callee(module, function, call.func)
             if target == wanted:
                 return 1
-            inner = self.reaches(*target, wanted, depth - 1) if target != (module, name) else 0
+            inner = self.reaches(*target, wanted, depth - 1) if target not in (None, (module, name)) else 0
             found += [inner + 1] if inner else []
         return min(found, default=0)
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+from collections import Counter
 
+from . import simplify
 from .guards import (
     CONFIG,
     Atom,
@@ -22,6 +24,7 @@ from .guards import (
     site_frame,
 )
 from .repo import RepoModules
+from .simplify import size
 from .spec import MigrationSpec, SpecError
 from .syntax import Place
 
@@ -211,6 +214,26 @@ def _top_level_binding(modules: RepoModules, module: str, qualified: str) -> str
     return None
 
 
+def simplified(modules: RepoModules, module: str, init: ast.FunctionDef, condition: str, before: float) -> str:
+    """A written gate as a maintainer writes it (codemods.simplify): each value once, in the site's names, reading
+    what the constructor already holds in a local it binds once above `before` (the insertion line)."""
+    taken = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} | set(parameters(init))
+    stored = Counter(n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    held = {
+        ast.dump(s.value): s.targets[0].id
+        for s in init.body
+        if isinstance(s, ast.Assign)
+        and s.lineno < before
+        and len(s.targets) == 1
+        and isinstance(s.targets[0], ast.Name)
+        and stored[s.targets[0].id] == 1
+        and all(isinstance(n, (ast.Attribute, ast.Name, ast.Load)) for n in ast.walk(s.value))
+        and size(s.value) > 2
+    }
+    cdiv = _top_level_binding(modules, module, modules.engine.ceil_division)
+    return simplify.condition(condition, taken, cdiv, held)
+
+
 def render_gate(
     modules: RepoModules,
     module: str,
@@ -230,11 +253,8 @@ def render_gate(
     context, which would break building the layer in a unit test).
     """
     engine = modules.engine
-    taken = (
-        set(local_names(init))
-        | set(parameters(init))
-        | {n.id for n in ast.walk(modules.tree(module)) if isinstance(n, ast.Name)}
-    )
+    in_init = set(local_names(init)) | set(parameters(init)) | {n.id for n in ast.walk(init) if isinstance(n, ast.Name)}
+    taken = in_init | {n.id for n in ast.walk(modules.tree(module)) if isinstance(n, ast.Name)}
     imports: dict[str, str] = {}
     config = config_name(modules, site_frame(modules, module, init))
     uses_config = False
@@ -288,7 +308,7 @@ def render_gate(
                 f"{where}: the tree's gate reads the engine config, which {module} cannot reach: no "
                 f"{parameter} parameter, and {accessor} has no {engine.config_accessors[1]}()"
             )
-        if parameter in taken:
+        if parameter in in_init:  # the gate binds it in the constructor, where nothing else may use the name
             raise SpecError(
                 f"{where}: the tree's gate reads the engine config and {parameter} already names "
                 "something in the constructor; write the gate in the spec"

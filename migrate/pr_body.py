@@ -8,12 +8,31 @@ check `--verify-keys` runs, every intended difference with its reason, and the l
 from __future__ import annotations
 
 from zerojit.codemods.results import MigrationResult
+from zerojit.codemods.site_gate import GatePlan
 
 from .engine_trees.equivalence import EquivalenceReport
 
 
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _gate_section(plan: GatePlan) -> tuple[str, ...]:
+    """A registration's gate beside the legacy call's, as the lines of its section (the site is the heading's)."""
+    lines = [
+        f"- The registration's gate: `{plan.gate}`"
+        if plan.gate
+        else "- The registration has no gate of its own (the legacy call had none the site must check).",
+        "- The legacy call ran when (read from the tree):",
+    ]
+    lines += [f"  - `{a.written}` ({a.where})" for a in plan.legacy if not a.per_layer] or ["  - (always)"]
+    if plan.per_layer:
+        lines.append(
+            "- Decided by the registering layer's own facts (the legacy step searched the model for such layers):"
+        )
+        lines += [f"  - `{a.written}` ({a.where})" for a in plan.per_layer]
+    lines += [f"- The registry runs registrations only when `{a.written}` ({a.where})." for a in plan.registry]
+    return tuple(lines)
 
 
 def pr_body(result: MigrationResult, keys: dict[str, EquivalenceReport | str | None], command: str) -> str:
@@ -40,23 +59,17 @@ def pr_body(result: MigrationResult, keys: dict[str, EquivalenceReport | str | N
     if result.lifts:
         lines += ["", "## Plain Triton kernels put on the contract", ""] + [f"- {lift}" for lift in result.lifts]
     lines += ["", "## Gates", ""]
-    for plan in result.gates:
-        lines += [
-            f"### `{plan.family}` at `{plan.site}`",
-            "",
-            f"- The registration's gate: `{plan.gate}`"
-            if plan.gate
-            else "- The registration has no gate of its own (the legacy call had none the site must check).",
-            "- The legacy call ran when (read from the tree):",
-        ]
-        lines += [f"  - `{a.written}` ({a.where})" for a in plan.legacy if not a.per_layer] or ["  - (always)"]
-        if plan.per_layer:
-            lines.append(
-                "- Decided by the registering layer's own facts (the legacy step searched the model for such layers):"
-            )
-            lines += [f"  - `{a.written}` ({a.where})" for a in plan.per_layer]
-        lines += [f"- The registry runs registrations only when `{a.written}` ({a.where})." for a in plan.registry]
-        lines.append("")
+    for family in result.families:
+        # One section per kernel and gate: the sites that share a gate are listed under it, not repeated.
+        sections: dict[tuple[str, ...], list[str]] = {}
+        for plan in (p for p in result.gates if p.family == family):
+            sections.setdefault(_gate_section(plan), []).append(plan.site)
+        for section, sites in sections.items():
+            if len(sites) == 1:
+                lines += [f"### `{family}` at `{sites[0]}`", ""]
+            else:
+                lines += [f"### `{family}` at {len(sites)} sites", ""] + [f"- `{site}`" for site in sites] + [""]
+            lines += [*section, ""]
     lines += ["## Intended differences", ""]
     lines += [f"- {difference}" for difference in result.differences()] or ["- None."]
     lines += [

@@ -426,6 +426,34 @@ MUTANTS = (
         "lambda function: False",
         ("tests/test_codemod_metadata.py", "-k", "in_use"),
     ),
+    Mutant(
+        "simplify: a value first computed in a branch is named there",
+        "codemods/simplify.py",
+        "            return node if unconditional else None",
+        "            return node",
+        ("tests/test_simplify.py",),
+    ),
+    Mutant(
+        "simplify: `not a < b` becomes `a > b`",
+        "codemods/simplify.py",
+        "    ast.Lt: ast.GtE,",
+        "    ast.Lt: ast.Gt,",
+        ("tests/test_simplify.py",),
+    ),
+    Mutant(
+        "registration: always leaves the branch, even where only that arm builds what it reads",
+        "codemods/transforms/insert_registration.py",
+        "        if all(_set_on_every_path([holder], a) for a in inside):",
+        "        if True:",
+        ("tests/test_codemod_transforms.py", "-k", "only_its_branch"),
+    ),
+    Mutant(
+        "registration: a constructor's early return gets the block before it and at the anchor again",
+        "codemods/transforms/insert_registration.py",
+        "        if not late_at(lines[holder].start.line):",
+        "        if False:",
+        ("tests/test_migration_gates.py", "-k", "early_return"),
+    ),
     # The tree's own gates, every constructor path, the contract all of it.
     Mutant(
         "guards: a legacy guard the site can write is not carried",

@@ -329,7 +329,8 @@ def insert(**changes):
     return InsertRegistration(**{**fields, **changes})
 
 
-def test_insert_registration_after_a_nested_anchor_with_multiline_gate(tmp_path):
+def test_insert_registration_after_a_nested_anchor_goes_after_its_branch_with_multiline_gate(tmp_path):
+    """The anchor sits in an `if`: every construction must reach the registration, so it follows the `if`."""
     op = insert(
         gate="(\n    config.enable_jit_warmup\n    and self.version == 4\n)",
         insert_after="self.fn = make(",
@@ -340,16 +341,35 @@ def test_insert_registration_after_a_nested_anchor_with_multiline_gate(tmp_path)
 """,
         """            self.fn = make(self.version)
 
-            if (
-                config.enable_jit_warmup
-                and self.version == 4
-            ):
-                _KERNEL.register_warmup()
+        if (
+            config.enable_jit_warmup
+            and self.version == 4
+        ):
+            _KERNEL.register_warmup()
 """,
     )
     edit = run(tmp_path, "engine.layer", LAYER, [op])
     assert edit.source == expected and edit.counts == {"insert_registration": 1}
+    assert [w.why for w in edit.warnings] == [
+        "insert_after 'self.fn = make(' is inside a branch or loop of Layer.__init__: the registration goes after "
+        "that statement, where every construction reaches it once"
+    ]
     assert run(tmp_path, "engine.layer", edit.source, [op]).counts == {}  # idempotent
+
+
+def test_insert_registration_that_reads_what_only_its_branch_builds_stays_in_that_branch(tmp_path):
+    op = insert(registration="_KERNEL.register_warmup(fn=self.fn)", insert_after="self.fn = make(")
+    edit = run(tmp_path, "engine.layer", LAYER, [op])
+    expected = LAYER.replace(
+        """            self.fn = make(self.version)
+""",
+        """            self.fn = make(self.version)
+
+            if config.enable_jit_warmup:
+                _KERNEL.register_warmup(fn=self.fn)
+""",
+    )
+    assert edit.source == expected and edit.warnings == []
 
 
 def test_multiline_registration_is_indented_and_imports_merge(tmp_path):

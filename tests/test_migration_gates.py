@@ -17,7 +17,7 @@ from zerojit.codemods.spec import SpecError
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.spec import SPEC as FLA
-from zerojit.migrate.triton_lifts.specs import FUSED_POST_CONV
+from zerojit.migrate.triton_lifts.specs import BATCH_MEMCPY, FUSED_POST_CONV
 
 pytestmark = pytest.mark.release_tree
 
@@ -135,7 +135,7 @@ def test_an_early_return_before_the_registration_point_is_refused_naming_its_lin
     assert f"{GDN_LAYER}:{line}:" in why and "returns here, before the registration" in why and "self.norm" in why
 
 
-def test_an_early_return_where_the_registration_can_run_gets_it_first(tmp_path):
+def test_an_early_return_where_the_registration_can_run_gets_it_once_before_the_return(tmp_path):
     repo = copy_033(tmp_path / "tree")
     edit(
         repo,
@@ -143,17 +143,14 @@ def test_an_early_return_where_the_registration_can_run_gets_it_first(tmp_path):
         "        self.out_proj = RowParallelLinear(\n",
         "        if prefix.endswith('.draft'):\n            return\n\n        self.out_proj = RowParallelLinear(\n",
     )
-    spec = FLA.replaced(insert_after="")  # at the end of __init__, so the return skips it
+    spec = FLA.replaced(insert_after="")  # at the end of __init__, so the return would skip it
     result = migrate(repo, [spec])
     layer = next(c.after for c in result.changes if c.path.name == "qwen_gdn_linear_attn.py")
-    init = next(
-        n
-        for n in ast.walk(ast.parse(layer))
-        if isinstance(n, ast.FunctionDef) and n.name == "__init__" and "RMSNormGated" in ast.unparse(n)
-    )
-    early = next(n for n in init.body if isinstance(n, ast.If) and "draft" in ast.unparse(n.test))
-    assert "register_warmup" in ast.unparse(early.body[0]) and isinstance(early.body[-1], ast.Return)
-    assert "register_warmup" in ast.unparse(init.body[-1])  # and at the end, for the path that does not return
+    init = init_of(layer)
+    order = [ast.unparse(s) for s in init.body]
+    early = next(i for i, s in enumerate(init.body) if isinstance(s, ast.If) and "draft" in ast.unparse(s.test))
+    # Everything it reads is set before the `if`: one registration, right before it, which every path reaches.
+    assert [i for i, s in enumerate(order) if "register_warmup" in s] == [early - 1]
 
 
 SUBCLASS = """from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention
@@ -407,3 +404,27 @@ def test_attributes_the_registration_reads_set_below_the_anchor_move_it_after_th
     for attribute in ("self.A_log", "self.dt_bias"):
         assert any(s.startswith(f"{attribute} =") for s in order[:registered]), attribute
     assert any("sets only below insert_after" in w and "self.A_log" in w for w in result.warnings), result.warnings
+
+
+def test_an_orchestrator_gate_on_the_config_reads_the_constructors_own_config_or_the_accessor(tmp_path):
+    """mamba_mixer2's constructor binds vllm_config itself, below the anchor: the registration goes after it.
+    bailing_moe_v3's constructor has none (other functions of its module do): the gate reads the accessor."""
+    repo = copy_033(tmp_path / "tree")
+    call = "    mamba_triton_warmup(worker.model_runner)\n"
+    condition = "worker.vllm_config.cache_config.enable_prefix_caching"
+    edit(repo, ORCHESTRATOR, call, f"    if {condition}:\n    " + call)
+    result = migrate(repo, [BATCH_MEMCPY])
+    after = {c.path.name: c.after for c in result.changes if c.after is not None}
+    mixer = ast.parse(after["mamba_mixer2.py"])
+    init = next(n for n in ast.walk(mixer) if isinstance(n, ast.ClassDef) and n.name == "MambaMixer2").body
+    init = next(n for n in init if isinstance(n, ast.FunctionDef) and n.name == "__init__").body
+    order = [ast.unparse(s) for s in init]
+    bound = order.index("vllm_config = get_current_vllm_config()")
+    [(tests, _)] = registrations(after["mamba_mixer2.py"], "_batch_memcpy_dispatch")
+    assert tests == ["vllm_config.cache_config.enable_prefix_caching"]
+    assert next(i for i, s in enumerate(order) if "register_warmup" in s) > bound
+    [(tests, _)] = registrations(after["bailing_moe_v3.py"], "_batch_memcpy_dispatch")
+    assert tests == [
+        "(vllm_config := get_current_vllm_config_or_none()) is not None and "
+        "vllm_config.cache_config.enable_prefix_caching"
+    ]

@@ -7,6 +7,7 @@ Triton's JIT hook (migrate/triton_lifts/equivalence.py). The launcher's own laun
 the same specializations before and after (the dispatcher is the launch, not a copy of it).
 """
 
+import ast
 import dataclasses
 import json
 import os
@@ -276,6 +277,16 @@ def test_the_pr_body_states_each_lifts_intended_differences(lifted_033):
     assert "skipping non-CUDA runners only moved its compile into a request" in body
 
 
+def test_the_pr_body_gives_a_kernel_registered_at_many_sites_one_gate_section_listing_them(lifted_033):
+    body = (lifted_033.parent / "pr.md").read_text()
+    gates = body.split("## Gates")[1].split("## Intended differences")[0]
+    sections = [s for s in gates.split("### ")[1:] if s.startswith("`mamba-batch-memcpy`")]
+    assert len(sections) == 1 and sections[0].startswith(f"`mamba-batch-memcpy` at {len(MAMBA_LAYERS)} sites")
+    for layer in MAMBA_LAYERS:
+        assert sections[0].count(f"- `{layer}:") == 1, layer
+    assert sections[0].count("The legacy call ran when") == 1
+
+
 def test_the_survey_gives_every_kernel_a_verdict_and_lifts_exactly_the_kernels_the_lift_accepts():
     result = runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.33.0")), "--json"])
     assert result.exit_code == 0, result.output
@@ -456,3 +467,50 @@ def test_a_loop_bound_the_step_computes_is_written_where_the_helper_can_read_it(
     assert "length = WarmupIntRange(1, min(16, 2 * h) + 1)" in (repo / POST_CONV).read_text()
     report = key_equivalence("fla-fused-post-conv", "smoke", legacy_tree=original, migrated_tree=repo)
     assert report.configs and report.mismatches == []
+
+
+def test_a_step_that_calls_the_launcher_through_a_module_alias_migrates_as_the_release_does(tmp_path):
+    """The fork imports the launcher's module under an alias; its lift and registration are the release's."""
+    release = copy_033(tmp_path / "release")
+    fork = copy_033(tmp_path / "fork")
+    warmup = "vllm/model_executor/warmup/qwen_triton_warmup.py"
+    edit(
+        fork,
+        warmup,
+        "    from vllm.third_party.flash_linear_attention.ops.fused_gdn_prefill_post_conv import (  # noqa: E501\n"
+        "        fused_post_conv_prep,\n    )\n",
+        "    from vllm.third_party.flash_linear_attention.ops import fused_gdn_prefill_post_conv as post_conv_ops\n",
+    )
+    edit(fork, warmup, "        fused_post_conv_prep(\n", "        post_conv_ops.fused_post_conv_prep(\n")
+    for repo in (release, fork):
+        result = runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(repo), "--write"])
+        assert result.exit_code == 0, result.output
+    for rel in LIFTS["fla-fused-post-conv"] - {warmup}:
+        assert (fork / rel).read_text() == (release / rel).read_text(), rel
+    assert "_warm_fused_post_conv_kernel" not in (fork / warmup).read_text()
+    assert "post_conv_ops" not in (fork / warmup).read_text()
+
+
+def test_a_constructor_that_returns_early_gets_the_registration_once_with_its_gate_said_once(tmp_path):
+    """Kimi-K3's model registers at the end of its constructor; a fork returns early once its config is read. The
+    registration goes once, before that return's `if`; its gate reads the constructor's `config` and looks the
+    block size up once."""
+    model = "vllm/models/kimi_k3/nvidia/model.py"
+    _, repo = _migrated_fork(
+        tmp_path,
+        "kimi-k3-attn-res",
+        model,
+        "        self.config = config\n        self.attn_res_block_size: int | None",
+        "        self.config = config\n        if getattr(config, 'fork_draft_only', False):\n            return\n"
+        "        self.attn_res_block_size: int | None",
+    )
+    tree = ast.parse((repo / model).read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "KimiLinearModel")
+    init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    order = [ast.unparse(s) for s in init.body]
+    early = next(i for i, s in enumerate(order) if "fork_draft_only" in s)
+    [registered] = [i for i, s in enumerate(order) if "register_warmup" in s]
+    assert registered == early - 1
+    gate = init.body[registered].test
+    lookups = [n for n in ast.walk(gate) if isinstance(n, ast.Call) and ast.unparse(n.func) == "getattr"]
+    assert len(lookups) == 1 and ast.unparse(lookups[0].args[0]) == "config"

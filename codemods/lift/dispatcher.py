@@ -48,18 +48,58 @@ def parameter_names(kernel: ast.FunctionDef) -> list[str]:
 
 def unread_names(
     launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt], removed: list[ast.stmt]
-) -> list[tuple[int, str]]:
-    """(line, name) of names a copied `a, b = ...` the launcher keeps binds that it no longer reads (they become
-    `_`); `removed`: the copied statements it no longer keeps (`unread_after`)."""
-    staying = [s for s in copied if s not in removed]
-    reads = set().union(*(loads(s) for s in launcher.body if s not in launches and s not in removed))
-    return [
-        (s.lineno, name)
-        for s in staying
-        if isinstance(s, ast.Assign) and unpacked_names(s.targets[0])
-        for name in unpacked_names(s.targets[0])
-        if name not in reads
-    ]
+) -> list[tuple[int, str, bool]]:
+    """(line, name, dropped) of names a copied `a, b = x, y` the launcher keeps binds that it no longer reads;
+    `removed`: the copied statements it no longer keeps (`unread_after`). A name whose value has no effect goes
+    with its value (dropped), so what only that value read may become unread in turn; any other is written `_`."""
+    staying = [s for s in copied if s not in removed and isinstance(s, ast.Assign) and unpacked_names(s.targets[0])]
+    kept = [s for s in launcher.body if s not in launches and s not in removed]
+    unread: dict[tuple[int, str], bool] = {}
+    while True:
+        reads = set().union(*(_reads_kept(s, unread) for s in kept))
+        found = {}
+        for statement in staying:
+            names = unpacked_names(statement.targets[0])
+            values = spread_values(statement.value, len(names)) or [None] * len(names)
+            for name, value in zip(names, values):
+                if name not in reads:
+                    found[(statement.lineno, name)] = value is not None and effect_free(value)
+        if found == unread:
+            return [(line, name, dropped) for (line, name), dropped in found.items()]
+        unread = found
+
+
+def _reads_kept(statement: ast.stmt, unread: dict[tuple[int, str], bool]) -> set[str]:
+    """The names a statement still reads once the values of its dropped names go."""
+    if not (isinstance(statement, ast.Assign) and any(unread.get((statement.lineno, n)) for n in stores(statement))):
+        return loads(statement)
+    names = unpacked_names(statement.targets[0])
+    values = spread_values(statement.value, len(names))
+    return set().union(*(loads(v) for n, v in zip(names, values) if not unread.get((statement.lineno, n))))
+
+
+def spread_values(value: ast.expr, count: int) -> list[ast.expr] | None:
+    """The value of each of `count` targets (a starred element's value, or an effect-free value unpacked whole
+    such as `x.shape`, stands for each target it spreads over); None when they cannot be matched."""
+    if not isinstance(value, ast.Tuple):
+        return [value] * count if effect_free(value) else None
+    starred = [e for e in value.elts if isinstance(e, ast.Starred)]
+    spread = count - len(value.elts) + 1
+    if len(starred) > 1 or (starred and spread < 1) or (not starred and len(value.elts) != count):
+        return None
+    return [v for e in value.elts for v in ([e.value] * spread if isinstance(e, ast.Starred) else [e])]
+
+
+def effect_free(value: ast.expr) -> bool:
+    """No call in it but of a pure builtin or math helper (`min`, `triton.cdiv`): dropping it changes nothing."""
+    return all(
+        isinstance(c.func, ast.Name)
+        and c.func.id in PURE_BUILTINS
+        or isinstance(c.func, ast.Attribute)
+        and c.func.attr in PURE_MATH
+        for c in ast.walk(value)
+        if isinstance(c, ast.Call)
+    )
 
 
 def unread_after(launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt]) -> list[ast.stmt]:

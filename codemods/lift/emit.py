@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from .. import simplify
 from ..engines import Engine
 from ..syntax import Place, loads
 from .tables import EXPANDABLE
@@ -53,26 +54,51 @@ def provider(
     kernel: str,
     dispatcher: str,
 ) -> str:
-    """The provider: keyword-only parameters (what the registration passes), its statements, one `dict` return."""
+    """The provider: keyword-only parameters (what the registration passes), its statements, one `dict` return
+    (a value two inputs share computed once, named: simplify.bound_once)."""
     header = f"def {name}(*, {', '.join(parameters)}):" if parameters else f"def {name}():"
+    call = ast.parse(f"dict({', '.join(values)})", mode="eval").body
+    body = ast.parse("\n".join([*statements, *values]))
+    taken = set(parameters) | {n.id for n in ast.walk(body) if isinstance(n, ast.Name)}
+    shared, inputs = simplify.bound_once([k.value for k in call.keywords], taken, [k.arg for k in call.keywords])
+    statements = [*statements, *shared]
+    values = [
+        text if ast.dump(v) == ast.dump(k.value) else f"{k.arg}={ast.unparse(v)}"
+        for text, k, v in zip(values, call.keywords, inputs)
+    ]
     return (
         header
         + "\n"
-        + docstring(f"What the legacy {step} warmed {kernel} with, as {dispatcher} inputs.")
+        + docstring(f"The {dispatcher} inputs the JIT warmup registry compiles {kernel} for.")
         + "".join(f"    {s}\n" for s in statements)
         + f"    return dict({', '.join(values)})\n"
     )
 
 
 def dispatcher(
-    name: str, provider: str, kernel: str, launcher: str, launcher_def: ast.FunctionDef, inputs: list[str], source: str
+    name: str,
+    provider: str,
+    kernel: str,
+    launcher: str,
+    launcher_def: ast.FunctionDef,
+    inputs: list[str],
+    source: str,
+    tensors: dict[str, bool],
 ) -> str:
-    """The dispatcher's decorator, signature (the launcher's annotations kept) and docstring."""
+    """The dispatcher's decorator, signature and docstring. The launcher's annotations are kept; an input the
+    launcher made itself (no annotation) that is a tensor (`tensors`: name -> may be None) is annotated as the
+    launcher annotates its tensor parameters, so the signature reads alike throughout."""
     annotations = {
         a.arg: ast.get_source_segment(source, a.annotation)
         for a in launcher_def.args.args + launcher_def.args.kwonlyargs
         if a.annotation is not None
     }
+    spelled = [annotations[n] for n, optional in tensors.items() if n in annotations and not optional]
+    if spelled:
+        tensor = max(set(spelled), key=spelled.count)
+        annotations |= {
+            n: f"{tensor} | None" if optional else tensor for n, optional in tensors.items() if n not in annotations
+        }
     signature = ", ".join(f"{n}: {annotations[n]}" if n in annotations else n for n in inputs)
     return (
         f"@triton_kernel_dispatcher_with_warmup(kernel={kernel}, warmup_inputs={provider})\n"

@@ -338,7 +338,7 @@ class Scope:
         ):
             # A fact of the device (its compute units): the launch's tensors live where the step made them, so
             # the step and the launcher read one value, which the registration passes.
-            home, name = self.lift.modules.callee(self.module, self.function, func.id)
+            home, name = self.lift.modules.callee(self.module, self.function, func)
             return self.lift.parameter(f"{home}.{name}(<the device>)", func.id)
         callee_value = self.value(func)
         if isinstance(callee_value, Value) and all(isinstance(a, (Value, Sequence)) for a in arguments):

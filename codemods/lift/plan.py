@@ -34,7 +34,7 @@ class LiftPlan:
     returned: str  # the dispatcher's last statement: `return <grid>, dict(<launch arguments>)`
     copied_lines: tuple[int, ...]  # the launcher's statements the dispatcher's body copies, in order
     removed_lines: tuple[int, ...]  # ... those the launcher no longer reads once its launch is the dispatcher's
-    unread: tuple[tuple[int, str], ...]  # (line, name): a kept `a, b = ...`'s names it no longer reads (-> `_`)
+    unread: tuple[tuple[int, str, bool], ...]  # (line, name, dropped): a kept `a, b = ...`'s names it no longer reads
     launch_line: int  # the launcher's `kernel[grid](...)` statement, replaced by `dispatch_call`
     dispatch_call: str
     parameters: tuple[tuple[str, str], ...]  # the provider's keyword parameters, with what the step read for each
@@ -82,7 +82,11 @@ def plan_lift(
     # What the step read that only the launcher's other kernels use is not this provider's to take.
     used = {name: what for name, what in lift.parameters.items() if name in read}
     provider = emit.provider(provider_name, tuple(used), statements, values, step, kernel, dispatcher_name)
-    dispatcher = emit.dispatcher(dispatcher_name, provider_name, kernel, launcher, launcher_def, inputs, source)
+    kinds = {name: launcher_scope.env.get(name) for name in inputs}
+    tensors = {name: isinstance(v, MaybeTensor) for name, v in kinds.items() if isinstance(v, (Tensor, MaybeTensor))}
+    dispatcher = emit.dispatcher(
+        dispatcher_name, provider_name, kernel, launcher, launcher_def, inputs, source, tensors
+    )
     removed = unread_after(launcher_def, launches, copied)
     return LiftPlan(
         provider,
@@ -183,17 +187,17 @@ def _run_to_launch(
     def towards_launcher(scope: Scope, statement: ast.stmt) -> ast.Call | None:
         """The statement's call of the launcher, or of an engine function that (in turn) calls it."""
         call = getattr(statement, "value", None) if isinstance(statement, (ast.Expr, ast.Assign, ast.Return)) else None
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id not in scope.env:
-            target = modules.callee(scope.module, scope.function, call.func.id)
-            if target == wanted or modules.reaches(*target, wanted):
+        if isinstance(call, ast.Call) and _called_name(call.func) not in scope.env:
+            target = modules.callee(scope.module, scope.function, call.func)
+            if target is not None and (target == wanted or modules.reaches(*target, wanted)):
                 return call
         return None
 
     check_step(modules, step_module, step_def, wanted)
     scope, call = step_scope, lift.walk(step_scope, step_def.body, towards_launcher, gates=True)
-    while call is not None and modules.callee(scope.module, scope.function, call.func.id) != wanted:
+    while call is not None and modules.callee(scope.module, scope.function, call.func) != wanted:
         # An engine function between the step and the launcher (the op the step calls): run it too.
-        home, name = modules.callee(scope.module, scope.function, call.func.id)
+        home, name = modules.callee(scope.module, scope.function, call.func)
         function = modules.definition(home, name)
         inner = Scope(lift, home, function, {})
         bound = bind_call(scope, function, call)
@@ -267,6 +271,13 @@ def _input_code(modules: RepoModules, launcher_module: str, scope: Scope, launch
     return value.code() if isinstance(value, (Tensor, MaybeTensor)) else scope._as_value(launch, value).code
 
 
+def _called_name(func: ast.expr) -> str | None:
+    """The name a call's function starts from (`launch` or `ops` of `ops.launch`): a local of that name is no import."""
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return func.id if isinstance(func, ast.Name) else None
+
+
 def check_step(modules: RepoModules, module: str, step: ast.FunctionDef, wanted: tuple[str, str]) -> None:
     """The step goes with the migration: it must call the launcher exactly once and do nothing else that a
     deletion would lose (another kernel's warmup, a call kept for its effect); logging and filling the tensors
@@ -275,8 +286,8 @@ def check_step(modules: RepoModules, module: str, step: ast.FunctionDef, wanted:
         call
         for call in ast.walk(step)
         if isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Name)
-        and ((target := modules.callee(module, step, call.func.id)) == wanted or modules.reaches(*target, wanted))
+        and (target := modules.callee(module, step, call.func)) is not None
+        and (target == wanted or modules.reaches(*target, wanted))
     ]
     if len(reaching) > 1:
         raise LiftError(

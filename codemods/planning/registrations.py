@@ -168,10 +168,15 @@ def gate_for_site(
         *(ast.parse(text, mode="eval").body for text, _ in outer),
     ]
     joined = lambda parts: " and ".join(dict.fromkeys(parts))  # noqa: E731
+    before = _anchor_line(home, init, spec.registration.insert_after)
+
+    def simple(parts: list[str]) -> str:
+        return site_gate.simplified(modules, home.name, init, joined(parts), before) if parts else ""
+
     found = SiteGate(
-        spec.registration.gate.strip() if gate and not outer else joined(ast.unparse(part) for part in gate),
+        spec.registration.gate.strip() if gate and not outer else simple([ast.unparse(part) for part in gate]),
         tuple(dict.fromkeys((*spec.registration.gate_imports, *(line for _, lines in outer for line in lines)))),
-        joined(text for text, _ in inner),
+        simple([text for text, _ in inner]),
         tuple(dict.fromkeys(line for _, lines in inner for line in lines)),
     )
     findings.gate_plans.append(
@@ -187,6 +192,15 @@ def gate_for_site(
         )
     )
     return found
+
+
+def _anchor_line(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> float:
+    """The first line of the constructor's statement the registration goes after (infinity: at its end)."""
+    if not insert_after:
+        return float("inf")
+    lines = home.text.splitlines()
+    found = (s.lineno for s in ast.walk(init) if isinstance(s, ast.stmt) and insert_after in lines[s.lineno - 1])
+    return min(found, default=float("inf"))
 
 
 def _imported_only_in_functions(module: SourceModule, source: str) -> bool:

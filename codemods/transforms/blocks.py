@@ -27,8 +27,11 @@ class Rebuilder:
     statement takes the wider of the two gaps (none at the start of a block).
     """
 
-    def __init__(self):
+    def __init__(self, moved: bool = False):
+        """`moved`: the removed statements live on elsewhere with their comments (a lift's dispatcher copies them),
+        so only their gap stays."""
         self.removed: dict[int, Sequence[cst.EmptyLine]] = {}
+        self.moved = moved
 
     def note(self, original: cst.CSTNode) -> None:
         self.removed[id(original)] = getattr(original, "leading_lines", ())
@@ -43,7 +46,9 @@ class Rebuilder:
                 continue
             node = next(kept)
             if pending and hasattr(node, "leading_lines"):
-                node = node.with_changes(leading_lines=_merge_leading(pending, node.leading_lines, not result))
+                node = node.with_changes(
+                    leading_lines=_merge_leading(pending, node.leading_lines, not result, self.moved)
+                )
             pending = []
             result.append(node)
         return result
@@ -72,9 +77,10 @@ def with_pass(node):
 
 
 def _merge_leading(
-    removed: list[Sequence[cst.EmptyLine]], own: Sequence[cst.EmptyLine], block_start: bool
+    removed: list[Sequence[cst.EmptyLine]], own: Sequence[cst.EmptyLine], block_start: bool, moved: bool
 ) -> list[cst.EmptyLine]:
-    """Leading lines of the statement after removed ones: section comments stay, the gap is the wider one."""
+    """Leading lines of the statement after removed ones: section comments stay (unless the statements `moved`
+    with their comments), the gap is the wider one."""
 
     def split(lines):
         blank = 0
@@ -90,7 +96,7 @@ def _merge_leading(
     own_gap, _, _ = split(own)
     follows_directly = not own_gap
     gap, kept = split(removed[0])[0], []
-    for index, lines in enumerate(removed):
+    for index, lines in enumerate([] if moved else removed):
         _, section, direct = split(lines)
         kept += section
         if index == len(removed) - 1 and follows_directly:

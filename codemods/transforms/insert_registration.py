@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -62,6 +63,7 @@ class _Insert(Command):
         self.registration = op.registration
         self.alias: str | None = None  # a top-level `from <kernel module> import <kernel> as <alias>`
         self.exits: list[cst.SimpleStatementLine] = []  # returns above the insertion point: it goes before each
+        self.once = False  # it goes only before the one statement in `exits` (all it reads is set there)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.name.value != self.op.cls:
@@ -110,7 +112,7 @@ class _Insert(Command):
                 raise AnchorError(
                     f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}"
                 )
-            self.anchor = _outside_branches(init, matches[0])
+            self.anchor = _outside_branches(init, matches[0], self._reads())
             if self.anchor is not matches[0]:
                 self.warn(
                     matches[0],
@@ -122,7 +124,7 @@ class _Insert(Command):
         scope = self._global_scope() if synthetic else self._init_scope(init)
         parameters = {p.name.value for p in init.params.params + init.params.posonly_params + init.params.kwonly_params}
         lines = _positions_within(init)
-        self._after_attributes_set(init, statements, lines)
+        self._after_what_it_reads(init, statements, lines)
         before = lines[self.anchor].end.line if self.anchor else float("inf")
         self.exits = [
             s
@@ -147,67 +149,77 @@ class _Insert(Command):
                     "add it to gate_imports or move insert_after",
                 )
 
-    def _after_attributes_set(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
-        """Move the insertion point past the statement that first sets each `self.x` the registration reads, where
-        the constructor sets it only below the anchor (so the registration never reads it before it exists)."""
+    def _after_what_it_reads(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
+        """Move the insertion point past the statement that first sets each `self.x` and each local of the method
+        the registration and gate read, where the method sets it only below the anchor (so the registration never
+        reads it before it exists)."""
         if self.anchor is None:
             return
-        reads, assigned, _ = self._attributes(statements, lines)
+        reads, assigned, _ = self._assignments(statements, lines)
+        reads |= self.op.names
         anchor_end = lines[self.anchor].end.line
-        late = {a: min(assigned[a], key=lambda s: lines[s].start.line) for a in reads if a in assigned}
-        late = {a: s for a, s in late.items() if lines[s].start.line > anchor_end}
+        first = {name: min(assigned[name], key=lambda s: lines[s].start.line) for name in reads if name in assigned}
+        late = {name: s for name, s in first.items() if lines[s].start.line > anchor_end}
         if not late:
             return
-        last = max(late, key=lambda a: lines[late[a]].start.line)
-        self.anchor = _outside_branches(init, late[last])
+        self.anchor = _outside_branches(init, max(late.values(), key=lambda s: lines[s].start.line), reads)
         self.warn(
             self.anchor,
-            f"the registration reads self.{', self.'.join(sorted(late))}, which {self.op.cls}.{self.op.method} sets "
-            f"only below insert_after {self.op.insert_after!r}: it goes after this statement instead",
+            f"the registration reads {', '.join(sorted(late))}, which {self.op.cls}.{self.op.method} sets only "
+            f"below insert_after {self.op.insert_after!r}: it goes after this statement instead",
         )
 
-    def _attributes(self, statements: list[cst.BaseStatement], lines):
-        """The `self.x` the registration and gate read; the statements of the method that assign each; the lines
-        that call a base `__init__`."""
-        reads = {
-            n.attr.value
+    def _reads(self) -> set[str]:
+        """The `self.x` the registration and its gate read."""
+        return {
+            f"self.{n.attr.value}"
             for n in _nodes(cst.parse_module(self.op.registration + "\n" + (self.op.gate or "")), cst.Attribute)
             if isinstance(n.value, cst.Name) and n.value.value == "self"
         }
+
+    def _assignments(self, statements: list[cst.BaseStatement], lines):
+        """The `self.x` the registration and gate read; the statements of the method that assign each `self.x` and
+        each local name (by that name); the lines that call a base `__init__`."""
+        reads = self._reads()
         assigned: dict[str, list[cst.BaseStatement]] = {}
         base_init = []
         for statement in (s for s in statements if isinstance(s, cst.SimpleStatementLine)):
-            for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign, cst.Call)):
-                target = node.target if not isinstance(node, cst.Call) else None
-                if (
-                    isinstance(target, cst.Attribute)
-                    and isinstance(target.value, cst.Name)
-                    and target.value.value == "self"
-                ):
-                    assigned.setdefault(target.attr.value, []).append(statement)
-                elif (
-                    isinstance(node, cst.Call)
-                    and isinstance(node.func, cst.Attribute)
-                    and node.func.attr.value == "__init__"
-                ):
+            for node in _nodes(statement, cst.Call):
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value == "__init__":
                     base_init.append(lines[statement].start.line)
+            for name in _assigned_names(statement):
+                assigned.setdefault(name, []).append(statement)
         return reads, assigned, base_init
 
     def _check_exits(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
-        """Every path of the constructor must reach the registration: it also goes before each `return` above
-        the insertion point, which is refused where the attributes it reads are not yet set there."""
-        reads, statements_assigning, base_init = self._attributes(statements, lines)
+        """Every path of the constructor must reach the registration. Where everything it reads is set before the
+        statement holding the first `return` above the insertion point, it goes before that statement, once; else
+        also before each such `return`, which is refused where what it reads is not yet set there."""
+        if not self.exits:
+            return
+        reads, statements_assigning, base_init = self._assignments(statements, lines)
+        reads |= self.op.names
         assigned = {a: [lines[s].start.line for s in found] for a, found in statements_assigning.items()}
+
+        def late_at(line: int) -> list[str]:
+            late = sorted(a for a in reads if a in assigned and min(assigned[a]) >= line)
+            attributes = {a for a in reads if a.startswith("self.")}
+            if not late and base_init and min(base_init) >= line and attributes - set(assigned):
+                late = sorted(attributes - set(assigned))  # set by the base initializer, which has not run yet
+            return late
+
+        first = min(self.exits, key=lambda s: lines[s].start.line)
+        holder = next(s for s in init.body.body if s is first or any(n is first for n in _nested(s)))
+        if not late_at(lines[holder].start.line):
+            self.exits, self.anchor, self.once = [holder], None, True
+            return
         for exit_ in self.exits:
-            line = lines[exit_].start.line
-            late = sorted(a for a in reads if a in assigned and min(assigned[a]) > line)
-            if not late and base_init and min(base_init) > line and reads - set(assigned):
-                late = sorted(reads - set(assigned))  # set by the base initializer, which has not run yet
+            late = late_at(lines[exit_].start.line)
             if late:
                 self.refuse(
                     exit_,
                     f"{self.op.cls}.{self.op.method} returns here, before the registration, and the "
-                    f"registration reads self.{', self.'.join(late)}, not set yet at this return: "
+                    f"registration reads {', '.join(late)}, not set yet at this return: "
                     "every path must register, so move insert_after above this return or migrate "
                     "this constructor by hand",
                 )
@@ -243,7 +255,7 @@ class _Insert(Command):
         if self.done or self.refusals or self.init is None:
             return updated
         exits = {id(statement) for statement in self.exits}
-        at_end = self.anchor is None and original is self.init.body
+        at_end = self.anchor is None and original is self.init.body and not self.once
         if not at_end and not any(s is self.anchor or id(s) in exits for s in original.body):
             return updated
         body = []
@@ -335,9 +347,13 @@ class _Insert(Command):
 _BRANCHING = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 
 
-def _outside_branches(function: cst.FunctionDef, statement: cst.BaseStatement) -> cst.BaseStatement:
-    """The outermost `if`, loop, `try` or `match` of `function` that holds `statement`, else the statement: what
-    follows it runs once on every path that reaches it (a `with` runs its body once, so it is not left)."""
+def _outside_branches(
+    function: cst.FunctionDef, statement: cst.BaseStatement, reads: set[str] = frozenset()
+) -> cst.BaseStatement:
+    """The outermost `if`, loop, `try` or `match` of `function` holding `statement` after which every path has
+    what the registration reads (`reads`: `self.x` names) that the branch sets, else the statement: what follows
+    it runs once on every path that reaches it (a `with` runs its body once, so it is not left). Where one arm
+    alone builds what the registration reads, the registration stays in that arm: only it has the object."""
     holders: list[cst.BaseStatement] = []
 
     class Find(cst.CSTVisitor):
@@ -360,7 +376,46 @@ def _outside_branches(function: cst.FunctionDef, statement: cst.BaseStatement) -
                 self.stack.pop()
 
     function.body.visit(Find())
-    return holders[0] if holders else statement
+    for holder in holders:
+        inside = {a for s in [holder, *_nested(holder)] for a in _assigned_names(s)} & reads
+        if all(_set_on_every_path([holder], a) for a in inside):
+            return holder
+    return statement
+
+
+def _assigned_names(statement: cst.BaseStatement) -> set[str]:
+    """The locals (`x`) and attributes (`self.x`) a simple statement line assigns."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return set()
+    targets = [t for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign)) for t in _elements(node.target)]
+    return {t.value for t in targets if isinstance(t, cst.Name)} | {
+        f"self.{t.attr.value}"
+        for t in targets
+        if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self"
+    }
+
+
+def _set_on_every_path(block: Sequence[cst.BaseStatement], attribute: str) -> bool:
+    """Does running `block` set `attribute` whichever way its `if`s go (a loop or `try` may skip it: no)?"""
+    for statement in block:
+        if attribute in _assigned_names(statement):
+            return True
+        if isinstance(statement, cst.If):
+            orelse = statement.orelse
+            arms = [
+                statement.body.body,
+                [orelse] if isinstance(orelse, cst.If) else orelse.body.body if orelse else None,
+            ]
+            if all(arm is not None and _set_on_every_path(arm, attribute) for arm in arms):
+                return True
+    return False
+
+
+def _elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What an assignment target assigns: itself, or the elements of a tuple or list of targets."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _elements(e.value)]
+    return [target]
 
 
 def _positions_within(function: cst.FunctionDef):
@@ -380,6 +435,13 @@ class _Statements(cst.CSTVisitor):
         if isinstance(node, cst.BaseStatement):
             self.found.append(node)
         return not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.BaseSmallStatement))
+
+
+def _nested(statement: cst.BaseStatement) -> list[cst.BaseStatement]:
+    """The statements inside a compound statement, at any depth (not nested defs' bodies)."""
+    collector = _Statements()
+    statement.visit(collector)
+    return collector.found
 
 
 def _nodes(tree: cst.CSTNode, kinds) -> list:

@@ -17,6 +17,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 
 from .. import lift
 from .base import Command, Operation, operation
+from .blocks import Rebuilder
 
 
 @operation("lift_kernel")
@@ -34,20 +35,51 @@ class LiftKernel(Operation):
 
 
 class _Unread(cst.CSTTransformer):
-    """`a, b = ...` with the names nothing reads any more written `_`."""
+    """`a, b = x, y` where nothing reads `b` any more: `a = x` where the plan drops `b` with its value (a starred
+    value spread by index: `*k.shape` as `k.shape[0]`, ...), else `a, _ = x, y`."""
 
-    def __init__(self, names: set[str]):
+    def __init__(self, unread: dict[str, bool]):
         super().__init__()
-        self.names = names
+        self.unread = unread  # name -> dropped
 
-    def leave_AssignTarget(self, original: cst.AssignTarget, updated: cst.AssignTarget) -> cst.AssignTarget:
-        if not isinstance(updated.target, cst.Tuple):
-            return updated
-        elements = [
-            e.with_changes(value=cst.Name("_")) if isinstance(e.value, cst.Name) and e.value.value in self.names else e
-            for e in updated.target.elements
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        elements = updated.targets[0].target.elements
+        names = [e.value.value for e in elements]
+        values = _spread(updated.value, len(names)) or [None] * len(names)
+        kept = [
+            (cst.Name("_") if name in self.unread else element.value, value)
+            for element, value, name in zip(elements, values, names)
+            if not self.unread.get(name)
         ]
-        return updated.with_changes(target=updated.target.with_changes(elements=elements))
+        if len(kept) == len(names):  # nothing dropped: the unread names are written `_`
+            target = updated.targets[0].target.with_changes(
+                elements=[e.with_changes(value=t) for e, (t, _) in zip(elements, kept)]
+            )
+            return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)])
+        targets, values = (
+            (kept[0][0], kept[0][1]) if len(kept) == 1 else (_tuple(t for t, _ in kept), _tuple(v for _, v in kept))
+        )
+        return updated.with_changes(targets=[updated.targets[0].with_changes(target=targets)], value=values)
+
+
+def _tuple(items) -> cst.Tuple:
+    return cst.Tuple([cst.Element(item) for item in items], lpar=[], rpar=[])
+
+
+def _spread(value: cst.BaseExpression, count: int) -> list[cst.BaseExpression] | None:
+    """The value of each of `count` targets, a starred element or a value unpacked whole indexed (`k.shape[1]`);
+    None when they do not match (then the plan drops nothing: lift.dispatcher.spread_values decides alike)."""
+    if not isinstance(value, cst.Tuple):
+        value = cst.Tuple([cst.StarredElement(value)])
+    spread = count - len(value.elements) + 1
+    values: list[cst.BaseExpression] = []
+    for element in value.elements:
+        if isinstance(element, cst.StarredElement):
+            index = [cst.SubscriptElement(cst.Index(cst.Integer(str(i)))) for i in range(spread)]
+            values += [cst.Subscript(element.value, [i]) for i in index]
+        else:
+            values.append(element.value)
+    return values if len(values) == count else None
 
 
 class _Lift(Command):
@@ -72,6 +104,7 @@ class _Lift(Command):
         plans: tuple[lift.LiftPlan, ...] = self.op.lifted
         launches = {plan.launch_line: plan for plan in plans}
         statements, copied = [], {plan: [] for plan in plans}
+        rebuilder = Rebuilder(moved=True)  # what goes is in the dispatcher, comments and all: its gap stays
         for original, statement in zip(before.body.body, after.body.body):
             line = self.line(original)
             for plan in plans:
@@ -81,10 +114,13 @@ class _Lift(Command):
                 call = cst.parse_statement(launches[line].dispatch_call + "\n")
                 statements.append(call.with_changes(leading_lines=statement.leading_lines))
                 self.count += 1
-            elif line not in plans[0].removed_lines:
-                unread = {name for at, name in plans[0].unread if at == line}
+            elif line in plans[0].removed_lines:
+                rebuilder.note(original)
+            else:
+                unread = {name: dropped for at, name, dropped in plans[0].unread if at == line}
                 statements.append(statement.visit(_Unread(unread)) if unread else statement)
-        return after.with_changes(body=after.body.with_changes(body=statements)), copied
+        body = rebuilder.rebuild(before.body.body, statements)
+        return after.with_changes(body=after.body.with_changes(body=body)), copied
 
     def _definitions(self, plan: lift.LiftPlan, copied: list[cst.BaseStatement]) -> list[cst.FunctionDef]:
         spacing = [cst.EmptyLine(), cst.EmptyLine()]

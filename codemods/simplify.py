@@ -1,0 +1,204 @@
+"""Conditions and values written the way a maintainer writes them: no expression computed twice, no `not a < b`.
+
+The gates and providers zerojit writes are assembled from conditions and expressions read out
+of legacy code, so one value (a config lookup, a block count) can appear several times. Here
+each expression is rewritten without changing what it evaluates: a comparison under `not`
+inverted, the repo's ceiling division helper where the code spells it out, and every
+subexpression of `SHARED_SIZE` nodes or more that occurs twice computed once and named.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections import Counter
+from collections.abc import Iterable
+
+SHARED_SIZE = 8  # nodes (ast.walk's count) from which an expression written twice is written once, named
+# A gate names a smaller value too when it computes something (a call, an operator): a lookup such as
+# `getattr(config, "block_size", None)` read twice is read once; a plain attribute chain is left as written.
+COMPUTED_SIZE = 5
+
+_INVERTED = {
+    ast.Lt: ast.GtE,
+    ast.LtE: ast.Gt,
+    ast.Gt: ast.LtE,
+    ast.GtE: ast.Lt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+
+
+def size(node: ast.AST) -> int:
+    return sum(1 for _ in ast.walk(node))
+
+
+def condition(code: str, taken: Iterable[str], cdiv: str | None = None, held: dict[str, str] | None = None) -> str:
+    """A gate's condition simplified: what the site already holds read from it (`held`: the ast.dump of a value ->
+    the local holding it), comparisons under `not` inverted, `(a + b - 1) // b` as `cdiv(a, b)` where the site
+    binds the repo's helper as `cdiv`, and a repeated subexpression named by a walrus where it is first evaluated
+    (`(block_size := getattr(...)) is not None and ... block_size ...`), when every later use runs after it.
+    `taken`: names the site uses, which a new name must not be."""
+    tree = ast.parse(code, mode="eval")
+    for dump, name in (held or {}).items():
+        tree = _Named(dump, name, None).visit(tree)
+    tree = _Rewrites(cdiv).visit(tree)
+    names = set(taken)
+    while (shared := _largest_shared(tree.body, COMPUTED_SIZE, computed=True)) is not None:
+        first = _first_unconditional(tree.body, shared)
+        if first is None:
+            break
+        name = _fresh(_name_for(first), names)
+        names.add(name)
+        tree.body = _Named(shared, name, first).visit(tree.body)
+    return ast.unparse(tree)
+
+
+def bound_once(values: list[ast.expr], taken: Iterable[str], names: list[str]) -> tuple[list[str], list[ast.expr]]:
+    """Statements naming each subexpression the `values` share, and the values reading those names instead.
+
+    `names`: a name for each value (its keyword), which a shared expression takes from the first value that is
+    that expression, else from what it computes. For straight-line code: every value is evaluated, in order.
+    """
+    values = [copy.deepcopy(v) for v in values]
+    used = set(taken)
+    statements = []
+    while (shared := _largest_shared(ast.Tuple(values, ast.Load()))) is not None:
+        whole = [n for n, v in zip(names, values) if ast.dump(v) == shared]
+        example = next(n for v in values for n in ast.walk(v) if ast.dump(n) == shared)
+        name = _fresh(whole[0] if whole else _name_for(example), used)
+        used.add(name)
+        statements.append((name, f"{name} = {ast.unparse(example)}"))
+        values = [_Named(shared, name, None).visit(v) for v in values]
+    # In the order the values first read them (a shared value holds no other: each was named in the values only).
+    first = {n.id: i for i, v in reversed(list(enumerate(values))) for n in ast.walk(v) if isinstance(n, ast.Name)}
+    return [line for name, line in sorted(statements, key=lambda s: first[s[0]])], values
+
+
+class _Rewrites(ast.NodeTransformer):
+    def __init__(self, cdiv: str | None):
+        self.cdiv = cdiv
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:
+        node = self.generic_visit(node)
+        inner = node.operand
+        if isinstance(node.op, ast.Not) and isinstance(inner, ast.Compare) and len(inner.ops) == 1:
+            return ast.Compare(inner.left, [_INVERTED[type(inner.ops[0])]()], inner.comparators)
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        node = self.generic_visit(node)
+        # (a + b - 1) // b
+        if (
+            self.cdiv
+            and isinstance(node.op, ast.FloorDiv)
+            and isinstance(node.left, ast.BinOp)
+            and isinstance(node.left.op, ast.Sub)
+            and isinstance(node.left.right, ast.Constant)
+            and node.left.right.value == 1
+            and isinstance(node.left.left, ast.BinOp)
+            and isinstance(node.left.left.op, ast.Add)
+            and ast.dump(node.left.left.right) == ast.dump(node.right)
+        ):
+            return ast.Call(ast.Name(self.cdiv, ast.Load()), [node.left.left.left, node.right], [])
+        return node
+
+
+def _largest_shared(tree: ast.AST, smallest: int = SHARED_SIZE, computed: bool = False) -> str | None:
+    """The ast.dump of the largest subexpression of at least `smallest` nodes that occurs twice or more (with
+    `computed`: of at least SHARED_SIZE, or of `smallest` if it calls or operates)."""
+
+    def worth(node: ast.expr) -> bool:
+        n = size(node)
+        return n >= SHARED_SIZE or n >= smallest and (not computed or _computes(node))
+
+    counts = Counter(ast.dump(n) for n in ast.walk(tree) if isinstance(n, ast.expr) and worth(n))
+    sizes = {ast.dump(n): size(n) for n in ast.walk(tree) if isinstance(n, ast.expr)}
+    shared = [dump for dump, count in counts.items() if count > 1]
+    return max(shared, key=lambda dump: sizes[dump], default=None)
+
+
+def _computes(node: ast.expr) -> bool:
+    return any(isinstance(n, (ast.Call, ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp)) for n in ast.walk(node))
+
+
+def _first_unconditional(tree: ast.expr, dump: str) -> ast.expr | None:
+    """The first occurrence of `dump` in evaluation order, if it is one that every other occurrence runs after:
+    outside every branch (the later operands of `and`/`or`, the arms of `x if c else y`, a chained comparison's
+    later operands) except the top-level `and` chain, whose later operands run only after the earlier ones."""
+    atoms = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And) else [tree]
+    for atom in atoms:
+        found = _occurrence(atom, dump, unconditional=True)
+        if found is not None:
+            node, unconditional = found
+            return node if unconditional else None
+    return None
+
+
+def _occurrence(node: ast.expr, dump: str, unconditional: bool) -> tuple[ast.expr, bool] | None:
+    if ast.dump(node) == dump:
+        return node, unconditional
+    for child, always in _children(node):
+        found = _occurrence(child, dump, unconditional and always)
+        if found is not None:
+            return found
+    return None
+
+
+def _children(node: ast.expr) -> list[tuple[ast.expr, bool]]:
+    """The expressions inside `node` in the order Python evaluates them, each with whether it always runs."""
+    if isinstance(node, ast.BoolOp):
+        return [(v, i == 0) for i, v in enumerate(node.values)]
+    if isinstance(node, ast.IfExp):
+        return [(node.test, True), (node.body, False), (node.orelse, False)]
+    if isinstance(node, ast.Compare):
+        return [(node.left, True)] + [(c, i == 0) for i, c in enumerate(node.comparators)]
+    if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return []  # its own scope: nothing inside is shared with the outside
+    return [(child, True) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
+
+
+class _Named(ast.NodeTransformer):
+    """Every occurrence of `dump` read as `name`; the one at `first` (if any) binding it with a walrus."""
+
+    def __init__(self, dump: str, name: str, first: ast.expr | None):
+        self.dump, self.name, self.first = dump, name, first
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and ast.dump(node) == self.dump:
+            if node is self.first:
+                return ast.NamedExpr(ast.Name(self.name, ast.Store()), node)
+            return ast.Name(self.name, ast.Load())
+        return super().visit(node)
+
+
+def _name_for(node: ast.expr) -> str:
+    """A name for what an expression computes: the attribute `getattr` reads, the attribute it reads, the function
+    it calls."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    if isinstance(node, ast.Subscript):
+        return _name_for(node.value)
+    return "value"
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    name = name if name.isidentifier() else "value"
+    if name not in taken:
+        return name
+    return next(f"{name}_{i}" for i in range(2, 1000) if f"{name}_{i}" not in taken)

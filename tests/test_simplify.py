@@ -1,0 +1,84 @@
+"""Written gates and providers say each value once and mean what they meant: every simplification is evaluated
+against the original over a grid of inputs (brute force), and no subexpression of SHARED_SIZE nodes is left twice."""
+
+import ast
+import itertools
+import types
+from collections import Counter
+
+import pytest
+
+from zerojit.codemods import simplify
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def evaluate(code: str, values: dict) -> object:
+    return eval(compile(code, "<gate>", "eval"), {"cdiv": cdiv, "getattr": getattr}, dict(values))
+
+
+def repeated(code: str) -> list[str]:
+    tree = ast.parse(code, mode="eval")
+    counts = Counter(
+        ast.dump(n) for n in ast.walk(tree) if isinstance(n, ast.expr) and simplify.size(n) >= simplify.SHARED_SIZE
+    )
+    return [dump for dump, count in counts.items() if count > 1]
+
+
+CONFIGS = [
+    types.SimpleNamespace(layers=layers, **({} if block is None else {"block": block}))
+    for layers, block in itertools.product((0, 1, 7, 12, 27), (None, 1, 4, 12, 30))
+]
+
+GATES = [
+    # the Kimi-K3 gate as the tree's guards spell it: a lookup three times, `not a < b`, a spelled-out ceiling
+    "getattr(cfg, 'block', None) is not None and not (cfg.layers + getattr(cfg, 'block', None) - 1) "
+    "// getattr(cfg, 'block', None) < 2",
+    "not cfg.layers >= 12 and cfg.layers != 0",
+    "flag and (cfg.layers + 4 - 1) // 4 > 1",
+]
+
+
+@pytest.mark.parametrize("gate", GATES)
+def test_a_simplified_gate_means_what_it_meant_and_says_each_value_once(gate):
+    written = simplify.condition(gate, taken={"cfg", "flag"}, cdiv="cdiv")
+    assert not repeated(written), written
+    assert "not " not in written or "not None" in written
+    for cfg, flag in itertools.product(CONFIGS, (False, True)):
+        assert bool(evaluate(written, {"cfg": cfg, "flag": flag})) == bool(
+            evaluate(gate, {"cfg": cfg, "flag": flag})
+        ), (written, vars(cfg), flag)
+
+
+def test_the_kimi_gate_reads_as_a_maintainer_writes_it():
+    written = simplify.condition(GATES[0], taken={"cfg"}, cdiv="cdiv")
+    assert written == "(block := getattr(cfg, 'block', None)) is not None and cdiv(cfg.layers, block) >= 2"
+
+
+def test_a_value_first_computed_in_a_branch_is_not_named_there():
+    """`x if c else y` may skip its arms: naming the value in one would leave the name unbound for a later use."""
+    gate = "(cfg.layers if flag else 0) > 1 and getattr(cfg, 'block', None) is not None and cfg.layers > 3"
+    shared = "flag and getattr(cfg, 'block', 0) + 1 > 2 or getattr(cfg, 'block', 0) + 1 > 3"
+    assert simplify.condition(gate, taken=set()) == ast.unparse(ast.parse(gate, mode="eval"))
+    assert ":=" not in simplify.condition(shared, taken=set())
+
+
+def test_a_name_the_site_uses_is_never_taken_and_held_values_are_read_from_their_local():
+    gate = "getattr(cfg.sub, 'block', None) is not None and getattr(cfg.sub, 'block', None) > 1"
+    written = simplify.condition(gate, taken={"block"}, held={ast.dump(ast.parse("cfg.sub", mode="eval").body): "s"})
+    assert written == "(block_2 := getattr(s, 'block', None)) is not None and block_2 > 1"
+
+
+def test_values_two_inputs_share_are_named_once_in_the_order_they_are_read():
+    codes = {
+        "x": "make(dtype, shape=(n, h, k))",
+        "y": "make(dtype, shape=(n, hv))",
+        "z": "make(dtype, shape=(n, hv))",
+        "w": "make(dtype, shape=(n, h, k)) if flag else None",
+    }
+    values = [ast.parse(code, mode="eval").body for code in codes.values()]
+    statements, rewritten = simplify.bound_once(values, taken={"n", "h", "k", "hv", "dtype", "flag"}, names=list(codes))
+    assert statements == ["x = make(dtype, shape=(n, h, k))", "y = make(dtype, shape=(n, hv))"]
+    assert [ast.unparse(v) for v in rewritten] == ["x", "y", "y", "x if flag else None"]
