@@ -154,10 +154,15 @@ workers.map([(burn, (60.0,))] * 3, 3)
 """
 
 
+def _state(pid: int) -> str:
+    """The process's state letter in /proc (R, S, T for stopped, Z for a zombie)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
 def _gone(pid: int) -> bool:
     """No such process, or a zombie nobody reaped yet (it runs no more)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        return _state(pid) == "Z"
     except FileNotFoundError:
         return True
 
@@ -173,8 +178,11 @@ def test_workers_stopped_by_time_slicing_die_with_a_killed_parent():
     )
     me, *pids = map(int, parent.stdout.readline().split())
     server = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent_of(int(p)) == me and int(p) not in pids]
-    time.sleep(1.0)  # two of them are stopped now
-    assert any(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T" for pid in pids)
+    # Two of them are stopped at any moment once the slicer runs; on a loaded machine that can take a while.
+    deadline = time.monotonic() + 20
+    while not any(_state(pid) == "T" for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any(_state(pid) == "T" for pid in pids)
     parent.kill()
     parent.wait()
     deadline = time.monotonic() + 10
@@ -208,7 +216,7 @@ def _holding(token: str) -> list[tuple[int, str]]:
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             if token.encode() in Path(f"/proc/{pid}/environ").read_bytes():
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                state = _state(int(pid))
                 found += [(int(pid), state)] if state != "Z" else []
         except OSError:
             pass  # gone meanwhile, or not ours to read
