@@ -17,7 +17,7 @@ from libcst.helpers import get_absolute_module_from_package
 
 from .engines import DEFAULT_ENGINE, Engine
 from .files import UnreadableSource, read_source, why_skipped
-from .syntax import Place, deeper_than, exits, function_import, where
+from .syntax import Place, deeper_than, exits, function_import, stores, where
 
 
 def module_name(repo: Path, path: Path) -> tuple[str, str]:
@@ -168,9 +168,17 @@ class RepoModules:
         self.unreadable: dict[str, str] = {}  # module -> why its file cannot be read ("path:line: why")
         self._imports: dict[str, dict[str, tuple[str, str | None]]] = {}
         self._definitions: dict[tuple[str, str], ast.stmt | None] = {}
+        self._paths: dict[str, Path | None] = {}
+        self._reaches: dict[tuple, int] = {}
+        self._locals: dict[int, tuple[ast.FunctionDef, set[str]]] = {}  # the function is kept: its id stays its own
 
     def path(self, module: str) -> Path | None:
         """The module's file (None: no such module, or one that is not a regular file, see `unreadable`)."""
+        if module not in self._paths:
+            self._paths[module] = self._find(module)
+        return self._paths[module]
+
+    def _find(self, module: str) -> Path | None:
         base = self.repo / Path(*module.split("."))
         for candidate in (base.with_suffix(".py"), base / "__init__.py"):
             if candidate.is_file():
@@ -235,6 +243,8 @@ class RepoModules:
                     isinstance(t, ast.Name) and t.id == name for t in node.targets
                 ):
                     found = node
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+                    found = node
             self._definitions[(module, name)] = found
         return self._definitions[(module, name)]
 
@@ -249,7 +259,8 @@ class RepoModules:
                 if self.definition(target, attribute) is None and self.path(f"{target}.{attribute}") is not None:
                     return f"{target}.{attribute}", None  # `from package import submodule`
                 return self.resolve(target, attribute, depth + 1)
-            if self.path(f"{module}.{name}") is not None:
+            package = self.path(module)
+            if package is not None and package.name == "__init__.py" and self.path(f"{module}.{name}") is not None:
                 return f"{module}.{name}", None  # a submodule of the package, which it does not import itself
         return module, name
 
@@ -265,17 +276,38 @@ class RepoModules:
         """What a call's function in `function` (of `module`) is: a name the function imports itself or one of its
         module's, or an attribute of a module either imports (`ops.launch`); None for anything else."""
         if isinstance(func, ast.Name):
-            found = function_import(function, func.id) or self.imports(module).get(func.id)
+            found = function_import(function, func.id)
+            if found is None and func.id in self._locals_of(function):
+                return None  # a parameter or a local: what it holds is not known here
+            found = found or self.imports(module).get(func.id)
             return self.resolve(*found) if found and found[1] else self.resolve(module, func.id)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             owner = self.callee(module, function, func.value)
-            if owner[1] is None:  # a module
+            if owner is not None and owner[1] is None:  # a module
                 return self.resolve(owner[0], func.attr)
         return None
+
+    def _locals_of(self, function: ast.FunctionDef) -> set[str]:
+        """The names a function binds itself (its parameters and the names it assigns), kept per function."""
+        if id(function) not in self._locals:
+            arguments = function.args
+            parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg]
+            parameters.append(arguments.kwarg)
+            self._locals[id(function)] = (
+                function,
+                {a.arg for a in parameters if a is not None} | set(stores(function)),
+            )
+        return self._locals[id(function)][1]
 
     def reaches(self, module: str, name: str | None, wanted: tuple[str, str], depth: int = 3) -> int:
         """How many calls deep `module.name`, an engine function, calls `wanted` (itself: 1; 0: not within
         `depth`)."""
+        key = (module, name, wanted, depth)
+        if key not in self._reaches:
+            self._reaches[key] = self._reached(module, name, wanted, depth)
+        return self._reaches[key]
+
+    def _reached(self, module: str, name: str | None, wanted: tuple[str, str], depth: int) -> int:
         function = self.definition(module, name) if name else None
         if not isinstance(function, ast.FunctionDef) or depth == 0:
             return 0

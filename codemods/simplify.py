@@ -5,6 +5,9 @@ of legacy code, so one value (a config lookup, a block count) can appear several
 each expression is rewritten without changing what it evaluates: a comparison under `not`
 inverted, the repo's ceiling division helper where the code spells it out, and every
 subexpression of `SHARED_SIZE` nodes or more that occurs twice computed once and named.
+
+Gates compare counts, sizes and config values: `not a < b` is `a >= b` for them (not for a NaN
+or for sets, which gates do not compare); `cdiv` is written only where no `/` or float is in sight.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def condition(code: str, taken: Iterable[str], cdiv: str | None = None, held: di
     for dump, name in (held or {}).items():
         tree = _Named(dump, name, None).visit(tree)
     tree = _Rewrites(cdiv).visit(tree)
-    names = set(taken)
+    names = set(taken) | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     while (shared := _largest_shared(tree.body, COMPUTED_SIZE, computed=True)) is not None:
         first = _first_unconditional(tree.body, shared)
         if first is None:
@@ -55,24 +58,38 @@ def condition(code: str, taken: Iterable[str], cdiv: str | None = None, held: di
         name = _fresh(_name_for(first), names)
         names.add(name)
         tree.body = _Named(shared, name, first).visit(tree.body)
-    return ast.unparse(tree)
+    return _unparsed(tree.body)
+
+
+def _unparsed(node: ast.expr) -> str:
+    """ast.unparse, less the parentheses it gives every later operand of an `and`/`or` chain (its precedence
+    rises operand by operand): an operand is parenthesized only where Python needs it."""
+    if not isinstance(node, ast.BoolOp):
+        return ast.unparse(node)
+    loose = (ast.BoolOp, ast.IfExp, ast.Lambda, ast.NamedExpr)
+    word = " and " if isinstance(node.op, ast.And) else " or "
+    return word.join(f"({ast.unparse(v)})" if isinstance(v, loose) else _unparsed(v) for v in node.values)
 
 
 def bound_once(values: list[ast.expr], taken: Iterable[str], names: list[str]) -> tuple[list[str], list[ast.expr]]:
     """Statements naming each subexpression the `values` share, and the values reading those names instead.
 
     `names`: a name for each value (its keyword), which a shared expression takes from the first value that is
-    that expression, else from what it computes. For straight-line code: every value is evaluated, in order.
+    that expression, else from what it computes. Every value is evaluated, in order, so an expression is named
+    only where its first occurrence always runs (not in an arm of `x if c else y`, nor past the first operand of
+    `and`/`or`, nor in a comprehension or lambda, whose names are their own).
     """
     values = [copy.deepcopy(v) for v in values]
-    used = set(taken)
+    used = set(taken) | {n.id for v in values for n in ast.walk(v) if isinstance(n, ast.Name)}
     statements = []
     while (shared := _largest_shared(ast.Tuple(values, ast.Load()))) is not None:
+        first = next(found for v in values if (found := _occurrence(v, shared, unconditional=True)))
+        if not first[1]:
+            break  # first computed in a branch: computing it up front could fail where the branch is not taken
         whole = [n for n, v in zip(names, values) if ast.dump(v) == shared]
-        example = next(n for v in values for n in ast.walk(v) if ast.dump(n) == shared)
-        name = _fresh(whole[0] if whole else _name_for(example), used)
+        name = _fresh(whole[0] if whole else _name_for(first[0]), used)
         used.add(name)
-        statements.append((name, f"{name} = {ast.unparse(example)}"))
+        statements.append((name, f"{name} = {ast.unparse(first[0])}"))
         values = [_Named(shared, name, None).visit(v) for v in values]
     # In the order the values first read them (a shared value holds no other: each was named in the values only).
     first = {n.id: i for i, v in reversed(list(enumerate(values))) for n in ast.walk(v) if isinstance(n, ast.Name)}
@@ -103,9 +120,14 @@ class _Rewrites(ast.NodeTransformer):
             and isinstance(node.left.left, ast.BinOp)
             and isinstance(node.left.left.op, ast.Add)
             and ast.dump(node.left.left.right) == ast.dump(node.right)
+            and not any(_fractional(n) for n in ast.walk(node))  # a ceiling division of integers only
         ):
             return ast.Call(ast.Name(self.cdiv, ast.Load()), [node.left.left.left, node.right], [])
         return node
+
+
+def _fractional(node: ast.AST) -> bool:
+    return isinstance(node, ast.Div) or isinstance(node, ast.Constant) and isinstance(node.value, float)
 
 
 def _largest_shared(tree: ast.AST, smallest: int = SHARED_SIZE, computed: bool = False) -> str | None:
@@ -116,8 +138,8 @@ def _largest_shared(tree: ast.AST, smallest: int = SHARED_SIZE, computed: bool =
         n = size(node)
         return n >= SHARED_SIZE or n >= smallest and (not computed or _computes(node))
 
-    counts = Counter(ast.dump(n) for n in ast.walk(tree) if isinstance(n, ast.expr) and worth(n))
-    sizes = {ast.dump(n): size(n) for n in ast.walk(tree) if isinstance(n, ast.expr)}
+    counts = Counter(ast.dump(n) for n in _outside_scopes(tree) if worth(n))
+    sizes = {ast.dump(n): size(n) for n in _outside_scopes(tree)}
     shared = [dump for dump, count in counts.items() if count > 1]
     return max(shared, key=lambda dump: sizes[dump], default=None)
 
@@ -149,17 +171,36 @@ def _occurrence(node: ast.expr, dump: str, unconditional: bool) -> tuple[ast.exp
     return None
 
 
+_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)  # names of their own inside
+
+
 def _children(node: ast.expr) -> list[tuple[ast.expr, bool]]:
-    """The expressions inside `node` in the order Python evaluates them, each with whether it always runs."""
+    """The expressions inside `node` in the order Python evaluates them, each with whether it always runs (none
+    inside a comprehension or lambda: their names are their own)."""
     if isinstance(node, ast.BoolOp):
         return [(v, i == 0) for i, v in enumerate(node.values)]
     if isinstance(node, ast.IfExp):
         return [(node.test, True), (node.body, False), (node.orelse, False)]
     if isinstance(node, ast.Compare):
         return [(node.left, True)] + [(c, i == 0) for i, c in enumerate(node.comparators)]
-    if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-        return []  # its own scope: nothing inside is shared with the outside
+    if isinstance(node, ast.Call):
+        return [(e, True) for e in [node.func, *node.args, *(k.value for k in node.keywords)]]
+    if isinstance(node, ast.Dict):
+        return [(e, True) for k, v in zip(node.keys, node.values) for e in (k, v) if e is not None]
+    if isinstance(node, _SCOPES):
+        return []
     return [(child, True) for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
+
+
+def _outside_scopes(tree: ast.AST):
+    """Every expression of `tree` but those inside a comprehension or lambda."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.expr):
+            yield node
+        if not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 class _Named(ast.NodeTransformer):
@@ -169,6 +210,8 @@ class _Named(ast.NodeTransformer):
         self.dump, self.name, self.first = dump, name, first
 
     def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, _SCOPES):
+            return node  # its names are its own
         if isinstance(node, ast.expr) and ast.dump(node) == self.dump:
             if node is self.first:
                 return ast.NamedExpr(ast.Name(self.name, ast.Store()), node)

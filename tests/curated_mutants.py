@@ -450,8 +450,15 @@ MUTANTS = (
     Mutant(
         "registration: a constructor's early return gets the block before it and at the anchor again",
         "codemods/transforms/insert_registration.py",
-        "        if not late_at(lines[holder].start.line):",
+        "        if not late_at(lines[holder].start.line) and _quiet_between(init, holder, self.anchor, reads):",
         "        if False:",
+        ("tests/test_migration_gates.py", "-k", "early_return"),
+    ),
+    Mutant(
+        "registration: once before an early return even past a call that may set what it reads",
+        "codemods/transforms/insert_registration.py",
+        "            if method or any(_is_self(a.value) for a in call.args):\n                return False",
+        "            pass",
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
     # The tree's own gates, every constructor path, the contract all of it.

@@ -181,3 +181,13 @@ def test_the_imports_a_removed_helper_used_are_found_on_its_outline_as_on_the_fi
             assert Counter(RemoveImportsVisitor._get_imports_from_context(outlined)) == Counter(
                 RemoveImportsVisitor._get_imports_from_context(full)
             ), (path, helper.name.value)
+
+
+def test_an_unused_import_inside_a_later_function_is_found_unused():
+    """The first outline keeps only the first function that mentions `foo`: g's own import has no scope there, and
+    is decided on the second."""
+    source = "def f():\n    import foo\n    foo.x()\n\n\ndef g():\n    import foo\n"
+    wrapper = cst.MetadataWrapper(cst.parse_module(source))
+    unused = unused_asked(wrapper, source, [("foo", None, None)])
+    g = wrapper.module.body[1]
+    assert list(unused.values()) == [g.body.body[0].body[0]]

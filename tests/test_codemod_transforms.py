@@ -372,6 +372,42 @@ def test_insert_registration_that_reads_what_only_its_branch_builds_stays_in_tha
     assert edit.source == expected and edit.warnings == []
 
 
+def test_insert_registration_that_reads_a_local_only_its_branch_binds_stays_in_that_branch(tmp_path):
+    layer = src("""
+        from engine.ops import _KERNEL
+
+
+        class Layer:
+            def __init__(self, config):
+                if config.fast:
+                    fn = make(config)
+                    self.fn = fn
+                self.pad = 0
+        """)
+    op = insert(registration="_KERNEL.register_warmup(fn=fn)", insert_after="self.fn = fn", names={"config", "fn"})
+    edit = run(tmp_path, "engine.layer", layer, [op])
+    assert "            self.fn = fn\n\n            if config.enable_jit_warmup:\n" in edit.source, edit.source
+
+
+def test_insert_registration_that_reads_what_a_loop_sets_first_is_refused(tmp_path):
+    layer = src("""
+        from engine.ops import _KERNEL
+
+
+        class Layer:
+            def __init__(self, config):
+                self.ready = True
+                for part in config.parts:
+                    self.block = part
+        """)
+    op = insert(registration="_KERNEL.register_warmup(block=self.block)", insert_after="self.ready = True")
+    edit = run(tmp_path, "engine.layer", layer, [op])
+    assert [r.reason for r in edit.refusals] == [
+        "the registration reads self.block, which Layer.__init__ first sets inside a loop, below insert_after: it "
+        "would register once per iteration; move insert_after or migrate this constructor by hand"
+    ]
+
+
 def test_multiline_registration_is_indented_and_imports_merge(tmp_path):
     op = insert(
         registration="_OTHER.register_warmup(\n    max_terms=4,\n)\nlog('registered')",

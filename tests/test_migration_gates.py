@@ -135,7 +135,10 @@ def test_an_early_return_before_the_registration_point_is_refused_naming_its_lin
     assert f"{GDN_LAYER}:{line}:" in why and "returns here, before the registration" in why and "self.norm" in why
 
 
-def test_an_early_return_where_the_registration_can_run_gets_it_once_before_the_return(tmp_path):
+def test_an_early_return_where_the_registration_can_run_gets_it_once_or_before_each_exit(tmp_path):
+    """Where nothing between the return and the insertion point can change what the registration reads, it goes
+    once, before the return's `if`; past a call that may set attributes (a method of self), it goes before the
+    return and at the insertion point, so every path registers with what it reads set."""
     repo = copy_033(tmp_path / "tree")
     edit(
         repo,
@@ -143,14 +146,18 @@ def test_an_early_return_where_the_registration_can_run_gets_it_once_before_the_
         "        self.out_proj = RowParallelLinear(\n",
         "        if prefix.endswith('.draft'):\n            return\n\n        self.out_proj = RowParallelLinear(\n",
     )
-    spec = FLA.replaced(insert_after="")  # at the end of __init__, so the return would skip it
-    result = migrate(repo, [spec])
-    layer = next(c.after for c in result.changes if c.path.name == "qwen_gdn_linear_attn.py")
-    init = init_of(layer)
-    order = [ast.unparse(s) for s in init.body]
-    early = next(i for i, s in enumerate(init.body) if isinstance(s, ast.If) and "draft" in ast.unparse(s.test))
-    # Everything it reads is set before the `if`: one registration, right before it, which every path reaches.
-    assert [i for i, s in enumerate(order) if "register_warmup" in s] == [early - 1]
+    for insert_after, once in (("self.out_proj = RowParallelLinear(", True), ("", False)):
+        result = migrate(repo, [FLA.replaced(insert_after=insert_after)])
+        layer = next(c.after for c in result.changes if c.path.name == "qwen_gdn_linear_attn.py")
+        init = init_of(layer)
+        order = [ast.unparse(s) for s in init.body]
+        early = next(i for i, s in enumerate(init.body) if isinstance(s, ast.If) and "draft" in ast.unparse(s.test))
+        registered = [i for i, s in enumerate(order) if "register_warmup" in s]
+        if once:
+            assert registered == [early - 1]
+        else:  # in the return's `if`, before the return, and at the end
+            assert registered == [early, len(order) - 1]
+            assert "register_warmup" in ast.unparse(init.body[early].body[0])
 
 
 SUBCLASS = """from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention

@@ -52,7 +52,11 @@ def unread_names(
     """(line, name, dropped) of names a copied `a, b = x, y` the launcher keeps binds that it no longer reads;
     `removed`: the copied statements it no longer keeps (`unread_after`). A name whose value has no effect goes
     with its value (dropped), so what only that value read may become unread in turn; any other is written `_`."""
-    staying = [s for s in copied if s not in removed and isinstance(s, ast.Assign) and unpacked_names(s.targets[0])]
+    staying = [
+        s
+        for s in copied
+        if s not in removed and isinstance(s, ast.Assign) and len(s.targets) == 1 and unpacked_names(s.targets[0])
+    ]
     kept = [s for s in launcher.body if s not in launches and s not in removed]
     unread: dict[tuple[int, str], bool] = {}
     while True:
@@ -61,9 +65,10 @@ def unread_names(
         for statement in staying:
             names = unpacked_names(statement.targets[0])
             values = spread_values(statement.value, len(names)) or [None] * len(names)
-            for name, value in zip(names, values):
-                if name not in reads:
-                    found[(statement.lineno, name)] = value is not None and effect_free(value)
+            gone = {n: v is not None and effect_free(v) for n, v in zip(names, values) if n not in reads}
+            if len(gone) == len(names):  # nothing would be left of the statement: its names are written `_`
+                gone = dict.fromkeys(gone, False)
+            found |= {(statement.lineno, name): dropped for name, dropped in gone.items()}
         if found == unread:
             return [(line, name, dropped) for (line, name), dropped in found.items()]
         unread = found
@@ -79,20 +84,27 @@ def _reads_kept(statement: ast.stmt, unread: dict[tuple[int, str], bool]) -> set
 
 
 def spread_values(value: ast.expr, count: int) -> list[ast.expr] | None:
-    """The value of each of `count` targets (a starred element's value, or an effect-free value unpacked whole
-    such as `x.shape`, stands for each target it spreads over); None when they cannot be matched."""
+    """The value of each of `count` targets (a tensor's `.shape`, starred or unpacked whole, stands for each target
+    it spreads over: it can be indexed); None when they cannot be matched."""
     if not isinstance(value, ast.Tuple):
-        return [value] * count if effect_free(value) else None
+        return [value] * count if _shape(value) else None
     starred = [e for e in value.elts if isinstance(e, ast.Starred)]
     spread = count - len(value.elts) + 1
-    if len(starred) > 1 or (starred and spread < 1) or (not starred and len(value.elts) != count):
+    if len(starred) > 1 or (starred and (spread < 1 or not _shape(starred[0].value))):
+        return None
+    if not starred and len(value.elts) != count:
         return None
     return [v for e in value.elts for v in ([e.value] * spread if isinstance(e, ast.Starred) else [e])]
 
 
+def _shape(value: ast.expr) -> bool:
+    return isinstance(value, ast.Attribute) and value.attr == "shape"
+
+
 def effect_free(value: ast.expr) -> bool:
-    """No call in it but of a pure builtin or math helper (`min`, `triton.cdiv`): dropping it changes nothing."""
-    return all(
+    """No call in it but of a pure builtin or math helper (`min`, `triton.cdiv`), and no `:=`: dropping it changes
+    nothing."""
+    return not any(isinstance(n, ast.NamedExpr) for n in ast.walk(value)) and all(
         isinstance(c.func, ast.Name)
         and c.func.id in PURE_BUILTINS
         or isinstance(c.func, ast.Attribute)

@@ -93,9 +93,11 @@ def dispatcher(
         for a in launcher_def.args.args + launcher_def.args.kwonlyargs
         if a.annotation is not None
     }
+    # The launcher's own spelling (the most used, then the first), unless quoted: `"T" | None` would not run.
     spelled = [annotations[n] for n, optional in tensors.items() if n in annotations and not optional]
+    spelled = [a for a in spelled if not a.startswith(("'", '"'))]
     if spelled:
-        tensor = max(set(spelled), key=spelled.count)
+        tensor = max(dict.fromkeys(spelled), key=spelled.count)
         annotations |= {
             n: f"{tensor} | None" if optional else tensor for n, optional in tensors.items() if n not in annotations
         }

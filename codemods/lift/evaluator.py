@@ -335,10 +335,11 @@ class Scope:
             and func.id not in self.env
             and any(a is DEVICE for a in arguments)
             and all(a is DEVICE or isinstance(a, Value) and a.fixed for a in arguments)
+            and (target := self.lift.modules.callee(self.module, self.function, func)) is not None
         ):
             # A fact of the device (its compute units): the launch's tensors live where the step made them, so
             # the step and the launcher read one value, which the registration passes.
-            home, name = self.lift.modules.callee(self.module, self.function, func)
+            home, name = target
             return self.lift.parameter(f"{home}.{name}(<the device>)", func.id)
         callee_value = self.value(func)
         if isinstance(callee_value, Value) and all(isinstance(a, (Value, Sequence)) for a in arguments):

@@ -248,7 +248,7 @@ def unused_asked(
         return bool(mentioned)
 
     # Most names asked about are still in use: the first function that mentions each shows it, cheaply.
-    asked = _unreferenced(wrapper, code, asked, first_to_mention)
+    asked = _unreferenced(wrapper, code, asked, first_to_mention, final=False)
     words = {_word(alias) for _, alias in asked}
     if any(re.search(rf"[\"'][^\"'\n]*\b{re.escape(word)}\b", code) for word in words):
         return None  # `__all__` or a string annotation may name it: libcst's gatherer decides
@@ -258,15 +258,21 @@ def unused_asked(
     return {alias: statement for statement, alias in asked}
 
 
-def _unreferenced(wrapper: cst.MetadataWrapper, code: str, asked: list, keep: Callable) -> list:
-    """The (statement, alias) pairs not referenced on the file's outline that keeps the functions `keep` takes."""
+def _unreferenced(wrapper: cst.MetadataWrapper, code: str, asked: list, keep: Callable, final: bool = True) -> list:
+    """The (statement, alias) pairs not referenced on the file's outline that keeps the functions `keep` takes.
+    Not `final`: an import inside a function the outline left out has no scope there, and stays in question."""
     if not asked:
         return []
     scopes = outline_scopes(wrapper.module, code, keep=keep)
     if scopes is None:
         scopes = wrapper.resolve(ScopeProvider)
     # GatherUnusedImportsVisitor never counts an import it finds no scope for as unused.
-    return [(s, alias) for s, alias in asked if scopes.get(s) is not None and not _referenced(scopes[s], alias)]
+    return [
+        (s, alias)
+        for s, alias in asked
+        if (s in scopes and scopes[s] is not None and not _referenced(scopes[s], alias))
+        or (s not in scopes and not final)
+    ]
 
 
 def _from_future(statement: cst.Import | cst.ImportFrom) -> bool:

@@ -112,7 +112,7 @@ class _Insert(Command):
                 raise AnchorError(
                     f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}"
                 )
-            self.anchor = _outside_branches(init, matches[0], self._reads())
+            self.anchor = _outside_branches(init, matches[0], self._reads() | self.op.names)
             if self.anchor is not matches[0]:
                 self.warn(
                     matches[0],
@@ -163,6 +163,14 @@ class _Insert(Command):
         if not late:
             return
         self.anchor = _outside_branches(init, max(late.values(), key=lambda s: lines[s].start.line), reads)
+        if any(isinstance(s, (cst.For, cst.While)) for s in _holders(init, self.anchor)):
+            self.refuse(
+                self.anchor,
+                f"the registration reads {', '.join(sorted(late))}, which {self.op.cls}.{self.op.method} first sets "
+                "inside a loop, below insert_after: it would register once per iteration; move insert_after or "
+                "migrate this constructor by hand",
+            )
+            return
         self.warn(
             self.anchor,
             f"the registration reads {', '.join(sorted(late))}, which {self.op.cls}.{self.op.method} sets only "
@@ -170,12 +178,9 @@ class _Insert(Command):
         )
 
     def _reads(self) -> set[str]:
-        """The `self.x` the registration and its gate read."""
-        return {
-            f"self.{n.attr.value}"
-            for n in _nodes(cst.parse_module(self.op.registration + "\n" + (self.op.gate or "")), cst.Attribute)
-            if isinstance(n.value, cst.Name) and n.value.value == "self"
-        }
+        """The `self.x` the registration and its gates (outside the block and inside it) read."""
+        code = "\n".join([self.op.registration, self.op.gate or "", self.op.inner_gate or ""])
+        return {f"self.{n.attr.value}" for n in _nodes(cst.parse_module(code), cst.Attribute) if _is_self(n.value)}
 
     def _assignments(self, statements: list[cst.BaseStatement], lines):
         """The `self.x` the registration and gate read; the statements of the method that assign each `self.x` and
@@ -210,7 +215,7 @@ class _Insert(Command):
 
         first = min(self.exits, key=lambda s: lines[s].start.line)
         holder = next(s for s in init.body.body if s is first or any(n is first for n in _nested(s)))
-        if not late_at(lines[holder].start.line):
+        if not late_at(lines[holder].start.line) and _quiet_between(init, holder, self.anchor, reads):
             self.exits, self.anchor, self.once = [holder], None, True
             return
         for exit_ in self.exits:
@@ -351,9 +356,18 @@ def _outside_branches(
     function: cst.FunctionDef, statement: cst.BaseStatement, reads: set[str] = frozenset()
 ) -> cst.BaseStatement:
     """The outermost `if`, loop, `try` or `match` of `function` holding `statement` after which every path has
-    what the registration reads (`reads`: `self.x` names) that the branch sets, else the statement: what follows
-    it runs once on every path that reaches it (a `with` runs its body once, so it is not left). Where one arm
-    alone builds what the registration reads, the registration stays in that arm: only it has the object."""
+    what the registration reads (`reads`: `self.x` and local names) that the branch sets, else the statement: what
+    follows it runs once on every path that reaches it (a `with` runs its body once, so it is not left). Where one
+    arm alone builds what the registration reads, the registration stays in that arm: only it has the object."""
+    for holder in (s for s in _holders(function, statement) if isinstance(s, _BRANCHING)):
+        inside = {a for s in [holder, *_nested(holder)] for a in _assigned_names(s)} & reads
+        if all(_set_on_every_path([holder], a) for a in inside):
+            return holder
+    return statement
+
+
+def _holders(function: cst.FunctionDef, statement: cst.BaseStatement) -> list[cst.BaseStatement]:
+    """The compound statements of `function` that hold `statement`, outermost first."""
     holders: list[cst.BaseStatement] = []
 
     class Find(cst.CSTVisitor):
@@ -363,7 +377,7 @@ def _outside_branches(
 
         def on_visit(self, node: cst.CSTNode) -> bool:
             if node is statement:
-                holders.extend(s for s in self.stack if isinstance(s, _BRANCHING))
+                holders.extend(self.stack)
                 return False
             if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.BaseSmallStatement)):
                 return False
@@ -376,11 +390,30 @@ def _outside_branches(
                 self.stack.pop()
 
     function.body.visit(Find())
-    for holder in holders:
-        inside = {a for s in [holder, *_nested(holder)] for a in _assigned_names(s)} & reads
-        if all(_set_on_every_path([holder], a) for a in inside):
-            return holder
-    return statement
+    return holders
+
+
+def _quiet_between(init: cst.FunctionDef, holder: cst.BaseStatement, until, reads: set[str]) -> bool:
+    """Nothing after `holder` up to the top-level statement holding `until` (None: the end of `init`) can change
+    what the registration reads: no assignment of a name it reads, no call of a method of `self`, of an
+    initializer, or with `self` as an argument (any of which may set attributes)."""
+    body = list(init.body.body)
+    start = next(i for i, s in enumerate(body) if s is holder) + 1
+    top = None if until is None else ([*_holders(init, until), until][0])
+    end = len(body) if top is None else next(i for i, s in enumerate(body) if s is top) + 1
+    for statement in body[start:end]:
+        if any(_assigned_names(s) & reads for s in [statement, *_nested(statement)]):
+            return False
+        for call in _nodes(statement, cst.Call):
+            func = call.func
+            method = isinstance(func, cst.Attribute) and (_is_self(func.value) or func.attr.value == "__init__")
+            if method or any(_is_self(a.value) for a in call.args):
+                return False
+    return True
+
+
+def _is_self(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value == "self"
 
 
 def _assigned_names(statement: cst.BaseStatement) -> set[str]:
@@ -389,9 +422,7 @@ def _assigned_names(statement: cst.BaseStatement) -> set[str]:
         return set()
     targets = [t for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign)) for t in _elements(node.target)]
     return {t.value for t in targets if isinstance(t, cst.Name)} | {
-        f"self.{t.attr.value}"
-        for t in targets
-        if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self"
+        f"self.{t.attr.value}" for t in targets if isinstance(t, cst.Attribute) and _is_self(t.value)
     }
 
 

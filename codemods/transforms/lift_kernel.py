@@ -43,8 +43,14 @@ class _Unread(cst.CSTTransformer):
         self.unread = unread  # name -> dropped
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        if len(updated.targets) != 1 or not isinstance(updated.targets[0].target, cst.Tuple):
+            return updated  # the plan names only a single `a, b = ...` target
         elements = updated.targets[0].target.elements
+        if not all(isinstance(e.value, cst.Name) for e in elements):
+            return updated
         names = [e.value.value for e in elements]
+        if not set(names) & set(self.unread):
+            return updated
         values = _spread(updated.value, len(names)) or [None] * len(names)
         kept = [
             (cst.Name("_") if name in self.unread else element.value, value)
@@ -70,7 +76,7 @@ def _spread(value: cst.BaseExpression, count: int) -> list[cst.BaseExpression] |
     """The value of each of `count` targets, a starred element or a value unpacked whole indexed (`k.shape[1]`);
     None when they do not match (then the plan drops nothing: lift.dispatcher.spread_values decides alike)."""
     if not isinstance(value, cst.Tuple):
-        value = cst.Tuple([cst.StarredElement(value)])
+        value = cst.Tuple([cst.StarredElement(value)])  # `x.shape` unpacked whole (the plan spreads only a shape)
     spread = count - len(value.elements) + 1
     values: list[cst.BaseExpression] = []
     for element in value.elements:

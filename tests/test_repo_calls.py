@@ -1,0 +1,51 @@
+"""What a call names, read off a small engine tree: module aliases followed, locals and package attributes not
+mistaken for modules."""
+
+import ast
+
+from tree_forks import write_tree
+
+from zerojit.codemods.repo import RepoModules
+
+
+def calls(modules: RepoModules, module: str, function: str) -> dict[str, tuple[str, str | None] | None]:
+    """Each call of `module.function`, by its code, with what callee makes of it."""
+    found = modules.definition(module, function)
+    return {
+        ast.unparse(c.func): modules.callee(module, found, c.func) for c in ast.walk(found) if isinstance(c, ast.Call)
+    }
+
+
+def test_calls_through_a_module_alias_reach_the_function_and_nothing_else_is_taken_for_a_module(tmp_path):
+    repo = write_tree(
+        tmp_path,
+        {
+            "eng/__init__.py": "",
+            "eng/ops/__init__.py": "ops: object = object()\n",
+            "eng/ops/launch.py": "def go(x):\n    return x\n",
+            "eng/ops/ops.py": "def go(x):\n    return x\n",
+            "eng/step.py": """
+                from eng import ops as package
+                from eng.ops import launch as launcher
+                from eng.ops import ops as attribute
+
+
+                def step(launch, x):
+                    from eng.ops import launch as inner
+                    inner.go(x)
+                    launcher.go(x)
+                    launch.go(x)  # a parameter, not the submodule
+                    package.ops.go(x)  # the package's own `ops` attribute, not eng.ops.ops
+                    attribute.go(x)  # the same attribute, imported by name
+                """,
+        },
+    )
+    modules = RepoModules(repo, "eng")
+    assert calls(modules, "eng.step", "step") == {
+        "inner.go": ("eng.ops.launch", "go"),
+        "launcher.go": ("eng.ops.launch", "go"),
+        "launch.go": None,
+        "package.ops.go": None,
+        "attribute.go": None,
+    }
+    assert modules.reaches("eng.step", "step", ("eng.ops.launch", "go")) == 1
