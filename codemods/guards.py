@@ -27,7 +27,7 @@ import dataclasses
 from .findings import PlacedError
 from .repo import CallSite, Gate, RepoModules, call_sites, calls_to, method_calls
 from .spec import MigrationSpec, SpecError
-from .syntax import Place
+from .syntax import Place, parameters
 
 CONFIG = "@config"  # the engine's config, however a scope reaches it
 WORKER = "@worker"  # the orchestrator's argument
@@ -183,13 +183,6 @@ class _Canonical(ast.NodeTransformer):
 
 def canonical(modules: RepoModules, node: ast.expr, frame: Frame, depth: int = 0) -> ast.expr:
     return _Canonical(modules, frame, depth).visit(copy.deepcopy(node))
-
-
-def parameters(function: ast.FunctionDef) -> list[str]:
-    a = function.args
-    return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)] + [
-        p.arg for p in (a.vararg, a.kwarg) if p is not None
-    ]
 
 
 def local_names(function: ast.FunctionDef) -> set[str]:

@@ -17,7 +17,7 @@ from libcst.helpers import get_absolute_module_from_package
 
 from .engines import DEFAULT_ENGINE, Engine
 from .files import UnreadableSource, read_source, why_skipped
-from .syntax import Place, deeper_than, exits, function_import, stores, where
+from .syntax import Place, deeper_than, exits, function_import, parameters, stores, where
 
 
 def module_name(repo: Path, path: Path) -> tuple[str, str]:
@@ -290,13 +290,7 @@ class RepoModules:
     def _locals_of(self, function: ast.FunctionDef) -> set[str]:
         """The names a function binds itself (its parameters and the names it assigns), kept per function."""
         if id(function) not in self._locals:
-            arguments = function.args
-            parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg]
-            parameters.append(arguments.kwarg)
-            self._locals[id(function)] = (
-                function,
-                {a.arg for a in parameters if a is not None} | set(stores(function)),
-            )
+            self._locals[id(function)] = (function, set(parameters(function)) | set(stores(function)))
         return self._locals[id(function)][1]
 
     def reaches(self, module: str, name: str | None, wanted: tuple[str, str], depth: int = 3) -> int:

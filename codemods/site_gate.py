@@ -19,14 +19,12 @@ from .guards import (
     canonical,
     config_name,
     holds_at_site,
-    local_names,
-    parameters,
     site_frame,
 )
 from .repo import RepoModules
 from .simplify import size
 from .spec import MigrationSpec, SpecError
-from .syntax import Place
+from .syntax import Place, parameters
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,10 +212,15 @@ def _top_level_binding(modules: RepoModules, module: str, qualified: str) -> str
     return None
 
 
+def _names_in(init: ast.FunctionDef) -> set[str]:
+    """Every name the constructor binds or reads, its parameters included: a name the gate adds must be new."""
+    return {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} | set(parameters(init))
+
+
 def simplified(modules: RepoModules, module: str, init: ast.FunctionDef, condition: str, before: float) -> str:
     """A written gate as a maintainer writes it (codemods.simplify): each value once, in the site's names, reading
     what the constructor already holds in a local it binds once above `before` (the insertion line)."""
-    taken = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} | set(parameters(init))
+    taken = _names_in(init)
     stored = Counter(n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     held = {
         ast.dump(s.value): s.targets[0].id
@@ -253,7 +256,7 @@ def render_gate(
     context, which would break building the layer in a unit test).
     """
     engine = modules.engine
-    in_init = set(local_names(init)) | set(parameters(init)) | {n.id for n in ast.walk(init) if isinstance(n, ast.Name)}
+    in_init = _names_in(init)
     taken = in_init | {n.id for n in ast.walk(modules.tree(module)) if isinstance(n, ast.Name)}
     imports: dict[str, str] = {}
     config = config_name(modules, site_frame(modules, module, init))

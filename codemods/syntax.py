@@ -16,6 +16,14 @@ def loads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+def parameters(function: ast.FunctionDef) -> list[str]:
+    """A function's parameter names, in order (`*args` and `**kwargs` last)."""
+    a = function.args
+    return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)] + [
+        p.arg for p in (a.vararg, a.kwarg) if p is not None
+    ]
+
+
 def stores(node: ast.AST) -> list[str]:
     """The names `node` binds, in order (a name bound twice is listed twice)."""
     return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]

@@ -214,7 +214,7 @@ class _Insert(Command):
             return late
 
         first = min(self.exits, key=lambda s: lines[s].start.line)
-        holder = next(s for s in init.body.body if s is first or any(n is first for n in _nested(s)))
+        holder = _top_level(init, first)
         if not late_at(lines[holder].start.line) and _quiet_between(init, holder, self.anchor, reads):
             self.exits, self.anchor, self.once = [holder], None, True
             return
@@ -393,13 +393,18 @@ def _holders(function: cst.FunctionDef, statement: cst.BaseStatement) -> list[cs
     return holders
 
 
+def _top_level(init: cst.FunctionDef, statement: cst.BaseStatement) -> cst.BaseStatement:
+    """The statement of `init`'s own body that is or holds `statement`."""
+    return [*_holders(init, statement), statement][0]
+
+
 def _quiet_between(init: cst.FunctionDef, holder: cst.BaseStatement, until, reads: set[str]) -> bool:
     """Nothing after `holder` up to the top-level statement holding `until` (None: the end of `init`) can change
     what the registration reads: no assignment of a name it reads, no call of a method of `self`, of an
     initializer, or with `self` as an argument (any of which may set attributes)."""
     body = list(init.body.body)
     start = next(i for i, s in enumerate(body) if s is holder) + 1
-    top = None if until is None else ([*_holders(init, until), until][0])
+    top = None if until is None else _top_level(init, until)
     end = len(body) if top is None else next(i for i, s in enumerate(body) if s is top) + 1
     for statement in body[start:end]:
         if any(_assigned_names(s) & reads for s in [statement, *_nested(statement)]):
