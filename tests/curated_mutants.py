@@ -461,6 +461,23 @@ MUTANTS = (
         "            pass",
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
+    Mutant(
+        "bindings: a comprehension's target taken for a local the method binds there",
+        "codemods/transforms/bindings.py",
+        "            pending += [node.iter, *node.ifs]  # its target is the comprehension's own\n",
+        "            pending += [node.target, node.iter, *node.ifs]\n",
+        ("tests/test_bindings.py", "-k", "every_binding_form"),
+    ),
+    Mutant(
+        "bindings: an import bound where its alias's line is, not where the statement starts",
+        "codemods/transforms/bindings.py",
+        "        elif isinstance(node, ast.Import | ast.ImportFrom):\n"
+        '            if any((alias.asname or alias.name.split(".")[0]) == name for alias in node.names):\n'
+        "                yield node.lineno\n",
+        '        elif isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:\n'
+        "            yield node.lineno\n",
+        ("tests/test_bindings.py", "-k", "real_constructors and kimi"),
+    ),
     # The tree's own gates, every constructor path, the contract all of it.
     Mutant(
         "guards: a legacy guard the site can write is not carried",

@@ -13,6 +13,7 @@ from libcst.metadata import PositionProvider
 
 from ..spec import normalized
 from .base import AnchorError, Command, Operation, code_of, operation
+from .bindings import MethodBindings
 from .blocks import NO_STATEMENTS
 
 
@@ -121,9 +122,12 @@ class _Insert(Command):
                     "construction reaches it once",
                 )
         synthetic = self.op.override and init is not self.init_in_class
-        scope = self._global_scope() if synthetic else self._init_scope(init)
         parameters = {p.name.value for p in init.params.params + init.params.posonly_params + init.params.kwonly_params}
-        lines = _positions_within(init)
+        # The method as a file of its own: its lines are the file's less a constant, so they order its
+        # statements as the file does, without a pass over the file.
+        alone = cst.Module(body=[init])
+        lines = cst.MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
+        names = MethodBindings(alone.code, self.context.versions.code(self.context.wrapper.module), self.op.cls)
         self._after_what_it_reads(init, statements, lines)
         before = lines[self.anchor].end.line if self.anchor else float("inf")
         self.exits = [
@@ -135,14 +139,14 @@ class _Insert(Command):
         ]
         self._check_exits(init, statements, lines)
         before = min([before, *(lines[s].start.line - 1 for s in self.exits)])
-        self.needs_import = not self._bound(scope, self.op.kernel_name, before, lines)
+        self.needs_import = not names.bound(self.op.kernel_name, before)
         if self.needs_import and self.alias:
             self.needs_import = False  # the module imports the kernel under another name: use that one
             self.registration = _renamed_in(self.registration, self.op.kernel_name, self.alias)
         for name in sorted(self.op.names - self.imported - {self.op.kernel_name}):
             if synthetic and name in parameters:
                 continue  # a parameter of the override the class gets
-            if not self._bound(scope, name, before, lines):
+            if not names.bound(name, before):
                 self.refuse(
                     init,
                     f"{name} is not bound where the registration goes ({self.op.cls}.{self.op.method}); "
@@ -228,33 +232,6 @@ class _Insert(Command):
                     "every path must register, so move insert_after above this return or migrate "
                     "this constructor by hand",
                 )
-
-    def _global_scope(self):
-        """The scope the class sits in: what a method added to it sees besides its parameters."""
-        return self.outlined_scopes(keep=lambda function: False)[self.class_node]
-
-    def _init_scope(self, init: cst.FunctionDef):
-        """The scope of __init__'s body: on the file's outline that keeps __init__ and the functions around it."""
-        around = {id(node) for node in self._entered}
-        scopes = self.outlined_scopes(keep=lambda function: function is init or id(function) in around)
-        return scopes[init.body.body[0] if init.body.body else init]
-
-    @staticmethod
-    def _bound(scope, name: str, before: float, lines) -> bool:
-        """Bound there: a parameter, a global, a builtin, or a local of __init__ assigned above that point.
-
-        `lines`: positions within __init__ (see _positions_within); a local of its scope is bound inside it.
-        """
-        if name not in scope:
-            return False
-        for assignment in scope[name]:
-            node = getattr(assignment, "node", None)
-            if assignment.scope is not scope or node is None:
-                return True
-            position = lines.get(node)
-            if position is None or position.start.line <= before:
-                return True
-        return False
 
     def leave_IndentedBlock(self, original, updated):
         if self.done or self.refusals or self.init is None:
@@ -452,12 +429,6 @@ def _elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [n for e in target.elements for n in _elements(e.value)]
     return [target]
-
-
-def _positions_within(function: cst.FunctionDef):
-    """Where each node of `function` is, as if the function were a file of its own: the lines are the file's
-    less a constant, so they order the function's statements as the file does, without a pass over the file."""
-    return cst.MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 class _Statements(cst.CSTVisitor):
