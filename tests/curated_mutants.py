@@ -462,6 +462,13 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
     Mutant(
+        "provider: a value's keyword taken for a name in use, so a shared value is numbered (`a_2`)",
+        "codemods/lift/emit.py",
+        "    taken |= loads(call)\n",
+        "    taken |= {n.id for n in ast.walk(ast.parse(chr(10).join(values))) if isinstance(n, ast.Name)}\n",
+        ("tests/test_triton_lifts.py", "-k", "named_plainly"),
+    ),
+    Mutant(
         "bindings: a comprehension's target taken for a local the method binds there",
         "codemods/transforms/bindings.py",
         "            pending += [node.iter, *node.ifs]  # its target is the comprehension's own\n",

@@ -158,6 +158,20 @@ def test_the_launcher_launches_what_it_did_before_the_lift(lifted_033):
     assert len(before) == 8 and after == before
 
 
+def test_a_value_two_provider_inputs_share_is_named_plainly(lifted_033):
+    """A shared value takes the first input's name (`a = ...`, then `b=a`, as upstream's providers read); a number
+    is added only where a parameter or another local holds the name already."""
+    for path in (SIGMOID, ATTN_RES):
+        tree = ast.parse((lifted_033 / path).read_text())
+        for provider in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.endswith("_warmup_inputs")):
+            taken = {a.arg for a in provider.args.kwonlyargs}
+            for statement in (s for s in provider.body if isinstance(s, ast.Assign)):
+                name = statement.targets[0].id
+                base, _, number = name.rpartition("_")
+                assert not (number.isdigit() and base not in taken), (path, name)
+                taken.add(name)
+
+
 def test_a_provider_whose_step_returned_early_expands_to_no_case_not_to_an_error(lifted_033):
     """vLLM's helper evaluates a provider's domains and case-independent locals before any `_when`: the lifted
     attention residual reads the block size the step returned early without, so for a model that has none it

@@ -4,12 +4,15 @@ Trees are hard-linked copies of the cached release, so every change replaces its
 through, which would change the cache).
 """
 
+import ast
+import difflib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 from zerojit.migrate.engine_trees.releases import vllm_tree
@@ -160,3 +163,25 @@ TRACEABLE_029_DISPATCH = (
 
 def make_029_dispatch_traceable(repo: Path) -> None:
     edit(repo, LL_BF16, RELEASE_029_DISPATCH, TRACEABLE_029_DISPATCH)
+
+
+def repeated(code: str, size: int = 8) -> dict[str, tuple[str, int]]:
+    """What a reviewer would name: ast.dump of each expression of `size` AST nodes or more that one function of
+    `code` writes more than once -> (the function's name, how many times)."""
+    found = {}
+    for function in ast.walk(ast.parse(code)):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            counts = Counter(
+                ast.dump(n)
+                for n in ast.walk(function)
+                if isinstance(n, ast.expr) and sum(1 for _ in ast.walk(n)) >= size
+            )
+            found |= {dump: (function.name, count) for dump, count in counts.items() if count > 1}
+    return found
+
+
+def diff_size(before: str, after: str) -> tuple[int, int]:
+    """(lines added, lines removed) of a change, as a unified diff counts them."""
+    lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), n=0, lineterm=""))
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    return added, sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))

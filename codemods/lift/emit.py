@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import ast
-import textwrap
 
 from .. import simplify
 from ..engines import Engine
 from ..syntax import Place, loads
 from .tables import EXPANDABLE
 from .values import LiftError
-
-
-def docstring(text: str, width: int = 79) -> str:
-    """A function's docstring, wrapped so no line passes `width` (PEP 8's, within any repo's limit)."""
-    lines = textwrap.wrap(text, width - 7)
-    if len(lines) == 1:
-        return f'    """{lines[0]}"""\n'
-    return '    """' + "\n    ".join(lines) + '\n    """\n'
 
 
 def read_by(statements: list[str], used: str) -> list[str]:
@@ -50,44 +41,35 @@ def provider(
     parameters: tuple[str, ...],
     statements: list[str],
     values: list[str],
-    step: str,
-    kernel: str,
-    dispatcher: str,
 ) -> str:
     """The provider: keyword-only parameters (what the registration passes), its statements, one `dict` return
-    (a value two inputs share computed once, named: simplify.bound_once)."""
+    (a value two inputs share computed once, named: simplify.bound_once). No docstring: upstream's have none."""
     header = f"def {name}(*, {', '.join(parameters)}):" if parameters else f"def {name}():"
     call = ast.parse(f"dict({', '.join(values)})", mode="eval").body
-    body = ast.parse("\n".join([*statements, *values]))
-    taken = set(parameters) | {n.id for n in ast.walk(body) if isinstance(n, ast.Name)}
+    # Names the provider reads or binds (a value's keyword is not one: `a=a` reads as upstream writes it).
+    taken = set(parameters) | {n.id for n in ast.walk(ast.parse("\n".join(statements))) if isinstance(n, ast.Name)}
+    taken |= loads(call)
     shared, inputs = simplify.bound_once([k.value for k in call.keywords], taken, [k.arg for k in call.keywords])
     statements = [*statements, *shared]
     values = [
         text if ast.dump(v) == ast.dump(k.value) else f"{k.arg}={ast.unparse(v)}"
         for text, k, v in zip(values, call.keywords, inputs)
     ]
-    return (
-        header
-        + "\n"
-        + docstring(f"The {dispatcher} inputs the JIT warmup registry compiles {kernel} for.")
-        + "".join(f"    {s}\n" for s in statements)
-        + f"    return dict({', '.join(values)})\n"
-    )
+    return header + "\n" + "".join(f"    {s}\n" for s in statements) + f"    return dict({', '.join(values)})\n"
 
 
 def dispatcher(
     name: str,
     provider: str,
     kernel: str,
-    launcher: str,
     launcher_def: ast.FunctionDef,
     inputs: list[str],
     source: str,
     tensors: dict[str, bool],
 ) -> str:
-    """The dispatcher's decorator, signature and docstring. The launcher's annotations are kept; an input the
-    launcher made itself (no annotation) that is a tensor (`tensors`: name -> may be None) is annotated as the
-    launcher annotates its tensor parameters, so the signature reads alike throughout."""
+    """The dispatcher's decorator and signature (no docstring: upstream's have none). The launcher's annotations
+    are kept; an input the launcher made itself (no annotation) that is a tensor (`tensors`: name -> may be None)
+    is annotated as the launcher annotates its tensor parameters, so the signature reads alike throughout."""
     annotations = {
         a.arg: ast.get_source_segment(source, a.annotation)
         for a in launcher_def.args.args + launcher_def.args.kwonlyargs
@@ -105,10 +87,6 @@ def dispatcher(
     return (
         f"@triton_kernel_dispatcher_with_warmup(kernel={kernel}, warmup_inputs={provider})\n"
         f"def {name}({signature}) -> DispatchSpec:\n"
-        + docstring(
-            f"{launcher}'s launch of {kernel}: the grid and the arguments the inputs do not "
-            "bind, so the JIT warmup registry can compile it ahead of time."
-        )
     )
 
 

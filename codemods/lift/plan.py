@@ -30,7 +30,7 @@ class LiftPlan:
     """What the lift writes into the kernel's module, and what it needs from the registration."""
 
     provider: str  # the provider function's source
-    dispatcher: str  # the decorated dispatcher's source up to its body (decorator, def line, docstring)
+    dispatcher: str  # the decorated dispatcher's source up to its body (decorator and def line)
     returned: str  # the dispatcher's last statement: `return <grid>, dict(<launch arguments>)`
     copied_lines: tuple[int, ...]  # the launcher's statements the dispatcher's body copies, in order
     removed_lines: tuple[int, ...]  # ... those the launcher no longer reads once its launch is the dispatcher's
@@ -81,12 +81,10 @@ def plan_lift(
     read = emit.provider_reads(modules.where(step_module, step_def), statements, values)
     # What the step read that only the launcher's other kernels use is not this provider's to take.
     used = {name: what for name, what in lift.parameters.items() if name in read}
-    provider = emit.provider(provider_name, tuple(used), statements, values, step, kernel, dispatcher_name)
+    provider = emit.provider(provider_name, tuple(used), statements, values)
     kinds = {name: launcher_scope.env.get(name) for name in inputs}
     tensors = {name: isinstance(v, MaybeTensor) for name, v in kinds.items() if isinstance(v, (Tensor, MaybeTensor))}
-    dispatcher = emit.dispatcher(
-        dispatcher_name, provider_name, kernel, launcher, launcher_def, inputs, source, tensors
-    )
+    dispatcher = emit.dispatcher(dispatcher_name, provider_name, kernel, launcher_def, inputs, source, tensors)
     removed = unread_after(launcher_def, launches, copied)
     return LiftPlan(
         provider,
