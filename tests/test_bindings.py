@@ -163,6 +163,7 @@ def test_binding_forms_libcst_does_not_model_follow_python(body, name, line):
     assert [b for b in range(2, last + 1) if names.bound(name, b)][:1] == ([line] if line else [])
 
 
+@pytest.mark.release_tree
 @pytest.mark.parametrize("path", RELEASE_FILES)
 def test_real_constructors_agree_with_libcsts_scopes(path):
     code = (vllm_tree("0.33.0") / path).read_text()
