@@ -295,7 +295,8 @@ class Lift:
     launcher: str = _field(
         "launcher",
         "the function of `singleton_module` that launches the kernel (`singleton`, a `@triton.jit` function): "
-        "its launch becomes `_<launcher>_dispatch`, warmed by `_<launcher>_warmup_inputs` ([lift.md](lift.md))",
+        "its launch becomes `<launcher>_dispatch` (`_<launcher>_dispatch` where only its own module registers "
+        "it), warmed by `_<launcher>_warmup_inputs` ([lift.md](lift.md))",
         name="identifier",
     )
     dispatcher: str = _field(
@@ -429,7 +430,8 @@ class MigrationSpec:
     def kernel_name(self) -> str:
         """The kernel's name once migrated (what the registration calls): a lifted kernel's dispatcher."""
         if self.lift:
-            return self.lift.dispatcher or default_dispatcher(self.lift.launcher)
+            shared = any(module != self.kernel.module for module, _ in self.registration.constructions())
+            return self.lift.dispatcher or default_dispatcher(self.lift.launcher, shared)
         return self.kernel.private_name or self.kernel.name
 
     @property
@@ -495,14 +497,16 @@ def normalized(code: str) -> str:
     return re.sub(r",([)\]}])", r"\1", "".join(code.split()))
 
 
-def default_dispatcher(launcher: str) -> str:
-    """The dispatcher a lift names after the launcher whose one kernel it lifts."""
-    return f"_{launcher.lstrip('_')}_dispatch"
+def default_dispatcher(launcher: str, shared: bool = True) -> str:
+    """The dispatcher a lift names after the launcher whose one kernel it lifts: public where another module
+    registers it (it imports the name), private where only the launcher's own module does."""
+    name = f"{launcher.lstrip('_')}_dispatch"
+    return name if shared else f"_{name}"
 
 
 def provider_of(dispatcher: str) -> str:
-    """The provider of warmup inputs a lift writes for `dispatcher`."""
-    return f"{dispatcher.removesuffix('_dispatch')}_warmup_inputs"
+    """The provider of warmup inputs a lift writes for `dispatcher`: private (only the dispatcher reads it)."""
+    return f"_{dispatcher.lstrip('_').removesuffix('_dispatch')}_warmup_inputs"
 
 
 def load_specs(path: Path) -> list[MigrationSpec]:

@@ -476,10 +476,11 @@ class Survey:
 
 
 def _dispatcher_name(launcher: str, kernel: str, kernels: list[str]) -> str:
-    """The dispatcher a lift writes: the spec's default for a launcher of one kernel, else one per kernel."""
+    """The dispatcher a lift writes: the spec's default for a launcher of one kernel, else one per kernel; public,
+    since the engine class that registers it sits in another module."""
     if len(kernels) == 1:
         return default_dispatcher(launcher)
-    return f"_{kernel.strip('_').removesuffix('_kernel')}_dispatch"
+    return f"{kernel.strip('_').removesuffix('_kernel')}_dispatch"
 
 
 def _owned_nodes(tree: ast.Module) -> Iterator[tuple[str | None, ast.AST]]:

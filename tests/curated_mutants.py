@@ -462,6 +462,13 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
     Mutant(
+        "names: a dispatcher another package registers stays underscore-private",
+        "codemods/spec.py",
+        "            return self.lift.dispatcher or default_dispatcher(self.lift.launcher, shared)\n",
+        "            return self.lift.dispatcher or default_dispatcher(self.lift.launcher, False)\n",
+        ("tests/test_readable_output.py", "-k", "private_name"),
+    ),
+    Mutant(
         "provider: a value's keyword taken for a name in use, so a shared value is numbered (`a_2`)",
         "codemods/lift/emit.py",
         "    taken |= loads(call)\n",

@@ -34,7 +34,7 @@ KDA_ANSWERS = dict(
     confirm=[],
     registration="""state = self.kv_cache[1] if len(self.kv_cache) >= 2 else None
 if isinstance(state, torch.Tensor) and state.numel():
-    _fused_recurrent_kda_fwd_dispatch.register_warmup(
+    fused_recurrent_kda_fwd_dispatch.register_warmup(
         num_spec=self.num_spec,
         kv_cache=self.kv_cache,
         local_num_heads=self.local_num_heads,
@@ -120,7 +120,7 @@ def test_the_recurrent_kda_provider_warms_in_tritons_own_keys_what_the_legacy_st
             tree.sources.module(spec.legacy.module)._warm_recurrent_kda(layer, dtype)
 
         def provider(tree):
-            dispatch = tree.sources.module(spec.kernel.module)._fused_recurrent_kda_fwd_dispatch
+            dispatch = tree.sources.module(spec.kernel.module).fused_recurrent_kda_fwd_dispatch
             for key in dispatch.get_warmup_keys(**facts(), input_dtype=dtype):
                 dispatch.compile(key)
 

@@ -65,7 +65,7 @@ _CONV_DIM = (
 ANSWERS = {
     "_gdn_mtp_update_kernel": f"""if self.enable_fused_gdn_spec_decode and self.speculative_config is not None:
     ssm_state = self.kv_cache[1]
-    _gdn_mtp_update_dispatch.register_warmup(
+    gdn_mtp_update_dispatch.register_warmup(
         num_compute_units=current_platform.num_compute_units(ssm_state.device.index),
         hv=self.num_v_heads // self.tp_size,
         num_spec_tokens=self.num_spec,
@@ -80,7 +80,7 @@ ANSWERS = {
         dt_bias=self.dt_bias,
     )""",
     "_gdn_mtp_gated_rmsnorm_kernel": f"""if self.enable_fused_gdn_spec_decode and self.speculative_config is not None:
-    _gdn_mtp_gated_rmsnorm_dispatch.register_warmup(
+    gdn_mtp_gated_rmsnorm_dispatch.register_warmup(
         num_compute_units=current_platform.num_compute_units(self.kv_cache[1].device.index),
         hv=self.num_v_heads // self.tp_size,
         num_spec_tokens=self.num_spec,
@@ -285,8 +285,8 @@ def test_the_two_providers_warm_in_tritons_own_keys_what_the_legacy_step_did(ans
             )
             norm = dict(common, norm_weight_dtype=torch.float32, norm_activation=c["activation"])
             for dispatch, inputs in (
-                (module._gdn_mtp_update_dispatch, update),
-                (module._gdn_mtp_gated_rmsnorm_dispatch, norm),
+                (module.gdn_mtp_update_dispatch, update),
+                (module.gdn_mtp_gated_rmsnorm_dispatch, norm),
             ):
                 for key in dispatch.get_warmup_keys(**inputs):
                     dispatch.compile(key)

@@ -427,10 +427,10 @@ def test_an_orchestrator_gate_on_the_config_reads_the_constructors_own_config_or
     init = next(n for n in init if isinstance(n, ast.FunctionDef) and n.name == "__init__").body
     order = [ast.unparse(s) for s in init]
     bound = order.index("vllm_config = get_current_vllm_config()")
-    [(tests, _)] = registrations(after["mamba_mixer2.py"], "_batch_memcpy_dispatch")
+    [(tests, _)] = registrations(after["mamba_mixer2.py"], "batch_memcpy_dispatch")
     assert tests == ["vllm_config.cache_config.enable_prefix_caching"]
     assert next(i for i, s in enumerate(order) if "register_warmup" in s) > bound
-    [(tests, _)] = registrations(after["bailing_moe_v3.py"], "_batch_memcpy_dispatch")
+    [(tests, _)] = registrations(after["bailing_moe_v3.py"], "batch_memcpy_dispatch")
     assert tests == [
         "(vllm_config := get_current_vllm_config_or_none()) is not None and "
         "vllm_config.cache_config.enable_prefix_caching"

@@ -4,6 +4,8 @@ place, are printed by bench/readability.py."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 from tree_forks import copy_033, repeated
 
@@ -45,4 +47,36 @@ def test_a_migration_repeats_no_expression_the_original_did_not(tmp_path, family
         for dump, (function, count) in repeated(change.after).items()
         if dump not in repeated(change.before or "")
     }
+    assert not new
+
+
+def _private_imports(code: str, package: str) -> set[str]:
+    """`module.name` of each underscore name `code` imports from outside `package` (relative imports are inside)."""
+    return {
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+        for alias in node.names
+        if alias.name.startswith("_") and not node.module.startswith(package + ".")
+    } - UPSTREAM_IMPORTS
+
+
+# Private names upstream's own code imports across packages: the contract's case filter
+# (vllm/v1/sample/ops/topk_topp_triton.py imports it for its provider).
+UPSTREAM_IMPORTS = {"vllm.model_executor.warmup.jit_warmup._when"}
+
+
+@pytest.mark.release_tree
+def test_no_lift_makes_a_module_import_a_private_name_of_another_package(tmp_path):
+    """A dispatcher registered from another module is public (upstream imports private dispatchers only within
+    a package): the layers import what the lifts wrote by its public name."""
+    repo = copy_033(tmp_path / "vllm")
+    lifts = ("fla-fused-post-conv", "fla-sigmoid-gating", "mamba-batch-memcpy", "kimi-k3-attn-res")
+    result = migrate(repo, [migration_specs()[family] for family in lifts])
+    new = {}
+    for change in (c for c in result.changes if c.after):
+        package = ".".join(change.path.relative_to(repo).with_suffix("").parts[:-1])
+        added = _private_imports(change.after, package) - _private_imports(change.before or "", package)
+        if added:
+            new[str(change.path.relative_to(repo))] = added
     assert not new

@@ -182,7 +182,7 @@ def test_a_provider_whose_step_returned_early_expands_to_no_case_not_to_an_error
     def keys(config):
         module = adapter.migrated.sources.module(ATTN_RES_MODULE)
         model_config = adapter.engine.vllm_config(config).model_config
-        return module._attn_res_dispatch.get_warmup_keys(model_config=model_config)
+        return module.attn_res_dispatch.get_warmup_keys(model_config=model_config)
 
     assert (
         adapter.migrated.within(
@@ -240,7 +240,7 @@ singleton = "{FUSED_POST_CONV.kernel.name}"
 launcher = "{FUSED_POST_CONV.lift.launcher}"
 construction_module = "{FUSED_POST_CONV.registration.module}"
 construction_class = "QwenGatedDeltaNetAttention"
-registration = "_fused_post_conv_prep_dispatch.register_warmup(h=self.num_k_heads)"
+registration = "fused_post_conv_prep_dispatch.register_warmup(h=self.num_k_heads)"
 intended_differences = [["model_type not in _QWEN_MODEL_TYPES", "every layer that builds it launches it"]]
 """)
     result = runner.invoke(
@@ -258,7 +258,7 @@ def test_a_layer_that_only_inherits_bind_kv_cache_gets_an_override_that_runs_the
     override = text[text.index("    def bind_kv_cache(self, kv_cache: torch.Tensor) -> None:") :]
     lines = override.splitlines()
     assert lines[1] == "        super().bind_kv_cache(kv_cache)"
-    assert "_fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(" in override.split("\n\n\n")[0]
+    assert "fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(" in override.split("\n\n\n")[0]
 
 
 PROBE = os.path.join(os.path.dirname(__file__), "lift_compile_probe.py")
@@ -462,7 +462,7 @@ def test_a_kernel_parameter_the_launch_leaves_to_its_default_keeps_it(tmp_path):
         "def batch_memcpy_kernel(src_ptrs, dst_ptrs, sizes, BLOCK_SIZE: tl.constexpr, sizes_stride=1):",
     )
     text = (repo / MAMBA_UTILS).read_text()
-    returned = text[text.index("def _batch_memcpy_dispatch") : text.index("def batch_memcpy(")]
+    returned = text[text.index("def batch_memcpy_dispatch") : text.index("def batch_memcpy(")]
     assert "sizes_stride=1" in returned
     report = key_equivalence("mamba-batch-memcpy", "full", legacy_tree=original, migrated_tree=repo)
     assert report.mismatches == []

@@ -31,7 +31,7 @@ FUSED_POST_CONV = MigrationSpec(
         module=_QWEN_GDN,
         classes="QwenGatedDeltaNetAttention",
         insert_after="self.norm = RMSNormGated(",
-        code="""_fused_post_conv_prep_dispatch.register_warmup(
+        code="""fused_post_conv_prep_dispatch.register_warmup(
     h=self.num_k_heads // self.tp_size,
     k=self.head_k_dim,
     hv=self.num_v_heads // self.tp_size,
@@ -74,7 +74,7 @@ BATCH_MEMCPY = MigrationSpec(
         module=_MAMBA_LAYERS[0].split(":")[0],
         classes=_MAMBA_LAYERS,
         insert_after="super().__init__(",
-        code="_batch_memcpy_dispatch.register_warmup()",
+        code="batch_memcpy_dispatch.register_warmup()",
         intended_differences=[
             (
                 "device.type != 'cuda'",
@@ -107,7 +107,7 @@ SIGMOID_GATING = MigrationSpec(
         classes="QwenGatedDeltaNetAttention",
         method="bind_kv_cache",
         code="""ssm_state = self.kv_cache[1]
-_fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
+fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
     conv_dtype=self.kv_cache[0].dtype,
     h=self.num_k_heads // self.tp_size,
     k=self.head_k_dim,
@@ -146,7 +146,7 @@ ATTN_RES = MigrationSpec(
     registration=Registration(
         module="vllm.models.kimi_k3.nvidia.model",
         classes="KimiLinearModel",
-        code="_attn_res_dispatch.register_warmup(model_config=vllm_config.model_config)",
+        code="attn_res_dispatch.register_warmup(model_config=vllm_config.model_config)",
         intended_differences=[
             (
                 "layer is not None",
