@@ -85,8 +85,10 @@ def _pyflakes(path: Path, source: str) -> tuple[Counter, dict]:
 
 
 def _new_findings(path: Path, before: str, after: str) -> list[Finding]:
-    old, _ = _pyflakes(path, before)
     new, lines = _pyflakes(path, after)
+    if not new:
+        return []  # the usual case: the original need not be checked at all
+    old, _ = _pyflakes(path, before)
     out = []
     for key in new - old:
         kind, args = key
