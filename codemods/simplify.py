@@ -130,6 +130,11 @@ def _fractional(node: ast.AST) -> bool:
     return isinstance(node, ast.Div) or isinstance(node, ast.Constant) and isinstance(node.value, float)
 
 
+def repeats(code: str) -> bool:
+    """Whether `code` (an expression) writes a subexpression of SHARED_SIZE nodes or more twice."""
+    return _largest_shared(ast.parse(code, mode="eval").body) is not None
+
+
 def _largest_shared(tree: ast.AST, smallest: int = SHARED_SIZE, computed: bool = False) -> str | None:
     """The ast.dump of the largest subexpression of at least `smallest` nodes that occurs twice or more (with
     `computed`: of at least SHARED_SIZE, or of `smallest` if it calls or operates)."""

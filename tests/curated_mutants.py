@@ -469,6 +469,13 @@ MUTANTS = (
         ("tests/test_readable_output.py", "-k", "private_name"),
     ),
     Mutant(
+        "provider: a computed local a domain reads is written out there, however often that repeats it",
+        "codemods/lift/provider.py",
+        "        if simplify.repeats(self._inlined(scope, loop, self._guarded_domain(domain))):\n",
+        "        if False:\n",
+        ("tests/test_readable_output.py", "-k", "kimi"),
+    ),
+    Mutant(
         "provider: a value's keyword taken for a name in use, so a shared value is numbered (`a_2`)",
         "codemods/lift/emit.py",
         "    taken |= loads(call)\n",

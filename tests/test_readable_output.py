@@ -17,14 +17,7 @@ FAMILIES = [
     "fla-fused-post-conv",
     "fla-sigmoid-gating",
     "mamba-batch-memcpy",
-    pytest.param(
-        "kimi-k3-attn-res",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="the provider's WarmupChoices argument writes max_blocks out again: vLLM 0.33.0 evaluates a "
-            "domain with the provider's parameters only (the site should pass max_blocks)",
-        ),
-    ),
+    "kimi-k3-attn-res",
 ]
 
 

@@ -181,8 +181,10 @@ def test_a_provider_whose_step_returned_early_expands_to_no_case_not_to_an_error
 
     def keys(config):
         module = adapter.migrated.sources.module(ATTN_RES_MODULE)
-        model_config = adapter.engine.vllm_config(config).model_config
-        return module.attn_res_dispatch.get_warmup_keys(model_config=model_config)
+        text = adapter.engine.vllm_config(config).model_config
+        block, layers = config.attn_res_block_size, text.hf_text_config.num_hidden_layers
+        max_blocks = -(-layers // block) if block is not None else 0  # KimiLinearModel's num_attn_res_blocks
+        return module.attn_res_dispatch.get_warmup_keys(model_config=text, max_blocks=max_blocks)
 
     assert (
         adapter.migrated.within(
@@ -505,18 +507,36 @@ def test_a_step_that_calls_the_launcher_through_a_module_alias_migrates_as_the_r
     assert "post_conv_ops" not in (fork / warmup).read_text()
 
 
-def test_a_constructor_that_returns_early_gets_the_registration_once_with_its_gate_said_once(tmp_path):
-    """Kimi-K3's model registers at the end of its constructor; a fork returns early once its config is read. The
-    registration goes once, before that return's `if`; its gate reads the constructor's `config` and looks the
-    block size up once."""
+def test_a_constructor_that_returns_before_the_block_count_it_registers_is_refused_with_the_line(tmp_path):
+    """The registration passes the model's block count; a fork that returns before setting it would not register
+    on that path, and cannot register there (the count does not exist yet): refused, nothing written."""
     model = "vllm/models/kimi_k3/nvidia/model.py"
-    _, repo = _migrated_fork(
-        tmp_path,
-        "kimi-k3-attn-res",
+    repo = copy_033(tmp_path / "tree")
+    edit(
+        repo,
         model,
         "        self.config = config\n        self.attn_res_block_size: int | None",
         "        self.config = config\n        if getattr(config, 'fork_draft_only', False):\n            return\n"
         "        self.attn_res_block_size: int | None",
+    )
+    before = (repo / model).read_text()
+    result = runner.invoke(app, ["migrate", "kimi-k3-attn-res", "--repo", str(repo), "--write"])
+    assert result.exit_code == 2 and (repo / model).read_text() == before
+    assert "returns here" in result.output and "self.num_attn_res_blocks" in result.output
+
+
+def test_a_constructor_that_returns_early_gets_the_registration_once_with_its_gate_said_once(tmp_path):
+    """Kimi-K3's model registers at the end of its constructor; a fork returns early once its block count is set.
+    The registration goes once, before that return's `if`; its gate reads the constructor's `config` and looks the
+    block size up once."""
+    model = "vllm/models/kimi_k3/nvidia/model.py"
+    counted = "            else 0\n        )\n\n        if get_pp_group().is_last_rank:"
+    _, repo = _migrated_fork(
+        tmp_path,
+        "kimi-k3-attn-res",
+        model,
+        counted,
+        counted.replace("\n\n", "\n        if getattr(config, 'fork_draft_only', False):\n            return\n\n", 1),
     )
     tree = ast.parse((repo / model).read_text())
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "KimiLinearModel")

@@ -7,6 +7,7 @@ import ast
 import builtins
 from typing import Any
 
+from .. import simplify
 from ..repo import RepoModules
 from ..syntax import exits, function_import, loads, stores
 from .evaluator import Scope
@@ -366,6 +367,18 @@ class Lift:
             )
         return ast.unparse(Inline().visit(parse_expr(code)))
 
+    def _promote(self, domain: str) -> None:
+        """Each local the domain reads that the provider computes (`max_blocks = cdiv(...)`) becomes a parameter,
+        which the registration passes. Only where written out it would repeat itself: vLLM's helper evaluates a
+        domain before the provider's assignments, so a local read through others, and through the guard of an
+        early return, is written out once per read (Kimi-K3's block count, five times)."""
+        for name in sorted(names_in(domain) & self.local_code.keys()):
+            code = self.local_code[name]
+            if not any(isinstance(n, _COMPUTED) for n in ast.walk(parse_expr(code))):
+                continue  # a plain read (`config.h`) reads as well written out
+            self.parameters[name] = self.local_code.pop(name)
+            self.statements = [s for s in self.statements if not s.startswith(f"{name} = ")]
+
     def _guarded_domain(self, domain: str) -> str:
         """A domain no case of which is evaluated where an earlier case-independent `_when` fails (empty there)."""
         call = parse_expr(domain)
@@ -425,8 +438,10 @@ class Lift:
                 domain = f"WarmupChoices(*{values.code})"
             else:
                 raise scope.refuse(loop, f"a loop over `{ast.unparse(iterable)}`, which the lift cannot read")
+        if simplify.repeats(self._inlined(scope, loop, self._guarded_domain(domain))):
+            self._promote(domain)
         domain = self._inlined(scope, loop, self._guarded_domain(domain))
-        local = self.fresh(names[0] if len(names) == 1 else "_".join(names))
+        local = self.fresh(names[0] if len(names) == 1 else _case_name(iterable))
         self.statements.append(f"{local} = {domain}")
         self.dynamic.add(local)
         if len(names) == 1:
@@ -437,6 +452,18 @@ class Lift:
             self.statements.append(f"{part} = {local}[{index}]")
             self.dynamic.add(part)
             scope.env[name] = Value(part)
+
+
+def _case_name(iterable: ast.expr) -> str:
+    """The name of one tuple a loop unpacks: the singular of what the function it loops over returns
+    (`get_attn_res_triton_warmup_profiles(...)` -> `profile`), else `case`."""
+    function = iterable.func if isinstance(iterable, ast.Call) else None
+    name = function.id if isinstance(function, ast.Name) else getattr(function, "attr", "")
+    last = name.rsplit("_", 1)[-1]
+    return last[:-1] if len(last) > 2 and last.endswith("s") and not last.endswith("ss") else "case"
+
+
+_COMPUTED = (ast.Call, ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Subscript)
 
 
 def unpacked_names(target: ast.expr) -> list[str]:

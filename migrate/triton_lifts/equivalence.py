@@ -357,9 +357,13 @@ class KimiEngine:
         return worker
 
     def construct(self, config: KimiConfig, vllm_config: Any, tree: TreeWarmup) -> None:
-        tree.constructor_registrations(
-            "KimiLinearModel", {"self": types.SimpleNamespace(), "vllm_config": vllm_config, "prefix": "model"}
-        )
+        # What the constructor set before the registration: the block count, as it computes it with one pipeline
+        # rank (every layer its own).
+        _, layers = KIMI_SHAPES[config.model]
+        block = config.attn_res_block_size
+        model = types.SimpleNamespace(num_attn_res_blocks=-(-layers // block) if block is not None else 0)
+        bound = {"self": model, "vllm_config": vllm_config, "prefix": "model"}
+        tree.constructor_registrations("KimiLinearModel", bound)
 
 
 def _kimi_grid() -> list[KimiConfig]:

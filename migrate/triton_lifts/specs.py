@@ -133,7 +133,9 @@ fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
 
 # Kimi-K3's attention residual: the model (KimiLinearModel) launches it from every decoder layer when its
 # config sets `attn_res_block_size`; the step's own early returns (no block size, fewer than two blocks) gate the
-# registration and the platform checks of `kimi_k3_triton_warmup` come with it.
+# registration and the platform checks of `kimi_k3_triton_warmup` come with it. The provider's profiles read the
+# block count, which the model holds (`num_attn_res_blocks`, the second dimension of the block residual it
+# launches with): the step computed it from the whole model's layers, the model from this pipeline rank's.
 ATTN_RES = MigrationSpec(
     family="kimi-k3-attn-res",
     legacy=Legacy(
@@ -146,7 +148,9 @@ ATTN_RES = MigrationSpec(
     registration=Registration(
         module="vllm.models.kimi_k3.nvidia.model",
         classes="KimiLinearModel",
-        code="attn_res_dispatch.register_warmup(model_config=vllm_config.model_config)",
+        code="""attn_res_dispatch.register_warmup(
+    model_config=vllm_config.model_config, max_blocks=self.num_attn_res_blocks
+)""",
         intended_differences=[
             (
                 "layer is not None",
