@@ -273,4 +273,5 @@ def test_a_ctrl_c_while_the_forkserver_sets_up_is_quiet_there():
     time.sleep(1.0)  # the server is in its setup now
     os.killpg(run.pid, signal.SIGINT)
     _, err = run.communicate(timeout=30)
-    assert "KeyboardInterrupt" in err and "_run_prepared_setup" not in err, err
+    # The exit status says how it ended where stderr is empty (seen once, in a fresh-clone CI run under load).
+    assert "KeyboardInterrupt" in err and "_run_prepared_setup" not in err, (run.returncode, err)
