@@ -250,13 +250,17 @@ def test_a_worker_is_never_stopped_before_it_would_die_with_a_killed_parent():
 
 
 _INTERRUPTED_SETUP = """
+import signal
 import time
 from zerojit.contract.workers import Workers
 
+# Ctrl-C as in a terminal's foreground job: a job a shell starts in the background (`&`, as a CI runner may)
+# inherits SIGINT ignored, and Python then leaves it ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 Workers(1, (time.sleep, (5.0,)), 1)  # the forkserver runs the setup (a DSL's import) as it starts
 print("go", flush=True)
 for _ in range(300):  # as a command waits: Ctrl-C may reach the pool's starter thread, not this one, and
-    time.sleep(0.1)  # Python raises it here only at the next bytecode (one 30 s sleep then exits 0, silent)
+    time.sleep(0.1)  # Python raises it here only at the next bytecode (one long sleep holds it till its end)
 """
 
 
