@@ -141,7 +141,7 @@ def _largest_shared(tree: ast.AST, smallest: int = SHARED_SIZE, computed: bool =
 
     def worth(node: ast.expr) -> bool:
         n = size(node)
-        return n >= SHARED_SIZE or n >= smallest and (not computed or _computes(node))
+        return n >= SHARED_SIZE or n >= smallest and (not computed or computes(node))
 
     counts = Counter(ast.dump(n) for n in _outside_scopes(tree) if worth(n))
     sizes = {ast.dump(n): size(n) for n in _outside_scopes(tree)}
@@ -149,7 +149,8 @@ def _largest_shared(tree: ast.AST, smallest: int = SHARED_SIZE, computed: bool =
     return max(shared, key=lambda dump: sizes[dump], default=None)
 
 
-def _computes(node: ast.expr) -> bool:
+def computes(node: ast.expr) -> bool:
+    """Whether evaluating `node` calls or operates (not a plain name, constant or attribute chain)."""
     return any(isinstance(n, (ast.Call, ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp)) for n in ast.walk(node))
 
 

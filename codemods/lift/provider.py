@@ -374,7 +374,7 @@ class Lift:
         early return, is written out once per read (Kimi-K3's block count, five times)."""
         for name in sorted(names_in(domain) & self.local_code.keys()):
             code = self.local_code[name]
-            if not any(isinstance(n, _COMPUTED) for n in ast.walk(parse_expr(code))):
+            if not simplify.computes(parse_expr(code)):
                 continue  # a plain read (`config.h`) reads as well written out
             self.parameters[name] = self.local_code.pop(name)
             self.statements = [s for s in self.statements if not s.startswith(f"{name} = ")]
@@ -461,9 +461,6 @@ def _case_name(iterable: ast.expr) -> str:
     name = function.id if isinstance(function, ast.Name) else getattr(function, "attr", "")
     last = name.rsplit("_", 1)[-1]
     return last[:-1] if len(last) > 2 and last.endswith("s") and not last.endswith("ss") else "case"
-
-
-_COMPUTED = (ast.Call, ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Subscript)
 
 
 def unpacked_names(target: ast.expr) -> list[str]:
