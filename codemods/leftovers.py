@@ -26,7 +26,7 @@ def leftovers(modules: RepoModules, changed: Mapping[Path, tuple[str, str]], tex
     found = []
     for path, (before, after) in sorted(changed.items()):
         module = module_name(modules.repo, path)[0]
-        was, now = ast.parse(before), ast.parse(after)
+        was, now = modules.tree(module) or ast.parse(before), ast.parse(after)  # the planner read most already
         gone = _used_names(was) - _used_names(now)
         found += _orphaned_helpers(modules, module, was, gone, texts)
         found += _unread_fields(modules.repo, path, was, now)
@@ -35,8 +35,12 @@ def leftovers(modules: RepoModules, changed: Mapping[Path, tuple[str, str]], tex
 
 def _used_names(tree: ast.Module) -> set[str]:
     """Names a file imports from elsewhere or calls (what removed code may have been the last user of)."""
-    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
-    names |= {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            names.add(node.func.id)
     return names
 
 
@@ -106,26 +110,23 @@ def _unread_fields(repo: Path, path: Path, before: ast.Module, tree: ast.Module)
 
 def _field_reads(tree: ast.Module, cls: str) -> set[str]:
     """Attributes read off a parameter or local annotated with `cls` (`config: cls`, `cls | None`)."""
+    names = re.compile(rf"\b{re.escape(cls)}\b")
     reads = set()
     for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-        typed = {
-            a.arg
-            for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
-            if a.annotation is not None and re.search(rf"\b{re.escape(cls)}\b", ast.unparse(a.annotation))
-        }
-        typed |= {
-            n.target.id
-            for n in ast.walk(function)
-            if isinstance(n, ast.AnnAssign)
-            and isinstance(n.target, ast.Name)
-            and re.search(rf"\b{re.escape(cls)}\b", ast.unparse(n.annotation))
-        }
-        reads |= {
-            n.attr
-            for n in ast.walk(function)
-            if isinstance(n, ast.Attribute)
-            and isinstance(n.ctx, ast.Load)
-            and isinstance(n.value, ast.Name)
-            and n.value.id in typed
-        }
+        body = list(ast.walk(function))
+        annotated = [(a.arg, a.annotation) for a in (*function.args.posonlyargs, *function.args.args)]
+        annotated += [(a.arg, a.annotation) for a in function.args.kwonlyargs]
+        annotated += [
+            (n.target.id, n.annotation) for n in body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+        ]
+        typed = {name for name, annotation in annotated if annotation and names.search(ast.unparse(annotation))}
+        if typed:
+            reads |= {
+                n.attr
+                for n in body
+                if isinstance(n, ast.Attribute)
+                and isinstance(n.ctx, ast.Load)
+                and isinstance(n.value, ast.Name)
+                and n.value.id in typed
+            }
     return reads

@@ -26,6 +26,7 @@ from .planning import STEPS
 from .repo import RepoModules, absolute_module, module_name
 from .site_gate import GatePlan
 from .spec import MigrationSpec, SpecError, normalized
+from .syntax import statements
 from .transforms import Operation
 
 
@@ -63,7 +64,7 @@ class SourceModule:
     @functools.cached_property
     def classes(self) -> list[ast.ClassDef]:
         """Every class the module defines, at any depth (one walk, kept: subclass searches ask again and again)."""
-        return [node for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef)]
+        return [node for node in statements(self.tree) if isinstance(node, ast.ClassDef)]
 
     @property
     def defs(self) -> set[str]:

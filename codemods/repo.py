@@ -17,7 +17,7 @@ from libcst.helpers import get_absolute_module_from_package
 
 from .engines import DEFAULT_ENGINE, Engine
 from .files import UnreadableSource, read_source, why_skipped
-from .syntax import Place, deeper_than, exits, function_import, parameters, stores, where
+from .syntax import Place, deeper_than, exits, function_import, parameters, statements, stores, where
 
 
 def module_name(repo: Path, path: Path) -> tuple[str, str]:
@@ -111,7 +111,7 @@ def import_table(tree: ast.Module, importer: str, is_package: bool = False) -> d
     """Local name -> (module, name) for `from m import name`, (module, None) for `import m [as x]`, anywhere
     in the file of module `importer` (relative imports resolved against it)."""
     table: dict[str, tuple[str, str | None]] = {}
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.ImportFrom):
             source = absolute_module(importer if is_package else importer.rpartition(".")[0], node.module, node.level)
             for alias in node.names:

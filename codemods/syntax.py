@@ -7,6 +7,7 @@ block, which import inside a function binds a name, and how a place in a repo is
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 from pathlib import Path
 
@@ -36,10 +37,27 @@ def exits(block: list[ast.stmt], *, in_loop: bool = False) -> bool:
     return bool(block) and isinstance(block[-1], ends)
 
 
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def statements(node: ast.AST) -> list[ast.AST]:
+    """Every statement nested in `node` (with each `except` handler and `case`), in `ast.walk`'s order, found
+    without entering an expression: a statement only ever sits in another's block (a lambda holds none)."""
+    found, queue = [], collections.deque([node])
+    while queue:
+        current = queue.popleft()
+        for field in current._fields:
+            block = getattr(current, field) if field in _BLOCKS else None
+            if isinstance(block, list):
+                found += block
+                queue += block
+    return found
+
+
 def function_import(function: ast.FunctionDef, name: str) -> tuple[str, str | None] | None:
     """The absolute import inside `function` that binds `name`: (module, attribute), or (module, None) for a
     module; None when the function imports no such name itself."""
-    for node in ast.walk(function):
+    for node in statements(function):
         if isinstance(node, ast.ImportFrom) and not node.level:
             for alias in node.names:
                 if (alias.asname or alias.name) == name:

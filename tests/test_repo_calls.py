@@ -5,6 +5,7 @@ import ast
 
 from tree_forks import write_tree
 
+from zerojit.codemods import syntax
 from zerojit.codemods.repo import RepoModules
 
 
@@ -49,3 +50,47 @@ def test_calls_through_a_module_alias_reach_the_function_and_nothing_else_is_tak
         "attribute.go": None,
     }
     assert modules.reaches("eng.step", "step", ("eng.ops.launch", "go")) == 1
+
+
+STATEMENT_FORMS = """
+import os
+if os.name:
+    from json import loads
+    class Kept:
+        attribute = [lambda: 0 for _ in range(2)]
+        def method(self):
+            while True:
+                try:
+                    import re
+                except ValueError as err:
+                    raise
+                else:
+                    break
+                finally:
+                    del err
+            for item in range(3):
+                try:
+                    continue
+                except* OSError:
+                    pass
+            else:
+                async def later():
+                    async with open(os.name) as fh:
+                        return [x async for x in fh]
+            match item:
+                case [first, *rest] if first:
+                    from math import floor as fl
+                case _:
+                    with open(os.name) as fh, open(os.sep):
+                        global LATE
+elif os.sep:
+    Alias = list[int]
+"""
+
+
+def test_statements_are_every_statement_handler_and_case_in_the_order_ast_walk_finds_them():
+    tree = ast.parse(STATEMENT_FORMS)
+    expected = [n for n in ast.walk(tree) if isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case))]
+    assert syntax.statements(tree) == expected
+    function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+    assert syntax.statements(function) == [n for n in expected if n in set(ast.walk(function)) and n is not function]

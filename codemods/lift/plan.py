@@ -36,6 +36,7 @@ class LiftPlan:
     removed_lines: tuple[int, ...]  # ... those the launcher no longer reads once its launch is the dispatcher's
     unread: tuple[tuple[int, str, bool], ...]  # (line, name, dropped): a kept `a, b = ...`'s names it no longer reads
     launch_line: int  # the launcher's `kernel[grid](...)` statement, replaced by `dispatch_call`
+    launcher_line: int  # the launcher's `def` line (every line here is the file's)
     dispatch_call: str
     parameters: tuple[tuple[str, str], ...]  # the provider's keyword parameters, with what the step read for each
     helper_names: tuple[tuple[str, str], ...]  # (module, name) the kernel's module imports for the new code
@@ -94,6 +95,7 @@ def plan_lift(
         tuple(s.lineno for s in removed),
         tuple(unread_names(launcher_def, launches, copied, removed)),
         launch.lineno,
+        launcher_def.lineno,
         f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})",
         tuple(used.items()),
         emit.helper_names(provider, dispatcher, modules.engine),

@@ -41,7 +41,9 @@ def plan(planner: Planner) -> Findings:
             continue
         for construction, name in spec.registration.constructions():
             home = planner.module(spec, "construction_module", construction)
-            node = next((n for n in ast.walk(home.tree) if isinstance(n, ast.ClassDef) and n.name == name), None)
+            node = next(
+                (n for n in syntax.statements(home.tree) if isinstance(n, ast.ClassDef) and n.name == name), None
+            )
             if node is None:
                 raise SpecError(f"{spec.family}: construction_class {name!r} not found in {home.name}")
             method = spec.registration.method

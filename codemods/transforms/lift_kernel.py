@@ -14,6 +14,7 @@ import dataclasses
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import PositionProvider
 
 from .. import lift
 from .base import Command, Operation, operation
@@ -111,8 +112,12 @@ class _Lift(Command):
         launches = {plan.launch_line: plan for plan in plans}
         statements, copied = [], {plan: [] for plan in plans}
         rebuilder = Rebuilder(moved=True)  # what goes is in the dispatcher, comments and all: its gap stays
+        # The launcher as a file of its own: its lines are the file's less a constant, found without a pass over the
+        # file (positions start at `def`, as the plan's lines do).
+        lines = cst.MetadataWrapper(cst.Module(body=[before]), unsafe_skip_copy=True).resolve(PositionProvider)
+        offset = plans[0].launcher_line - lines[before].start.line
         for original, statement in zip(before.body.body, after.body.body):
-            line = self.line(original)
+            line = lines[original].start.line + offset
             for plan in plans:
                 if line in plan.copied_lines:
                     copied[plan].append(statement)
