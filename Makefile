@@ -31,9 +31,10 @@ lint: install
 test: install
 	$(PY) -m pytest -q
 
-# The fast tier for the edit loop: every test that neither reads a release tree nor runs a real compiler.
+# The fast tier for the edit loop: every test that neither reads a release tree nor runs a real compiler, over
+# two processes (pytest-xdist; the tier holds no test that needs the machine to itself).
 test-fast: install
-	$(PY) -m pytest -q -m "not release_tree and not compiles"
+	$(PY) -m pytest -q -n 2 -m "not release_tree and not compiles"
 
 # Curated mutants, one at a time in a git worktree, each against the tests meant to kill it (not part of `make test`).
 mutants: install
