@@ -1,5 +1,5 @@
 """The built-in migrations' output as a reviewer reads it: no expression a changed function repeats that the
-original did not (tree_forks.repeated), on a fresh vLLM 0.33.0. The line ratio, and every repeat with its
+original did not (tree_forks.repeated), no `pass` beside other statements, on a fresh vLLM 0.33.0. The line ratio, and every repeat with its
 place, are printed by bench/readability.py."""
 
 from __future__ import annotations
@@ -27,9 +27,20 @@ def test_the_measure_sees_a_repeat_and_ignores_small_ones():
     assert repeated("def f(c):\n    return c.x.y(1)\n") == {}
 
 
+def test_a_pass_counts_only_beside_other_statements():
+    code = "def f():\n    pass\n\nclass A:\n    pass\n\nif x:\n    pass\n    y = 1\nelse:\n    y = 2\n    pass\n"
+    assert needless_passes(code) == 2
+
+
+def needless_passes(code: str) -> int:
+    """How many `pass` statements share their block with other statements (ruff's PIE790)."""
+    blocks = [getattr(node, field, None) for node in ast.walk(ast.parse(code)) for field in ("body", "orelse")]
+    return sum(isinstance(s, ast.Pass) for block in blocks if isinstance(block, list) and len(block) > 1 for s in block)
+
+
 @pytest.mark.release_tree
 @pytest.mark.parametrize("family", FAMILIES)
-def test_a_migration_repeats_no_expression_the_original_did_not(tmp_path, family):
+def test_a_migration_repeats_no_expression_and_adds_no_needless_pass(tmp_path, family):
     repo = copy_033(tmp_path / "vllm")
     result = migrate(repo, [migration_specs()[family]])
     assert result.changes
@@ -41,6 +52,12 @@ def test_a_migration_repeats_no_expression_the_original_did_not(tmp_path, family
         if dump not in repeated(change.before or "")
     }
     assert not new
+    passes = {
+        str(change.path.relative_to(repo)): needless_passes(change.after) - needless_passes(change.before or "")
+        for change in result.changes
+        if change.after
+    }
+    assert not any(passes.values()), passes
 
 
 def _private_imports(code: str, package: str) -> set[str]:

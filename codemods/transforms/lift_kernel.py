@@ -136,10 +136,9 @@ class _Lift(Command):
     def _definitions(self, plan: lift.LiftPlan, copied: list[cst.BaseStatement]) -> list[cst.FunctionDef]:
         spacing = [cst.EmptyLine(), cst.EmptyLine()]
         provider = cst.parse_statement(plan.provider).with_changes(leading_lines=spacing)
-        dispatcher = cst.parse_statement(plan.dispatcher + "    pass\n")
-        docstring = dispatcher.body.body[:1]
+        dispatcher = cst.parse_statement(plan.dispatcher + "    pass\n")  # the body is the copied statements
         returned = cst.parse_statement(plan.returned + "\n")
         dispatcher = dispatcher.with_changes(
-            leading_lines=spacing, body=dispatcher.body.with_changes(body=[*docstring, *copied, returned])
+            leading_lines=spacing, body=dispatcher.body.with_changes(body=[*copied, returned])
         )
         return [provider, dispatcher]
