@@ -306,6 +306,13 @@ class Lift:
         "",
         name="identifier",
     )
+    kernel_module: str = _field(
+        "kernel_module",
+        "the module that defines `singleton` where it is not `singleton_module` (which then holds the launcher, "
+        "and gets the dispatcher the registration imports); empty: `singleton_module`",
+        "",
+        name="dotted",
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.dispatcher, str) and self.dispatcher and not self.dispatcher.endswith("_dispatch"):
@@ -433,6 +440,11 @@ class MigrationSpec:
             shared = any(module != self.kernel.module for module, _ in self.registration.constructions())
             return self.lift.dispatcher or default_dispatcher(self.lift.launcher, shared)
         return self.kernel.private_name or self.kernel.name
+
+    @property
+    def kernel_home(self) -> str:
+        """The module that defines `singleton`: a lift's `kernel_module` where the spec names one."""
+        return (self.lift and self.lift.kernel_module) or self.kernel.module
 
     @property
     def provider_name(self) -> str:

@@ -585,7 +585,7 @@ MUTANTS = (
         "codemods/lift/provider.py",
         "        conditions = [c for c in self.guards if names_in(c) & read]\n",
         "        conditions = []\n",
-        ("tests/test_triton_lifts.py", "-k", "expands_to_no_case"),
+        ("tests/test_triton_lifts.py", "-k", "expands_to_no_case or domain_that_reads"),
     ),
     Mutant(
         "lift: a launcher's other kernel is left to lose its warmup with the step",

@@ -240,3 +240,16 @@ def test_constructor_registrations_run_as_written_and_nothing_else_of_the_constr
         )
         == set()
     )  # no registration written: none made
+
+
+def test_a_loop_walking_a_names_only_value_stops_the_run_instead_of_spinning(tmp_path):
+    """Code that follows an attribute until it runs out (`while k is not None: k = getattr(k, "fn", None)`, as
+    vLLM's `_is_autotuned` does) never runs out on a placeholder: past DEEPEST_READ reads the run stops."""
+    changed = FILES["eng/layer.py"].replace(
+        "self.mode = decide(config)",
+        "kernel = decide\n                while kernel is not None:\n                    kernel = getattr(kernel, 'fn', None)"
+        "\n                self.mode = 1",
+    )
+    tree = TreeWarmup(write_engine(tmp_path, {"eng/layer.py": changed}), SPEC, NormEngine(), ENGINE)
+    with pytest.raises(NamesOnlyUsed, match=r"eng\.helpers\.decide\.fn\.fn.* attributes deep"):
+        tree.registered_keys(config())

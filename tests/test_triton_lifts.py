@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from zerojit.codemods.lift import LiftError, plan_lift
 from zerojit.codemods.repo import RepoModules
+from zerojit.codemods.runner import migrate, write
 from zerojit.codemods.spec import load_specs
 from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.cli import app
@@ -548,3 +549,61 @@ def test_a_constructor_that_returns_early_gets_the_registration_once_with_its_ga
     gate = init.body[registered].test
     lookups = [n for n in ast.walk(gate) if isinstance(n, ast.Call) and ast.unparse(n.func) == "getattr"]
     assert len(lookups) == 1 and ast.unparse(lookups[0].args[0]) == "config"
+
+
+def test_a_kernel_another_module_defines_is_lifted_beside_its_launcher_under_the_name_it_imports(tmp_path):
+    """The fork keeps the `@triton.jit` kernel in a module of its own, imported by the launcher's under an alias
+    (`kernel_module`): the dispatcher goes beside the launcher and names the kernel as that module does."""
+    fork = copy_033(tmp_path / "fork")
+    lines = (fork / POST_CONV).read_text().splitlines(keepends=True)
+    start = lines.index("@triton.jit\n")
+    end = next(i for i, line in enumerate(lines) if line.startswith("def fused_post_conv_prep("))
+    header, kernel = "".join(lines[:start]), "".join(lines[start:end])
+    kernel_rel = POST_CONV.replace("fused_gdn_prefill_post_conv.py", "post_conv_kernel.py")
+    (fork / kernel_rel).write_text(header + kernel.replace("def _fused_post_conv_kernel(", "def post_conv_kernel("))
+    alias = "from .post_conv_kernel import post_conv_kernel as _fused_post_conv_kernel\n\n\n"
+    (fork / POST_CONV).unlink()  # hard-linked to the cache: replace, never write through
+    (fork / POST_CONV).write_text(header.replace("import tl, triton", "import triton") + alias + "".join(lines[end:]))
+    original = tmp_path / "before"
+    shutil.copytree(fork, original, copy_function=os.link)
+    module = kernel_rel.removesuffix(".py").replace("/", ".")
+    spec = FUSED_POST_CONV.replaced(singleton="post_conv_kernel", kernel_module=module)
+    write(migrate(fork, [spec]))
+    text = (fork / POST_CONV).read_text()
+    assert "@triton_kernel_dispatcher_with_warmup(\n    kernel=_fused_post_conv_kernel," in text
+    assert "def fused_post_conv_prep_dispatch(" in text and (fork / kernel_rel).read_text() == header + kernel.replace(
+        "def _fused_post_conv_kernel(", "def post_conv_kernel("
+    )
+    # Triton's keys of the fork's kernel, legacy step vs registration, with the kernel's module run from the tree.
+    keys = type("ForkKeys", (FusedPostConvEquivalence,), {"spec": spec})(legacy_tree=original, migrated_tree=fork)
+    legacy = keys.legacy_keys(keys.example)
+    assert len(legacy) == LEGACY_VARIANTS["fla-fused-post-conv"] and keys.migrated_keys(keys.example) == legacy
+
+
+def test_a_domain_that_reads_what_an_early_return_guarded_is_evaluated_only_where_the_guard_holds(tmp_path):
+    """vLLM's helper evaluates a provider's domains before any `_when`: the fork's step returns early without
+    key heads and divides by their size after, so the lifted domain divides only where the guard holds (no case
+    for k == 0, where the unguarded `256 // k` would raise at engine init)."""
+    repo = copy_033(tmp_path / "tree")
+    edit(
+        repo,
+        QWEN_WARMUP,
+        "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n",
+        "    if not config.k:\n        return\n    for length in range(1, 1 + 256 // config.k):\n",
+    )
+    reason = "every GDN layer has key heads"
+    spec = FUSED_POST_CONV.replaced(
+        intended_differences=[*FUSED_POST_CONV.registration.intended_differences, ("not config.k", reason)]
+    )
+    write(migrate(repo, [spec]))
+    adapter = type(equivalence_adapter("fla-fused-post-conv"))(migrated_tree=repo)
+    _compile_only_triton()
+
+    def keys(k):
+        module = adapter.migrated.sources.module(FUSED_POST_CONV.kernel.module)
+        heads = torch.empty(32, device="meta")
+        inputs = dict(h=16, hv=32, v=128, conv_dtype=torch.bfloat16, a_log=heads, dt_bias=heads)
+        return module.fused_post_conv_prep_dispatch.get_warmup_keys(k=k, **inputs)
+
+    assert adapter.migrated.within(adapter.example, lambda: keys(0)) == []
+    assert len(adapter.migrated.within(adapter.example, lambda: keys(128))) == 2  # lengths 1 and 2

@@ -85,7 +85,9 @@ def plan_lift(
     provider = emit.provider(provider_name, tuple(used), statements, values)
     kinds = {name: launcher_scope.env.get(name) for name in inputs}
     tensors = {name: isinstance(v, MaybeTensor) for name, v in kinds.items() if isinstance(v, (Tensor, MaybeTensor))}
-    dispatcher = emit.dispatcher(dispatcher_name, provider_name, kernel, launcher_def, inputs, source, tensors)
+    # The kernel as the launcher names it (an alias, an attribute of its module) where another module defines it.
+    spelled = ast.get_source_segment(source, launch.value.func.value)
+    dispatcher = emit.dispatcher(dispatcher_name, provider_name, spelled, launcher_def, inputs, source, tensors)
     removed = unread_after(launcher_def, launches, copied)
     return LiftPlan(
         provider,

@@ -46,7 +46,7 @@ def _plan(
     try:
         planned = lift.plan_lift(
             planner.repo_model(spec.kernel.module),
-            kernel_module=spec.kernel.module,
+            kernel_module=spec.kernel_home,
             kernel=spec.kernel.name,
             launcher_module=spec.kernel.module,
             launcher=spec.lift.launcher,

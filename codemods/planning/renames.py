@@ -18,9 +18,10 @@ def plan(planner: Planner) -> Findings:
     findings = Findings()
     for spec in planner.specs:
         home = planner.module(spec, "singleton_module")
-        if spec.kernel.name not in home.defs and spec.kernel_name not in home.defs:
+        defines = home if spec.kernel_home == home.name else planner.module(spec, "kernel_module", spec.kernel_home)
+        if spec.kernel.name not in defines.defs and spec.kernel_name not in home.defs:
             raise SpecError(
-                f"{spec.family}: singleton {spec.kernel.name!r} is not defined in {home.name} "
+                f"{spec.family}: singleton {spec.kernel.name!r} is not defined in {defines.name} "
                 "(an assignment, a def or a class at module level)"
             )
         if not spec.kernel.private_name:

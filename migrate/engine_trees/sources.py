@@ -129,8 +129,18 @@ def _plain(name: str) -> Any:
     return missing
 
 
+# Attributes read in one chain off a placeholder, past which engine code is walking it in a loop (`while kernel is
+# not None: kernel = getattr(kernel, "fn", None)`, which would never end): real chains stay far below.
+DEEPEST_READ = 64
+
+
 def placeholder(name: str) -> type:
     """A stand-in class for `name`: callable, subclassable, attribute-rich, refusing decisions."""
+    if name.count(".") > DEEPEST_READ:
+        raise NamesOnlyUsed(
+            f"{name[:120]}... was read {name.count('.')} attributes deep, a loop over a names-only value; "
+            "the family must run its module from the tree or stub it"
+        )
     parent, _, last = name.rpartition(".")
     return _PlaceholderMeta(last, (_Placeholder,), {"_zerojit_name": name, "__module__": parent})
 

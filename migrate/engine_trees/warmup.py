@@ -99,6 +99,7 @@ class TreeWarmup:
             engine.jit_module,
             spec.legacy.orchestrator_module,
             spec.kernel.module,
+            spec.kernel_home,
             spec.registration.module,
             *(home for home, _ in spec.registration.constructions()),
             spec.legacy.module,
@@ -284,12 +285,12 @@ class TreeWarmup:
                 yield recorded, self.family.worker(config, vllm_config, registry), registry
 
     def _kernel_type(self) -> type:
-        module = self.sources.module(self.spec.kernel.module)
+        module = self.sources.module(self.spec.kernel_home)
         for name in (self.spec.kernel.private_name, self.spec.kernel.name):
             if name and hasattr(module, name):
                 return type(getattr(module, name))
         raise EngineRunError(
-            f"{self.spec.kernel.module} defines neither {self.spec.kernel.name} nor {self.spec.kernel.private_name}"
+            f"{self.spec.kernel_home} defines neither {self.spec.kernel.name} nor {self.spec.kernel.private_name}"
         )
 
     def _keys(self, recorded: list) -> set:
