@@ -162,7 +162,11 @@ class Legacy:
 class Kernel:
     """The kernel the warmup compiled."""
 
-    module: str = _field("singleton_module", "the module that defines the kernel", name="dotted")
+    module: str = _field(
+        "singleton_module",
+        "the module that defines the kernel (a lift's: the launcher's, where `kernel_module` names another)",
+        name="dotted",
+    )
     name: str = _field(
         "singleton",
         "the kernel's name: an object, or a function such as a `@triton.jit` or CuTe DSL kernel",
@@ -408,9 +412,11 @@ class MigrationSpec:
                 parts[part][field.name] = value
         optional = {part: parts[part] if any(parts[part].values()) else None for part in ("lift", "adoption")}
         if optional["lift"] is not None and not optional["lift"].get("launcher"):
+            given = ", ".join(
+                f"{key}={fields[key]!r}" for key, (part, _) in keys.items() if part == "lift" and fields.get(key)
+            )
             raise SpecError(
-                f"spec field dispatcher={fields.get('dispatcher')!r}: the name of a lifted kernel's dispatcher "
-                "(with launcher), ending in _dispatch"
+                f"spec field {given}: describes a lifted kernel, which needs launcher (the function launching it)"
             )
         return cls(
             fields["family"],

@@ -258,7 +258,7 @@ class Survey:
                         step=step,
                         dispatcher_name=dispatcher,
                         provider_name=provider_of(dispatcher),
-                        together=tuple(other for other in kernels if other != name),
+                        together=tuple((kernel.module, other) for other in kernels if other != name),
                     )
             except lift.LiftError as exc:
                 failed = next(name for name in kernels if name not in plans)

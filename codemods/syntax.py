@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+import symtable
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -52,6 +54,21 @@ def statements(node: ast.AST) -> list[ast.AST]:
                 found += block
                 queue += block
     return found
+
+
+def module_names(table: symtable.SymbolTable) -> set[str]:
+    """The names a module binds (its `symtable`): assigned, imported or defined at its top level, in any block, or
+    declared global and assigned in a function of it."""
+    names = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    for child in _descendants(table):
+        names |= {s.get_name() for s in child.get_symbols() if s.is_declared_global() and s.is_assigned()}
+    return names
+
+
+def _descendants(table: symtable.SymbolTable) -> Iterator[symtable.SymbolTable]:
+    for child in table.get_children():
+        yield child
+        yield from _descendants(child)
 
 
 def function_import(function: ast.FunctionDef, name: str) -> tuple[str, str | None] | None:

@@ -34,7 +34,9 @@ def test_a_pass_counts_only_beside_other_statements():
 
 def needless_passes(code: str) -> int:
     """How many `pass` statements share their block with other statements (ruff's PIE790)."""
-    blocks = [getattr(node, field, None) for node in ast.walk(ast.parse(code)) for field in ("body", "orelse")]
+    blocks = [
+        getattr(node, field, None) for node in ast.walk(ast.parse(code)) for field in ("body", "orelse", "finalbody")
+    ]
     return sum(isinstance(s, ast.Pass) for block in blocks if isinstance(block, list) and len(block) > 1 for s in block)
 
 

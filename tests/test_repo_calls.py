@@ -68,6 +68,12 @@ if os.name:
                     break
                 finally:
                     del err
+            while self:
+                break
+            else:
+                async def walk(rows):
+                    async for row in rows:
+                        del row
             for item in range(3):
                 try:
                     continue

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from zerojit.codemods.lift import LiftError, plan_lift
 from zerojit.codemods.repo import RepoModules
-from zerojit.codemods.runner import migrate, write
+from zerojit.codemods.runner import MigrationError, migrate, write
 from zerojit.codemods.spec import load_specs
 from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.cli import app
@@ -551,33 +551,58 @@ def test_a_constructor_that_returns_early_gets_the_registration_once_with_its_ga
     assert len(lookups) == 1 and ast.unparse(lookups[0].args[0]) == "config"
 
 
-def test_a_kernel_another_module_defines_is_lifted_beside_its_launcher_under_the_name_it_imports(tmp_path):
-    """The fork keeps the `@triton.jit` kernel in a module of its own, imported by the launcher's under an alias
-    (`kernel_module`): the dispatcher goes beside the launcher and names the kernel as that module does."""
-    fork = copy_033(tmp_path / "fork")
-    lines = (fork / POST_CONV).read_text().splitlines(keepends=True)
+def _kernel_apart(repo, *, inside_launcher=False):
+    """The post-conv kernel moved to a module of its own (public name, importing what it needs and nothing else:
+    no torch, which the provider reads), imported by the launcher's module under the old private name (or by the
+    launcher itself); the spec that lifts it there, and the kernel module's text."""
+    lines = (repo / POST_CONV).read_text().splitlines(keepends=True)
     start = lines.index("@triton.jit\n")
     end = next(i for i, line in enumerate(lines) if line.startswith("def fused_post_conv_prep("))
     header, kernel = "".join(lines[:start]), "".join(lines[start:end])
     kernel_rel = POST_CONV.replace("fused_gdn_prefill_post_conv.py", "post_conv_kernel.py")
-    (fork / kernel_rel).write_text(header + kernel.replace("def _fused_post_conv_kernel(", "def post_conv_kernel("))
-    alias = "from .post_conv_kernel import post_conv_kernel as _fused_post_conv_kernel\n\n\n"
-    (fork / POST_CONV).unlink()  # hard-linked to the cache: replace, never write through
-    (fork / POST_CONV).write_text(header.replace("import tl, triton", "import triton") + alias + "".join(lines[end:]))
+    kernel_text = "from vllm.triton_utils import tl, triton\n\n\n" + kernel.replace(
+        "def _fused_post_conv_kernel(", "def post_conv_kernel("
+    )
+    (repo / kernel_rel).write_text(kernel_text)
+    alias = "from .post_conv_kernel import post_conv_kernel as _fused_post_conv_kernel\n"
+    launcher = "".join(lines[end:])
+    if inside_launcher:
+        signature_end = launcher.index(":\n", launcher.index(") -> ")) + 2
+        launcher = launcher[:signature_end] + "    " + alias + launcher[signature_end:]
+    (repo / POST_CONV).unlink()  # hard-linked to the cache: replace, never write through
+    top = "" if inside_launcher else alias + "\n\n"
+    (repo / POST_CONV).write_text(header.replace("import tl, triton", "import triton") + top + launcher)
+    module = kernel_rel.removesuffix(".py").replace("/", ".")
+    return FUSED_POST_CONV.replaced(singleton="post_conv_kernel", kernel_module=module), kernel_rel, kernel_text
+
+
+def test_a_kernel_another_module_defines_is_lifted_beside_its_launcher_under_the_name_it_imports(tmp_path):
+    """`kernel_module`: the dispatcher goes beside the launcher and names the kernel as that module does; the
+    provider's names are checked against the module it is written into."""
+    fork = copy_033(tmp_path / "fork")
+    spec, kernel_rel, kernel_text = _kernel_apart(fork)
     original = tmp_path / "before"
     shutil.copytree(fork, original, copy_function=os.link)
-    module = kernel_rel.removesuffix(".py").replace("/", ".")
-    spec = FUSED_POST_CONV.replaced(singleton="post_conv_kernel", kernel_module=module)
     write(migrate(fork, [spec]))
     text = (fork / POST_CONV).read_text()
     assert "@triton_kernel_dispatcher_with_warmup(\n    kernel=_fused_post_conv_kernel," in text
-    assert "def fused_post_conv_prep_dispatch(" in text and (fork / kernel_rel).read_text() == header + kernel.replace(
-        "def _fused_post_conv_kernel(", "def post_conv_kernel("
-    )
+    assert "def fused_post_conv_prep_dispatch(" in text and (fork / kernel_rel).read_text() == kernel_text
     # Triton's keys of the fork's kernel, legacy step vs registration, with the kernel's module run from the tree.
     keys = type("ForkKeys", (FusedPostConvEquivalence,), {"spec": spec})(legacy_tree=original, migrated_tree=fork)
     legacy = keys.legacy_keys(keys.example)
     assert len(legacy) == LEGACY_VARIANTS["fla-fused-post-conv"] and keys.migrated_keys(keys.example) == legacy
+
+
+def test_a_kernel_the_launcher_imports_inside_itself_is_refused_with_the_line(tmp_path):
+    """The dispatcher's decorator sits at module level, where a name the launcher imports for itself is unbound."""
+    fork = copy_033(tmp_path / "fork")
+    spec, _, _ = _kernel_apart(fork, inside_launcher=True)
+    with pytest.raises(
+        MigrationError,
+        match="launches the kernel as `_fused_post_conv_kernel`, which its module binds only inside a function",
+    ) as refused:
+        migrate(fork, [spec])
+    assert "fused_gdn_prefill_post_conv.py:" in str(refused.value)
 
 
 def test_a_domain_that_reads_what_an_early_return_guarded_is_evaluated_only_where_the_guard_holds(tmp_path):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import symtable
 
 from ..repo import RepoModules
+from ..syntax import module_names
 from . import emit
 from .dispatcher import (
     check_copies,
@@ -39,7 +41,7 @@ class LiftPlan:
     launcher_line: int  # the launcher's `def` line (every line here is the file's)
     dispatch_call: str
     parameters: tuple[tuple[str, str], ...]  # the provider's keyword parameters, with what the step read for each
-    helper_names: tuple[tuple[str, str], ...]  # (module, name) the kernel's module imports for the new code
+    helper_names: tuple[tuple[str, str], ...]  # (module, name) the launcher's module imports for the new code
 
 
 def plan_lift(
@@ -53,18 +55,19 @@ def plan_lift(
     step: str,
     dispatcher_name: str,
     provider_name: str,
-    together: tuple[str, ...] = (),
+    together: tuple[tuple[str, str], ...] = (),
 ) -> LiftPlan:
     """The dispatcher and provider for `kernel`, launched by `launcher` and warmed by the legacy `step`.
 
-    together: the launcher's other kernels the same migration lifts (each to its own dispatcher); the launcher
-    may launch no other Triton kernel, since the step's deletion would take that kernel's warmup with it.
+    together: (module, name) of each of the launcher's other kernels the same migration lifts (each to its own
+    dispatcher); the launcher may launch no other Triton kernel, since the step's deletion would take that kernel's
+    warmup with it.
     """
     kernel_def = _checked_kernel(modules, kernel_module, kernel)
     launcher_def = repo_function(modules, launcher_module, launcher, "the launcher")
     launches = _launches(modules, launcher_module, launcher_def, kernel_module, kernel, together)
     launch = launches[0]
-    lift = Lift(modules, kernel_module, launcher)
+    lift = Lift(modules, launcher_module, launcher)
     lift.launcher_def = launcher_def
     step_def = repo_function(modules, step_module, step, "the legacy step")
     launcher_scope = _run_to_launch(lift, step_module, step_def, launcher_module, launcher_def, launch)
@@ -85,8 +88,15 @@ def plan_lift(
     provider = emit.provider(provider_name, tuple(used), statements, values)
     kinds = {name: launcher_scope.env.get(name) for name in inputs}
     tensors = {name: isinstance(v, MaybeTensor) for name, v in kinds.items() if isinstance(v, (Tensor, MaybeTensor))}
-    # The kernel as the launcher names it (an alias, an attribute of its module) where another module defines it.
-    spelled = ast.get_source_segment(source, launch.value.func.value)
+    # The kernel as the launcher names it (an import's alias where another module defines it), at module level:
+    # the dispatcher's decorator reads it there.
+    spelled = launch.value.func.value.id
+    if spelled not in module_names(symtable.symtable(source, str(modules.path(launcher_module)), "exec")):
+        raise LiftError(
+            modules.where(launcher_module, launch),
+            f"{launcher} launches the kernel as `{spelled}`, which its module binds only inside a function: the "
+            "dispatcher beside the launcher names the kernel at module level (import it there)",
+        )
     dispatcher = emit.dispatcher(dispatcher_name, provider_name, spelled, launcher_def, inputs, source, tensors)
     removed = unread_after(launcher_def, launches, copied)
     return LiftPlan(
@@ -127,7 +137,7 @@ def _launches(
     launcher_def: ast.FunctionDef,
     kernel_module: str,
     kernel: str,
-    together: tuple[str, ...],
+    together: tuple[tuple[str, str], ...],
 ) -> list[ast.Expr]:
     """The launcher's top-level `kernel[grid](...)` statement, then those of the kernels lifted with it; refused
     where the launcher launches a kernel twice, or another kernel the migration does not lift."""
@@ -139,6 +149,7 @@ def _launches(
             f"{launcher} has no `{kernel}[grid](...)` statement "
             "at its top level (a launch under a condition or in a loop is not lifted)",
         )
+    lifted = {modules.resolve(*other) for other in together}
     for node in ast.walk(launcher_def):
         if not (isinstance(node, ast.Subscript) and node is not launch.value.func and isinstance(node.value, ast.Name)):
             continue
@@ -148,7 +159,9 @@ def _launches(
                 f"{launcher} launches {kernel} here too; the lift moves one "
                 "launch, and the warmup of this one would be lost (put each on the dispatcher by hand)",
             )
-        if is_triton_kernel(modules, launcher_module, node.value.id) and node.value.id not in together:
+        if is_triton_kernel(modules, launcher_module, node.value.id) and (
+            modules.resolve(launcher_module, node.value.id) not in lifted
+        ):
             raise LiftError(
                 modules.where(launcher_module, node),
                 f"{launcher} also launches {node.value.id}, which the legacy "
@@ -156,8 +169,8 @@ def _launches(
                 f"{node.value.id} in the same migration, with a spec of its own and its own dispatcher name)",
             )
     launches = [launch]
-    for other in together:
-        found = launch_statement(modules, launcher_module, launcher_def, kernel_module, other)
+    for other_module, other in together:
+        found = launch_statement(modules, launcher_module, launcher_def, other_module, other)
         if found is None:
             raise LiftError(
                 modules.where(launcher_module, launcher_def),

@@ -30,9 +30,9 @@ from .values import (
 class Lift:
     """One lift: walks the legacy step to the launcher call, then the launcher to the kernel launch."""
 
-    def __init__(self, modules: RepoModules, kernel_module: str, launcher: str):
+    def __init__(self, modules: RepoModules, module: str, launcher: str):
         self.modules = modules
-        self.kernel_module, self.launcher = kernel_module, launcher  # where the provider goes; whose launch it is
+        self.module, self.launcher = module, launcher  # where the provider goes (the launcher's); whose launch it is
         self.parameters: dict[str, str] = {}  # provider parameter -> what the step read (`config.h`)
         self.statements: list[str] = []  # the provider's body, in order
         self.taken: set[str] = set()  # the provider's names so far
@@ -101,10 +101,10 @@ class Lift:
         if local_import is not None:
             found = local_import
         if found is not None and (found[1] is None or found[0].endswith(self.modules.engine.triton_reexport)):
-            home = self.modules.imports(self.kernel_module).get(name)
+            home = self.modules.imports(self.module).get(name)
             if home != found:
                 raise scope.refuse(
-                    node, f"reads the module `{name}`, which {self.kernel_module} does not import under that name"
+                    node, f"reads the module `{name}`, which {self.module} does not import under that name"
                 )
             return Value(name)
         module, target = (found[0], found[1]) if found else (scope.module, name)
@@ -128,12 +128,11 @@ class Lift:
         if name in dir(builtins) and found is None and definition is None:
             known = getattr(builtins, name)
             return Value(repr(known), known) if known in (True, False, None) else Value(name)
-        if target and self.modules.resolve(self.kernel_module, name) == (module, target):
-            return Value(name)  # the kernel's module names the same object: the provider may read it
+        if target and self.modules.resolve(self.module, name) == (module, target):
+            return Value(name)  # the provider's module names the same object: the provider may read it
         raise scope.refuse(
             node,
-            f"reads `{name}` ({module}), which is not a constant the lift can copy and "
-            f"not a name {self.kernel_module} binds",
+            f"reads `{name}` ({module}), which is not a constant the lift can copy and not a name {self.module} binds",
         )
 
     # -- statements --------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def _plan(
             step=step,
             dispatcher_name=spec.kernel_name,
             provider_name=spec.provider_name,
-            together=tuple(other.kernel.name for other in together if other is not spec),
+            together=tuple((other.kernel_home, other.kernel.name) for other in together if other is not spec),
         )
     except lift.LiftError as exc:
         findings.refuse("lift", exc.why, exc.place, spec.family)

@@ -14,6 +14,8 @@ import builtins
 import symtable
 from collections.abc import Iterator
 
+from ..syntax import module_names
+
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
 
@@ -27,7 +29,7 @@ class MethodBindings:
         self.method = next(t for t in table.get_children() if t.get_type() == "function")
         self.definition = next(n for n in ast.parse(function_code).body if isinstance(n, _FUNCTIONS))
         module = symtable.symtable(module_code, "<module>", "exec")
-        self.outside = _module_names(module) | _enclosing_names(module, cls)
+        self.outside = module_names(module) | _enclosing_names(module, cls)
 
     def bound(self, name: str, before: float) -> bool:
         """Bound on the method's line `before`: a parameter, a local first assigned at or above it, or a name of
@@ -43,15 +45,6 @@ class MethodBindings:
         return name in self.outside or hasattr(builtins, name)  # read from outside the method (or declared global)
 
 
-def _module_names(table: symtable.SymbolTable) -> set[str]:
-    """The names a module binds: assigned, imported or defined at its top level, or declared global and
-    assigned in a function of it."""
-    names = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
-    for child in _descendants(table):
-        names |= {s.get_name() for s in child.get_symbols() if s.is_declared_global() and s.is_assigned()}
-    return names
-
-
 def _enclosing_names(table: symtable.SymbolTable, cls: str, around: tuple[symtable.SymbolTable, ...] = ()) -> set[str]:
     """The names the functions around a class named `cls` bind (its methods see them), where one is nested."""
     names: set[str] = set()
@@ -61,12 +54,6 @@ def _enclosing_names(table: symtable.SymbolTable, cls: str, around: tuple[symtab
         inner = (*around, child) if child.get_type() == "function" else around
         names |= _enclosing_names(child, cls, inner)
     return names
-
-
-def _descendants(table: symtable.SymbolTable) -> Iterator[symtable.SymbolTable]:
-    for child in table.get_children():
-        yield child
-        yield from _descendants(child)
 
 
 def _assignment_lines(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> Iterator[int]:

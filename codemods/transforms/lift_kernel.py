@@ -1,8 +1,9 @@
 """lift_kernel: a plain Triton kernel's launch becomes a dispatcher the contract can warm (codemods.lift plans it).
 
-In the kernel's module, before the launcher: the provider, then the dispatcher (its body the
-launcher's statements that compute the launch, copied with their comments, and the launch as its
-`return`); one pair per kernel the migration lifts from that launcher. In the launcher, each
+In the launcher's module (the kernel's, unless the spec names another `kernel_module`), before the
+launcher: the provider, then the dispatcher (its body the launcher's statements that compute the
+launch, copied with their comments, and the launch as its `return`); one pair per kernel the
+migration lifts from that launcher. In the launcher, each
 `kernel[grid](...)` statement becomes its dispatcher's call, and the copied statements nothing else
 in the launcher reads go.
 """

@@ -136,9 +136,10 @@ DEEPEST_READ = 64
 
 def placeholder(name: str) -> type:
     """A stand-in class for `name`: callable, subclassable, attribute-rich, refusing decisions."""
-    if name.count(".") > DEEPEST_READ:
+    depth = name.replace("(...)", "").count(".")  # attribute reads (and the module's own dots); calls add none
+    if depth > DEEPEST_READ:
         raise NamesOnlyUsed(
-            f"{name[:120]}... was read {name.count('.')} attributes deep, a loop over a names-only value; "
+            f"{name[:120]}... was read {depth} attributes deep, a loop over a names-only value; "
             "the family must run its module from the tree or stub it"
         )
     parent, _, last = name.rpartition(".")
