@@ -590,7 +590,9 @@ MUTANTS = (
     Mutant(
         "lift: a launcher's other kernel is left to lose its warmup with the step",
         "codemods/lift/plan.py",
-        "        if is_triton_kernel(modules, launcher_module, node.value.id) and node.value.id not in together:\n",
+        "        if is_triton_kernel(modules, launcher_module, node.value.id) and (\n"
+        "            modules.resolve(launcher_module, node.value.id) not in lifted\n"
+        "        ):\n",
         "        if False:\n",
         ("tests/test_lift_together.py", "-k", "alone_is_refused"),
     ),
@@ -649,6 +651,27 @@ MUTANTS = (
         '    "view": _view,\n',
         "",
         ("tests/test_lift_views.py",),
+    ),
+    Mutant(
+        "lift: the provider's names are checked in the kernel's module, not the launcher's it is written into",
+        "codemods/lift/plan.py",
+        "    lift = Lift(modules, launcher_module, launcher)\n",
+        "    lift = Lift(modules, kernel_module, launcher)\n",
+        ("tests/test_triton_lifts.py", "-k", "another_module"),
+    ),
+    Mutant(
+        "lift: a kernel the launcher imports inside itself is named by the module-level decorator",
+        "codemods/lift/plan.py",
+        "    if spelled not in module_names(",
+        "    if False and spelled not in module_names(",
+        ("tests/test_triton_lifts.py", "-k", "inside_itself"),
+    ),
+    Mutant(
+        "lift: the dispatcher begins with the placeholder's `pass`",
+        "codemods/transforms/lift_kernel.py",
+        "body=dispatcher.body.with_changes(body=[*copied, returned])",
+        "body=dispatcher.body.with_changes(body=[*dispatcher.body.body[:1], *copied, returned])",
+        ("tests/test_readable_output.py", "-k", "needless_pass and post"),
     ),
     Mutant(
         "house: a transform reads the planner again",
