@@ -25,7 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from tree_forks import diff_size, repeated  # noqa: E402  (the measures the tests use)
 
 GOAL = 1.25
-FAMILIES = ("fla-layer-norm", "fla-fused-post-conv", "fla-sigmoid-gating", "mamba-batch-memcpy", "kimi-k3-attn-res")
+FAMILIES = (
+    "fla-layer-norm",
+    "fla-fused-post-conv",
+    "fla-sigmoid-gating",
+    "mamba-batch-memcpy",
+    "kimi-k3-attn-res",
+    "ll-bf16-router-gemm",
+)
 
 
 def main() -> None:

@@ -11,8 +11,8 @@ from zerojit.codemods.spec import Adoption, Kernel, Legacy, MigrationSpec, Regis
 # `_warmup_ll_bf16_router_gemm`, an inline step of 0.33.0's orchestrator: on sm90+, when the ll_bf16 CuTe DSL
 # GEMM is available, it warms M = 1..16 for every bf16 `GateLinear` weight whose K is a multiple of 8.
 # `LLBf16Gemm` already owns its keys and compile but is no VllmJitKernel: it adopts the contract's base, all of it
-# (codemods/transforms/adopt_contract.py). On the 0.33.0 release this refuses: the tree's own VllmJitKernel.__init__
-# cannot trace LLBf16Gemm.dispatch (a tuple assignment and two returns); a tree whose dispatch is traceable migrates.
+# (codemods/transforms/adopt_contract.py). The release's dispatch (a tuple assignment, two returns, `{}`) is one the
+# tree's own VllmJitKernel.__init__ cannot trace: it is rewritten into the traced form, proven equal first.
 # Each GateLinear registers its own shape, with the M bound its forward uses, under the step's own guards: the
 # orchestrator's capability check is read from the tree (codemods.guards), the availability check and the weight's
 # facts are the registration's own.

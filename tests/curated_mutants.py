@@ -373,9 +373,23 @@ MUTANTS = (
     Mutant(
         "codemods: the kernel class does not adopt the contract",
         "codemods/planning/registrations.py",
-        "        findings.add(cls_module, adopt)\n",
-        "        pass\n",
+        "            findings.add(cls_module, operation)\n",
+        "            pass\n",
         ("tests/test_vllm033_migrations.py", "-k", "router"),
+    ),
+    Mutant(
+        "codemods: a value one branch of dispatch computes is computed on every path",
+        "codemods/traceable_dispatch.py",
+        "self.statements.append((name, _guarded(value, guard) if guard else value))",
+        "self.statements.append((name, value))",
+        ("tests/test_traceable_dispatch.py",),
+    ),
+    Mutant(
+        "codemods: a dispatch rewrite is written unproven",
+        "codemods/transforms/adopt_contract.py",
+        "    unproven = prove(dispatch, body, fields)\n",
+        "    unproven = None\n",
+        ("tests/test_codemod_variations.py", "-k", "dispatch"),
     ),
     Mutant(
         "codemods: locals left unread by a removal are kept",

@@ -406,16 +406,31 @@ def test_a_kernel_off_the_contract_or_a_registration_its_keys_cannot_take_is_ref
         migrate(router_repo, [MigrationSpec.from_fields({**ROUTER_GEMM, **change})])
 
 
-def test_a_class_whose_dispatch_the_base_cannot_trace_is_refused(repo):
-    """The release's dispatch: the tree's own VllmJitKernel.__init__ refuses it, so the adoption would be half."""
-    line = 1 + (repo / LL_BF16).read_text().splitlines().index(
-        "    def dispatch(self, *, M: int, K: int, N: int) -> CompileKey:"
+def test_the_release_dispatch_the_base_cannot_trace_is_rewritten_and_one_it_cannot_take_is_refused(repo):
+    """0.29.0's dispatch (a tuple assignment, two returns): the tree's own VllmJitKernel.__init__ refuses it, so
+    it is rewritten into the traced form first; with a loop in it, neither takes it and the run is refused."""
+    header = "    def dispatch(self, *, M: int, K: int, N: int) -> CompileKey:"
+    line = 1 + (repo / LL_BF16).read_text().splitlines().index(header)
+    spec = MigrationSpec.from_fields(ROUTER_GEMM)
+    rewritten = next(c.after for c in migrate(repo, [spec]).changes if c.path == repo / LL_BF16)
+    dispatch = next(
+        n for n in ast.walk(ast.parse(rewritten)) if isinstance(n, ast.FunctionDef) and n.name == "dispatch"
     )
-    with pytest.raises(
-        SpecError,
-        match=re.escape(f"{LL_BF16}:{line}: VllmJitKernel.__init__ from the tree cannot take LLBf16Gemm.dispatch"),
-    ):
-        migrate(repo, [MigrationSpec.from_fields(ROUTER_GEMM)])
+    assert [type(s).__name__ for s in dispatch.body][-1] == "Return" and not any(
+        isinstance(n, ast.If | ast.Dict) for n in ast.walk(dispatch)
+    )
+    edit(repo, LL_BF16, header + "\n", header + "\n        while False:\n            pass\n")
+    with pytest.raises(SpecError) as refused:
+        migrate(repo, [spec])
+    why = " ".join(str(refused.value).split())
+    assert f"{LL_BF16}:{line}: VllmJitKernel.__init__ from the tree cannot take LLBf16Gemm.dispatch" in why
+    assert f"rewriting it: {LL_BF16}:{line + 1}: `while False:`" in why
+    # What the proof cannot evaluate (a comprehension) is not written on trust.
+    edit(repo, LL_BF16, "        while False:\n            pass\n", "        ks = {k for k in (K,)}\n")
+    with pytest.raises(SpecError) as refused:
+        migrate(repo, [spec])
+    why = " ".join(str(refused.value).split())
+    assert f"rewriting it: {LL_BF16}:{line}: the rewrite is not proven equal: line {line + 1}: cannot evaluate" in why
 
 
 def test_several_construction_classes_and_an_unbound_name(repo):

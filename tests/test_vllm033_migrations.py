@@ -16,7 +16,7 @@ import torch
 from pyflakes import api as pyflakes_api
 from pyflakes import messages
 from pyflakes import reporter as pyflakes_reporter
-from tree_forks import LL_BF16, make_dispatch_traceable
+from tree_forks import LL_BF16, edit
 from typer.testing import CliRunner
 
 from zerojit.migrate.cli import app
@@ -42,19 +42,15 @@ MIGRATIONS = {"fla-layer-norm": FLA, "ll-bf16-router-gemm": ROUTER}
 
 
 @pytest.fixture(scope="module")
-def fork_033(tmp_path_factory):
-    """vLLM 0.33.0 whose LLBf16Gemm.dispatch its author made traceable (nothing else differs)."""
-    repo = tmp_path_factory.mktemp("vllm-0.33.0-traceable") / "tree"
-    shutil.copytree(vllm_tree("0.33.0"), repo, copy_function=os.link)
-    make_dispatch_traceable(repo)
-    return repo
+def release_033():
+    return vllm_tree("0.33.0")
 
 
 @pytest.fixture(scope="module")
-def migrated_033(tmp_path_factory, fork_033):
-    """That fork with every built-in 0.33.0 migration written (hard-linked: writes replace)."""
+def migrated_033(tmp_path_factory, release_033):
+    """The release with both migrations written (hard-linked: writes replace)."""
     repo = tmp_path_factory.mktemp("vllm-0.33.0-migrated") / "tree"
-    shutil.copytree(fork_033, repo, copy_function=os.link)
+    shutil.copytree(release_033, repo, copy_function=os.link)
     body = repo.parent / "pr.md"
     result = runner.invoke(
         app, ["migrate", *MIGRATIONS, "--repo", str(repo), "--write", "-j", "2", "--pr-body", str(body)]
@@ -91,8 +87,8 @@ def pyflakes_findings(path):
     return found
 
 
-def test_each_migration_changes_only_its_files_which_compile_and_are_f821_f811_clean(migrated_033, fork_033):
-    assert changed_files(migrated_033, fork_033) == FLA | ROUTER  # every other file byte-identical
+def test_each_migration_changes_only_its_files_which_compile_and_are_f821_f811_clean(migrated_033, release_033):
+    assert changed_files(migrated_033, release_033) == FLA | ROUTER  # every other file byte-identical
     for rel in FLA | ROUTER:
         path = migrated_033 / rel
         compile(path.read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
@@ -104,30 +100,63 @@ def test_each_migration_changes_only_its_files_which_compile_and_are_f821_f811_c
         assert bad == [], bad
         # No local the change left unread either (ruff F841 in vLLM's own lint).
         before = {
-            str(m.message_args) for m in pyflakes_findings(fork_033 / rel) if isinstance(m, messages.UnusedVariable)
+            str(m.message_args) for m in pyflakes_findings(release_033 / rel) if isinstance(m, messages.UnusedVariable)
         }
         after = {str(m.message_args) for m in pyflakes_findings(path) if isinstance(m, messages.UnusedVariable)}
         assert after <= before
 
 
-def test_the_router_gemm_migration_refuses_the_release_whose_dispatch_the_contract_cannot_trace(tmp_path):
-    """Adopting VllmJitKernel means running its initializer, which traces dispatch; 0.33.0's cannot be traced
-    (a tuple assignment, two returns), so the adoption would be half-done: refused, with the tree's own reason."""
+def test_the_release_dispatch_is_rewritten_into_the_traced_form(migrated_033, release_033):
+    """0.33.0's LLBf16Gemm.dispatch (a tuple assignment, two returns, `{}`) is one the tree's VllmJitKernel cannot
+    trace: the migration rewrites it, and the tree's own tracer over the rewrite keys as the release's own
+    dispatch, run as Python, over the router grid (every tuned shape and others, M past both backends' bounds)."""
+    before = TreeWarmup(release_033, LL_BF16_ROUTER_GEMM, RouterEngine())
+    after = TreeWarmup(migrated_033, LL_BF16_ROUTER_GEMM, RouterEngine())
+    shapes = ((4096, 256), (6144, 256), (7168, 256), (7168, 384), (5120, 1792), (5120, 3584), (1024, 128), (2047, 64))
+    grid = [
+        {"M": m, "K": k, "N": n, "output_dtype": dtype}
+        for m in range(1, 33)
+        for k, n in shapes
+        for dtype in (torch.float32, torch.bfloat16)
+    ]
+
+    def keys(tree, traced):
+        kernel = tree.sources.module(LL_BF16_ROUTER_GEMM.kernel.module).ll_bf16_gemm_kernel
+        found = [kernel.compile_key(inputs) if traced else kernel.dispatch(**inputs) for inputs in grid]
+        return [dataclasses.astuple(key) for key in found]
+
+    for arch in ("sm90", "sm100", "sm120"):  # sm120 has no tuned table
+        release = before.within(RouterConfig(arch=arch), lambda: keys(before, traced=False))
+        assert after.within(RouterConfig(arch=arch), lambda: keys(after, traced=True)) == release, arch
+        assert {key[0] for key in release} == {"dotprod", "splitk"}
+    source = (migrated_033 / LL_BF16).read_text()
+    dispatch = source[source.index("    def dispatch(") : source.index("    def get_warmup_keys(")]
+    assert "return" in dispatch and dispatch.count("return") == 1 and "{}" not in dispatch
+
+
+def test_a_dispatch_that_cannot_be_rewritten_is_refused_with_both_reasons(tmp_path):
+    """A loop in dispatch: neither the tree's tracer nor the rewrite takes it; nothing is written."""
     repo = tmp_path / "tree"
     shutil.copytree(vllm_tree("0.33.0"), repo, copy_function=os.link)
+    edit(repo, LL_BF16, "        tuned_bs, tuned_splitk = _arch_tuned_configs()\n", LOOPING)
     before = {p: p.read_bytes() for p in repo.rglob("*.py")}
     result = runner.invoke(app, ["migrate", "ll-bf16-router-gemm", "--repo", str(repo), "--write"])
     assert result.exit_code == 2, result.output
     assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before
-    line = 1 + (repo / LL_BF16).read_text().splitlines().index("    def dispatch(")
-    assert f"{LL_BF16}:{line}:" in result.output
-    assert "require one name: tuned_bs, tuned_splitk = _arch_tuned_configs()" in " ".join(result.output.split())
+    text = " ".join(result.output.split())
+    lines = (repo / LL_BF16).read_text().splitlines()
+    assert f"{LL_BF16}:{1 + lines.index('    def dispatch(')}:" in text
+    assert "require one name: tuned_bs, tuned_splitk = _arch_tuned_configs()" not in text  # the loop comes first
+    assert f"rewriting it: {LL_BF16}:{1 + lines.index('        for _ in range(1):')}: `for _ in range(1):`" in text
+
+
+LOOPING = "        for _ in range(1):\n            tuned_bs, tuned_splitk = _arch_tuned_configs()\n"
 
 
 @pytest.mark.parametrize("family", list(MIGRATIONS))
-def test_each_migration_alone_then_again_is_a_no_op_and_check_passes(tmp_path, fork_033, family):
+def test_each_migration_alone_then_again_is_a_no_op_and_check_passes(tmp_path, release_033, family):
     repo = tmp_path / "tree"
-    original = vllm_tree("0.33.0") if family == "fla-layer-norm" else fork_033
+    original = release_033
     shutil.copytree(original, repo, copy_function=os.link)
     assert runner.invoke(app, ["migrate", family, "--repo", str(repo), "--check"]).exit_code == 1  # pending
     first = runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"])
@@ -288,7 +317,7 @@ def test_the_adopted_class_passes_the_trees_own_contract_path(migrated_033):
     assert warmed == {RouterEngine().to_key(key) for key in keys} and len(warmed) > 16
 
 
-def test_the_pr_body_of_both_migrations_states_each_change_of_behaviour(migrated_033, fork_033):
+def test_the_pr_body_of_both_migrations_states_each_change_of_behaviour(migrated_033, release_033):
     text = " ".join((migrated_033.parent / "pr.md").read_text().split())
     for family in MIGRATIONS:  # both legacy steps ran whatever the JIT-warmup switch said
         assert f"{family}: vllm/model_executor/warmup/kernel_warmup.py:" in text
@@ -297,5 +326,5 @@ def test_the_pr_body_of_both_migrations_states_each_change_of_behaviour(migrated
     gates = text.split("## Gates")[1].split("## Intended differences")[0]
     # The router GEMM's registration is gated by the orchestrator's own capability check, read from the fork.
     assert "`current_platform.has_device_capability(90)`" in gates
-    orchestrator = (fork_033 / "vllm/model_executor/warmup/kernel_warmup.py").read_text()
+    orchestrator = (release_033 / "vllm/model_executor/warmup/kernel_warmup.py").read_text()
     assert "    if current_platform.has_device_capability(90):\n        _warmup_ll_bf16_router_gemm(" in orchestrator

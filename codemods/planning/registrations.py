@@ -363,11 +363,12 @@ def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) ->
         adopt, why = adoption(modules, cls_module, cls, base_module, base)
         if why:
             raise SpecError(
-                f"{spec.family}: contract_base: {why}; the class cannot take the base's initializer, "
+                f"{spec.family}: contract_base: {why}. The class cannot take the base's initializer, "
                 "and adopting the base without it leaves compile_key() and the registry's cache "
-                "broken. Make dispatch traceable first (a kernel author's change)"
+                "broken: make dispatch traceable first (a kernel author's change)"
             )
-        findings.add(cls_module, adopt)
+        for operation in adopt:
+            findings.add(cls_module, operation)
         findings.leftovers += shadowed_state(modules, cls_module, cls, base_module, base)
     if not reason or spec.adoption:
         _check_registration_arguments(spec, modules, found)

@@ -5,8 +5,10 @@ Adopting means more than a base in the class line: the class runs the base's ini
 `compile_key()` and the registry rely on), and it follows the conventions the tree's other
 subclasses of that base use (a parameterized base, the marker on the `dispatch` override).
 Before anything is written, the tree's own base initializer runs over the class's `dispatch`
-(`probe_base_initializer`): a class whose dispatch the base cannot take is refused with the
-base's own reason, since no correct edit exists short of rewriting the kernel's dispatch.
+(`probe_base_initializer`). A dispatch the base cannot take is rewritten into the form it traces
+(codemods.traceable_dispatch), the rewrite proven to return the same key on every path and run
+through the base's initializer again; only a dispatch that cannot be rewritten, or whose rewrite
+is not proven, is refused, with the base's own reason and the rewrite's.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ import uuid
 from pathlib import Path
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from ..repo import RepoModules
+from ..traceable_dispatch import KeyFields, NotRewritable, prove, rewrite
 from .base import Command, Operation, code_of, operation
 
 OVERRIDE_MARKER = "# type: ignore[override]"
@@ -47,6 +51,19 @@ class AdoptContract(Operation):
 
     def command(self, context: CodemodContext) -> Command:
         return _Adopt(context, self)
+
+
+@operation("rewrite_dispatch")
+@dataclasses.dataclass(frozen=True)
+class RewriteDispatch(Operation):
+    """Replace the body of module-level class `cls`'s `dispatch` by `body` (unindented text, proven equal by
+    codemods.traceable_dispatch); the old body's comments stay, above it."""
+
+    cls: str
+    body: str
+
+    def command(self, context: CodemodContext) -> Command:
+        return _Rewrite(context, self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +103,7 @@ def sibling_conventions(modules: RepoModules, near: str, base_module: str, base:
 
 
 def probe_base_initializer(
-    modules: RepoModules, base_module: str, base: str, cls_module: str, cls: ast.ClassDef
+    modules: RepoModules, base_module: str, base: str, cls_module: str, cls: ast.ClassDef, body: str | None = None
 ) -> str | None:
     """Run the tree's own base initializer over the class's `dispatch`; None when it takes it, else why not.
 
@@ -94,6 +111,7 @@ def probe_base_initializer(
     library); the class's `dispatch` is compiled from its source into a throwaway subclass, so the base's
     tracer reads the same text it would read in the engine. A base module that needs more than the
     standard library cannot be loaded here: then nothing is probed (None), and `keys diff` remains the proof.
+    `body`: probe this body (unindented text) in place of the class's own.
     """
     dispatch = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "dispatch"), None)
     path = modules.path(base_module)
@@ -110,7 +128,11 @@ def probe_base_initializer(
     finally:
         sys.modules.pop(name, None)
     source = modules.path(cls_module).read_text()
-    segment = textwrap.indent(textwrap.dedent(ast.get_source_segment(source, dispatch, padded=True)), "    ")
+    segment = textwrap.dedent(ast.get_source_segment(source, dispatch, padded=True))
+    if body is not None:
+        header = segment.splitlines(keepends=True)[: dispatch.body[0].lineno - dispatch.lineno]
+        segment = "".join(header) + textwrap.indent(body, "    ")
+    segment = textwrap.indent(segment, "    ")
     decorators = "".join(f"    @{ast.unparse(d)}\n" for d in dispatch.decorator_list)
     probe = (
         f"from __future__ import annotations\n\nclass Probe(_Base):\n{decorators}{segment}\n"
@@ -215,6 +237,27 @@ class _Adopt(Command):
         return cst.parse_module(_marked(module.code, self.op.cls))
 
 
+class _Rewrite(Command):
+    SKIPS = (cst.BaseStatement,)  # it edits a module-level class's dispatch only
+
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        if original.name.value != self.op.cls or not isinstance(self.parent(), cst.Module):
+            return updated
+        body = [
+            self._rewritten(member)
+            if isinstance(member, cst.FunctionDef) and member.name.value == "dispatch"
+            else member
+            for member in updated.body.body
+        ]
+        return updated.with_changes(body=updated.body.with_changes(body=body))
+
+    def _rewritten(self, dispatch: cst.FunctionDef) -> cst.FunctionDef:
+        self.count += 1
+        body = "".join(f"{comment.value}\n" for comment in m.findall(dispatch.body, m.Comment())) + self.op.body
+        rewritten = cst.parse_statement("def dispatch():\n" + textwrap.indent(body, "    "))
+        return dispatch.with_changes(body=dispatch.body.with_changes(body=rewritten.body.body))
+
+
 def _marked(code: str, cls: str) -> str:
     """The class's `def dispatch(` line with the override marker (the tree's other subclasses carry it)."""
     lines = code.splitlines(keepends=True)
@@ -233,18 +276,39 @@ def _marked(code: str, cls: str) -> str:
 
 def adoption(
     modules: RepoModules, cls_module: str, cls: ast.ClassDef, base_module: str, base: str
-) -> tuple[AdoptContract | None, str | None]:
-    """The adoption of the contract base by `cls` as the tree's conventions write it, or why it cannot be."""
+) -> tuple[list[Operation], str | None]:
+    """The operations that make `cls` adopt the contract base as the tree's conventions write it (its dispatch
+    rewritten first where the base cannot trace it), or why it cannot be."""
+    operations: list[Operation] = []
     why = probe_base_initializer(modules, base_module, base, cls_module, cls)
     if why:
-        return None, why
+        rewritten, why_not = traceable(modules, cls_module, cls)
+        if why_not is None:
+            why_not = probe_base_initializer(modules, base_module, base, cls_module, cls, rewritten)
+        if why_not is not None:
+            return [], f"{why}; rewriting it: {why_not}"
+        operations.append(RewriteDispatch(cls.name, rewritten))
     conventions = sibling_conventions(modules, cls_module, base_module, base)
     has_key = any(isinstance(n, ast.ClassDef) and n.name == "CompileKey" for n in cls.body)
     parameter = f"{cls.name}.CompileKey" if conventions.parameterized and has_key else ""
     marks = conventions.marks_override and any(
         isinstance(n, ast.FunctionDef) and n.name == "dispatch" for n in cls.body
     )
-    return AdoptContract(cls.name, base_module, base, parameter, marks), None
+    return [*operations, AdoptContract(cls.name, base_module, base, parameter, marks)], None
+
+
+def traceable(modules: RepoModules, cls_module: str, cls: ast.ClassDef) -> tuple[str, str | None]:
+    """`cls.dispatch`'s body rewritten into the traced form and proven equal, or why it cannot be."""
+    dispatch = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "dispatch")
+    fields = KeyFields.of(cls)
+    if fields is None:
+        return "", f"{modules.where(cls_module, cls)}: {cls.name} declares no CompileKey class to read the fields of"
+    try:
+        body = rewrite(dispatch, fields)
+    except NotRewritable as exc:
+        return "", f"{modules.where(cls_module, exc.line)}: {exc.why}"
+    unproven = prove(dispatch, body, fields)
+    return body, unproven and f"{modules.where(cls_module, dispatch)}: the rewrite is not proven equal: {unproven}"
 
 
 def shadowed_state(modules: RepoModules, cls_module: str, cls: ast.ClassDef, base_module: str, base: str) -> list[str]:
