@@ -13,9 +13,11 @@ from zerojit.codemods.spec import Adoption, Kernel, Legacy, MigrationSpec, Regis
 # `LLBf16Gemm` already owns its keys and compile but is no VllmJitKernel: it adopts the contract's base, all of it
 # (codemods/transforms/adopt_contract.py). The release's dispatch (a tuple assignment, two returns, `{}`) is one the
 # tree's own VllmJitKernel.__init__ cannot trace: it is rewritten into the traced form, proven equal first.
-# Each GateLinear registers its own shape, with the M bound its forward uses, under the step's own guards: the
-# orchestrator's capability check is read from the tree (codemods.guards), the availability check and the weight's
-# facts are the registration's own.
+# Each GateLinear registers its own shape, with the M bound its forward uses, on the kernel object its forward
+# runs (`ll_bf16_gemm` sends one token to `ll_bf16_gemm_c1_pdl_kernel`, which the step never warmed: its first
+# one-token request compiled while serving; the step's M = 1 on the plain kernel is one no forward reaches),
+# under the step's own guards: the orchestrator's capability check is read from the tree (codemods.guards), the
+# availability check and the weight's facts are the registration's own.
 LL_BF16_ROUTER_GEMM = MigrationSpec(
     family="ll-bf16-router-gemm",
     legacy=Legacy(orchestrator_module=VLLM.orchestrator, orchestrator_step="_warmup_ll_bf16_router_gemm"),
@@ -26,6 +28,9 @@ LL_BF16_ROUTER_GEMM = MigrationSpec(
         code="""from vllm.model_executor.kernels.linear.cute_dsl.ll_bf16 import (
     is_available as is_ll_bf16_gemm_available,
 )
+from vllm.model_executor.kernels.linear.cute_dsl.ll_bf16 import (
+    ll_bf16_gemm_c1_pdl_kernel,
+)
 
 weight = getattr(self, "weight", None)
 if (
@@ -35,9 +40,11 @@ if (
     and weight.dtype == torch.bfloat16
     and weight.shape[1] % 8 == 0
 ):
+    # ll_bf16_gemm runs one token on c1_pdl, more on the plain kernel.
+    shapes = ((weight.shape[1], weight.shape[0]),)
+    ll_bf16_gemm_c1_pdl_kernel.register_warmup(shapes=shapes, m_values=(1,))
     ll_bf16_gemm_kernel.register_warmup(
-        shapes=((weight.shape[1], weight.shape[0]),),
-        m_values=range(1, self.LL_BF16_MAX_TOKENS + 1),
+        shapes=shapes, m_values=range(2, self.LL_BF16_MAX_TOKENS + 1)
     )""",
         import_style="lazy",
     ),

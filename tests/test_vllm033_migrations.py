@@ -293,6 +293,41 @@ def test_the_router_gemm_migration_warms_what_the_orchestrator_step_did(migrated
     assert sorted(int(key[1]) for key in short_k) == list(range(1, 17))  # K < 2048: one dot-product key per M
 
 
+def test_each_token_count_is_warmed_on_the_kernel_object_the_engine_routes_it_to(migrated_033, release_033):
+    """The tree's own `ll_bf16_gemm`, run for M = 1..16 with each kernel object's call recorded, says which object
+    serves each M (one token: `ll_bf16_gemm_c1_pdl_kernel`). The migrated tree warms exactly that pair (object,
+    key) for each M; the release's step warmed M = 1 on the plain kernel and never the c1_pdl one."""
+    config = RouterConfig(gates=((4096, 256, "bf16"),))
+    migrated = TreeWarmup(migrated_033, LL_BF16_ROUTER_GEMM, RouterEngine())
+    legacy = TreeWarmup(release_033, LL_BF16_ROUTER_GEMM, RouterEngine())
+
+    def routed():
+        module = migrated.sources.module(LL_BF16_ROUTER_GEMM.kernel.module)
+        names = {id(value): name for name, value in vars(module).items()}
+        cls, served = type(module.ll_bf16_gemm_kernel), []
+        own = cls.__dict__.get("__call__")
+        cls.__call__ = lambda kernel, *args, **kwargs: served.append(names[id(kernel)])
+        try:
+            expected = set()
+            for m in range(1, 17):
+                weight = torch.empty(256, 4096, dtype=torch.bfloat16, device="meta")
+                module.ll_bf16_gemm(torch.empty(m, 4096, dtype=torch.bfloat16, device="meta"), weight)
+                key = module.ll_bf16_gemm_kernel.dispatch(M=m, K=4096, N=256)
+                expected.add((served[-1], RouterEngine().to_key(key)))
+            return expected
+        finally:
+            if own is None:
+                del cls.__call__
+            else:
+                cls.__call__ = own
+
+    expected = migrated.within(config, routed)
+    assert {name for name, _ in expected} == {"ll_bf16_gemm_c1_pdl_kernel", "ll_bf16_gemm_kernel"}
+    assert migrated.warmed_keys(config, by_kernel=True) == expected
+    missed = expected - legacy.standalone_keys(config, by_kernel=True)
+    assert {name for name, _ in missed} == {"ll_bf16_gemm_c1_pdl_kernel"} and len(missed) == 1
+
+
 def test_the_adopted_class_passes_the_trees_own_contract_path(migrated_033):
     """vLLM's VllmJitKernel from the migrated tree over the adopted LLBf16Gemm: the base's initializer ran
     (the traced dispatch gives compile_key), its keys come from get_warmup_keys with the registration's
@@ -328,3 +363,7 @@ def test_the_pr_body_of_both_migrations_states_each_change_of_behaviour(migrated
     assert "`current_platform.has_device_capability(90)`" in gates
     orchestrator = (release_033 / "vllm/model_executor/warmup/kernel_warmup.py").read_text()
     assert "    if current_platform.has_device_capability(90):\n        _warmup_ll_bf16_router_gemm(" in orchestrator
+    # The rewritten dispatch is put before the reviewer, with the line it starts at.
+    review = text.split("## For a reviewer to check")[1]
+    line = 1 + (release_033 / LL_BF16).read_text().splitlines().index("    def dispatch(")
+    assert f"{LL_BF16}:{line}: LLBf16Gemm.dispatch is rewritten into the form VllmJitKernel.__init__ traces" in review

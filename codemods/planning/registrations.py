@@ -18,7 +18,7 @@ from .. import guards, site_gate, syntax
 from ..findings import Findings
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError, free_names
-from ..transforms.adopt_contract import adoption, self_attributes, shadowed_state
+from ..transforms.adopt_contract import RewriteDispatch, adoption, self_attributes, shadowed_state
 from ..transforms.insert_registration import InsertRegistration
 
 if TYPE_CHECKING:
@@ -369,6 +369,13 @@ def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) ->
             )
         for operation in adopt:
             findings.add(cls_module, operation)
+        if any(isinstance(operation, RewriteDispatch) for operation in adopt):
+            dispatch = modules.method(cls_module, cls, "dispatch")
+            findings.warnings.append(
+                f"{modules.where(cls_module, dispatch)}: {cls.name}.dispatch is rewritten into the form "
+                f"{base}.__init__ traces (it could not trace the original); proven to return the same key on "
+                "every path of its conditions"
+            )
         findings.leftovers += shadowed_state(modules, cls_module, cls, base_module, base)
     if not reason or spec.adoption:
         _check_registration_arguments(spec, modules, found)

@@ -264,7 +264,8 @@ class _Insert(Command):
         ]
         lazy = [cst.parse_statement(line + "\n") for line in self.op.inner_imports]
         if self.needs_import and self.op.lazy:
-            lazy.insert(0, cst.parse_statement(f"from {self.op.kernel_module} import {self.op.kernel_name}\n"))
+            if not self._import_beside(lazy) and not self._import_beside(body):
+                lazy.insert(0, cst.parse_statement(f"from {self.op.kernel_module} import {self.op.kernel_name}\n"))
         elif self.needs_import:
             AddImportsVisitor.add_needed_import(self.context, self.op.kernel_module, self.op.kernel_name)
         if self.op.inner_gate:
@@ -296,6 +297,28 @@ class _Insert(Command):
         body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *body[0].leading_lines])
         self.block = body[-1]
         return body
+
+    def _import_beside(self, statements: list[cst.BaseStatement]) -> bool:
+        """Add the kernel's name to a `from <kernel module> import a, b` among the statements (in name order), as
+        isort would combine them (a name imported `as` another stays apart); False when there is none."""
+        for index, statement in enumerate(statements):
+            found = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else None
+            if not (
+                isinstance(found, cst.ImportFrom)
+                and not found.relative
+                and not isinstance(found.names, cst.ImportStar)
+                and not any(alias.asname for alias in found.names)
+                and get_full_name_for_node(found.module) == self.op.kernel_module
+            ):
+                continue
+            names = [alias.with_changes(comma=cst.MaybeSentinel.DEFAULT) for alias in found.names]
+            names.append(cst.ImportAlias(cst.Name(self.op.kernel_name)))
+            names.sort(key=lambda alias: get_full_name_for_node(alias.name))
+            if found.lpar:  # parenthesized: the trailing comma kept
+                names[-1] = names[-1].with_changes(comma=cst.Comma())
+            statements[index] = statement.with_changes(body=[found.with_changes(names=names)])
+            return True
+        return False
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         for line in tree.body:  # a top-level `from <kernel module> import <kernel> as <alias>`

@@ -147,9 +147,9 @@ class TreeWarmup:
 
     # -- the two ways of warming ------------------------------------------------------------
 
-    def standalone_keys(self, config: Any) -> set:
+    def standalone_keys(self, config: Any, by_kernel: bool = False) -> set:
         """Keys the tree's standalone warmup (orchestrator -> legacy function -> step, or the orchestrator's
-        own step) compiles."""
+        own step) compiles; `by_kernel`: each as (the kernel module's name of the object that compiled it, key)."""
         if not self.has_legacy:
             return set()
         spec = self.spec
@@ -166,7 +166,7 @@ class TreeWarmup:
                 )
                 for site in self._entry_sites(_run_once(tree, step)):
                     self._run(site, self._entry_scope(orchestrator, site, worker))
-                return self._keys(recorded)
+                return self._keys(recorded, by_kernel)
             sites = _run_once(
                 tree, calls_to(tree, spec.legacy.orchestrator_module, spec.legacy.module, spec.legacy.function)
             )
@@ -188,11 +188,11 @@ class TreeWarmup:
                 ):
                     if step.function.name == spec.legacy.function:
                         self._run(step, scope)
-            return self._keys(recorded)
+            return self._keys(recorded, by_kernel)
 
-    def registered_keys(self, config: Any) -> set:
+    def registered_keys(self, config: Any, by_kernel: bool = False) -> set:
         """Keys the tree's contract path compiles: registrations made while the model is built,
-        expanded by the registry when the orchestrator runs it."""
+        expanded by the registry when the orchestrator runs it (`by_kernel` as in `standalone_keys`)."""
         engine = self.engine
         with self._running(config) as (recorded, worker, registry):
             with registry.activate():
@@ -203,14 +203,15 @@ class TreeWarmup:
                 _run_once(tree, method_calls(engine.registry_holder, engine.registry_method))
             ):
                 self._run(site, self._entry_scope(orchestrator, site, worker))
-            return self._keys(recorded)
+            return self._keys(recorded, by_kernel)
 
     def constructor_registrations(self, cls: str, bound: dict[str, Any]) -> None:
         """Make the registrations `cls.__init__` makes (`cls`: a class of the spec's construction module, or
         `module:Class`), as the tree wrote them: each `<kernel>.register_warmup(...)` under its gates,
         evaluated with the constructor's `bound` parameters (`self` holding what the constructor set before it)
-        and the module's imports of the names they read. The rest of the constructor (sub-layers, weights) does
-        not run. Call it inside a family's `construct`.
+        and the module's imports of the names they read. A kernel is the spec's, or any name the constructor's
+        module imports from the kernel's module (another object of the kernel's class, such as a variant). The
+        rest of the constructor (sub-layers, weights) does not run. Call it inside a family's `construct`.
         """
         module, _, cls = cls.rpartition(":")
         module = module or self.spec.registration.module
@@ -230,12 +231,10 @@ class TreeWarmup:
             return  # inherited as it is: this class adds no registration there
         if init is None:
             raise EngineRunError(f"{module} has no {cls}.{method}")
-        registers = [
-            method_calls(name, "register_warmup")
-            for name in dict.fromkeys((self.spec.kernel.name, self.spec.kernel.private_name, self.spec.kernel_name))
-            if name
-        ]
         table = import_table(tree, module, self.sources.file_of(module).name == "__init__.py")
+        kernels = (self.spec.kernel.name, self.spec.kernel.private_name, self.spec.kernel_name)
+        kernels += tuple(local for local, (home, name) in table.items() if home == self.spec.kernel.module and name)
+        registers = [method_calls(name, "register_warmup") for name in dict.fromkeys(kernels) if name]
         registering = _run_once(
             tree, lambda call, assigned: any(m(call, assigned) for m in registers), functions=[init]
         )
@@ -261,9 +260,9 @@ class TreeWarmup:
         with self._running(config):
             return function()
 
-    def warmed_keys(self, config: Any) -> set:
-        """Everything the tree warms for this kernel, either way."""
-        return self.standalone_keys(config) | self.registered_keys(config)
+    def warmed_keys(self, config: Any, by_kernel: bool = False) -> set:
+        """Everything the tree warms for this kernel, either way (`by_kernel` as in `standalone_keys`)."""
+        return self.standalone_keys(config, by_kernel) | self.registered_keys(config, by_kernel)
 
     # -- machinery ------------------------------------------------------------------------------
 
@@ -293,9 +292,13 @@ class TreeWarmup:
             f"{self.spec.kernel_home} defines neither {self.spec.kernel.name} nor {self.spec.kernel.private_name}"
         )
 
-    def _keys(self, recorded: list) -> set:
+    def _keys(self, recorded: list, by_kernel: bool = False) -> set:
         kernel = self._kernel_type()
-        return {self.family.to_key(key) for owner, key in recorded if isinstance(owner, kernel)}
+        keys = [(owner, self.family.to_key(key)) for owner, key in recorded if isinstance(owner, kernel)]
+        if not by_kernel:
+            return {key for _, key in keys}
+        names = {id(value): name for name, value in vars(self.sources.module(self.spec.kernel.module)).items()}
+        return {(names.get(id(owner), "(unnamed)"), key) for owner, key in keys}
 
     def _entry_sites(self, sites: list[CallSite]) -> list[CallSite]:
         for site in sites:
