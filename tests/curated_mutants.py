@@ -385,6 +385,20 @@ MUTANTS = (
         ("tests/test_traceable_dispatch.py",),
     ),
     Mutant(
+        "codemods: a lazily imported kernel gets an import of its own beside one of its module",
+        "codemods/transforms/insert_registration.py",
+        "            if not self._import_beside(lazy) and not self._import_beside(body):\n",
+        "            if True:\n",
+        ("tests/test_codemod_style.py", "-k", "only_the_lines"),
+    ),
+    Mutant(
+        "engine trees: a constructor's registration of another object of the kernel's module is not run",
+        "migrate/engine_trees/warmup.py",
+        "        kernels += tuple(local for local, (home, name) in table.items() if home == self.spec.kernel.module and name)\n",
+        "",
+        ("tests/test_vllm033_migrations.py", "-k", "routes"),
+    ),
+    Mutant(
         "codemods: a dispatch rewrite is written unproven",
         "codemods/transforms/adopt_contract.py",
         "    unproven = prove(dispatch, body, fields)\n",
