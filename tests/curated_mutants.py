@@ -399,6 +399,13 @@ MUTANTS = (
         ("tests/test_vllm033_migrations.py", "-k", "routes"),
     ),
     Mutant(
+        "rename: an explicit re-export keeps the old name as its alias",
+        "codemods/transforms/rename_kernel.py",
+        '                if alias.asname is not None and getattr(alias.asname.name, "value", None) == self.op.old:\n',
+        "                if False:\n",
+        ("tests/test_codemod_variations.py", "-k", "re_export"),
+    ),
+    Mutant(
         "codemods: a dispatch rewrite is written unproven",
         "codemods/transforms/adopt_contract.py",
         "    unproven = prove(dispatch, body, fields)\n",

@@ -172,6 +172,26 @@ def test_getattr_by_literal_name_is_renamed(repo):
     assert 'getattr(flash_attn, "_FA4_MLA_PREFILL_KERNEL")' in text
 
 
+def test_an_explicit_re_export_is_renamed_as_one_with_its_users(repo):
+    """`from .flash_attn import K as K` in the package (the form ruff reads as a re-export): renamed to `_K as _K`,
+    which re-exports the new name the same way (`_K as K` would be an unused import); users of the package's name
+    follow. The run's ruff gate passes (it refused this fork with F401 before)."""
+    package = "vllm/v1/attention/backends/mla/prefill/__init__.py"
+    reexport = "from .flash_attn import FA4_MLA_PREFILL_KERNEL as FA4_MLA_PREFILL_KERNEL\n"
+    add(repo, package, (repo / package).read_text() + reexport)
+    add(
+        repo,
+        "vllm/tools/package_user.py",
+        "from vllm.v1.attention.backends.mla.prefill import FA4_MLA_PREFILL_KERNEL\n\n\n"
+        "def run():\n    return FA4_MLA_PREFILL_KERNEL\n",
+    )
+    text = migrated(repo)
+    assert text[package].endswith("from .flash_attn import _FA4_MLA_PREFILL_KERNEL as _FA4_MLA_PREFILL_KERNEL\n")
+    user = text["vllm/tools/package_user.py"]
+    assert "import _FA4_MLA_PREFILL_KERNEL\n" in user and "return _FA4_MLA_PREFILL_KERNEL\n" in user
+    assert "FA4_MLA_PREFILL_KERNEL" not in user.replace("_FA4_MLA_PREFILL_KERNEL", "")
+
+
 def test_star_import_of_the_kernel_module_is_refused(repo):
     add(
         repo,

@@ -74,7 +74,11 @@ class _Rename(Command):
         names = []
         for alias in updated.names:
             if isinstance(alias.name, cst.Name) and alias.name.value == self.op.old:
-                alias = alias.with_changes(name=cst.Name(self.op.new))
+                renamed = {"name": cst.Name(self.op.new)}
+                if alias.asname is not None and getattr(alias.asname.name, "value", None) == self.op.old:
+                    # `old as old`, an explicit re-export: it re-exports the new name the same way.
+                    renamed["asname"] = alias.asname.with_changes(name=cst.Name(self.op.new))
+                alias = alias.with_changes(**renamed)
                 self.count += 1
             names.append(alias)
         return updated.with_changes(names=names)
