@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from zerojit.contract import clear_missed_registrations
+from zerojit.contract.storage import cache_root
 
 # The toy kernel family's source, importable by the tests (and by the worker processes they
 # spawn); `zerojit families` only sees it once it is installed (tests/test_packaging.py).
@@ -26,6 +27,22 @@ def fresh_missed_ledger():
 
 
 pytest_plugins = ["pytester"]
+
+
+def _release_files(root: Path) -> dict[Path, tuple[int, int]]:
+    return {path: (path.stat().st_mtime_ns, path.stat().st_size) for path in root.glob("vllm-*/vllm/**/*.py")}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def release_trees_untouched():
+    """Tests copy release trees with hard links (tree_forks); a write through a link changes the shared cache under
+    every later test and every other run on the machine. The cached trees end the session as they began."""
+    root = cache_root() / "trees"
+    before = _release_files(root)
+    yield
+    after = _release_files(root)
+    changed = sorted(str(path) for path in before.keys() & after.keys() if before[path] != after[path])
+    assert not changed, f"a test wrote through a hard link into the release cache ({len(changed)}): {changed[:3]}"
 
 
 @pytest.fixture(scope="session")

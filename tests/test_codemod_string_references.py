@@ -16,6 +16,7 @@ import types
 from pathlib import Path
 
 import pytest
+from tree_forks import add
 from typer.testing import CliRunner
 
 from zerojit.codemods import gate
@@ -89,12 +90,6 @@ def repo(tmp_path):
     root = tmp_path / "repo"
     shutil.copytree(vllm_tree("0.29.0"), root, copy_function=os.link)
     return root
-
-
-def add(repo: Path, rel: str, text: str) -> None:
-    path = repo / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
 def run(repo: Path):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from pyflakes import checker, messages
-from tree_forks import copy_release, edit, make_029_dispatch_traceable
+from tree_forks import add, copy_release, edit, make_029_dispatch_traceable
 from typer.testing import CliRunner
 
 from zerojit.codemods.runner import MigrationError, migrate, write
@@ -41,12 +41,6 @@ IMPORT = "from vllm.model_executor.warmup.fa4_cutedsl_warmup import (\n    fa4_c
 def repo(tmp_path):
     """A copy of vLLM 0.29.0 made of hard links (fast); every write here and in the tool replaces files."""
     return copy_release("0.29.0", tmp_path / "repo")
-
-
-def add(repo: Path, rel: str, text: str) -> None:
-    path = repo / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
 def blocking(source: str) -> set:

@@ -111,6 +111,14 @@ def replace_file(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+def add(repo: Path, rel: str, text: str) -> None:
+    """Write a file of a tree copied with hard links: a new file, or one that replaces the link (the release
+    cache the copy links to stays as it is)."""
+    path = repo / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_file(path, text)
+
+
 def ruff_findings(path: Path) -> list[tuple[str, str]]:
     """ruff's findings (code, message) with vLLM's rule selection, positions left out (lines move)."""
     found = subprocess.run(
