@@ -406,6 +406,13 @@ MUTANTS = (
         ("tests/test_codemod_variations.py", "-k", "re_export"),
     ),
     Mutant(
+        "lift: a launch through the kernel's module alias is not found",
+        "codemods/lift/dispatcher.py",
+        "        or (isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name))\n",
+        "        or False\n",
+        ("tests/test_triton_lifts.py", "-k", "attribute_of_its_module"),
+    ),
+    Mutant(
         "codemods: a dispatch rewrite is written unproven",
         "codemods/transforms/adopt_contract.py",
         "    unproven = prove(dispatch, body, fields)\n",

@@ -551,10 +551,11 @@ def test_a_constructor_that_returns_early_gets_the_registration_once_with_its_ga
     assert len(lookups) == 1 and ast.unparse(lookups[0].args[0]) == "config"
 
 
-def _kernel_apart(repo, *, inside_launcher=False):
+def _kernel_apart(repo, *, inside_launcher=False, as_module=False):
     """The post-conv kernel moved to a module of its own (public name, importing what it needs and nothing else:
     no torch, which the provider reads), imported by the launcher's module under the old private name (or by the
-    launcher itself); the spec that lifts it there, and the kernel module's text."""
+    launcher itself; or, `as_module`, the module imported as `pk` and the kernel launched as `pk.post_conv_kernel`);
+    the spec that lifts it there, and the kernel module's text."""
     lines = (repo / POST_CONV).read_text().splitlines(keepends=True)
     start = lines.index("@triton.jit\n")
     end = next(i for i, line in enumerate(lines) if line.startswith("def fused_post_conv_prep("))
@@ -566,6 +567,10 @@ def _kernel_apart(repo, *, inside_launcher=False):
     (repo / kernel_rel).write_text(kernel_text)
     alias = "from .post_conv_kernel import post_conv_kernel as _fused_post_conv_kernel\n"
     launcher = "".join(lines[end:])
+    if as_module:
+        alias = "from . import post_conv_kernel as pk\n"
+        assert launcher.count("_fused_post_conv_kernel[") == 1
+        launcher = launcher.replace("_fused_post_conv_kernel[", "pk.post_conv_kernel[")
     if inside_launcher:
         signature_end = launcher.index(":\n", launcher.index(") -> ")) + 2
         launcher = launcher[:signature_end] + "    " + alias + launcher[signature_end:]
@@ -588,6 +593,21 @@ def test_a_kernel_another_module_defines_is_lifted_beside_its_launcher_under_the
     assert "@triton_kernel_dispatcher_with_warmup(\n    kernel=_fused_post_conv_kernel," in text
     assert "def fused_post_conv_prep_dispatch(" in text and (fork / kernel_rel).read_text() == kernel_text
     # Triton's keys of the fork's kernel, legacy step vs registration, with the kernel's module run from the tree.
+    keys = type("ForkKeys", (FusedPostConvEquivalence,), {"spec": spec})(legacy_tree=original, migrated_tree=fork)
+    legacy = keys.legacy_keys(keys.example)
+    assert len(legacy) == LEGACY_VARIANTS["fla-fused-post-conv"] and keys.migrated_keys(keys.example) == legacy
+
+
+def test_a_kernel_launched_as_an_attribute_of_its_module_is_lifted_under_that_name(tmp_path):
+    """`pk.post_conv_kernel[grid](...)`: the launch is found through the module alias (it was refused as "no
+    launch at its top level"), the dispatcher names the kernel as the launch does, and the keys are the step's."""
+    fork = copy_033(tmp_path / "fork")
+    spec, kernel_rel, kernel_text = _kernel_apart(fork, as_module=True)
+    original = tmp_path / "before"
+    shutil.copytree(fork, original, copy_function=os.link)
+    write(migrate(fork, [spec]))
+    text = (fork / POST_CONV).read_text()
+    assert "    kernel=pk.post_conv_kernel," in text and "pk.post_conv_kernel[" not in text
     keys = type("ForkKeys", (FusedPostConvEquivalence,), {"spec": spec})(legacy_tree=original, migrated_tree=fork)
     legacy = keys.legacy_keys(keys.example)
     assert len(legacy) == LEGACY_VARIANTS["fla-fused-post-conv"] and keys.migrated_keys(keys.example) == legacy

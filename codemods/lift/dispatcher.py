@@ -21,23 +21,35 @@ def repo_function(modules: RepoModules, module: str, name: str, what: str) -> as
     return node
 
 
-def is_triton_kernel(modules: RepoModules, module: str, name: str) -> bool:
-    """`name`, read in `module`, is a function of the repo decorated as a Triton kernel."""
-    home, target = modules.resolve(module, name)
-    node = modules.definition(home, target) if target else None
+def is_triton_kernel(modules: RepoModules, module: str, name: str | ast.expr) -> bool:
+    """`name` (or a name or `module.name` expression), read in `module`, is a function of the repo decorated as a
+    Triton kernel."""
+    found = modules.reference(module, ast.Name(name, ast.Load()) if isinstance(name, str) else name)
+    node = modules.definition(*found) if found else None
     return isinstance(node, ast.FunctionDef) and any(
         ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith(("jit", "heuristics", "autotune"))
         for d in node.decorator_list
     )
 
 
+def launched(node: ast.AST) -> ast.expr | None:
+    """What `node` launches when it is a `kernel[grid]` or `module.kernel[grid]` subscript, else None."""
+    if isinstance(node, ast.Subscript) and (
+        isinstance(node.value, ast.Name)
+        or (isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name))
+    ):
+        return node.value
+    return None
+
+
 def launched_kernels(modules: RepoModules, module: str, launcher: str) -> list[str]:
-    """The Triton kernels of the repo that `module.launcher` launches (`kernel[grid](...)`), by the names it uses."""
+    """The Triton kernels of the repo that `module.launcher` launches by a name of its module (`kernel[grid](...)`);
+    one it launches as another module's attribute is the lift's to refuse or take, by its spec."""
     function = repo_function(modules, module, launcher, "the launcher")
     names = [
         node.func.value.id
         for node in ast.walk(function)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name)
+        if isinstance(node, ast.Call) and isinstance(launched(node.func), ast.Name)
     ]
     return [name for name in dict.fromkeys(names) if is_triton_kernel(modules, module, name)]
 
@@ -194,14 +206,9 @@ def launch_statement(
 ) -> ast.Expr | None:
     """The launcher's top-level `kernel[grid](...)` statement."""
     for statement in launcher.body:
-        if (
-            isinstance(statement, ast.Expr)
-            and isinstance(statement.value, ast.Call)
-            and isinstance(statement.value.func, ast.Subscript)
-            and isinstance(statement.value.func.value, ast.Name)
-        ):
-            name = statement.value.func.value.id
-            if modules.resolve(module, name) == modules.resolve(kernel_module, kernel):
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            spelled = launched(statement.value.func)
+            if spelled is not None and modules.reference(module, spelled) == modules.resolve(kernel_module, kernel):
                 return statement
     return None
 

@@ -16,6 +16,7 @@ from .dispatcher import (
     is_triton_kernel,
     launch_arguments,
     launch_statement,
+    launched,
     parameter_names,
     repo_function,
     unread_after,
@@ -90,8 +91,8 @@ def plan_lift(
     tensors = {name: isinstance(v, MaybeTensor) for name, v in kinds.items() if isinstance(v, (Tensor, MaybeTensor))}
     # The kernel as the launcher names it (an import's alias where another module defines it), at module level:
     # the dispatcher's decorator reads it there.
-    spelled = launch.value.func.value.id
-    if spelled not in module_names(symtable.symtable(source, str(modules.path(launcher_module)), "exec")):
+    spelled = ast.unparse(launch.value.func.value)  # `kernel`, or `module.kernel`: the dispatcher names it so
+    if spelled.split(".")[0] not in module_names(symtable.symtable(source, str(modules.path(launcher_module)), "exec")):
         raise LiftError(
             modules.where(launcher_module, launch),
             f"{launcher} launches the kernel as `{spelled}`, which its module binds only inside a function: the "
@@ -151,22 +152,24 @@ def _launches(
         )
     lifted = {modules.resolve(*other) for other in together}
     for node in ast.walk(launcher_def):
-        if not (isinstance(node, ast.Subscript) and node is not launch.value.func and isinstance(node.value, ast.Name)):
+        spelled = launched(node) if node is not launch.value.func else None
+        if spelled is None:
             continue
-        if modules.resolve(launcher_module, node.value.id) == modules.resolve(kernel_module, kernel):
+        if modules.reference(launcher_module, spelled) == modules.resolve(kernel_module, kernel):
             raise LiftError(
                 modules.where(launcher_module, node),
                 f"{launcher} launches {kernel} here too; the lift moves one "
                 "launch, and the warmup of this one would be lost (put each on the dispatcher by hand)",
             )
-        if is_triton_kernel(modules, launcher_module, node.value.id) and (
-            modules.resolve(launcher_module, node.value.id) not in lifted
+        if is_triton_kernel(modules, launcher_module, spelled) and (
+            modules.reference(launcher_module, spelled) not in lifted
         ):
+            name = ast.unparse(spelled)
             raise LiftError(
                 modules.where(launcher_module, node),
-                f"{launcher} also launches {node.value.id}, which the legacy "
+                f"{launcher} also launches {name}, which the legacy "
                 "step warms through the same call: the migration would delete that warmup with the step (lift "
-                f"{node.value.id} in the same migration, with a spec of its own and its own dispatcher name)",
+                f"{name} in the same migration, with a spec of its own and its own dispatcher name)",
             )
     launches = [launch]
     for other_module, other in together:
