@@ -11,6 +11,7 @@ skipped with a note, or refused where the migration needs it.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import io
 import os
@@ -40,7 +41,11 @@ class UnreadableSource(ValueError):
 def read_source(path: Path) -> SourceFile:
     data = path.read_bytes()
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        # Most files declare nothing (no BOM, no coding cookie in their first two lines): UTF-8, as tokenize says.
+        second_end = data.find(b"\n", data.find(b"\n") + 1)
+        head = data if second_end < 0 else data[:second_end]
+        plain = not data.startswith(codecs.BOM_UTF8) and b"coding" not in head
+        encoding = "utf-8" if plain else tokenize.detect_encoding(io.BytesIO(data).readline)[0]
         text = data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         raise UnreadableSource(f"{path}: not readable as Python source ({exc})") from None

@@ -4,6 +4,7 @@ Every run here is the real CLI in its own process (kills and locks are about pro
 """
 
 import hashlib
+import io
 import json
 import os
 import random
@@ -12,11 +13,13 @@ import signal
 import subprocess
 import sys
 import time
+import tokenize
 from pathlib import Path
 
 import pytest
 
 from zerojit.codemods import transaction
+from zerojit.codemods.files import UnreadableSource, read_source
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE
 
@@ -199,6 +202,38 @@ def test_bom_and_coding_cookie_are_kept(tmp_path):
     )
     assert launchers.read_bytes().startswith(b"# -*- coding: latin-1 -*-\n# caf\xe9\n")
     assert b"_ROCM_NVFP4_KV_LAUNCHERS = NVFP4KVLaunchers()" in launchers.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"x = 1\n",
+        b"x = 1",  # no newline at all
+        b"",
+        b"\xef\xbb\xbfx = 1\n",
+        b"# -*- coding: latin-1 -*-\nx = '\xe9'\n",
+        b"#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\nx = '\xe9'\n",
+        b"x = 1\ny = 2\n# coding: latin-1\nz = '\xe9'\n",  # a third line declares nothing: not UTF-8
+        b"x = '\xff'\n",
+        b"\xef\xbb\xbf# coding: latin-1\nx = 1\n",  # a BOM and another encoding: tokenize refuses
+        "# caf\u00e9\nx = '\u00e9'\n".encode(),
+    ],
+)
+def test_a_source_is_read_in_the_encoding_tokenize_finds(tmp_path, data):
+    """read_source's fast path (no BOM, no cookie in the first two lines: UTF-8) against tokenize itself."""
+    path = tmp_path / "m.py"
+    path.write_bytes(data)
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        expected = (data.decode(encoding), encoding)
+    except (SyntaxError, UnicodeDecodeError):
+        expected = None
+    try:
+        found = read_source(path)
+        got = (found.text, found.encoding)
+    except UnreadableSource:
+        got = None
+    assert got == expected
 
 
 def test_fifo_dangling_symlink_and_undecodable_files_are_skipped_with_a_note(tmp_path):
