@@ -83,7 +83,8 @@ class _Block:
 
 
 def rewrite(dispatch: ast.FunctionDef, fields: KeyFields) -> str:
-    """The body (as text, unindented) of `dispatch` in the traced form; NotRewritable if it cannot be."""
+    """The body of `dispatch` after its docstring (as text, unindented) in the traced form; NotRewritable if it
+    cannot be. The docstring, which the tracer skips, stays as the author wrote it."""
     body = dispatch.body
     docstring = body[:1] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else []
     taken = {n.arg for n in ast.walk(dispatch.args) if isinstance(n, ast.arg)}
@@ -91,8 +92,7 @@ def rewrite(dispatch: ast.FunctionDef, fields: KeyFields) -> str:
     writer = _Writer(fields, taken)
     key = writer.lower(writer.block(body[len(docstring) :]), (), {})
     key = ast.Call(key.func, [], [ast.keyword(name, value) for name, value in fields.by_name(key).items()])
-    lines = [ast.unparse(d) for d in docstring]
-    lines += [f"{name} = {ast.unparse(value)}" for name, value in writer.statements]
+    lines = [f"{name} = {ast.unparse(value)}" for name, value in writer.statements]
     lines.append(f"return {ast.unparse(key)}")
     return "\n".join(lines) + "\n"
 

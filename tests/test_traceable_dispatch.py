@@ -181,11 +181,12 @@ def test_what_the_rewrite_does_not_take_is_refused_with_its_line(body, line, why
     assert refused.value.line - dispatch.body[0].lineno + 1 == line and why in refused.value.why
 
 
-def test_the_transform_keeps_the_old_bodys_comments_above_the_rewrite(tmp_path):
+def test_the_transform_keeps_the_docstring_and_the_old_bodys_comments_above_the_rewrite(tmp_path):
     release = textwrap.dedent(RELEASE_DISPATCH)
     tail = 'return self.CompileKey(\n    backend="splitk"'
     assert tail in release
-    body = "# Split-K past the dot product's M.\n" + release.replace(tail, tail.replace("(", "(  # tuned"))
+    docstring = '"""The key of one launch.\n\nDot product up to a small M, split-K past it.\n"""\n'
+    body = docstring + "# Split-K past the dot product's M.\n" + release.replace(tail, tail.replace("(", "(  # tuned"))
     source = KERNEL.format(body=textwrap.indent(body, " " * 8))
     path = tmp_path / "pkg" / "kernel.py"
     path.parent.mkdir()
@@ -196,6 +197,7 @@ def test_the_transform_keeps_the_old_bodys_comments_above_the_rewrite(tmp_path):
     assert edit.counts == {"rewrite_dispatch": 1}
     after = edit.source.split('def dispatch(self, *, M, K, N, output_dtype="f32"):\n')[1]
     assert after.startswith(
-        "        # Split-K past the dot product's M.\n        # tuned\n        tuned = _arch_tuned_configs()\n"
+        textwrap.indent(docstring, " " * 8)
+        + "        # Split-K past the dot product's M.\n        # tuned\n        tuned = _arch_tuned_configs()\n"
     )
     assert edit.source.split("def dispatch(")[0] == source.split("def dispatch(")[0]  # nothing else changes

@@ -56,8 +56,8 @@ class AdoptContract(Operation):
 @operation("rewrite_dispatch")
 @dataclasses.dataclass(frozen=True)
 class RewriteDispatch(Operation):
-    """Replace the body of module-level class `cls`'s `dispatch` by `body` (unindented text, proven equal by
-    codemods.traceable_dispatch); the old body's comments stay, above it."""
+    """Replace the body of module-level class `cls`'s `dispatch` after its docstring by `body` (unindented text,
+    proven equal by codemods.traceable_dispatch); the old body's comments stay, above it."""
 
     cls: str
     body: str
@@ -253,9 +253,15 @@ class _Rewrite(Command):
 
     def _rewritten(self, dispatch: cst.FunctionDef) -> cst.FunctionDef:
         self.count += 1
-        body = "".join(f"{comment.value}\n" for comment in m.findall(dispatch.body, m.Comment())) + self.op.body
+        statements = list(dispatch.body.body)
+        docstring = statements[:1] if statements and m.matches(statements[0], _DOCSTRING) else []
+        rest = dispatch.body.with_changes(body=statements[len(docstring) :])
+        body = "".join(f"{comment.value}\n" for comment in m.findall(rest, m.Comment())) + self.op.body
         rewritten = cst.parse_statement("def dispatch():\n" + textwrap.indent(body, "    "))
-        return dispatch.with_changes(body=dispatch.body.with_changes(body=rewritten.body.body))
+        return dispatch.with_changes(body=dispatch.body.with_changes(body=[*docstring, *rewritten.body.body]))
+
+
+_DOCSTRING = m.SimpleStatementLine(body=[m.Expr(value=m.SimpleString() | m.ConcatenatedString())])
 
 
 def _marked(code: str, cls: str) -> str:
