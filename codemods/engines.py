@@ -29,6 +29,7 @@ class Engine:
     model_state: tuple[str, ...]  # what a worker holds that is the model, not config
     device_queries: tuple[str, ...]  # device facts a launcher may compute that a dispatcher may compute too
     ceil_division: str  # the helper a written gate calls for `(a + b - 1) // b` where the site imports it
+    traced_operators: frozenset[str]  # the `ast` operators the contract's dispatch tracer evaluates
 
     def binding_target(self, input_name: str, kernel_parameters: set[str]) -> str | None:
         """The kernel parameter the engine's Triton helper binds a dispatcher input to (`x`, `x_ptr`, `X`, `X_PTR`)."""
@@ -54,6 +55,11 @@ VLLM = Engine(
     model_state=("model_runner", "get_model", "model"),
     device_queries=("is_arch_support_pdl",),
     ceil_division="vllm.utils.math_utils.cdiv",
+    # jit_warmup's _BIN_OPS, _CMP_OPS and the unary operators of _DispatchExprEvaluator (0.29.0 to 0.33.0)
+    traced_operators=frozenset(
+        ("Add", "Sub", "Mult", "FloorDiv", "Mod", "Pow", "Not", "USub")
+        + ("Eq", "NotEq", "Lt", "LtE", "Gt", "GtE", "In", "NotIn", "Is", "IsNot")
+    ),
 )
 
 DEFAULT_ENGINE = VLLM  # what the CLI, the planner and the survey read a repo as unless told otherwise

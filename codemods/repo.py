@@ -25,10 +25,11 @@ def module_name(repo: Path, path: Path) -> tuple[str, str]:
     """(module, package) of a file under the repo root: `vllm/a/b.py` is `vllm.a.b` in `vllm.a`."""
     # String arithmetic, not PurePath: the planner names every file of the tree, and Path's parsing was a tenth of
     # a dry run's time.
-    inside, root = str(path), str(repo)
-    if not inside.startswith(root + os.sep) or not inside.endswith(".py"):
-        raise ValueError(f"{path} is not a .py file under {repo}")
-    parts = tuple(inside[len(root) + 1 : -3].split(os.sep))
+    inside, root = str(path), str(repo).rstrip(os.sep)
+    if inside.startswith(root + os.sep) and inside.endswith(".py") and root not in ("", "."):
+        parts = tuple(inside[len(root) + 1 : -3].split(os.sep))
+    else:  # a relative root, or the filesystem's
+        parts = path.relative_to(repo).with_suffix("").parts
     is_package = parts[-1] == "__init__"
     name = ".".join(parts[:-1] if is_package else parts)
     return name, name if is_package else ".".join(parts[:-1])

@@ -17,8 +17,10 @@ each comparison or name it tests. Equal keys on every path means equal keys for 
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import dataclasses
+import functools
 import itertools
 import keyword
 import re
@@ -35,18 +37,33 @@ class NotRewritable(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class KeyFields:
-    """The CompileKey dataclass's fields in order, with each default's expression (None: required)."""
+    """The CompileKey dataclass's fields in order, with each default's expression (None: required); `computed`:
+    those whose default is not a value the rewrite can write out (`field(...)`)."""
 
     names: tuple[str, ...]
     defaults: dict[str, ast.expr | None]
+    computed: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, kernel: ast.ClassDef) -> KeyFields | None:
+        """The fields of the class's own `CompileKey` (None: it declares none); NotRewritable where the fields
+        are not all written in its body (a base class, `KW_ONLY`)."""
         key = next((n for n in kernel.body if isinstance(n, ast.ClassDef) and n.name == "CompileKey"), None)
         if key is None:
             return None
-        fields = [n for n in key.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
-        return cls(tuple(f.target.id for f in fields), {f.target.id: f.value for f in fields})
+        if key.bases or key.keywords:
+            raise NotRewritable(key.lineno, "CompileKey has a base class, whose fields the rewrite does not read")
+        fields = []
+        for node in key.body:
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+                continue
+            annotation = ast.unparse(node.annotation)
+            if "KW_ONLY" in annotation:
+                raise NotRewritable(node.lineno, "CompileKey declares KW_ONLY fields")
+            if not re.search(r"\b(ClassVar|InitVar)\b", annotation):
+                fields.append(node)
+        computed = frozenset(f.target.id for f in fields if f.value is not None and not _written_value(f.value))
+        return cls(tuple(f.target.id for f in fields), {f.target.id: f.value for f in fields}, computed)
 
     def by_name(self, call: ast.Call) -> dict[str, ast.expr]:
         if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
@@ -55,6 +72,28 @@ class KeyFields:
         if len(call.args) > len(self.names) or set(fields) - set(self.names):
             raise NotRewritable(call.lineno, "the key is built with fields CompileKey does not declare")
         return fields
+
+
+def _written_value(node: ast.expr) -> bool:
+    """A default the rewrite can write where a branch leaves its field out: a constant or a dotted name."""
+    match node:
+        case ast.Constant() | ast.Name():
+            return True
+        case ast.Attribute(value=value):
+            return _written_value(value) and not isinstance(value, ast.Constant)
+        case ast.UnaryOp(op=ast.USub(), operand=ast.Constant()):
+            return True
+        case ast.Tuple(elts=elements):
+            return all(map(_written_value, elements))
+    return False
+
+
+def is_key(call: ast.Call) -> bool:
+    """`self.CompileKey(...)`, `CompileKey(...)` or `<Class>.CompileKey(...)`: a return of the key itself."""
+    func = call.func
+    return (isinstance(func, ast.Name) and func.id == "CompileKey") or (
+        isinstance(func, ast.Attribute) and func.attr == "CompileKey"
+    )
 
 
 # -- the rewrite
@@ -70,26 +109,29 @@ class _Block:
     then: _Block | None = None
     otherwise: _Block | None = None
 
-    def reads(self) -> Counter:
-        """How often each name is read in the block (its assignments' values, its key, its branches)."""
-        parts = [value for _, value in self.assigns] + ([self.key] if self.key is not None else [self.test])
+    def reads(self, skipped: frozenset[str] = frozenset()) -> Counter:
+        """How often each name is read in the block (its assignments' values but those of `skipped` names, its key,
+        its branches)."""
+        parts = [value for name, value in self.assigns if name not in skipped]
+        parts += [self.key] if self.key is not None else [self.test]
         counts = Counter(n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name))
         if self.key is None:
-            counts += self.then.reads() + self.otherwise.reads()
+            counts += self.then.reads(skipped) + self.otherwise.reads(skipped)
         return counts
 
     def first_key(self) -> ast.Call:
         return self.key if self.key is not None else self.then.first_key()
 
 
-def rewrite(dispatch: ast.FunctionDef, fields: KeyFields) -> str:
+def rewrite(dispatch: ast.FunctionDef, fields: KeyFields, operators: frozenset[str]) -> str:
     """The body of `dispatch` after its docstring (as text, unindented) in the traced form; NotRewritable if it
-    cannot be. The docstring, which the tracer skips, stays as the author wrote it."""
+    cannot be. The docstring, which the tracer skips, stays as the author wrote it. `operators`: the names of the
+    `ast` operator classes the engine's tracer evaluates (a dispatch using another cannot be traced at all)."""
     body = dispatch.body
     docstring = body[:1] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else []
-    taken = {n.arg for n in ast.walk(dispatch.args) if isinstance(n, ast.arg)}
-    taken |= {n.id for n in ast.walk(dispatch) if isinstance(n, ast.Name)}
-    writer = _Writer(fields, taken)
+    parameters = {n.arg for n in ast.walk(dispatch.args) if isinstance(n, ast.arg)}
+    taken = parameters | {n.id for n in ast.walk(dispatch) if isinstance(n, ast.Name)} | set(dir(builtins))
+    writer = _Writer(fields, taken, parameters, operators)
     key = writer.lower(writer.block(body[len(docstring) :]), (), {})
     key = ast.Call(key.func, [], [ast.keyword(name, value) for name, value in fields.by_name(key).items()])
     lines = [f"{name} = {ast.unparse(value)}" for name, value in writer.statements]
@@ -98,38 +140,49 @@ def rewrite(dispatch: ast.FunctionDef, fields: KeyFields) -> str:
 
 
 class _Writer:
-    def __init__(self, fields: KeyFields, taken: set[str]):
-        self.fields, self.taken = fields, taken
+    def __init__(self, fields: KeyFields, taken: set[str], parameters: set[str], operators: frozenset[str]):
+        self.fields, self.taken, self.parameters, self.operators = fields, taken, parameters, operators
         self.statements: list[tuple[str, ast.expr]] = []
         self.bound: set[str] = set()
-        self.unpacked: set[str] = set()  # the names a tuple assignment bound: `t[0]` reads as well where read once
+        # The names a tuple assignment bound, and the name given to the tuple: none is assigned where nothing reads
+        # it, and an element read once is read as `t[0]`.
+        self.unpacked: set[str] = set()
 
     def block(self, statements: list[ast.stmt]) -> _Block:
         block = _Block([])
         for index, statement in enumerate(statements):
+            plain = functools.partial(_plain, operators=self.operators)
             match statement:
                 case (
                     ast.Assign(targets=[ast.Name(id=name)], value=value)
                     | ast.AnnAssign(target=ast.Name(id=name), value=value)
                 ) if value is not None:
-                    block.assigns.append((name, _plain(value)))
+                    block.assigns.append((name, plain(value)))
                 case ast.Assign(targets=[ast.Tuple(elts=elts) | ast.List(elts=elts)], value=value) if all(
                     isinstance(e, ast.Name) for e in elts
                 ):
+                    # Unpacking any iterable is indexing its tuple (a tuple or list display is one already).
                     whole = self._fresh(_shared_name([e.id for e in elts]))
-                    block.assigns.append((whole, _plain(value)))
+                    value = plain(value)
+                    if not isinstance(value, ast.Tuple | ast.List):
+                        value = ast.copy_location(ast.Call(ast.Name("tuple"), [value], []), statement)
+                    block.assigns.append((whole, value))
+                    self.unpacked.add(whole)
                     block.assigns += [
-                        (e.id, ast.Subscript(ast.Name(whole), ast.Constant(i))) for i, e in enumerate(elts)
+                        (e.id, ast.copy_location(ast.Subscript(ast.Name(whole), ast.Constant(i)), statement))
+                        for i, e in enumerate(elts)
                     ]
                     self.unpacked |= {e.id for e in elts}
-                case ast.Return(value=ast.Call() as call):
-                    block.key = _plain(call)
+                case ast.Return(value=ast.Call() as call) if is_key(call):
+                    block.key = plain(call)
                     return block
                 case ast.If(test=test, body=then, orelse=otherwise):
-                    block.test = _plain(test)
+                    block.test = plain(test)
                     block.then = self.block(then)
                     block.otherwise = self.block(otherwise + statements[index + 1 :])
                     return block
+                case ast.Return():
+                    raise NotRewritable(statement.lineno, "a path returns something other than CompileKey(...)")
                 case _:
                     raise NotRewritable(statement.lineno, f"`{ast.unparse(statement).splitlines()[0]}`")
         line = statements[-1].end_lineno if statements else 0
@@ -139,20 +192,26 @@ class _Writer:
         """The key `block` returns, as one call; its assignments go to `statements`, evaluated only under
         `guard` (the named conditions on the way to the block, each with the value it has there). A value
         the block reads once under a guard is written where it is read (`inline`)."""
-        reads, inline = block.reads(), dict(inline)
+        reads, inline, unread = block.reads(), dict(inline), frozenset()
+        while more := {n for n, _ in block.assigns if n in self.unpacked and n not in unread and not reads[n]}:
+            unread |= more  # `_`, names nothing reads, then a tuple none of whose elements is read
+            reads = block.reads(unread)
         for name, value in block.assigns:
             value = _substitute(value, inline)
+            if name in unread:
+                continue
             if (guard or name in self.unpacked) and reads[name] == 1:
                 inline[name] = value
                 continue
-            if name in self.bound:
+            if name in self.bound or (guard and name in self.parameters):
                 raise NotRewritable(value.lineno, f"`{name}` is assigned on more than one path")
             self.bound.add(name)
             self.statements.append((name, _guarded(value, guard) if guard else value))
         if block.key is not None:
             return _substitute(block.key, inline)
         test, start = _substitute(block.test, inline), len(self.statements)
-        condition = test if isinstance(test, ast.Name) else ast.Name(self._fresh(_condition_name(block)))
+        named = _condition_name(self.fields.by_name(block.then.first_key()))
+        condition = test if isinstance(test, ast.Name) else ast.Name(self._fresh(named))
         first = self.lower(block.then, (*guard, (condition, True)), inline)
         second = self.lower(block.otherwise, (*guard, (condition, False)), inline)
         key = self._merged(first, second, condition)
@@ -177,6 +236,8 @@ class _Writer:
             default = self.fields.defaults[name]
             if (name not in one or name not in two) and default is None:
                 raise NotRewritable(first.lineno, f"one path leaves out CompileKey's required field `{name}`")
+            if (name not in one or name not in two) and name in self.fields.computed:
+                raise NotRewritable(first.lineno, f"one path leaves out `{name}`, whose default is computed")
             a, b = one.get(name, default), two.get(name, default)
             keywords.append(ast.keyword(name, a if ast.dump(a) == ast.dump(b) else ast.IfExp(condition, a, b)))
         return ast.Call(first.func, [], keywords)
@@ -212,8 +273,9 @@ def _substitute(node: ast.expr, names: dict[str, ast.expr]) -> ast.expr:
     return Substitute().visit(copy.deepcopy(node)) if names else node
 
 
-def _plain(node: ast.expr) -> ast.expr:
-    """`{}` as `dict()`, `{"a": x}` as `dict(a=x)`: the tracer evaluates calls, not dict displays."""
+def _plain(node: ast.expr, operators: frozenset[str]) -> ast.expr:
+    """`{}` as `dict()`, `{"a": x}` as `dict(a=x)` (the tracer evaluates calls, not dict displays); NotRewritable
+    where the expression uses an operator the engine's tracer does not evaluate."""
 
     class Plain(ast.NodeTransformer):
         def visit_Dict(self, display: ast.Dict) -> ast.expr:
@@ -221,8 +283,19 @@ def _plain(node: ast.expr) -> ast.expr:
             keys = [k.value if isinstance(k, ast.Constant) else None for k in display.keys]
             if not all(isinstance(k, str) and k.isidentifier() and not keyword.iskeyword(k) for k in keys):
                 raise NotRewritable(display.lineno, f"`{ast.unparse(display)}` has keys a dict() call cannot name")
+            if len(set(keys)) < len(keys):
+                raise NotRewritable(display.lineno, f"`{ast.unparse(display)}` repeats a key")
             call = ast.Call(ast.Name("dict"), [], [ast.keyword(k, v) for k, v in zip(keys, display.values)])
             return ast.copy_location(call, display)
+
+        def generic_visit(self, node: ast.AST) -> ast.AST:
+            ops = [node.op] if isinstance(node, ast.BinOp | ast.UnaryOp) else getattr(node, "ops", [])
+            for op in ops:
+                if type(op).__name__ not in operators:
+                    raise NotRewritable(
+                        node.lineno, f"`{ast.unparse(node)}`: the engine's tracer does not evaluate this operator"
+                    )
+            return super().generic_visit(node)
 
     return Plain().visit(copy.deepcopy(node))
 
@@ -234,11 +307,11 @@ def _shared_name(names: list[str]) -> str:
     return "_".join(w[0] for w in common) if common else "_".join(n.strip("_") for n in names)
 
 
-def _condition_name(block: _Block) -> str:
+def _condition_name(key: dict[str, ast.expr]) -> str:
     """A branch's condition named after the string its first key sets (`backend="dotprod"` -> `dotprod`)."""
-    for field in block.then.first_key().keywords:
-        if isinstance(field.value, ast.Constant) and isinstance(field.value.value, str):
-            word = re.sub(r"\W+", "_", field.value.value.lower()).strip("_")
+    for value in key.values():
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            word = re.sub(r"\W+", "_", value.value.lower()).strip("_")
             if word.isidentifier() and not keyword.iskeyword(word):
                 return word
     return "early_return"
@@ -299,13 +372,15 @@ class _Symbolic:
             match statement:
                 case ast.Expr(value=ast.Constant(value=str())):
                     continue
-                case ast.Assign(targets=[target], value=value) | ast.AnnAssign(target=target, value=value):
+                case ast.Assign(targets=[target], value=value) | ast.AnnAssign(target=target, value=value) if (
+                    value is not None
+                ):
                     self.bind(target, self.eval(value))
                 case ast.If(test=test, body=then, orelse=otherwise):
                     result = self.run(then if self.truth(self.eval(test)) else otherwise)
                     if result is not None:
                         return result
-                case ast.Return(value=ast.Call() as call):
+                case ast.Return(value=ast.Call() as call) if is_key(call):
                     return self.key(call)
                 case _:
                     raise _Unproven(f"line {statement.lineno}: cannot evaluate `{ast.unparse(statement)}`")
@@ -315,18 +390,24 @@ class _Symbolic:
         if isinstance(target, ast.Name):
             self.names[target.id] = value
         elif isinstance(target, ast.Tuple | ast.List):
+            if value[0] not in ("tuple", "list"):  # unpacking iterates: the elements of `tuple(value)`
+                value = ("call", self.names.get("tuple", ("name", "tuple")), (value,), ())
             for index, element in enumerate(target.elts):
                 self.bind(element, self.item(value, ("const", index)))
         else:
             raise _Unproven(f"cannot evaluate the assignment to `{ast.unparse(target)}`")
 
     def key(self, call: ast.Call) -> tuple:
-        """A CompileKey(...) with every field: those the call leaves out take the class's defaults."""
-        given = self.fields.by_name(call)
+        """A CompileKey(...) with every field: those the call leaves out take the class's defaults, evaluated
+        where the class declares them (the module's names, not the body's)."""
+        given, declared = self.fields.by_name(call), _Symbolic(self.truths, self.fields)
         values = {}
         for name in self.fields.names:
-            expression = given.get(name, self.fields.defaults[name])
-            values[name] = ("missing",) if expression is None else self.eval(expression)
+            default = self.fields.defaults[name]
+            if name in given:
+                values[name] = self.eval(given[name])
+            else:
+                values[name] = ("missing",) if default is None else declared.eval(default)
         return ("key", tuple(values.items()))
 
     def truth(self, term: tuple) -> bool:

@@ -36,7 +36,8 @@ def _release_files(root: Path) -> dict[Path, tuple[int, int]]:
 @pytest.fixture(scope="session", autouse=True)
 def release_trees_untouched():
     """Tests copy release trees with hard links (tree_forks); a write through a link changes the shared cache under
-    every later test and every other run on the machine. The cached trees end the session as they began."""
+    every later test and every other run on the machine. The cached trees end the session as they began (those
+    extracted during the session are not covered: they have no earlier state to compare with)."""
     root = cache_root() / "trees"
     before = _release_files(root)
     yield

@@ -413,6 +413,13 @@ MUTANTS = (
         ("tests/test_triton_lifts.py", "-k", "attribute_of_its_module"),
     ),
     Mutant(
+        "codemods: a dispatch path returning another call is rewritten as a key",
+        "codemods/traceable_dispatch.py",
+        "                case ast.Return(value=ast.Call() as call) if is_key(call):\n                    block.key",
+        "                case ast.Return(value=ast.Call() as call) if True:\n                    block.key",
+        ("tests/test_traceable_dispatch.py", "-k", "refused_with_its_line"),
+    ),
+    Mutant(
         "codemods: a dispatch rewrite is written unproven",
         "codemods/transforms/adopt_contract.py",
         "    unproven = prove(dispatch, body, fields)\n",
@@ -632,8 +639,8 @@ MUTANTS = (
     Mutant(
         "lift: a launcher's other kernel is left to lose its warmup with the step",
         "codemods/lift/plan.py",
-        "        if is_triton_kernel(modules, launcher_module, node.value.id) and (\n"
-        "            modules.resolve(launcher_module, node.value.id) not in lifted\n"
+        "        if is_triton_kernel(modules, launcher_module, spelled) and (\n"
+        "            modules.reference(launcher_module, spelled) not in lifted\n"
         "        ):\n",
         "        if False:\n",
         ("tests/test_lift_together.py", "-k", "alone_is_refused"),
@@ -704,8 +711,8 @@ MUTANTS = (
     Mutant(
         "lift: a kernel the launcher imports inside itself is named by the module-level decorator",
         "codemods/lift/plan.py",
-        "    if spelled not in module_names(",
-        "    if False and spelled not in module_names(",
+        '    if spelled.split(".")[0] not in module_names(',
+        '    if False and spelled.split(".")[0] not in module_names(',
         ("tests/test_triton_lifts.py", "-k", "inside_itself"),
     ),
     Mutant(

@@ -20,7 +20,7 @@ def _engine_words() -> set[str]:
     words = set()
     for field in dataclasses.fields(VLLM):
         value = getattr(VLLM, field.name)
-        for word in value if isinstance(value, tuple) else (value,):
+        for word in value if isinstance(value, tuple | frozenset) else (value,):
             words.update(part for part in word.split(".") if "_" in part)
     return words
 

@@ -9,12 +9,14 @@ import textwrap
 import pytest
 from tree_forks import RELEASE_DISPATCH
 
+from zerojit.codemods.engines import VLLM
 from zerojit.codemods.traceable_dispatch import KeyFields, NotRewritable, prove, rewrite
 from zerojit.codemods.transforms import apply
 from zerojit.codemods.transforms.adopt_contract import RewriteDispatch
 
 KERNEL = """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 DOT_TABLE = {{(4096, 256): {{1: 256, 3: 256}}, (7168, 384): {{2: 256}}}}
 SPLIT_TABLE = {{(4096, 256): {{M: (8, 5) for M in range(5, 12)}}, (7168, 256): {{8: (6, 5)}}}}
@@ -22,6 +24,7 @@ _DEFAULT_DOTPROD_BS = 128
 _DEFAULT_DOTPROD_MAX_M = 4
 _DEFAULT_SPLITK_CONFIG = (6, 4)
 TUNED = True
+LIMIT = 8
 
 
 def _arch_tuned_configs():
@@ -31,6 +34,7 @@ def _arch_tuned_configs():
 class Kernel:
     @dataclass(frozen=True)
     class CompileKey:
+        VERSION: ClassVar[int] = 2  # not a field
         backend: str
         M: int = 0
         K: int = 0
@@ -48,7 +52,7 @@ def kernels(body: str):
     original = KERNEL.format(body=textwrap.indent(textwrap.dedent(body), " " * 8))
     cls = next(n for n in ast.parse(original).body if isinstance(n, ast.ClassDef))
     dispatch = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "dispatch")
-    rewritten = rewrite(dispatch, KeyFields.of(cls))
+    rewritten = rewrite(dispatch, KeyFields.of(cls), OPERATORS)
     new = KERNEL.format(body=textwrap.indent(rewritten, " " * 8))
     return run(original), run(new), rewritten, dispatch, KeyFields.of(cls)
 
@@ -59,6 +63,7 @@ def run(source: str) -> dict:
     return namespace
 
 
+OPERATORS = VLLM.traced_operators
 GRID = list(
     itertools.product(range(1, 20), (1024, 2047, 2048, 4096, 7168), (128, 256, 384), ("f32", "bf16"), (True, False))
 )
@@ -104,7 +109,9 @@ def test_vllm_033_dispatch_keys_as_before_on_every_input_of_the_grid():
     traced_form(body)
     assert same_keys(old, new) == len(GRID)
     assert prove(dispatch, body, fields) is None
-    assert "tuned = _arch_tuned_configs()" in body and "dotprod = M <= _DEFAULT_DOTPROD_MAX_M or K < 2048" in body
+    assert (
+        "tuned = tuple(_arch_tuned_configs())" in body and "dotprod = M <= _DEFAULT_DOTPROD_MAX_M or K < 2048" in body
+    )
 
 
 def test_a_value_one_branch_computes_is_evaluated_only_there():
@@ -170,14 +177,24 @@ def test_the_proof_finds_a_planted_difference_and_the_path_that_shows_it(before,
         ("return self.CompileKey(**{'backend': 'dotprod'})\n", 1, "unpacked arguments"),
         ("if M:\n    return self.CompileKey(M=M)\nreturn self.CompileKey('splitk')\n", 2, "required field `backend`"),
         ("t = {1: 2}\nreturn self.CompileKey('dotprod', bs=t[1])\n", 1, "keys a dict() call cannot name"),
+        ("t = {'a': 1, 'a': 2}\nreturn self.CompileKey('dotprod', bs=t['a'])\n", 1, "repeats a key"),
+        ("if M:\n    return self.CompileKey('dotprod')\nreturn self._fallback(M)\n", 3, "other than CompileKey"),
+        ("return self.CompileKey('dotprod', bs=int(N / M))\n", 1, "does not evaluate this operator"),
+        ("return self.CompileKey('dotprod', bs=N << 1)\n", 1, "does not evaluate this operator"),
+        (
+            "if M:\n    K = K * 2\n    return self.CompileKey('dotprod', M=K, K=K)\nreturn self.CompileKey('splitk', K=K)\n",
+            2,
+            "`K` is assigned on more than one path",
+        ),
     ],
 )
 def test_what_the_rewrite_does_not_take_is_refused_with_its_line(body, line, why):
+    """Each with the line of the dispatch body it names (1: the first statement)."""
     source = KERNEL.format(body=textwrap.indent(body, " " * 8))
     cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef))
     dispatch = next(n for n in cls.body if isinstance(n, ast.FunctionDef))
     with pytest.raises(NotRewritable) as refused:
-        rewrite(dispatch, KeyFields.of(cls))
+        rewrite(dispatch, KeyFields.of(cls), OPERATORS)
     assert refused.value.line - dispatch.body[0].lineno + 1 == line and why in refused.value.why
 
 
@@ -192,12 +209,69 @@ def test_the_transform_keeps_the_docstring_and_the_old_bodys_comments_above_the_
     path.parent.mkdir()
     path.write_text(source)
     cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef))
-    rewritten = rewrite(next(n for n in cls.body if isinstance(n, ast.FunctionDef)), KeyFields.of(cls))
+    rewritten = rewrite(next(n for n in cls.body if isinstance(n, ast.FunctionDef)), KeyFields.of(cls), OPERATORS)
     edit = apply(source, [RewriteDispatch("Kernel", rewritten)], path=path, repo=tmp_path)
     assert edit.counts == {"rewrite_dispatch": 1}
     after = edit.source.split('def dispatch(self, *, M, K, N, output_dtype="f32"):\n')[1]
     assert after.startswith(
         textwrap.indent(docstring, " " * 8)
-        + "        # Split-K past the dot product's M.\n        # tuned\n        tuned = _arch_tuned_configs()\n"
+        + "        # Split-K past the dot product's M.\n        # tuned\n        tuned = tuple(_arch_tuned_configs())\n"
     )
     assert edit.source.split("def dispatch(")[0] == source.split("def dispatch(")[0]  # nothing else changes
+
+
+def test_unpacking_any_iterable_keeps_its_meaning_and_unread_names_get_no_assignment():
+    """`x, y = map(...)` is unpacked through `tuple(...)` (indexing a map would fail); `_` and names nothing reads
+    get no assignment of their own (ruff F841 would flag them); the same `_, y` on both branches rewrites."""
+    old, new, body, dispatch, fields = kernels(
+        """
+        m, k = map(int, (M, K))
+        _, unread = N, output_dtype
+        if m <= 2:
+            _, y = divmod(k, 7)
+            return self.CompileKey("dotprod", m, k, y)
+        _, y = divmod(k, 5)
+        return self.CompileKey(backend="splitk", split_k=y, output_dtype=output_dtype)
+        """
+    )
+    traced_form(body)
+    assert same_keys(old, new) == len(GRID) and prove(dispatch, body, fields) is None
+    assert "tuple(map(int, (M, K)))" in body and "unread =" not in body and "_ =" not in body
+
+
+def test_a_default_the_rewrite_writes_is_the_declared_one_or_the_rewrite_is_refused():
+    """A field one path leaves out takes its declared default: written out when it is a value (a local of the same
+    name would change it: the proof refuses that), refused when it is computed (`field(...)`)."""
+    source = KERNEL.format(body=" " * 8 + "pass\n")
+    source = source.replace("bs: int = 0", "bs: int = LIMIT").replace(
+        "split_k: int = 0", "split_k: int = field(default=0)"
+    )
+    cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef))
+    fields = KeyFields.of(cls)
+    assert "VERSION" not in fields.names and fields.computed == {"split_k"}
+
+    def dispatch_of(body: str) -> ast.FunctionDef:
+        text = source.replace(" " * 8 + "pass\n", textwrap.indent(textwrap.dedent(body), " " * 8))
+        kernel = next(n for n in ast.parse(text).body if isinstance(n, ast.ClassDef))
+        return next(n for n in kernel.body if isinstance(n, ast.FunctionDef))
+
+    shadowing = dispatch_of(
+        """
+        LIMIT = M * 2
+        if M <= 2:
+            return self.CompileKey("dotprod", bs=LIMIT)
+        return self.CompileKey("splitk")
+        """
+    )
+    written = rewrite(shadowing, fields, OPERATORS)
+    assert "bs=LIMIT)" in written  # the declared default, written where a local of its name shadows it
+    assert prove(shadowing, written, fields) is not None  # the local LIMIT is not the declared default
+    computed = dispatch_of(
+        """
+        if M <= 2:
+            return self.CompileKey("dotprod", split_k=1)
+        return self.CompileKey("splitk")
+        """
+    )
+    with pytest.raises(NotRewritable, match="whose default is computed"):
+        rewrite(computed, fields, OPERATORS)

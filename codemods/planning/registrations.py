@@ -374,7 +374,7 @@ def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) ->
             findings.warnings.append(
                 f"{modules.where(cls_module, dispatch)}: {cls.name}.dispatch is rewritten into the form "
                 f"{base}.__init__ traces (it could not trace the original); proven to return the same key on "
-                "every path of its conditions"
+                "every path of its conditions, its calls and lookups taken as deterministic (as the tracer takes them)"
             )
         findings.leftovers += shadowed_state(modules, cls_module, cls, base_module, base)
     if not reason or spec.adoption:

@@ -129,9 +129,8 @@ def probe_base_initializer(
         sys.modules.pop(name, None)
     source = modules.path(cls_module).read_text()
     segment = textwrap.dedent(ast.get_source_segment(source, dispatch, padded=True))
-    if body is not None:
-        header = segment.splitlines(keepends=True)[: dispatch.body[0].lineno - dispatch.lineno]
-        segment = "".join(header) + textwrap.indent(body, "    ")
+    if body is not None:  # the tracer reads the parameters and the body, not the annotations of the return
+        segment = f"def {dispatch.name}({ast.unparse(dispatch.args)}):\n" + textwrap.indent(body, "    ")
     segment = textwrap.indent(segment, "    ")
     decorators = "".join(f"    @{ast.unparse(d)}\n" for d in dispatch.decorator_list)
     probe = (
@@ -306,14 +305,16 @@ def adoption(
 def traceable(modules: RepoModules, cls_module: str, cls: ast.ClassDef) -> tuple[str, str | None]:
     """`cls.dispatch`'s body rewritten into the traced form and proven equal, or why it cannot be."""
     dispatch = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "dispatch")
-    fields = KeyFields.of(cls)
-    if fields is None:
-        return "", f"{modules.where(cls_module, cls)}: {cls.name} declares no CompileKey class to read the fields of"
     try:
-        body = rewrite(dispatch, fields)
+        fields = KeyFields.of(cls)
+        if fields is None:
+            return "", f"{modules.where(cls_module, cls)}: {cls.name} declares no CompileKey to read the fields of"
+        body = rewrite(dispatch, fields, modules.engine.traced_operators)
+        unproven = prove(dispatch, body, fields)
     except NotRewritable as exc:
         return "", f"{modules.where(cls_module, exc.line)}: {exc.why}"
-    unproven = prove(dispatch, body, fields)
+    except Exception as exc:  # noqa: BLE001 - a dispatch the rewrite did not foresee is refused, never a traceback
+        return "", f"{modules.where(cls_module, dispatch)}: the rewrite failed ({type(exc).__name__}: {exc})"
     return body, unproven and f"{modules.where(cls_module, dispatch)}: the rewrite is not proven equal: {unproven}"
 
 

@@ -311,6 +311,8 @@ class _Insert(Command):
                 and get_full_name_for_node(found.module) == self.op.kernel_module
             ):
                 continue
+            if any(get_full_name_for_node(alias.name) == self.op.kernel_name for alias in found.names):
+                return True  # the block imports it already
             names = [alias.with_changes(comma=cst.MaybeSentinel.DEFAULT) for alias in found.names]
             names.append(cst.ImportAlias(cst.Name(self.op.kernel_name)))
             names.sort(key=lambda alias: get_full_name_for_node(alias.name))
