@@ -736,4 +736,25 @@ MUTANTS = (
         'from .spec import default_dispatcher, provider_of\n\nORCHESTRATOR = "vllm.model_executor.warmup.kernel_warmup"\n',
         ("tests/test_engine_knowledge.py",),
     ),
+    Mutant(
+        "keys: the constructor run takes the arm a names-only test evaluates to, not both",
+        "migrate/engine_trees/construction.py",
+        "            return None if stubbed else bool(value)",
+        "            return bool(value)",
+        ("tests/test_engine_warmup.py", "-k", "registers_wrongly"),
+    ),
+    Mutant(
+        "keys: `self` has the stand-in's attribute before the constructor sets it",
+        "migrate/engine_trees/construction.py",
+        "        if name in later:\n",
+        "        if False:\n",
+        ("tests/test_engine_warmup.py", "-k", "registers_wrongly"),
+    ),
+    Mutant(
+        "keys: a registration that raises is a stub failure, not a broken construction",
+        "migrate/engine_trees/equivalence.py",
+        "    except ConstructionBroken as broken:",
+        "    except ZeroDivisionError as broken:",
+        ("tests/test_triton_lifts.py", "-k", "keys_check_runs"),
+    ),
 )

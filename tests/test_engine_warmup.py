@@ -1,11 +1,13 @@
 """The engine-tree runner on a small engine written here: gates followed, compiles recorded, stubs enforced."""
 
+import textwrap
 import types
 
 import pytest
 from tree_forks import write_tree
 
 from zerojit.codemods.spec import Kernel, Legacy, MigrationSpec, Registration
+from zerojit.migrate.engine_trees.construction import ConstructionBroken
 from zerojit.migrate.engine_trees.sources import EngineSources, NamesOnlyUsed
 from zerojit.migrate.engine_trees.warmup import Engine, EngineRunError, TreeWarmup
 
@@ -240,6 +242,102 @@ def test_constructor_registrations_run_as_written_and_nothing_else_of_the_constr
         )
         == set()
     )  # no registration written: none made
+
+
+def constructed(tmp_path, init: str, methods: str = "") -> TreeWarmup:
+    """The small engine with `Layer.__init__(self, config)`'s body (and other methods) as given, built by its
+    registrations only: its constructor runs on every path (`decide` is names only, so it decides nothing)."""
+    layer = (
+        "from eng.ops import NORM\nfrom eng.helpers import decide\n\n\nclass Layer:\n"
+        "    def __init__(self, config):\n"
+        + textwrap.indent(textwrap.dedent(init), " " * 8)
+        + textwrap.indent(textwrap.dedent(methods), " " * 4)
+    )
+    return TreeWarmup(write_engine(tmp_path, {"eng/layer.py": layer}), SPEC, RegistrationsOnly(), ENGINE)
+
+
+BOTH = {(64, "bf16"), (128, "bf16")}
+
+
+def test_a_constructor_registering_on_every_path_makes_its_registrations(tmp_path):
+    after_the_branch = """
+        if decide(config):
+            self.mode = 1
+        else:
+            self.mode = 2
+        NORM.register_warmup()
+        """
+    assert constructed(tmp_path, after_the_branch).registered_keys(config()) == BOTH
+    a_path_that_raises_builds_nothing = """
+        if decide(config):
+            raise ValueError("unsupported")
+        NORM.register_warmup()
+        """
+    assert constructed(tmp_path, a_path_that_raises_builds_nothing).registered_keys(config()) == BOTH
+    through_a_helper_on_both_arms = """
+        if decide(config):
+            self._register()
+            return
+        self._register()
+        """
+    helper = """
+    def _register(self):
+        NORM.register_warmup()
+    """
+    assert constructed(tmp_path, through_a_helper_on_both_arms, helper).registered_keys(config()) == BOTH
+    decided_by_the_configuration = """
+        if config.uses_norm:
+            self.mode = 1
+            NORM.register_warmup()
+        """
+    tree = constructed(tmp_path, decided_by_the_configuration)
+    assert tree.registered_keys(config()) == BOTH and tree.registered_keys(config(uses_norm=False)) == set()
+
+
+@pytest.mark.parametrize(
+    ("init", "why"),
+    [
+        (
+            """
+            if decide(config):
+                self.mode = 1
+                NORM.register_warmup()
+            else:
+                self.mode = 2
+            """,
+            "eng/layer.py: Layer.__init__ finishes without registering where line 8: decide(config) is false",
+        ),
+        (
+            """
+            if decide(config):
+                return
+            NORM.register_warmup()
+            """,
+            "finishes without registering where line 8: decide(config) (other paths register)",
+        ),
+        (
+            """
+            if self.width:
+                NORM.register_warmup()
+            self.width = 64
+            """,
+            "the registration's gate `self.width` raises AttributeError: self.width is read before eng/layer.py: "
+            "Layer.__init__ sets it on line 10",
+        ),
+        (
+            """
+            NORM.register_warmup(self.width)
+            self.width = 64
+            """,
+            "registers on line 8 (`NORM.register_warmup(self.width)`), which raises AttributeError",
+        ),
+    ],
+    ids=["one-arm", "early-return", "gate-reads-later", "call-reads-later"],
+)
+def test_a_constructor_path_that_registers_wrongly_is_refused_with_its_line(tmp_path, init, why):
+    with pytest.raises(ConstructionBroken) as broken:
+        constructed(tmp_path, init).registered_keys(config())
+    assert why in str(broken.value)
 
 
 def test_a_loop_walking_a_names_only_value_stops_the_run_instead_of_spinning(tmp_path):

@@ -14,10 +14,11 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
-from tree_forks import GDN_LAYER, changed_files, copy_033, draft_fields, edit
+from tree_forks import GDN_LAYER, changed_files, copy_033, draft_fields, edit, replace_file
 from typer.testing import CliRunner
 
 from zerojit.codemods.lift import LiftError, plan_lift
@@ -127,6 +128,78 @@ def _launch_keys(tree, config, call):
         return recorded
 
     return tree.within(config, run)
+
+
+def _registration(text: str, dispatcher: str) -> tuple[int, int]:
+    """Where the lift's `<dispatcher>.register_warmup(...)` statement is in a layer's source (start, end)."""
+    start = text.index(f"        {dispatcher}.register_warmup(\n")
+    return start, text.index("        )\n", start) + len("        )\n")
+
+
+def _planted(lifted: Path, where: Path, change) -> Path:
+    """The lifted tree with its GDN layer's source changed by `change(text)` (hard-linked: the change replaces)."""
+    fork = where / "tree"
+    shutil.copytree(lifted, fork, copy_function=os.link)
+    replace_file(fork / GDN_LAYER, change((fork / GDN_LAYER).read_text()))
+    return fork
+
+
+def test_keys_check_runs_the_constructor_a_registration_in_one_arm_of_a_branch_is_a_mismatch(lifted_033, tmp_path):
+    """A fork that builds the norm in one arm of an `if` and a plain norm in the other, with the registration in
+    the first arm only: layers built the other way launch the kernel unregistered. The stand-in layer has every
+    attribute, so only running the constructor's paths finds it."""
+
+    def branched(text: str) -> str:
+        start = text.index("        self.norm = RMSNormGated(\n")
+        _, end = _registration(text, "fused_post_conv_prep_dispatch")
+        arm = "".join("    " + line if line.strip() else line for line in text[start:end].splitlines(True))
+        plain = "            self.norm = RMSNormGated(self.head_v_dim, eps=self.layer_norm_epsilon)\n"
+        test = '        if getattr(config, "fork_gated_output_norm", True):\n'
+        return text[:start] + test + arm + "        else:\n" + plain + text[end:]
+
+    fork = _planted(lifted_033, tmp_path, branched)
+    report = key_equivalence("fla-fused-post-conv", "smoke", legacy_tree=vllm_tree("0.33.0"), migrated_tree=fork)
+    broken = [d.broken for d in report.mismatches]
+    assert broken and all(
+        "QwenGatedDeltaNetAttention.__init__ finishes without registering where line " in why
+        and why.endswith(": getattr(config, 'fork_gated_output_norm', True) is false (other paths register)")
+        for why in broken
+    ), broken[0]
+    unbroken = [
+        c
+        for c in equivalence_adapter("fla-fused-post-conv").grids["smoke"]()
+        if c not in {d.config for d in report.diffs}
+    ]
+    assert all(c.shape.gdn_layers == 0 for c in unbroken)  # every model that builds the layer
+    correct = key_equivalence("fla-fused-post-conv", "smoke", legacy_tree=vllm_tree("0.33.0"), migrated_tree=lifted_033)
+    assert correct.ok
+
+
+def test_keys_check_runs_the_constructor_a_registration_above_what_it_reads_is_a_mismatch(lifted_033, tmp_path):
+    """A fork whose constructor sets A_log/dt_bias after the norm, the registration left above them: building the
+    layer raises AttributeError. The CLI's keys diff (what --verify-keys runs) names the line and the attribute."""
+
+    def above(text: str) -> str:
+        start, end = _registration(text, "fused_post_conv_prep_dispatch")
+        block, text = text[start:end], text[:start] + text[end:]
+        parameters = text.index("        self.dt_bias = nn.Parameter(\n")
+        return text[:parameters] + block + text[parameters:]
+
+    fork = _planted(lifted_033, tmp_path, above)
+    line = 1 + (fork / GDN_LAYER).read_text().index("fused_post_conv_prep_dispatch.register_warmup(")
+    line = (fork / GDN_LAYER).read_text()[:line].count("\n") + 1
+    result = runner.invoke(
+        app,
+        [
+            "keys", "diff", "-f", "fla-fused-post-conv", "--grid", "smoke", "--json",
+            "--legacy-tree", str(vllm_tree("0.33.0")), "--migrated-tree", str(fork),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    details = [d for d in json.loads(result.output)["details"] if d["intended"] is None]
+    assert details and all(d["broken"] and not d["migrated_keys"] for d in details)
+    assert f"registers on line {line} " in details[0]["broken"]
+    assert "self.A_log is read before" in details[0]["broken"] and "AttributeError" in details[0]["broken"]
 
 
 def test_the_launcher_launches_what_it_did_before_the_lift(lifted_033):

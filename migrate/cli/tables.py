@@ -65,7 +65,9 @@ def equivalence_table(report: EquivalenceReport, limit: int = 20) -> Table:
             f"{diff.legacy}/{diff.migrated}",
             escape(_first(diff.only_legacy)),
             escape(_first(diff.only_migrated)),
-            f"intended: {escape(diff.intended)}" if diff.intended else "[red]MISMATCH[/]",
+            f"intended: {escape(diff.intended)}"
+            if diff.intended
+            else "[red]MISMATCH[/]" + (f": {escape(diff.broken)}" if diff.broken else ""),
         )
     if len(report.diffs) > limit:
         table.caption += f"\n{len(report.diffs) - limit} more differing configs in --json"

@@ -24,6 +24,7 @@ from zerojit.contract.keys import CompileKey, jsonable
 from zerojit.contract.limits import ServingLimits
 from zerojit.contract.registry import WarmupRegistry
 
+from .construction import ConstructionBroken
 from .warmup import EngineFamily, TreeWarmup
 
 
@@ -68,6 +69,7 @@ class ConfigDiff:
     only_legacy: list[str]
     only_migrated: list[str]
     intended: str | None
+    broken: str | None = None  # how the migrated tree's construction registers wrongly (its keys: none)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +79,7 @@ class ConfigDiff:
             "only_legacy": self.only_legacy,
             "only_migrated": self.only_migrated,
             "intended": self.intended,
+            "broken": self.broken,
         }
 
 
@@ -163,8 +166,13 @@ def compare(
 
 
 def config_diff(adapter: EquivalenceAdapter, config: Any) -> ConfigDiff | None:
-    """How one config's legacy and migrated keys differ (None: they are the same)."""
-    legacy, migrated = adapter.legacy_keys(config), adapter.migrated_keys(config)
+    """How one config's legacy and migrated keys differ (None: they are the same). A migrated construction that
+    registers wrongly is an unexplained difference, whatever keys its other paths make."""
+    legacy = adapter.legacy_keys(config)
+    try:
+        migrated = adapter.migrated_keys(config)
+    except ConstructionBroken as broken:
+        return ConfigDiff(config, len(legacy), 0, sorted(legacy), [], None, str(broken))
     if legacy == migrated:
         return None
     return ConfigDiff(

@@ -50,6 +50,10 @@ class _PlaceholderMeta(type):
         """A generic placeholder subscripted (`Base["Key"]`) is still that placeholder."""
         return cls
 
+    # Without these, `x in Placeholder` would iterate by __getitem__ forever.
+    __iter__ = _refuse("iteration")
+    __contains__ = _refuse("membership")
+
 
 class _Placeholder(metaclass=_PlaceholderMeta):
     _zerojit_name = "placeholder"
@@ -146,6 +150,11 @@ def placeholder(name: str) -> type:
     return _PlaceholderMeta(last, (_Placeholder,), {"_zerojit_name": name, "__module__": parent})
 
 
+def is_names_only(value: Any) -> bool:
+    """A placeholder: a names-only module's name, or what constructing, calling or reading it gave."""
+    return isinstance(value, (_Placeholder, _PlaceholderMeta))
+
+
 class _NamesOnlyModule(types.ModuleType):
     sources: EngineSources | None = None
 
@@ -201,9 +210,18 @@ class EngineSources:
     previous configuration's facts.
     """
 
-    def __init__(self, root: Path, package: str, real_modules: tuple[str, ...], stubs: dict[str, dict[str, Any]]):
+    def __init__(
+        self,
+        root: Path,
+        package: str,
+        real_modules: tuple[str, ...],
+        stubs: dict[str, dict[str, Any]],
+        names_only: tuple[str, ...] = (),
+    ):
+        """`names_only`: other top-level packages the engine imports whose modules are names only here."""
         self.root = Path(root)
         self.package = package
+        self.packages = (package, *names_only)
         self.real_modules = set(real_modules)
         self.stubs = stubs
         missing = [name for name in real_modules if not self.file_of(name).exists()]
@@ -219,7 +237,7 @@ class EngineSources:
         return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
     def in_package(self, name: str) -> bool:
-        return name == self.package or name.startswith(self.package + ".")
+        return name.partition(".")[0] in self.packages
 
     def _ours(self, name: str) -> bool:
         return self.in_package(name) or name in self.stubs

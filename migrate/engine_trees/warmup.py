@@ -14,6 +14,7 @@ restated here. Every kernel class's `compile` records its key instead of compili
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import dataclasses
 import inspect
@@ -26,14 +27,15 @@ from zerojit.codemods.engines import VLLM
 from zerojit.codemods.repo import CallSite, Matcher, call_sites, calls_to, import_table, method_calls
 from zerojit.contract.limits import device_capability
 
+from .construction import ConstructorRun
 from .errors import EngineRunError
-from .sources import EngineSources
+from .sources import EngineSources, placeholder
 
 
-def _run_once(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionDef] | None = None) -> list[CallSite]:
+def _run_once(tree: ast.Module, matches: Matcher) -> list[CallSite]:
     """`call_sites`, each a call the warmup runs once: a call in a loop may run any number of times, which running
     the tree as written cannot follow."""
-    sites = call_sites(tree, matches, functions)
+    sites = call_sites(tree, matches)
     looped = next((site for site in sites if site.in_loop), None)
     if looped is not None:
         raise EngineRunError(f"{looped.function.name}: the call on line {looped.call.lineno} runs inside a loop")
@@ -51,6 +53,8 @@ class Engine:
     registry_class: str = "JitWarmupRegistry"
     registry_holder: str = "jit_warmup_registry"  # the model runner's attribute holding the registry
     registry_method: str = "warmup"
+    # Packages a layer's module imports that no constructor run needs (the models' config classes): names only.
+    names_only: tuple[str, ...] = ("transformers",)
     # Names the warmup machinery itself reads, whatever the family (the registry's progress bar).
     stubs: dict[str, dict[str, Any]] = dataclasses.field(
         default_factory=lambda: {"vllm.distributed": {"is_global_first_rank": lambda: False}}
@@ -113,7 +117,7 @@ class TreeWarmup:
         stubs = {name: dict(attrs) for name, attrs in engine.stubs.items()}
         for name, attrs in family.stubs(self.state).items():
             stubs.setdefault(name, {}).update(attrs)
-        self.sources = EngineSources(root, engine.package, present, stubs)
+        self.sources = EngineSources(root, engine.package, present, stubs, engine.names_only)
         self._trees: dict[str, ast.Module] = {}
         self.has_legacy = (
             spec.legacy.module in present
@@ -207,49 +211,64 @@ class TreeWarmup:
 
     def constructor_registrations(self, cls: str, bound: dict[str, Any]) -> None:
         """Make the registrations `cls.__init__` makes (`cls`: a class of the spec's construction module, or
-        `module:Class`), as the tree wrote them: each `<kernel>.register_warmup(...)` under its gates,
-        evaluated with the constructor's `bound` parameters (`self` holding what the constructor set before it)
-        and the module's imports of the names they read. A kernel is the spec's, or any name the constructor's
-        module imports from the kernel's module (another object of the kernel's class, such as a variant). The
-        rest of the constructor (sub-layers, weights) does not run. Call it inside a family's `construct`.
+        `module:Class`), by running the constructor from the tree on every path its undecided branches take
+        (`ConstructorRun`), with its parameters `bound` (`self`: the family's stand-in for what the constructor
+        sets; parameters left out take their defaults, or a names-only value). A registration is a
+        `<kernel>.register_warmup(...)` call, or a call of a method of the class that makes one; a kernel is
+        the spec's, or any name the constructor's module imports from the kernel's module (another object of
+        the kernel's class, such as a variant). Raises `ConstructionBroken` where a path registers wrongly.
+        Call it inside a family's `construct`.
         """
         module, _, cls = cls.rpartition(":")
         module = module or self.spec.registration.module
         tree = self._tree(module)
-        init = next(
-            (
-                item
-                for node in tree.body
-                if isinstance(node, ast.ClassDef) and node.name == cls
-                for item in node.body
-                if isinstance(item, ast.FunctionDef) and item.name == self.spec.registration.method
-            ),
-            None,
-        )
         method = self.spec.registration.method
-        if init is None and method != "__init__":
+        body = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls), None)
+        methods = {item.name: item for item in body.body if isinstance(item, ast.FunctionDef)} if body else {}
+        if method not in methods and method != "__init__":
             return  # inherited as it is: this class adds no registration there
-        if init is None:
+        if method not in methods:
             raise EngineRunError(f"{module} has no {cls}.{method}")
         table = import_table(tree, module, self.sources.file_of(module).name == "__init__.py")
         kernels = (self.spec.kernel.name, self.spec.kernel.private_name, self.spec.kernel_name)
         kernels += tuple(local for local, (home, name) in table.items() if home == self.spec.kernel.module and name)
-        registers = [method_calls(name, "register_warmup") for name in dict.fromkeys(kernels) if name]
-        registering = _run_once(
-            tree, lambda call, assigned: any(m(call, assigned) for m in registers), functions=[init]
-        )
-        for site in registering:
-            read = {
-                n.id
-                for part in (site.call, *(g.test for g in site.gates), *site.assigned.values())
-                for n in ast.walk(part)
-                if isinstance(n, ast.Name)
+        matchers = [method_calls(name, "register_warmup") for name in dict.fromkeys(kernels) if name]
+
+        def kernel_call(call: ast.Call) -> bool:
+            return any(matches(call, {}) for matches in matchers)
+
+        helpers = {
+            name
+            for name, item in methods.items()
+            if any(isinstance(n, ast.Call) and kernel_call(n) for n in ast.walk(item))
+        }
+
+        def registers(call: ast.Call) -> bool:
+            return kernel_call(call) or any(method_calls("self", helper)(call, {}) for helper in helpers)
+
+        run = [methods[name] for name in (method, *helpers)]
+        read = {node.id for item in run for node in ast.walk(item) if isinstance(node, ast.Name)}
+        namespace: dict[str, Any] = {"__name__": module, "__builtins__": builtins}
+        for name in read & table.keys():
+            with contextlib.suppress(AttributeError, ImportError):  # only an error if a registration reads it
+                namespace[name] = self._imported(*table[name])
+        functions: dict[str, Any] = {}
+        for item in methods.values():
+            with contextlib.suppress(Exception):  # a method its names cannot define: `self` gives a value stub
+                exec(compile(ast.Module([item], []), module, "exec"), dict(namespace), functions)
+        parameters = (
+            {
+                name: placeholder(f"{cls}.{method}({name})")()
+                if parameter.default is parameter.empty
+                else parameter.default
+                for name, parameter in inspect.signature(functions[method]).parameters.items()
+                if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
             }
-            imported = {}
-            for name in read & table.keys():
-                with contextlib.suppress(AttributeError):  # a stub without it: only an error if the call needs it
-                    imported[name] = self._imported(*table[name])
-            self._run(site, imported | bound)
+            if method in functions
+            else {}
+        )
+        where = self.sources.file_of(module).relative_to(self.root).as_posix()
+        ConstructorRun(namespace, where, cls, methods[method], functions, registers).run(parameters | bound)
 
     def _imported(self, module: str, name: str | None) -> Any:
         imported = self.sources.module(module)

@@ -112,7 +112,6 @@ class GdnEngine:
                 SPEC.registration.classes[0],
                 {
                     "self": self.layer(config, vllm_config),
-                    "config": types.SimpleNamespace(),
                     "vllm_config": vllm_config,
                     "prefix": "",
                     "gqa_interleaved_layout": False,
