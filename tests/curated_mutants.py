@@ -741,7 +741,7 @@ MUTANTS = (
         "migrate/engine_trees/construction.py",
         "            return None if stubbed else bool(value)",
         "            return bool(value)",
-        ("tests/test_engine_warmup.py", "-k", "registers_wrongly"),
+        ("tests/test_engine_warmup.py", "-k", "names-only-value"),
     ),
     Mutant(
         "keys: `self` has the stand-in's attribute before the constructor sets it",

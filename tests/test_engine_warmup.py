@@ -309,6 +309,14 @@ def test_a_constructor_registering_on_every_path_makes_its_registrations(tmp_pat
         ),
         (
             """
+            if decide.enabled:
+                self.mode = 1
+                NORM.register_warmup()
+            """,
+            "finishes without registering where line 8: decide.enabled is false (other paths register)",
+        ),
+        (
+            """
             if decide(config):
                 return
             NORM.register_warmup()
@@ -332,7 +340,7 @@ def test_a_constructor_registering_on_every_path_makes_its_registrations(tmp_pat
             "registers on line 8 (`NORM.register_warmup(self.width)`), which raises AttributeError",
         ),
     ],
-    ids=["one-arm", "early-return", "gate-reads-later", "call-reads-later"],
+    ids=["one-arm", "one-arm-on-a-names-only-value", "early-return", "gate-reads-later", "call-reads-later"],
 )
 def test_a_constructor_path_that_registers_wrongly_is_refused_with_its_line(tmp_path, init, why):
     with pytest.raises(ConstructionBroken) as broken:
