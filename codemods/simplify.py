@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
+import operator
 from collections import Counter
 from collections.abc import Iterable
 
@@ -251,3 +253,64 @@ def _fresh(name: str, taken: set[str]) -> str:
     if name not in taken:
         return name
     return next(f"{name}_{i}" for i in range(2, 1000) if f"{name}_{i}" not in taken)
+
+
+def literal_choices(domain: str) -> tuple | None:
+    """The values of `WarmupChoices(<literals>)` (None for any other domain)."""
+    call = ast.parse(domain, mode="eval").body
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "WarmupChoices"):
+        return None
+    try:
+        return tuple(ast.literal_eval(argument) for argument in call.args) if not call.keywords else None
+    except ValueError:
+        return None
+
+
+def holds_for_every(condition: str, choices: dict[str, tuple]) -> bool:
+    """`condition` true for every combination of the `choices` it reads, where it reads nothing else and is
+    made of comparisons, `and`/`or`/`not`, names and constants (anything else: False, not known to hold)."""
+    tree = ast.parse(condition, mode="eval").body
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    if not read or not read <= choices.keys():
+        return False
+    names = sorted(read)
+    try:
+        return all(
+            _truth(tree, dict(zip(names, case))) for case in itertools.product(*(choices[name] for name in names))
+        )
+    except (TypeError, _NotPlain):
+        return False
+
+
+class _NotPlain(Exception):
+    """A part of a condition `holds_for_every` does not evaluate."""
+
+
+_COMPARED = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+}
+
+
+def _truth(node: ast.expr, values: dict[str, object]) -> object:
+    match node:
+        case ast.Constant(value=value):
+            return value
+        case ast.Name(id=name):
+            return values[name]
+        case ast.UnaryOp(op=ast.Not(), operand=operand):
+            return not _truth(operand, values)
+        case ast.BoolOp(op=ast.And(), values=parts):
+            return all(_truth(part, values) for part in parts)
+        case ast.BoolOp(op=ast.Or(), values=parts):
+            return any(_truth(part, values) for part in parts)
+        case ast.Compare(left=left, ops=ops, comparators=comparators) if all(type(o) in _COMPARED for o in ops):
+            operands = [_truth(part, values) for part in (left, *comparators)]
+            return all(_COMPARED[type(o)](a, b) for o, a, b in zip(ops, operands, operands[1:]))
+    raise _NotPlain(ast.unparse(node))

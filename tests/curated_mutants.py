@@ -718,8 +718,8 @@ MUTANTS = (
     Mutant(
         "lift: the dispatcher begins with the placeholder's `pass`",
         "codemods/transforms/lift_kernel.py",
-        "body=dispatcher.body.with_changes(body=[*copied, returned])",
-        "body=dispatcher.body.with_changes(body=[*dispatcher.body.body[:1], *copied, returned])",
+        "body=dispatcher.body.with_changes(body=_read_in_place([*copied, returned]))",
+        "body=dispatcher.body.with_changes(body=_read_in_place([*dispatcher.body.body[:1], *copied, returned]))",
         ("tests/test_readable_output.py", "-k", "needless_pass and post"),
     ),
     Mutant(
@@ -756,5 +756,19 @@ MUTANTS = (
         "    except ConstructionBroken as broken:",
         "    except ZeroDivisionError as broken:",
         ("tests/test_triton_lifts.py", "-k", "keys_check_runs"),
+    ),
+    Mutant(
+        "lift: a dispatcher local the return reads twice is computed in place at one of them",
+        "codemods/transforms/lift_kernel.py",
+        "            and _reads(returned)[name] == 1\n",
+        "",
+        ("tests/test_readable_output.py", "-k", "dispatcher_computes"),
+    ),
+    Mutant(
+        "lift: a `_when` that holds for some choice is taken to hold for all",
+        "codemods/simplify.py",
+        "        return all(\n            _truth(tree, dict(zip(names, case)))",
+        "        return any(\n            _truth(tree, dict(zip(names, case)))",
+        ("tests/test_simplify.py", "-k", "every_choice"),
     ),
 )

@@ -173,7 +173,8 @@ def test_both_kernels_lifted_together_change_only_their_files_lint_clean_and_aga
 
 def test_a_statement_only_the_two_launches_read_goes_from_the_launcher_into_both_dispatchers(answered, tmp_path):
     """What the launcher keeps is decided over both launches: a fork's `num_warps = 4`, read by each launch and
-    nothing else, is copied into each dispatcher and leaves the launcher (kept, it would be an unused local)."""
+    nothing else, leaves the launcher (kept, it would be an unused local) for each dispatcher: the one whose return
+    reads it whole computes it there (`num_warps=4`), the other (`num_warps // 2`) copies the statement."""
     drafts, path = answered
     repo = copy_033(tmp_path / "tree")
     edit(repo, MTP, "    sum_sq = torch.empty(\n", "    num_warps = 4\n    sum_sq = torch.empty(\n")
@@ -186,7 +187,8 @@ def test_a_statement_only_the_two_launches_read_goes_from_the_launcher_into_both
     assert result.exit_code == 0, result.output
     text = (repo / MTP).read_text()
     launcher = text[text.index("def fused_gdn_decode_post_conv_mtp_triton(") :]
-    assert "num_warps = 4" not in launcher and text.count("    num_warps = 4\n") == 2
+    assert "num_warps = 4" not in launcher and text.count("    num_warps = 4\n") == 1
+    assert text.count("        num_warps=4,\n") == 1 and text.count("        num_warps=num_warps // 2,\n") == 1
     (repo.parent / "forked.py").write_text(forked)
     assert [f for f in ruff_findings(repo / MTP) if f not in ruff_findings(repo.parent / "forked.py")] == []
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import ast
 
+import libcst as cst
 import pytest
 from tree_forks import copy_033, repeated
 
 from zerojit.codemods.runner import migrate
+from zerojit.codemods.transforms.lift_kernel import _read_in_place
 from zerojit.migrate.families import migration_specs
 
 FAMILIES = [
@@ -38,6 +40,61 @@ def needless_passes(code: str) -> int:
         getattr(node, field, None) for node in ast.walk(ast.parse(code)) for field in ("body", "orelse", "finalbody")
     ]
     return sum(isinstance(s, ast.Pass) for block in blocks if isinstance(block, list) and len(block) > 1 for s in block)
+
+
+DISPATCHERS = {
+    "the grid and a launch option, read once by the return": (
+        """
+def dispatch(x, n):
+    batch = x[0]
+
+    grid = (batch,)
+    BLOCK = 1024
+    return grid, dict(BLOCK=BLOCK, n=n)
+""",
+        """
+def dispatch(x, n):
+    return (x[0],), dict(BLOCK=1024, n=n)
+""",
+    ),
+    "a commented local, one read twice, one inside an operator, one whose input is rebound": (
+        """
+def dispatch(x, n):
+    # tokens per block
+    BLOCK = 16
+    twice = n + 1
+    inner = n * 2
+    late = n
+    n = n + 3
+    grid = inner, twice
+    return grid, dict(BLOCK=BLOCK, twice=twice, late=late, scaled=inner + 1)
+""",
+        """
+def dispatch(x, n):
+    # tokens per block
+    BLOCK = 16
+    twice = n + 1
+    inner = n * 2
+    late = n
+    n = n + 3
+    return (inner, twice), dict(BLOCK=BLOCK, twice=twice, late=late, scaled=inner + 1)
+""",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DISPATCHERS))
+def test_a_dispatcher_computes_in_its_return_what_only_the_return_reads_once(case):
+    written, expected = DISPATCHERS[case]
+    function = cst.parse_module(written).body[0]
+    body = _read_in_place(list(function.body.body))
+    after = cst.Module([function.with_changes(body=function.body.with_changes(body=body))]).code
+    assert after.strip() == expected.strip()
+    run = {}
+    for code in (written, after):
+        exec(code, scope := {})
+        run[code] = [scope["dispatch"]((7, 8), n) for n in (0, 5)]
+    assert run[written] == run[after]  # the same grid and launch arguments
 
 
 @pytest.mark.release_tree

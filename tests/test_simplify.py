@@ -100,3 +100,35 @@ def test_values_computed_only_in_a_branch_or_a_comprehension_are_not_named():
     ):
         values = [ast.parse(code, mode="eval").body for code in codes]
         assert simplify.bound_once(values, taken={"x", "t"}, names=["a", "b"])[0] == [], codes
+
+
+CHOICE_CONDITIONS = [
+    "length != 0",
+    "length > 1",
+    "length != 0 and blocks >= 1",
+    "not (length == 2 or blocks < 0)",
+    "length is not None",
+    "0 < length <= 16",
+    "length != blocks",
+    "length + 1 > 0",  # arithmetic: not evaluated, so not known to hold
+    "length > limit",  # reads a name that is no choice
+]
+
+
+@pytest.mark.parametrize("condition", CHOICE_CONDITIONS)
+def test_a_condition_said_to_hold_for_every_choice_does_brute_force(condition):
+    choices = {"length": (1, 2, 16), "blocks": (0, 4)}
+    holds = simplify.holds_for_every(condition, choices)
+    everywhere = all(
+        evaluate(condition, {"length": length, "blocks": blocks, "limit": 0})
+        for length, blocks in itertools.product(*choices.values())
+    )
+    assert not holds or everywhere  # never claimed where a case fails
+    plain = "+" not in condition and "limit" not in condition
+    assert holds == (everywhere and plain)  # and claimed wherever it holds and is plain
+
+
+def test_only_a_choice_of_literals_has_known_values():
+    assert simplify.literal_choices("WarmupChoices(1, 2, 16)") == (1, 2, 16)
+    assert simplify.literal_choices("WarmupChoices(*profiles(max_blocks))") is None
+    assert simplify.literal_choices("WarmupIntRange(1, 17)") is None

@@ -39,6 +39,7 @@ class Lift:
         self.dynamic: set[str] = set()  # provider locals that depend on the case being warmed (a domain)
         self.local_code: dict[str, str] = {}  # provider local -> the expression it is assigned
         self.guards: list[str] = []  # the case-independent `_when` conditions so far
+        self.choices: dict[str, tuple] = {}  # a `WarmupChoices` local of literal values -> those values
         self.launcher_def: ast.FunctionDef | None = None
 
     # -- names -------------------------------------------------------------------------------------------
@@ -238,7 +239,11 @@ class Lift:
         return None
 
     def when(self, condition: str) -> None:
-        """A `_when(condition)`; one that holds or fails for every case alike also guards what follows it."""
+        """A `_when(condition)`; one that holds or fails for every case alike also guards what follows it. One
+        every value of the choices it reads satisfies (`length != 0` over `WarmupChoices(1, 2, 16)`) says nothing
+        and is not written."""
+        if simplify.holds_for_every(condition, self.choices):
+            return
         self.statements.append(f"_when({condition})")
         if not self.depends(condition) & self.dynamic:
             self.guards.append(condition)
@@ -442,6 +447,8 @@ class Lift:
         domain = self._inlined(scope, loop, self._guarded_domain(domain))
         local = self.fresh(names[0] if len(names) == 1 else _case_name(iterable))
         self.statements.append(f"{local} = {domain}")
+        if (values := simplify.literal_choices(domain)) is not None:
+            self.choices[local] = values
         self.dynamic.add(local)
         if len(names) == 1:
             scope.env[names[0]] = Value(local)

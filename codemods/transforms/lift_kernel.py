@@ -11,8 +11,10 @@ in the launcher reads go.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import libcst as cst
+import libcst.matchers as cst_matchers
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import PositionProvider
@@ -140,6 +142,113 @@ class _Lift(Command):
         dispatcher = cst.parse_statement(plan.dispatcher + "    pass\n")  # the body is the copied statements
         returned = cst.parse_statement(plan.returned + "\n")
         dispatcher = dispatcher.with_changes(
-            leading_lines=spacing, body=dispatcher.body.with_changes(body=[*copied, returned])
+            leading_lines=spacing, body=dispatcher.body.with_changes(body=_read_in_place([*copied, returned]))
         )
         return [provider, dispatcher]
+
+
+def _read_in_place(body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """The dispatcher's body with each local that only its `return` reads, once, computed there instead (the grid,
+    a launch option: `return (batch,), dict(BLOCK_SIZE=1024)`, as upstream's dispatchers write it). A local stays
+    where a comment sits on its line, where the return reads it inside an operator (precedence), or where a later
+    statement rebinds it or what it reads."""
+    while (found := _single_use(body)) is not None:
+        index, name, value = found
+        gap, rest = body[index].leading_lines, [*body[:index], *body[index + 1 :]]
+        rest[-1] = rest[-1].visit(_InPlace(name, value))
+        following = rest[index]  # the return at least
+        rest[index] = following.with_changes(leading_lines=[] if index == 0 else following.leading_lines or gap)
+        body = rest
+    return body
+
+
+def _single_use(body: list[cst.BaseStatement]) -> tuple[int, str, cst.BaseExpression] | None:
+    """(index, name, value) of the first `name = value` line, no comment on it, that only the return reads, once,
+    as a whole argument, tuple element or the returned value."""
+    returned = body[-1]
+    for index, statement in enumerate(body[:-1]):
+        match statement:
+            case cst.SimpleStatementLine(
+                body=[cst.Assign(targets=[cst.AssignTarget(target=cst.Name(value=name))], value=value)],
+                trailing_whitespace=cst.TrailingWhitespace(comment=None),
+            ) if not any(line.comment for line in statement.leading_lines):
+                pass
+            case _:
+                continue
+        between = body[index + 1 : -1]
+        placed = _InPlace(name, value)
+        returned.visit(placed)
+        if (
+            placed.count == 1
+            and _reads(returned)[name] == 1
+            and not any(_reads(s)[name] for s in between)
+            and not (_reads(value).keys() | {name}) & _bound(between)
+        ):
+            return index, name, value
+    return None
+
+
+class _InPlace(cst.CSTTransformer):
+    """`name` read as a whole argument, tuple element or returned value, replaced by `value` (parenthesized where
+    it is a bare tuple); `count`: how many it replaced."""
+
+    def __init__(self, name: str, value: cst.BaseExpression):
+        super().__init__()
+        self.name, self.count = name, 0
+        bare = isinstance(value, cst.Tuple) and not value.lpar
+        self.value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if bare else value
+
+    def _placed(self, node):
+        if isinstance(node.value, cst.Name) and node.value.value == self.name:
+            self.count += 1
+            return node.with_changes(value=self.value)
+        return node
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return self._placed(updated)
+
+    def leave_Element(self, original: cst.Element, updated: cst.Element) -> cst.Element:
+        return self._placed(updated)
+
+    def leave_Return(self, original: cst.Return, updated: cst.Return) -> cst.Return:
+        return self._placed(updated)
+
+
+class _Reads(cst.CSTVisitor):
+    """How many times each name is read (an attribute's name and a keyword are not names read)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: Counter[str] = Counter()
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names[node.value] += 1
+
+
+def _reads(node: cst.CSTNode) -> Counter[str]:
+    reads = _Reads()
+    node.visit(reads)
+    return reads.names
+
+
+_BINDS = (
+    cst_matchers.AssignTarget()
+    | cst_matchers.AugAssign()
+    | cst_matchers.AnnAssign()
+    | cst_matchers.For()
+    | cst_matchers.NamedExpr()
+)
+
+
+def _bound(statements: list[cst.BaseStatement]) -> set[str]:
+    """The names the statements assign (plain names, unpacked ones included)."""
+    targets = [n for statement in statements for n in cst_matchers.findall(statement, _BINDS)]
+    return {name for target in targets for name in _reads(target.target)}
