@@ -15,9 +15,10 @@ from __future__ import annotations
 import ast
 import copy
 import itertools
-import operator
 from collections import Counter
 from collections.abc import Iterable
+
+from .lift.tables import COMPARE
 
 SHARED_SIZE = 8  # nodes (ast.walk's count) from which an expression written twice is written once, named
 # A gate names a smaller value too when it computes something (a call, an operator): a lookup such as
@@ -286,18 +287,6 @@ class _NotPlain(Exception):
     """A part of a condition `holds_for_every` does not evaluate."""
 
 
-_COMPARED = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-}
-
-
 def _truth(node: ast.expr, values: dict[str, object]) -> object:
     match node:
         case ast.Constant(value=value):
@@ -310,7 +299,7 @@ def _truth(node: ast.expr, values: dict[str, object]) -> object:
             return all(_truth(part, values) for part in parts)
         case ast.BoolOp(op=ast.Or(), values=parts):
             return any(_truth(part, values) for part in parts)
-        case ast.Compare(left=left, ops=ops, comparators=comparators) if all(type(o) in _COMPARED for o in ops):
+        case ast.Compare(left=left, ops=ops, comparators=comparators) if all(type(o) in COMPARE for o in ops):
             operands = [_truth(part, values) for part in (left, *comparators)]
-            return all(_COMPARED[type(o)](a, b) for o, a, b in zip(ops, operands, operands[1:]))
+            return all(COMPARE[type(o)](a, b) for o, a, b in zip(ops, operands, operands[1:]))
     raise _NotPlain(ast.unparse(node))
