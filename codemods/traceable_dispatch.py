@@ -181,6 +181,8 @@ class _Writer:
                     block.then = self.block(then)
                     block.otherwise = self.block(otherwise + statements[index + 1 :])
                     return block
+                case ast.Pass():
+                    continue
                 case ast.Return():
                     raise NotRewritable(statement.lineno, "a path returns something other than CompileKey(...)")
                 case _:
@@ -370,7 +372,7 @@ class _Symbolic:
     def run(self, body: list[ast.stmt]) -> tuple:
         for statement in body:
             match statement:
-                case ast.Expr(value=ast.Constant(value=str())):
+                case ast.Expr(value=ast.Constant(value=str())) | ast.Pass():
                     continue
                 case ast.Assign(targets=[target], value=value) | ast.AnnAssign(target=target, value=value) if (
                     value is not None

@@ -151,6 +151,21 @@ def test_three_way_returns_else_branches_positional_keys_and_dict_displays():
     assert "dict(x=1)" in body
 
 
+def test_an_else_that_only_passes_falls_through_to_the_return_after_it():
+    old, new, body, dispatch, fields = kernels(
+        """
+        if M <= 2:
+            return self.CompileKey("dotprod", M, K)
+        else:
+            pass
+        return self.CompileKey(backend="splitk", output_dtype=output_dtype)
+        """
+    )
+    traced_form(body)
+    assert same_keys(old, new) == len(GRID)
+    assert prove(dispatch, body, fields) is None
+
+
 @pytest.mark.parametrize(
     ("before", "after"),
     [
