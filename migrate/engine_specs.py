@@ -52,3 +52,7 @@ if (
 )
 
 SPECS = (LL_BF16_ROUTER_GEMM,)
+# Each spec's key-equivalence adapter (`zerojit keys diff`, `migrate --verify-keys`), as "module:class".
+EQUIVALENCES = {
+    LL_BF16_ROUTER_GEMM.family: "zerojit.migrate.ll_bf16_router_gemm.equivalence:RouterGemmEquivalence",
+}

@@ -203,16 +203,18 @@ def migration_specs() -> dict[str, MigrationSpec]:
 
 
 def equivalence_adapter(name: str) -> Any:
-    """A new key-equivalence adapter for a family or a built-in lift (None: it has none); unknown: FamilyError."""
-    from .triton_lifts.specs import EQUIVALENCES
+    """A new key-equivalence adapter for a family or a built-in migration (None: it has none); unknown: FamilyError."""
+    from .engine_specs import EQUIVALENCES as SPEC_EQUIVALENCES
+    from .triton_lifts.specs import EQUIVALENCES as LIFT_EQUIVALENCES
 
-    if name in EQUIVALENCES:
-        module, _, attribute = EQUIVALENCES[name].partition(":")
+    built_in = LIFT_EQUIVALENCES | SPEC_EQUIVALENCES
+    if name in built_in:
+        module, _, attribute = built_in[name].partition(":")
         return getattr(importlib.import_module(module), attribute)()
     if name not in families():
         raise FamilyError(
-            f"unknown family {name!r}; known: {', '.join(sorted(families()))}; built-in lifts: "
-            f"{', '.join(sorted(EQUIVALENCES))}"
+            f"unknown family {name!r}; known: {', '.join(sorted(families()))}; built-in migrations: "
+            f"{', '.join(sorted(built_in))}"
         )
     return get_family(name).equivalence_adapter()
 

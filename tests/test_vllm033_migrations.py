@@ -9,7 +9,6 @@ against the migrated tree's own registrations (migrate/engine_trees/warmup.py).
 import dataclasses
 import os
 import shutil
-import types
 
 import pytest
 import torch
@@ -22,9 +21,10 @@ from typer.testing import CliRunner
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.engine_trees.releases import vllm_tree
-from zerojit.migrate.engine_trees.sources import placeholder
-from zerojit.migrate.engine_trees.warmup import TreeWarmup, VllmPlatform, vllm_worker
+from zerojit.migrate.engine_trees.warmup import TreeWarmup
+from zerojit.migrate.families import key_equivalence
 from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig, GdnNormEquivalence
+from zerojit.migrate.ll_bf16_router_gemm.equivalence import RouterConfig, RouterEngine, RouterGemmEquivalence
 
 pytestmark = pytest.mark.release_tree
 
@@ -182,89 +182,7 @@ def test_the_layer_norm_migration_warms_what_the_standalone_step_did(migrated_03
 # -- the ll_bf16 router GEMM: vLLM's own orchestrator step against the migrated GateLinear registrations
 
 
-@dataclasses.dataclass(frozen=True)
-class RouterConfig:
-    arch: str = "sm90"
-    cutedsl: bool = True  # the ll_bf16 CuTe DSL GEMM is available
-    enable_jit_warmup: bool = True
-    gates: tuple = ((7168, 256, "bf16"),)  # (K, N, weight dtype) of each MoE gate
-
-
-class RouterEngine:
-    """GateLinear layers inside a vLLM tree. Stubbed: the platform, the config, CuTe DSL availability and
-    the custom-op registry's class decorator; a gate is a GateLinear whose constructor ran up to its weight."""
-
-    real_modules = ()
-
-    def stubs(self, state):
-        common = {
-            name: placeholder(f"_ll_router_common.{name}")
-            for name in (
-                "current_cuda_stream",
-                "cute_context",
-                "make_fake_gemm_tensors",
-                "use_pdl",
-                "validate_common_gemm_inputs",
-            )
-        }
-        pluggable = types.SimpleNamespace(register=lambda name: lambda cls: cls)
-        return {
-            "vllm.platforms": {"current_platform": VllmPlatform(state)},
-            "vllm.config": {"get_current_vllm_config": lambda: state.vllm_config},
-            "vllm.model_executor.custom_op": {"PluggableLayer": pluggable},
-            "vllm.model_executor.kernels.linear.cute_dsl._ll_router_common": {
-                **common,
-                "is_cutedsl_available": lambda name: state.config.cutedsl,
-            },
-        }
-
-    def import_facts(self, config):
-        return config.arch
-
-    def vllm_config(self, config):
-        return types.SimpleNamespace(kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup))
-
-    def gates(self, config):
-        import importlib
-
-        cls = importlib.import_module(LL_BF16_ROUTER_GEMM.registration.module).GateLinear
-        made = []
-        for k, n, dtype in config.gates:
-            gate = cls.__new__(cls)
-            gate.weight = torch.empty(
-                n, k, dtype=getattr(torch, {"bf16": "bfloat16", "fp32": "float32"}[dtype]), device="meta"
-            )
-            made.append(gate)
-        return made
-
-    def worker(self, config, vllm_config, registry):
-        worker = vllm_worker(vllm_config, registry)
-        model = types.SimpleNamespace(modules=lambda: iter(self.gates(config)))
-        worker.get_model = lambda: model
-        return worker
-
-    def construct(self, config, vllm_config, tree):
-        for gate in self.gates(config):
-            tree.constructor_registrations(
-                "GateLinear", {"self": gate, "input_size": gate.weight.shape[1], "output_size": gate.weight.shape[0]}
-            )
-
-    def to_key(self, key):
-        return tuple(str(value) for value in dataclasses.astuple(key))
-
-
-ROUTER_CONFIGS = [
-    RouterConfig(arch, cutedsl, jit, gates)
-    for arch in ("sm90", "sm100")
-    for cutedsl in (True, False)
-    for jit in (True, False)
-    for gates in (
-        ((7168, 256, "bf16"),),
-        ((4096, 256, "bf16"), (4096, 256, "bf16"), (7168, 384, "bf16"), (1024, 128, "bf16")),
-        ((4100, 256, "bf16"),),
-        ((7168, 384, "fp32"),),
-    )
-]
+ROUTER_CONFIGS = RouterGemmEquivalence.grids["full"]()
 
 
 def test_the_router_gemm_migration_warms_what_the_orchestrator_step_did(migrated_033):
@@ -367,3 +285,21 @@ def test_the_pr_body_of_both_migrations_states_each_change_of_behaviour(migrated
     review = text.split("## For a reviewer to check")[1]
     line = 1 + (release_033 / LL_BF16).read_text().splitlines().index("    def dispatch(")
     assert f"{LL_BF16}:{line}: LLBf16Gemm.dispatch is rewritten into the form VllmJitKernel.__init__ traces" in review
+    # The one-token kernel the step never warmed is stated with the keys check's table, from the check itself.
+    assert "one token: the step warmed M = 1 on ll_bf16_gemm_kernel, which never serves it" in text
+
+
+def test_the_router_gemm_keys_check_explains_each_difference_by_the_kernel_object_it_is_warmed_on(migrated_033):
+    """The full grid, legacy (0.33.0's step) against the migrated tree, each key named by its kernel object: no
+    unexplained difference; the one-token move is named exactly where the step warmed M = 1 (JIT on, CuTe DSL
+    there, a bf16 gate with K % 8 == 0), the rest of the differences are JIT warmup off."""
+    report = key_equivalence("ll-bf16-router-gemm", "full", legacy_tree=vllm_tree("0.33.0"), migrated_tree=migrated_033)
+    assert report.configs == len(ROUTER_CONFIGS) and report.ok, report.to_dict()["details"][:2]
+    one_token = [d for d in report.diffs if d.intended.startswith("one token")]
+    assert {(d.config.arch, d.config.gates) for d in one_token} == {
+        (c.arch, c.gates)
+        for c in ROUTER_CONFIGS
+        if c.enable_jit_warmup and c.cutedsl and any(dtype == "bf16" and k % 8 == 0 for k, _, dtype in c.gates)
+    }
+    assert all(d.only_legacy == [k.replace("_c1_pdl_kernel:", "_kernel:") for k in d.only_migrated] for d in one_token)
+    assert all(not d.config.enable_jit_warmup for d in report.diffs if d not in one_token)

@@ -246,7 +246,19 @@ class TreeEquivalence:
         return self.family_keys(config)
 
     def family_keys(self, config: Any) -> set[str]:
-        raise NotImplementedError
+        raise FileNotFoundError(
+            f"{self.family} has no family modules of its own: its migrated side is a migrated engine tree "
+            "(pass --migrated-tree)"
+        )
+
+    def intended(self, config: Any, legacy: set[str], migrated: set[str]) -> str | None:
+        """What every migration to registrations changes: with JIT warmup off the registry does not run."""
+        if not config.enable_jit_warmup and not migrated:
+            return (
+                "JIT warmup is off: vLLM's orchestrator runs the standalone step regardless, the contract's "
+                "registry does not run"
+            )
+        return None
 
 
 def sample_configs(adapter: EquivalenceAdapter, samples: int, seed: int) -> list[Any]:

@@ -148,19 +148,8 @@ class TritonKeyEquivalence(TreeEquivalence):
 
     def migrated_keys(self, config: Any) -> set[str]:
         if self.migrated is None:
-            raise FileNotFoundError(
-                f"{self.family} has no family modules of its own: its migrated side is a "
-                "migrated engine tree (pass --migrated-tree)"
-            )
+            return self.family_keys(config)
         return self._triton_keys(lambda: self.migrated.warmed_keys(config))
-
-    def intended(self, config: Any, legacy: set[str], migrated: set[str]) -> str | None:
-        if not config.enable_jit_warmup and not migrated:
-            return (
-                "JIT warmup is off: vLLM's orchestrator runs the standalone step regardless, the contract's "
-                "registry does not run"
-            )
-        return None
 
 
 def _gdn_grid() -> list[GdnTritonConfig]:
