@@ -299,7 +299,15 @@ def _truth(node: ast.expr, values: dict[str, object]) -> object:
             return all(_truth(part, values) for part in parts)
         case ast.BoolOp(op=ast.Or(), values=parts):
             return any(_truth(part, values) for part in parts)
-        case ast.Compare(left=left, ops=ops, comparators=comparators) if all(type(o) in COMPARE for o in ops):
+        case ast.Compare(left=left, ops=ops, comparators=comparators) if all(
+            type(o) in COMPARE and (not isinstance(o, ast.Is | ast.IsNot) or _singleton(c))
+            for o, c in zip(ops, comparators)
+        ):
             operands = [_truth(part, values) for part in (left, *comparators)]
             return all(COMPARE[type(o)](a, b) for o, a, b in zip(ops, operands, operands[1:]))
     raise _NotPlain(ast.unparse(node))
+
+
+def _singleton(node: ast.expr) -> bool:
+    """`None`, `True` or `False`: what `is` compares by identity reliably (a number's identity is the runtime's)."""
+    return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, bool))

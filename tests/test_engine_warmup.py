@@ -244,11 +244,12 @@ def test_constructor_registrations_run_as_written_and_nothing_else_of_the_constr
     )  # no registration written: none made
 
 
-def constructed(tmp_path, init: str, methods: str = "") -> TreeWarmup:
-    """The small engine with `Layer.__init__(self, config)`'s body (and other methods) as given, built by its
-    registrations only: its constructor runs on every path (`decide` is names only, so it decides nothing)."""
+def constructed(tmp_path, init: str, methods: str = "", definitions: str = "") -> TreeWarmup:
+    """The small engine with `Layer.__init__(self, config)`'s body (and other methods, and module-level
+    `definitions` after the imports) as given, built by its registrations only: its constructor runs on every path
+    (`decide` is names only, so it decides nothing)."""
     layer = (
-        "from eng.ops import NORM\nfrom eng.helpers import decide\n\n\nclass Layer:\n"
+        f"from eng.ops import NORM\nfrom eng.helpers import decide\n{definitions}\n\nclass Layer:\n"
         "    def __init__(self, config):\n"
         + textwrap.indent(textwrap.dedent(init), " " * 8)
         + textwrap.indent(textwrap.dedent(methods), " " * 4)
@@ -274,6 +275,14 @@ def test_a_constructor_registering_on_every_path_makes_its_registrations(tmp_pat
         NORM.register_warmup()
         """
     assert constructed(tmp_path, a_path_that_raises_builds_nothing).registered_keys(config()) == BOTH
+    an_arm_that_asserts_false_builds_nothing = """
+        if decide(config):
+            self.mode = 1
+            NORM.register_warmup()
+        else:
+            assert False, "unsupported"
+        """
+    assert constructed(tmp_path, an_arm_that_asserts_false_builds_nothing).registered_keys(config()) == BOTH
     through_a_helper_on_both_arms = """
         if decide(config):
             self._register()
@@ -292,6 +301,18 @@ def test_a_constructor_registering_on_every_path_makes_its_registrations(tmp_pat
         """
     tree = constructed(tmp_path, decided_by_the_configuration)
     assert tree.registered_keys(config()) == BOTH and tree.registered_keys(config(uses_norm=False)) == set()
+
+
+def test_the_constructor_reads_its_modules_own_constants_and_functions(tmp_path):
+    init = """
+        if _FUSED or _fused():
+            self.mode = 1
+        else:
+            self.mode = 2
+            NORM.register_warmup()
+        """
+    definitions = "_FUSED = False\n\n\ndef _fused() -> Unknown:\n    return False\n"  # its annotation: no value here
+    assert constructed(tmp_path, init, definitions=definitions).registered_keys(config()) == BOTH
 
 
 @pytest.mark.parametrize(
@@ -339,8 +360,62 @@ def test_a_constructor_registering_on_every_path_makes_its_registrations(tmp_pat
             """,
             "registers on line 8 (`NORM.register_warmup(self.width)`), which raises AttributeError",
         ),
+        (
+            """
+            if decide(config):
+                self.shape = (1, 2)
+            else:
+                self.shape = (3, 4)
+            if self.shape == (1, 2):
+                self.mode = 1
+                NORM.register_warmup()
+            """,
+            "where line 8: decide(config) is false",
+        ),
+        (
+            """
+            fused = True
+            fused &= decide(config)
+            if fused:
+                self.mode = 1
+                NORM.register_warmup()
+            """,
+            "where line 10: fused is false",
+        ),
+        (
+            """
+            if decide(config):
+                use = True
+            else:
+                use = False
+            if use:
+                NORM.register_warmup()
+            """,
+            "where line 8: decide(config) is false",
+        ),
+        (
+            """
+            try:
+                if decide(config):
+                    return
+            finally:
+                pass
+            NORM.register_warmup()
+            """,
+            "where line 9: decide(config) (other paths register)",
+        ),
     ],
-    ids=["one-arm", "one-arm-on-a-names-only-value", "early-return", "gate-reads-later", "call-reads-later"],
+    ids=[
+        "one-arm",
+        "one-arm-on-a-names-only-value",
+        "early-return",
+        "gate-reads-later",
+        "call-reads-later",
+        "arms-apart-by-a-tuple",
+        "a-reassignment-it-cannot-evaluate",
+        "a-gate-false-on-one-path",
+        "early-return-inside-try",
+    ],
 )
 def test_a_constructor_path_that_registers_wrongly_is_refused_with_its_line(tmp_path, init, why):
     with pytest.raises(ConstructionBroken) as broken:

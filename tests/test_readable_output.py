@@ -80,6 +80,37 @@ def dispatch(x, n):
     return (inner, twice), dict(BLOCK=BLOCK, twice=twice, late=late, scaled=inner + 1)
 """,
     ),
+    "a call that may change something, a value moved past one, or read in a comprehension stays": (
+        """
+def dispatch(x, n):
+    before = len(x)
+    grown = x.append(n)
+    total = n * 2
+    return (before,), dict(grown=grown, items=[total for n in range(2)])
+""",
+        """
+def dispatch(x, n):
+    before = len(x)
+    grown = x.append(n)
+    total = n * 2
+    return (before,), dict(grown=grown, items=[total for n in range(2)])
+""",
+    ),
+    "the first local computed in place, the comment on the next line kept": (
+        """
+def dispatch(x, n):
+    rows = len(x)
+    # a fixed block
+    BLOCK = 4
+    return (rows,), dict(BLOCK=BLOCK)
+""",
+        """
+def dispatch(x, n):
+    # a fixed block
+    BLOCK = 4
+    return (len(x),), dict(BLOCK=BLOCK)
+""",
+    ),
 }
 
 
@@ -93,7 +124,7 @@ def test_a_dispatcher_computes_in_its_return_what_only_the_return_reads_once(cas
     run = {}
     for code in (written, after):
         exec(code, scope := {})
-        run[code] = [scope["dispatch"]((7, 8), n) for n in (0, 5)]
+        run[code] = [scope["dispatch"]([7, 8], n) for n in (0, 5)]
     assert run[written] == run[after]  # the same grid and launch arguments
 
 

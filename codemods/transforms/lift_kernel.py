@@ -149,17 +149,68 @@ class _Lift(Command):
 
 def _read_in_place(body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
     """The dispatcher's body with each local that only its `return` reads, once, computed there instead (the grid,
-    a launch option: `return (batch,), dict(BLOCK_SIZE=1024)`, as upstream's dispatchers write it). A local stays
-    where a comment sits on its line, where the return reads it inside an operator (precedence), or where a later
-    statement rebinds it or what it reads."""
+    a launch option: `return (batch,), dict(BLOCK_SIZE=1024)`, as upstream's dispatchers write it). Only a value
+    that changes nothing moves, past statements that change nothing either (`_pure`): the launch reads the same.
+    A local stays where a comment sits on its line, where the return reads it inside an operator (precedence), a
+    lambda or a comprehension (evaluated elsewhere), or where a later statement rebinds it or what it reads."""
     while (found := _single_use(body)) is not None:
         index, name, value = found
         gap, rest = body[index].leading_lines, [*body[:index], *body[index + 1 :]]
         rest[-1] = rest[-1].visit(_InPlace(name, value))
         following = rest[index]  # the return at least
-        rest[index] = following.with_changes(leading_lines=[] if index == 0 else following.leading_lines or gap)
+        kept = [line for line in following.leading_lines if line.comment] if index == 0 else None
+        rest[index] = following.with_changes(leading_lines=kept if kept is not None else following.leading_lines or gap)
         body = rest
     return body
+
+
+# Calls that read and change nothing, by the called name's last part: a tensor's layout, Triton's block arithmetic.
+_READS_ONLY = {"stride", "size", "dim", "numel", "element_size", "cdiv", "next_power_of_2", "min", "max", "len"}
+_EVALUATED_ELSEWHERE = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_FORBIDDEN = (
+    cst_matchers.Lambda()
+    | cst_matchers.ListComp()
+    | cst_matchers.SetComp()
+    | cst_matchers.DictComp()
+    | cst_matchers.GeneratorExp()
+    | cst_matchers.NamedExpr()
+    | cst_matchers.Yield()
+    | cst_matchers.Await()
+)
+
+
+def _pure(node: cst.CSTNode) -> bool:
+    """An expression that changes nothing: no call but those of `_READS_ONLY`, no walrus, lambda, comprehension,
+    yield or await."""
+    if cst_matchers.findall(node, _FORBIDDEN):
+        return False
+    return all(_called_name(call.func) in _READS_ONLY for call in cst_matchers.findall(node, cst_matchers.Call()))
+
+
+def _called_name(func: cst.BaseExpression) -> str | None:
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+
+
+def _names_only_target(target: cst.BaseExpression) -> bool:
+    elements = [e.value for e in target.elements] if isinstance(target, cst.Tuple | cst.List) else [target]
+    return all(isinstance(element, cst.Name) for element in elements)
+
+
+def _pure_statement(statement: cst.CSTNode) -> bool:
+    """Assignments of pure values to names, possibly under `if`s with pure tests."""
+    match statement:
+        case cst.SimpleStatementLine(body=parts):
+            return all(
+                isinstance(part, cst.Assign)
+                and all(_names_only_target(target.target) for target in part.targets)
+                and _pure(part.value)
+                for part in parts
+            )
+        case cst.If(test=test, body=body, orelse=orelse):
+            return _pure(test) and all(map(_pure_statement, body.body)) and (orelse is None or _pure_statement(orelse))
+        case cst.Else(body=body):
+            return all(map(_pure_statement, body.body))
+    return False
 
 
 def _single_use(body: list[cst.BaseStatement]) -> tuple[int, str, cst.BaseExpression] | None:
@@ -179,7 +230,9 @@ def _single_use(body: list[cst.BaseStatement]) -> tuple[int, str, cst.BaseExpres
         placed = _InPlace(name, value)
         returned.visit(placed)
         if (
-            placed.count == 1
+            _pure(value)
+            and all(map(_pure_statement, between))
+            and placed.count == 1
             and _reads(returned)[name] == 1
             and not any(_reads(s)[name] for s in between)
             and not (_reads(value).keys() | {name}) & _bound(between)
@@ -197,6 +250,9 @@ class _InPlace(cst.CSTTransformer):
         self.name, self.count = name, 0
         bare = isinstance(value, cst.Tuple) and not value.lpar
         self.value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if bare else value
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not isinstance(node, _EVALUATED_ELSEWHERE)
 
     def _placed(self, node):
         if isinstance(node.value, cst.Name) and node.value.value == self.name:

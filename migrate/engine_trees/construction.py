@@ -5,23 +5,28 @@ weights, the GPU). So the constructor's own statements run one at a time, in its
 - a statement the stand-ins cannot evaluate binds what it assigns to a names-only value (a value stub);
 - an `if` whose test reads a names-only value (a fork's own config flag, a sub-layer's setting) runs both
   arms; one the serving configuration decides (platform, config, parallel sizes) runs the arm it picks;
-- `self` holds the family's stand-in values, but an attribute the constructor assigns is readable only
-  once the constructor has assigned it.
+- `with` and `try` bodies run as any other (their handlers never do); a loop runs whole, or once where it
+  returns;
+- `self` holds what the constructor assigned, else the class's own methods (run on this `self`), else the
+  family's stand-in values; an attribute the constructor assigns is readable only once it has.
 A statement that registers runs exactly as written. The construction is broken when one raises (it reads an
-attribute the constructor sets only later) or when a path finishes without reaching a registration while
-another path reaches one (the registration sits in one arm of a branch); a path that ends in `raise` builds
-nothing. A registration's own gate (an `if` holding only registrations and imports) counts as reached
-whatever its test says: the serving configuration decides it, as it decides the legacy warmup's.
+attribute the constructor sets only later) or when a path finishes without running one while another path
+does (the registration sits in one arm of a branch, below an early return, or under a condition one path
+fails). A path that ends in `raise`, or in an assertion the stand-ins show false, builds nothing. Where the
+serving configuration turns a registration's gate off, it is off on every path alike.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import enum
 import functools
 import types
 from collections.abc import Callable
 from typing import Any
+
+import torch
 
 from .errors import EngineRunError
 from .sources import NamesOnlyUsed, is_names_only, placeholder
@@ -49,15 +54,17 @@ class _Self:
             return assigned[name]
         if name in later:
             raise AttributeError(f"self.{name} is read before {run.where} sets it on line {later[name]}")
-        if hasattr(stand_in, name):
-            return getattr(stand_in, name)
-        value = run.methods.get(name)
+        value = run.methods.get(name)  # the class's own code runs on this `self`, not on the stand-in
         if isinstance(value, property):
             return value.fget(self)
         if isinstance(value, functools.cached_property):
             return value.func(self)
         if isinstance(value, types.FunctionType):
             return types.MethodType(value, self)
+        if hasattr(stand_in, name):
+            return getattr(stand_in, name)
+        if name.startswith("__"):
+            raise AttributeError(name)
         return placeholder(f"{run.owner}.{name}")  # set by a base class: a value stub
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -111,7 +118,8 @@ class ConstructorRun:
         return any(isinstance(n, ast.Call) and self._registers(n) for n in ast.walk(node))
 
     def _gate(self, node: ast.stmt) -> bool:
-        """An `if` that holds only registrations (and the imports they need): the registration's own condition."""
+        """An `if` that holds only registrations (and the imports they need): the registration's own condition,
+        which raising is a broken construction (it reads what the constructor sets only later)."""
         return (
             isinstance(node, ast.If)
             and not node.orelse
@@ -155,8 +163,6 @@ class ConstructorRun:
         return paths
 
     def _statement(self, statement: ast.stmt, path: _Path) -> list[_Path]:
-        if self._gate(statement):
-            path.registered = True
         match statement:
             case ast.If():
                 return self._branch(statement, path)
@@ -166,13 +172,19 @@ class ConstructorRun:
             case ast.Raise():
                 path.end = "raise"
                 return [path]
-            case ast.With() | ast.Try() if self.registering(statement):
+            case ast.Assert(test=test) if self._fails(test, path):
+                path.end = "raise"
+                return [path]
+            case ast.With() | ast.Try():  # the body as any other; handlers do not run (no statement raises here)
                 for item in getattr(statement, "items", ()):
                     self._bind(item.optional_vars, path)
                 body = statement.body + getattr(statement, "orelse", []) + getattr(statement, "finalbody", [])
                 return self._block(body, [path])
             case ast.For() | ast.While() if self.registering(statement):
                 raise EngineRunError(f"{self.where}: a registration inside a loop, line {statement.lineno}")
+            case ast.For() | ast.While() if any(isinstance(n, ast.Return) for n in ast.walk(statement)):
+                self._bind(getattr(statement, "target", None), path)  # once, to follow its return
+                return self._block(statement.body, [path])
         registering = self.registering(statement)
         try:
             self._exec(statement, path)
@@ -192,37 +204,43 @@ class ConstructorRun:
         return [path]
 
     def _branch(self, statement: ast.If, path: _Path) -> list[_Path]:
-        decided = self._decided(statement, path)
-        if decided is None and self._gate(statement):
-            raise EngineRunError(
-                f"{self.path}:{statement.lineno}: the registration's gate `{ast.unparse(statement.test)}` reads a "
-                "names-only value; the family must stub it with a value"
-            )
+        try:
+            decided = self._decided(statement.test, path)
+        except Exception as exc:
+            if not self._gate(statement):
+                decided = None  # the stand-ins cannot tell: either arm
+            else:
+                raise ConstructionBroken(
+                    f"{self.path}:{statement.lineno}: the registration's gate `{ast.unparse(statement.test)}` raises "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
         if decided is None:
             condition = f"line {statement.lineno}: {ast.unparse(statement.test)}"
             arms = self._block(statement.body, [path.fork(condition)])
             return arms + self._block(statement.orelse, [path.fork(f"{condition} is false")])
         return self._block(statement.body if decided else statement.orelse, [path])
 
-    def _decided(self, statement: ast.If, path: _Path) -> bool | None:
-        """The test's truth value, or None where it reads a names-only value or cannot be evaluated from the
-        stand-ins (either arm can run). A registration's gate that raises is a broken construction."""
-        test = statement.test
+    def _decided(self, test: ast.expr, path: _Path) -> bool | None:
+        """The test's truth value, or None where it reads a names-only value (either arm can run); raises what
+        evaluating it raises otherwise."""
         try:
             value = self._eval(test, path)
-            stubbed = is_names_only(value) or any(
-                self._stub(node, path) for node in ast.walk(test) if isinstance(node, (ast.Name, ast.Attribute))
-            )
+        except NamesOnlyUsed:
+            return None
+        stubbed = is_names_only(value) or any(
+            self._stub(node, path) for node in ast.walk(test) if isinstance(node, (ast.Name, ast.Attribute))
+        )
+        try:
             return None if stubbed else bool(value)
         except NamesOnlyUsed:
             return None
-        except Exception as exc:
-            if not self._gate(statement):
-                return None
-            raise ConstructionBroken(
-                f"{self.path}:{test.lineno}: the registration's gate `{ast.unparse(test)}` raises "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+
+    def _fails(self, test: ast.expr, path: _Path) -> bool:
+        """An assertion the stand-ins show false (the path builds nothing); one they cannot evaluate holds."""
+        try:
+            return self._decided(test, path) is False
+        except Exception:  # noqa: BLE001 - not shown false
+            return False
 
     def _stub(self, node: ast.expr, path: _Path) -> bool:
         try:
@@ -250,20 +268,11 @@ class ConstructorRun:
         return self._code[key]
 
     def _bind_targets(self, statement: ast.stmt, path: _Path) -> None:
-        """Value stubs for what a statement the stand-ins cannot evaluate would have assigned."""
+        """Value stubs for what a statement the stand-ins cannot evaluate would have assigned (a name it assigned
+        before holds no value it had then)."""
         for node in ast.walk(statement):
             for target in _targets(node):
-                if not self._bound_already(target, path):
-                    self._bind(target, path)
-
-    @staticmethod
-    def _bound_already(target: ast.expr, path: _Path) -> bool:
-        match target:
-            case ast.Name(id=name):
-                return name in path.scope
-            case ast.Attribute(value=ast.Name(id="self"), attr=attr):
-                return attr in path.assigned
-        return False
+                self._bind(target, path)
 
     def _bind(self, target: ast.expr | None, path: _Path) -> None:
         """`target` given a names-only value, as an assignment the stand-ins cannot evaluate would leave it."""
@@ -289,8 +298,14 @@ def _targets(node: ast.AST) -> list[ast.expr]:
 
 
 def _held(names: dict[str, Any]) -> frozenset:
-    plain = (bool, int, float, str, type(None))
-    return frozenset((name, value) if isinstance(value, plain) else name for name, value in names.items())
+    return frozenset((name, value) if _plain(value) else name for name, value in names.items())
+
+
+def _plain(value: Any) -> bool:
+    """A value compared by what it is: a number, string, dtype, enum member, or a tuple of them."""
+    if isinstance(value, tuple | frozenset):
+        return all(map(_plain, value))
+    return isinstance(value, bool | int | float | str | type(None) | torch.dtype | enum.Enum)
 
 
 def _merged(paths: list[_Path]) -> list[_Path]:

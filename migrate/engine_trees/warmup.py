@@ -12,6 +12,7 @@ restated here. Every kernel class's `compile` records its key instead of compili
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import builtins
@@ -252,10 +253,14 @@ class TreeWarmup:
         for name in read & table.keys():
             with contextlib.suppress(AttributeError, ImportError):  # only an error if a registration reads it
                 namespace[name] = self._imported(*table[name])
+        for statement in tree.body:  # the module's own constants and functions that the run reads
+            if _defines(statement) & read:
+                with contextlib.suppress(Exception):  # one its names cannot define: a NameError where it is read
+                    exec(_compiled(statement, module), namespace)
         functions: dict[str, Any] = {}
         for item in methods.values():
             with contextlib.suppress(Exception):  # a method its names cannot define: `self` gives a value stub
-                exec(compile(ast.Module([item], []), module, "exec"), dict(namespace), functions)
+                exec(_compiled(item, module), dict(namespace), functions)
         parameters = (
             {
                 name: placeholder(f"{cls}.{method}({name})")()
@@ -374,6 +379,24 @@ class TreeWarmup:
             raise EngineRunError(f"{site.function.name}(): *args/**kwargs in the call on line {site.call.lineno}")
         args = tuple(self._evaluate(a, site, scope, "an argument") for a in site.call.args)
         return args, {k.arg: self._evaluate(k.value, site, scope, "an argument") for k in site.call.keywords}
+
+
+def _defines(statement: ast.stmt) -> set[str]:
+    """The names a module-level statement defines (an import's are the import table's)."""
+    match statement:
+        case ast.FunctionDef(name=name) | ast.AsyncFunctionDef(name=name) | ast.ClassDef(name=name):
+            return {name}
+        case ast.Assign(targets=targets):
+            return {node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)}
+        case ast.AnnAssign(target=ast.Name(id=name), value=value) if value is not None:
+            return {name}
+    return set()
+
+
+def _compiled(statement: ast.stmt, module: str) -> types.CodeType:
+    """A statement of `module` compiled alone, its annotations left unevaluated (as where the module postpones them:
+    a definition must not fail on an annotation naming what the run has no value for)."""
+    return compile(ast.Module([statement], []), module, "exec", flags=__future__.annotations.compiler_flag)
 
 
 @contextlib.contextmanager
