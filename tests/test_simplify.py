@@ -116,7 +116,7 @@ CHOICE_CONDITIONS = [
 ]
 
 
-@pytest.mark.filterwarnings("ignore:\"is not\" with:SyntaxWarning")  # the literal `is not 300`, on purpose
+@pytest.mark.filterwarnings('ignore:"is not" with:SyntaxWarning')  # the literal `is not 300`, on purpose
 @pytest.mark.parametrize("condition", CHOICE_CONDITIONS)
 def test_a_condition_said_to_hold_for_every_choice_does_brute_force(condition):
     choices = {"length": (1, 2, 16), "blocks": (0, 4)}
