@@ -96,6 +96,18 @@ def dispatch(x, n):
     return (before,), dict(grown=grown, items=[total for n in range(2)])
 """,
     ),
+    "a local the return reads whole once and inside an operator once stays": (
+        """
+def dispatch(x, n):
+    rows = len(x) + n
+    return (rows,), dict(scaled=rows * 2)
+""",
+        """
+def dispatch(x, n):
+    rows = len(x) + n
+    return (rows,), dict(scaled=rows * 2)
+""",
+    ),
     "the first local computed in place, the comment on the next line kept": (
         """
 def dispatch(x, n):
