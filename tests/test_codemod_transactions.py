@@ -34,9 +34,21 @@ SPACED_OUT = (
 )
 
 
-def zerojit(*args: str, delay: float = 0.0, **popen) -> subprocess.Popen:
-    """`zerojit migrate ARGS` in its own process; `delay`: seconds between two of its write steps."""
-    cli = ["-c", SPACED_OUT, str(delay)] if delay else ["-m", "zerojit"]
+# `python -m zerojit` whose write steps wait until the file argv[1] exists (taken off before the CLI reads argv).
+HELD = (
+    "import sys, time, pathlib; from zerojit.codemods import transaction; go = pathlib.Path(sys.argv.pop(1)); "
+    "transaction._pause = lambda: [time.sleep(0.01) for _ in iter(go.exists, True)]; "
+    "from zerojit.migrate.cli import main; main()"
+)
+
+
+def zerojit(*args: str, delay: float = 0.0, held_until: Path | None = None, **popen) -> subprocess.Popen:
+    """`zerojit migrate ARGS` in its own process; `delay`: seconds between two of its write steps;
+    `held_until`: its write steps wait until this file exists."""
+    if held_until:
+        cli = ["-c", HELD, str(held_until)]
+    else:
+        cli = ["-c", SPACED_OUT, str(delay)] if delay else ["-m", "zerojit"]
     return subprocess.Popen(
         [sys.executable, *cli, "migrate", *args],
         stdout=subprocess.PIPE,
@@ -139,13 +151,18 @@ def test_concurrent_runs_wait_for_each_other(tmp_path, clean, split):
     _, migrated = clean
     repo = copy_029(tmp_path / "repo")
     runs = [[*FAMILIES]] * 2 if not split else [[FAMILIES[0]], [FAMILIES[1]]]
-    first = zerojit(*runs[0], "--repo", str(repo), "--write", delay=0.5)  # holds the lock while the second starts
+    go = tmp_path / "go"
+    first = zerojit(*runs[0], "--repo", str(repo), "--write", held_until=go)  # holds the lock until `go` exists
     while not (transaction.state_dir(repo) / transaction.JOURNAL).exists():
         time.sleep(0.002)
     second = zerojit(*runs[1], "--repo", str(repo), "--write")
+    said = next(
+        (line for line in iter(second.stderr.readline, "") if "waiting for another zerojit migrate" in line), ""
+    )
+    go.touch()  # the second run said it waits (or ended without waiting): let the first finish
     (code1, _, err1), (code2, _, err2) = finish(first), finish(second)
     assert code1 == 0 and code2 == 0, (err1, err2)
-    assert "waiting for another zerojit migrate" in err2
+    assert said, err2
     assert snapshot(repo) == migrated
 
 
