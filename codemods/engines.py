@@ -29,6 +29,9 @@ class Engine:
     model_state: tuple[str, ...]  # what a worker holds that is the model, not config
     device_queries: tuple[str, ...]  # device facts a launcher may compute that a dispatcher may compute too
     ceil_division: str  # the helper a written gate calls for `(a + b - 1) // b` where the site imports it
+    # Device checks of which at most one holds (vLLM's Platform compares one enum): a gate that requires one
+    # does not also write `not` another.
+    exclusive_checks: frozenset[str]
     traced_operators: frozenset[str]  # the `ast` operators the contract's dispatch tracer evaluates
 
     def binding_target(self, input_name: str, kernel_parameters: set[str]) -> str | None:
@@ -55,6 +58,9 @@ VLLM = Engine(
     model_state=("model_runner", "get_model", "model"),
     device_queries=("is_arch_support_pdl",),
     ceil_division="vllm.utils.math_utils.cdiv",
+    exclusive_checks=frozenset(
+        f"vllm.platforms.current_platform.is_{kind}()" for kind in ("cuda", "rocm", "tpu", "xpu", "cpu", "out_of_tree")
+    ),
     # jit_warmup's _BIN_OPS, _CMP_OPS and the unary operators of _DispatchExprEvaluator (0.29.0 to 0.33.0)
     traced_operators=frozenset(
         ("Add", "Sub", "Mult", "FloorDiv", "Mod", "Pow", "Not", "USub")

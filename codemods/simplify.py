@@ -50,8 +50,11 @@ def condition(code: str, taken: Iterable[str], cdiv: str | None = None, held: di
     (`(block_size := getattr(...)) is not None and ... block_size ...`), when every later use runs after it.
     `taken`: names the site uses, which a new name must not be."""
     tree = ast.parse(code, mode="eval")
-    for dump, name in (held or {}).items():
-        tree = _Named(dump, name, None).visit(tree)
+    held = held or {}
+    for _ in range(2):  # again once the lookups of what the site holds are plain reads
+        for dump, name in held.items():
+            tree = _Named(dump, name, None).visit(tree)
+        tree = _LookedUp(set(held)).visit(tree)
     tree = _Rewrites(cdiv).visit(tree)
     names = set(taken) | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     while (shared := _largest_shared(tree.body, COMPUTED_SIZE, computed=True)) is not None:
@@ -97,6 +100,29 @@ def bound_once(values: list[ast.expr], taken: Iterable[str], names: list[str]) -
     # In the order the values first read them (a shared value holds no other: each was named in the values only).
     first = {n.id: i for i, v in reversed(list(enumerate(values))) for n in ast.walk(v) if isinstance(n, ast.Name)}
     return [line for name, line in sorted(statements, key=lambda s: first[s[0]])], values
+
+
+class _LookedUp(ast.NodeTransformer):
+    """`getattr(x, "a", default)` as `x.a` where the ast.dump of `x.a` is in `read` (what the site read already
+    without a default: the attribute exists, so the lookup never takes its default)."""
+
+    def __init__(self, read: set[str]):
+        self.read = read
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        node = self.generic_visit(node)
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) == 3
+            and not node.keywords
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            plain = ast.Attribute(node.args[0], node.args[1].value, ast.Load())
+            if ast.dump(plain) in self.read:
+                return plain
+        return node
 
 
 class _Rewrites(ast.NodeTransformer):
@@ -224,7 +250,7 @@ class _Named(ast.NodeTransformer):
         if isinstance(node, ast.expr) and ast.dump(node) == self.dump:
             if node is self.first:
                 return ast.NamedExpr(ast.Name(self.name, ast.Store()), node)
-            return ast.Name(self.name, ast.Load())
+            return ast.parse(self.name, mode="eval").body  # a name, or an attribute (`self.block_size`)
         return super().visit(node)
 
 

@@ -212,6 +212,14 @@ def _top_level_binding(modules: RepoModules, module: str, qualified: str) -> str
     return None
 
 
+def implied(atoms: list[Atom], modules: RepoModules) -> set[str]:
+    """The `not <check>` conditions that another of `atoms` implies: `not current_platform.is_rocm()` beside
+    `current_platform.is_cuda()` (the engine's exclusive device checks)."""
+    exclusive = modules.engine.exclusive_checks
+    required = {a.canonical for a in atoms} & exclusive
+    return {f"not {check}" for check in exclusive if required - {check}}
+
+
 def _names_in(init: ast.FunctionDef) -> set[str]:
     """Every name the constructor binds or reads, its parameters included: a name the gate adds must be new."""
     return {n.id for n in ast.walk(init) if isinstance(n, ast.Name)} | set(parameters(init))
@@ -219,22 +227,55 @@ def _names_in(init: ast.FunctionDef) -> set[str]:
 
 def simplified(modules: RepoModules, module: str, init: ast.FunctionDef, condition: str, before: float) -> str:
     """A written gate as a maintainer writes it (codemods.simplify): each value once, in the site's names, reading
-    what the constructor already holds in a local it binds once above `before` (the insertion line)."""
+    what the constructor already holds above `before` (the insertion line) in a local or a `self.` attribute it
+    binds once, from names it binds once; `getattr(x, "a", default)` read as `x.a` where the constructor read
+    `x.a` already (the lookup succeeded, so the default is never taken)."""
     taken = _names_in(init)
     stored = Counter(n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
-    held = {
-        ast.dump(s.value): s.targets[0].id
-        for s in init.body
-        if isinstance(s, ast.Assign)
-        and s.lineno < before
-        and len(s.targets) == 1
-        and isinstance(s.targets[0], ast.Name)
-        and stored[s.targets[0].id] == 1
-        and all(isinstance(n, (ast.Attribute, ast.Name, ast.Load)) for n in ast.walk(s.value))
-        and size(s.value) > 2
-    }
+    # `self.x` is read where the class stores x once, and no function outside a class stores any `.x`
+    # (attributes of the module's other classes are their own).
+    tree = modules.tree(module)
+    classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
+    stores = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)]
+    home = {id(n): next((c for c in classes if c.lineno <= n.lineno <= c.end_lineno), None) for n in stores}
+    site = next(c for c in classes if c.lineno <= init.lineno <= c.end_lineno)
+    attributes = Counter(n.attr for n in stores if home[id(n)] is site)
+    attributes.update({n.attr: 2 for n in stores if home[id(n)] is None})
+    owner = init.args.args[0].arg if init.args.args else None
+    held = {}
+    for statement in init.body:
+        target = _single_target(statement)
+        if target is None or statement.lineno >= before:
+            continue
+        value = statement.value
+        if isinstance(target, ast.Name) and stored[target.id] == 1:
+            holder = target.id
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == owner
+            and attributes[target.attr] == 1
+        ):
+            holder = f"{owner}.{target.attr}"
+        else:
+            continue
+        if (
+            all(isinstance(n, (ast.Attribute, ast.Name, ast.Load)) for n in ast.walk(value))
+            and all(stored[n.id] <= 1 for n in ast.walk(value) if isinstance(n, ast.Name))
+            and size(value) > 2
+        ):
+            held[ast.dump(value)] = holder
     cdiv = _top_level_binding(modules, module, modules.engine.ceil_division)
     return simplify.condition(condition, taken, cdiv, held)
+
+
+def _single_target(statement: ast.stmt) -> ast.expr | None:
+    """What `x = value` or `x: T = value` assigns (one target), else None."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        return statement.targets[0]
+    if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        return statement.target
+    return None
 
 
 def render_gate(

@@ -557,6 +557,20 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "own_orchestrator_gate or capability_gate"),
     ),
     Mutant(
+        "gate: a device check another one excludes is written too",
+        "codemods/site_gate.py",
+        'return {f"not {check}" for check in exclusive if required - {check}}',
+        "return set()",
+        ("tests/test_triton_lifts.py", "-k", "kimi_gate"),
+    ),
+    Mutant(
+        "gate: an attribute the class stores twice is read as what the site holds",
+        "codemods/site_gate.py",
+        "            and attributes[target.attr] == 1\n",
+        "            and attributes[target.attr] >= 1\n",
+        ("tests/test_triton_lifts.py", "-k", "kimi_gate"),
+    ),
+    Mutant(
         "guards: the config read through the asserting accessor",
         "codemods/site_gate.py",
         'parts.insert(0, f"({parameter} := {engine.config_accessors[1]}()) is not None")',

@@ -8,7 +8,10 @@ import dataclasses
 import re
 from pathlib import Path
 
+import pytest
+
 from zerojit.codemods.engines import VLLM
+from zerojit.migrate.engine_trees.releases import vllm_tree
 
 CODEMODS = Path(__file__).resolve().parents[1] / "codemods"
 KNOWLEDGE = CODEMODS / "engines.py"
@@ -84,3 +87,22 @@ def test_a_planted_vllm_name_is_found():
         "import vllm\n",
     ):
         assert engine_names(clean + planted, words), planted
+
+
+@pytest.mark.release_tree
+def test_the_exclusive_device_checks_compare_one_platform_enum_each_in_vllm():
+    """`exclusive_checks` lets a gate drop `not is_rocm()` beside `is_cuda()`: true only while each check is
+    `self._enum == PlatformEnum.<its own member>` in the engine's Platform (read from 0.33.0's source)."""
+    source = (vllm_tree("0.33.0") / "vllm/platforms/interface.py").read_text(encoding="utf-8")
+    methods = {
+        node.name: ast.unparse(node.body[-1])
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef)
+    }
+    compared = {}
+    for check in VLLM.exclusive_checks:
+        method = check.rpartition(".")[2].removesuffix("()")
+        returned = re.fullmatch(r"return self\._enum == PlatformEnum\.(\w+)", methods[method])
+        assert returned, (check, methods[method])
+        compared[check] = returned[1]
+    assert len(set(compared.values())) == len(compared) >= 2, compared

@@ -75,6 +75,19 @@ def test_a_name_the_site_uses_is_never_taken_and_held_values_are_read_from_their
     assert written == "(block_2 := getattr(s, 'block', None)) is not None and block_2 > 1"
 
 
+def test_a_lookup_of_an_attribute_the_site_holds_reads_what_it_holds():
+    """The constructor read `cfg.block` into `self.block` (so it exists there, or construction stopped): the gate's
+    `getattr(cfg, 'block', None)` is `self.block`, evaluated against the original on every config that has it."""
+    held = {ast.dump(ast.parse("cfg.block", mode="eval").body): "self.block"}
+    written = simplify.condition(GATES[0], taken={"cfg"}, cdiv="cdiv", held=held)
+    assert written == "self.block is not None and cdiv(cfg.layers, self.block) >= 2"
+    for cfg in (c for c in CONFIGS if hasattr(c, "block")):
+        site = {"cfg": cfg, "self": types.SimpleNamespace(block=cfg.block)}
+        assert bool(evaluate(written, site)) == bool(evaluate(GATES[0], {"cfg": cfg})), vars(cfg)
+    other = {ast.dump(ast.parse("cfg.layers", mode="eval").body): "self.layers"}
+    assert "getattr(cfg, 'block', None)" in simplify.condition(GATES[0], taken={"cfg"}, held=other)
+
+
 def test_values_two_inputs_share_are_named_once_in_the_order_they_are_read():
     codes = {
         "x": "make(dtype, shape=(n, h, k))",

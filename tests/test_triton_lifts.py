@@ -619,9 +619,48 @@ def test_a_constructor_that_returns_early_gets_the_registration_once_with_its_ga
     early = next(i for i, s in enumerate(order) if "fork_draft_only" in s)
     [registered] = [i for i, s in enumerate(order) if "register_warmup" in s]
     assert registered == early - 1
-    gate = init.body[registered].test
-    lookups = [n for n in ast.walk(gate) if isinstance(n, ast.Call) and ast.unparse(n.func) == "getattr"]
-    assert len(lookups) == 1 and ast.unparse(lookups[0].args[0]) == "config"
+    gate = ast.unparse(init.body[registered].test)
+    assert "getattr" not in gate and gate.count("self.attn_res_block_size") == 2 and "config.num_hidden_layers" in gate
+
+
+def test_the_kimi_gate_reads_the_block_size_the_model_holds_and_one_device_check(tmp_path):
+    """The model sets `self.attn_res_block_size` from its config before the registration, so the gate reads it
+    (the legacy step's `getattr(..., None)` can only find it there); `is_cuda()` already excludes ROCm. A fork
+    whose model sets the attribute again in a method keeps the config lookup, said once."""
+    model = "vllm/models/kimi_k3/nvidia/model.py"
+    release = copy_033(tmp_path / "release")
+    assert runner.invoke(app, ["migrate", "kimi-k3-attn-res", "--repo", str(release), "--write"]).exit_code == 0
+    written = "current_platform.is_cuda() and self.attn_res_block_size is not None and cdiv(int(config.num_hidden_layers), self.attn_res_block_size) >= 2"  # noqa: E501
+    assert _kimi_gate(release / model) == ast.unparse(ast.parse(written))
+    set_once = "        self.use_attn_res = self.attn_res_block_size is not None\n"
+    sets_again = {  # the constructor calls what sets the attribute again: a method of the model, a module function
+        "method": (
+            "self._reblock()",
+            "    supports_aux",
+            "    def _reblock(self):\n        self.attn_res_block_size = None\n\n",
+        ),
+        "function": (
+            "_reblock(self)",
+            "class KimiLinearModel(",
+            "def _reblock(model):\n    model.attn_res_block_size = None\n\n\n",
+        ),
+    }
+    for name, (call, before, definition) in sets_again.items():
+        fork = copy_033(tmp_path / name)
+        edit(fork, model, set_once, f"{set_once}        {call}\n")
+        edit(fork, model, before, definition + before)
+        assert runner.invoke(app, ["migrate", "kimi-k3-attn-res", "--repo", str(fork), "--write"]).exit_code == 0
+        gate = _kimi_gate(fork / model)
+        assert (
+            "self.attn_res_block_size" not in gate and gate.count("getattr(config, 'attn_res_block_size', None)") == 1
+        )
+
+
+def _kimi_gate(path) -> str:
+    tree = ast.parse(path.read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "KimiLinearModel")
+    init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    return next(ast.unparse(s.test) for s in init.body if "register_warmup" in ast.unparse(s))
 
 
 def _kernel_apart(repo, *, inside_launcher=False, as_module=False):

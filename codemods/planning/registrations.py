@@ -153,6 +153,8 @@ def gate_for_site(
         | guards.holds_at_site(frame)
     )
     carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]
+    implied = site_gate.implied(carried + inside + written, modules)
+    carried = [a for a in carried if a.canonical not in implied]
     removed = frozenset(filter(None, (spec.legacy.module, spec.legacy.orchestrator_module)))
     rendered = [site_gate.render_gate(modules, home.name, init, [atom], where, removed) for atom in carried]
     inner = [
