@@ -557,6 +557,13 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "own_orchestrator_gate or capability_gate"),
     ),
     Mutant(
+        "blocks: a removed statement's comment stays above a statement that has its own",
+        "codemods/transforms/blocks.py",
+        "    follows_directly = not own  #",
+        "    follows_directly = not split(own)[0]  #",
+        ("tests/test_codemod_transforms.py", "-k", "comments_stay"),
+    ),
+    Mutant(
         "gate: a device check another one excludes is written too",
         "codemods/site_gate.py",
         'return {f"not {check}" for check in exclusive if required - {check}}',

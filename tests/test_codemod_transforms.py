@@ -254,6 +254,11 @@ def test_comments_stay_with_the_code_they_introduce(tmp_path):
             legacy_warmup(worker)
 
             last(worker)
+            # Pooling models skip the legacy kernel.
+            if not worker.pooling:
+                legacy_warmup(worker)
+            # The next step says what it is.
+            after_all(worker)
         """)
     after = src("""
         def warm(worker):
@@ -261,6 +266,8 @@ def test_comments_stay_with_the_code_they_introduce(tmp_path):
             other(worker)
 
             last(worker)
+            # The next step says what it is.
+            after_all(worker)
         """)
     assert run(tmp_path, "engine.warmup.kernel_warmup", before, [LEGACY]).source == after
 

@@ -21,9 +21,9 @@ NO_STATEMENTS = (
 class Rebuilder:
     """Puts a block back together after statements were removed from it: gaps and comments as a reviewer would.
 
-    A comment directly above a removed statement goes with it only when nothing follows in
-    its block or a blank line separates it from what follows; otherwise it stays,
-    introducing the next statement. Section comments (above a blank line) stay. The next
+    A comment directly above a removed statement goes with it when nothing follows in its
+    block, a blank line separates it from what follows, or what follows has a comment of its
+    own; otherwise it stays, introducing the next statement. Section comments (above a blank line) stay. The next
     statement takes the wider of the two gaps (none at the start of a block).
     """
 
@@ -94,7 +94,7 @@ def _merge_leading(
         )
 
     own_gap, _, _ = split(own)
-    follows_directly = not own_gap
+    follows_directly = not own  # a next statement with a comment of its own is introduced by that comment
     gap, kept = split(removed[0])[0], []
     for index, lines in enumerate([] if moved else removed):
         _, section, direct = split(lines)
