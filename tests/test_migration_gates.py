@@ -176,6 +176,20 @@ class ForkGatedDeltaNet(QwenGatedDeltaNetAttention):
 class KeepsTheParent(QwenGatedDeltaNetAttention):
     def __init__(self, config, vllm_config, prefix=""):
         super().__init__(config, vllm_config, prefix)
+
+
+class SkipsTheParent(QwenGatedDeltaNetAttention):  # super(Parent, self) starts after Parent: its __init__ never runs
+    def __init__(self, config, vllm_config, prefix=""):
+        super(QwenGatedDeltaNetAttention, self).__init__()
+        self.tp_size = 1
+        self.num_v_heads = config.linear_num_value_heads
+        self.head_v_dim = config.linear_value_head_dim
+        self.norm = RMSNormGated(self.head_v_dim, eps=1e-6, group_size=None, norm_before_gate=True)
+
+
+class NamesItself(QwenGatedDeltaNetAttention):
+    def __init__(self, config, vllm_config, prefix=""):
+        super(NamesItself, self).__init__(config, vllm_config, prefix)
 """
 
 
@@ -185,8 +199,10 @@ def test_a_subclass_that_replaces_the_constructor_registers_too_or_is_refused(tm
     replace_file(fork, "import torch\n" + SUBCLASS)
     written(repo, "fla-layer-norm")
     classes = {n.name: n for n in ast.parse(fork.read_text()).body if isinstance(n, ast.ClassDef)}
-    assert len(registrations(ast.unparse(classes["ForkGatedDeltaNet"]))) == 1
-    assert registrations(ast.unparse(classes["KeepsTheParent"])) == []  # it runs the parent's, which registers
+    for replacing in ("ForkGatedDeltaNet", "SkipsTheParent"):
+        assert len(registrations(ast.unparse(classes[replacing]))) == 1, replacing
+    for keeping in ("KeepsTheParent", "NamesItself"):  # they run the parent's, which registers
+        assert registrations(ast.unparse(classes[keeping])) == [], keeping
 
     other = copy_033(tmp_path / "other")
     replace_file(
@@ -411,6 +427,25 @@ def test_attributes_the_registration_reads_set_below_the_anchor_move_it_after_th
     for attribute in ("self.A_log", "self.dt_bias"):
         assert any(s.startswith(f"{attribute} =") for s in order[:registered]), attribute
     assert any("sets only below insert_after" in w and "self.A_log" in w for w in result.warnings), result.warnings
+
+
+def test_an_attribute_the_registration_reads_and_the_constructor_changes_below_the_anchor_moves_it_after(tmp_path):
+    """A fork keeps the norm's weight in fp32 on some checkpoints, changing it right after building the norm: the
+    legacy step read the built layer's weight dtype, so the registration goes after the change (in neither arm)."""
+    repo = copy_033(tmp_path / "tree")
+    text = (repo / GDN_LAYER).read_text()
+    end = text.index("        )\n", text.index(NORM)) + len("        )\n")
+    fixup = (
+        "        if getattr(config, 'fp32_gated_norm', False):\n"
+        "            self.norm.weight.data = self.norm.weight.data.float()\n"
+    )
+    replace_file(repo / GDN_LAYER, text[:end] + fixup + text[end:])
+    result = migrate(repo, [FLA])
+    init = init_of(next(c.after for c in result.changes if c.path.name == "qwen_gdn_linear_attn.py"))
+    order = [ast.unparse(s) for s in init.body]
+    changed = next(i for i, s in enumerate(order) if "fp32_gated_norm" in s)
+    assert "register_warmup" in order[changed + 1] and "register_warmup" not in order[changed]
+    assert any("changes below insert_after" in w and "self.norm" in w for w in result.warnings), result.warnings
 
 
 def test_an_orchestrator_gate_on_the_config_reads_the_constructors_own_config_or_the_accessor(tmp_path):

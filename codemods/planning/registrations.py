@@ -258,10 +258,11 @@ def replacing_subclasses(
                 }
                 if not bases & wanted or modules.resolve(home.name, node.name) in wanted:
                     continue
-                wanted.add(modules.resolve(home.name, node.name))
+                own = modules.resolve(home.name, node.name)
+                wanted.add(own)
                 queue.append(node.name)
                 init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
-                if init is not None and not _calls_parent_init(modules, home.name, init, wanted, method):
+                if init is not None and not _calls_parent_init(modules, home.name, init, wanted, own, method):
                     found.append((home, node.name, init))
     return found
 
@@ -318,9 +319,10 @@ def _class_names(modules: RepoModules, module: str, cls: str, depth: int) -> set
 
 
 def _calls_parent_init(
-    modules: RepoModules, module: str, init: ast.FunctionDef, parents: set, method: str = "__init__"
+    modules: RepoModules, module: str, init: ast.FunctionDef, parents: set, own: tuple, method: str = "__init__"
 ) -> bool:
-    """`super().<method>(...)`, or `Parent.<method>(self, ...)` naming one of `parents`, somewhere in `init`."""
+    """`super().<method>(...)` (or `super(Own, self)`: `super(Parent, self)` skips Parent's), or
+    `Parent.<method>(self, ...)` naming one of `parents`, somewhere in `init` of the class `own`."""
     for call in (
         n
         for n in ast.walk(init)
@@ -328,7 +330,9 @@ def _calls_parent_init(
     ):
         holder = call.func.value
         if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Name) and holder.func.id == "super":
-            return True
+            if not holder.args or modules.reference(module, holder.args[0]) == own:
+                return True
+            continue
         if modules.reference(module, holder) in parents:
             return True
     return False

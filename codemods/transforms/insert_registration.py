@@ -163,7 +163,15 @@ class _Insert(Command):
         reads |= self.op.names
         anchor_end = lines[self.anchor].end.line
         first = {name: min(assigned[name], key=lambda s: lines[s].start.line) for name in reads if name in assigned}
-        late = {name: s for name, s in first.items() if lines[s].start.line > anchor_end}
+        set_late = {name: s for name, s in first.items() if lines[s].start.line > anchor_end}
+        # The layer's attributes it reads that the method changes below the anchor (`self.norm.weight.data =
+        # ...`): the legacy step read the built layer, so the registration goes after the last change.
+        changed = {}
+        for statement in statements:
+            if lines[statement].start.line > anchor_end:
+                for name in _changed_attributes(statement) & reads:
+                    changed[name] = statement
+        late = set_late | changed
         if not late:
             return
         self.anchor = _outside_branches(init, max(late.values(), key=lambda s: lines[s].start.line), reads)
@@ -175,10 +183,12 @@ class _Insert(Command):
                 "migrate this constructor by hand",
             )
             return
+        said = [f"sets only below insert_after {self.op.insert_after!r}"] if set_late else []
+        said += [f"changes below insert_after {self.op.insert_after!r}"] if set(changed) - set(set_late) else []
         self.warn(
             self.anchor,
-            f"the registration reads {', '.join(sorted(late))}, which {self.op.cls}.{self.op.method} sets only "
-            f"below insert_after {self.op.insert_after!r}: it goes after this statement instead",
+            f"the registration reads {', '.join(sorted(late))}, which {self.op.cls}.{self.op.method} "
+            f"{' and '.join(said)}: it goes after this statement instead",
         )
 
     def _reads(self) -> set[str]:
@@ -431,6 +441,22 @@ def _assigned_names(statement: cst.BaseStatement) -> set[str]:
     return {t.value for t in targets if isinstance(t, cst.Name)} | {
         f"self.{t.attr.value}" for t in targets if isinstance(t, cst.Attribute) and _is_self(t.value)
     }
+
+
+def _changed_attributes(statement: cst.BaseStatement) -> set[str]:
+    """The `self.x` a simple statement line assigns, augments, or changes an attribute or item of
+    (`self.norm.weight.data = ...` changes `self.norm`)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return set()
+    changed = set()
+    for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
+        for target in _elements(node.target):
+            while isinstance(target, (cst.Attribute, cst.Subscript)):
+                if isinstance(target, cst.Attribute) and _is_self(target.value):
+                    changed.add(f"self.{target.attr.value}")
+                    break
+                target = target.value
+    return changed
 
 
 def _set_on_every_path(block: Sequence[cst.BaseStatement], attribute: str) -> bool:
