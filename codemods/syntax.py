@@ -9,9 +9,18 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+import re
 import symtable
 from collections.abc import Iterator
 from pathlib import Path
+
+_ANNOTATED = re.compile(r"^(\s*[A-Za-z_][\w.]*)\s*:[^=]+=\s*")
+
+
+def holds_anchor(line: str, anchor: str) -> bool:
+    """Whether a statement's line holds `anchor` (a spec's insert_after), its annotation aside:
+    `self.norm: RMSNormGated = RMSNormGated(` holds `self.norm = RMSNormGated(`."""
+    return anchor in line or anchor in _ANNOTATED.sub(r"\1 = ", line, count=1)
 
 
 def loads(node: ast.AST) -> set[str]:

@@ -429,6 +429,17 @@ def test_attributes_the_registration_reads_set_below_the_anchor_move_it_after_th
     assert any("sets only below insert_after" in w and "self.A_log" in w for w in result.warnings), result.warnings
 
 
+def test_an_anchor_written_with_an_annotation_is_the_same_anchor(tmp_path):
+    """`self.norm: RMSNormGated = RMSNormGated(` assigns what `self.norm = RMSNormGated(` does: the registration
+    goes right after it, as on the release."""
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, GDN_LAYER, NORM, NORM.replace("self.norm = ", "self.norm: RMSNormGated = "))
+    init = init_of(next(c.after for c in migrate(repo, [FLA]).changes if c.path.name == "qwen_gdn_linear_attn.py"))
+    order = [ast.unparse(s) for s in init.body]
+    built = next(i for i, s in enumerate(order) if s.startswith("self.norm: RMSNormGated = RMSNormGated("))
+    assert "register_warmup" in order[built + 1]
+
+
 def test_an_attribute_the_registration_reads_and_the_constructor_changes_below_the_anchor_moves_it_after(tmp_path):
     """A fork keeps the norm's weight in fp32 on some checkpoints, changing it right after building the norm: the
     legacy step read the built layer's weight dtype, so the registration goes after the change (in neither arm)."""

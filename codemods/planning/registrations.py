@@ -63,7 +63,10 @@ def plan(planner: Planner) -> Findings:
                     sub,
                     sub_init,
                     spec.registration.insert_after
-                    if spec.registration.insert_after in ast.get_source_segment(sub_home.text, sub_init)
+                    if any(
+                        syntax.holds_anchor(line, spec.registration.insert_after)
+                        for line in ast.get_source_segment(sub_home.text, sub_init).splitlines()
+                    )
                     else "",
                 )
                 for sub_home, sub, sub_init in replacing_subclasses(planner, modules, home.name, name, method)
@@ -203,7 +206,11 @@ def _anchor_line(home: SourceModule, init: ast.FunctionDef, insert_after: str) -
     if not insert_after:
         return float("inf")
     lines = home.text.splitlines()
-    found = (s.lineno for s in ast.walk(init) if isinstance(s, ast.stmt) and insert_after in lines[s.lineno - 1])
+    found = (
+        s.lineno
+        for s in ast.walk(init)
+        if isinstance(s, ast.stmt) and syntax.holds_anchor(lines[s.lineno - 1], insert_after)
+    )
     return min(found, default=float("inf"))
 
 

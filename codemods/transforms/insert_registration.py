@@ -12,6 +12,7 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import PositionProvider
 
 from ..spec import normalized
+from ..syntax import holds_anchor
 from .base import AnchorError, Command, Operation, code_of, operation
 from .bindings import MethodBindings
 from .blocks import NO_STATEMENTS
@@ -108,7 +109,7 @@ class _Insert(Command):
             self.done = True
             return
         if self.op.insert_after:
-            matches = [s for s in statements if self.op.insert_after in _first_line(s)]
+            matches = [s for s in statements if holds_anchor(_first_line(s), self.op.insert_after)]
             if not matches:
                 raise AnchorError(
                     f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}"
