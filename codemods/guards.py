@@ -388,7 +388,13 @@ def _reaches_kernel(modules: RepoModules, module: str, spec: MigrationSpec):
             return False
         source = table.get(root.id)
         homes = {source[0], f"{source[0]}.{source[1]}"} if source and source[1] else {source[0] if source else module}
-        return spec.kernel.module in homes or root.id == spec.kernel.name
+        # A name a package re-exports (`from pkg.ops import launcher`, `ops.launcher`) is its defining module's.
+        defined = modules.reference(module, call.func) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
+        return (
+            spec.kernel.module in homes
+            or root.id == spec.kernel.name
+            or bool(defined and defined[0] == spec.kernel.module)
+        )
 
     return matches
 

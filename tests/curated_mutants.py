@@ -406,6 +406,13 @@ MUTANTS = (
         ("tests/test_codemod_variations.py", "-k", "re_export"),
     ),
     Mutant(
+        "guards: a launcher the step imports through its package's re-export is not the kernel's",
+        "codemods/guards.py",
+        "or bool(defined and defined[0] == spec.kernel.module)",
+        "or False",
+        ("tests/test_triton_lifts.py", "-k", "another_way"),
+    ),
+    Mutant(
         "lift: a launch through the kernel's module alias is not found",
         "codemods/lift/dispatcher.py",
         "        or (isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name))\n",

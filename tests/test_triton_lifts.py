@@ -559,26 +559,44 @@ def test_a_loop_bound_the_step_computes_is_written_where_the_helper_can_read_it(
     assert report.configs and report.mismatches == []
 
 
-def test_a_step_that_calls_the_launcher_through_a_module_alias_migrates_as_the_release_does(tmp_path):
-    """The fork imports the launcher's module under an alias; its lift and registration are the release's."""
+STEP_IMPORT = (
+    "    from vllm.third_party.flash_linear_attention.ops.fused_gdn_prefill_post_conv import (  # noqa: E501\n"
+    "        fused_post_conv_prep,\n    )\n"
+)
+STEP_IMPORTS = {  # how a fork's step may reach the launcher: (its import, the call's callee)
+    "module alias": (
+        "    from vllm.third_party.flash_linear_attention.ops import fused_gdn_prefill_post_conv as post_conv_ops\n",
+        "post_conv_ops.fused_post_conv_prep",
+    ),
+    "package re-export": (
+        "    from vllm.third_party.flash_linear_attention.ops import fused_post_conv_prep\n",
+        "fused_post_conv_prep",
+    ),
+    "package alias": (
+        "    from vllm.third_party.flash_linear_attention import ops as fla_ops\n",
+        "fla_ops.fused_post_conv_prep",
+    ),
+}
+
+
+@pytest.mark.parametrize("reached", list(STEP_IMPORTS))
+def test_a_step_that_reaches_the_launcher_another_way_migrates_as_the_release_does(tmp_path, reached):
+    """The fork's step imports the launcher through its module under an alias, or through the package that
+    re-exports it (`ops/__init__.py`): its lift and registration are the release's."""
     release = copy_033(tmp_path / "release")
     fork = copy_033(tmp_path / "fork")
     warmup = "vllm/model_executor/warmup/qwen_triton_warmup.py"
-    edit(
-        fork,
-        warmup,
-        "    from vllm.third_party.flash_linear_attention.ops.fused_gdn_prefill_post_conv import (  # noqa: E501\n"
-        "        fused_post_conv_prep,\n    )\n",
-        "    from vllm.third_party.flash_linear_attention.ops import fused_gdn_prefill_post_conv as post_conv_ops\n",
-    )
-    edit(fork, warmup, "        fused_post_conv_prep(\n", "        post_conv_ops.fused_post_conv_prep(\n")
+    imported, callee = STEP_IMPORTS[reached]
+    edit(fork, warmup, STEP_IMPORT, imported)
+    if callee != "fused_post_conv_prep":
+        edit(fork, warmup, "        fused_post_conv_prep(\n", f"        {callee}(\n")
     for repo in (release, fork):
         result = runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(repo), "--write"])
         assert result.exit_code == 0, result.output
     for rel in LIFTS["fla-fused-post-conv"] - {warmup}:
         assert (fork / rel).read_text() == (release / rel).read_text(), rel
     assert "_warm_fused_post_conv_kernel" not in (fork / warmup).read_text()
-    assert "post_conv_ops" not in (fork / warmup).read_text()
+    assert imported.strip() not in (fork / warmup).read_text()
 
 
 def test_a_constructor_that_returns_before_the_block_count_it_registers_is_refused_with_the_line(tmp_path):
