@@ -564,6 +564,20 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "own_orchestrator_gate or capability_gate"),
     ),
     Mutant(
+        "paths: a block needed before a return and below it is written twice, not once in a method",
+        "codemods/transforms/insert_registration.py",
+        "        if self.exits and not self.once and not synthetic:\n",
+        "        if False:\n",
+        ("tests/test_migration_gates.py", "-k", "early_return"),
+    ),
+    Mutant(
+        "paths: a registration held in its method is not seen on the next run",
+        "codemods/transforms/insert_registration.py",
+        "        written = statements + [",
+        "        written = statements + 0 * [",
+        ("tests/test_migration_gates.py", "-k", "early_return_of_the_router"),
+    ),
+    Mutant(
         "blocks: a removed statement's comment stays above a statement that has its own",
         "codemods/transforms/blocks.py",
         "    follows_directly = not own  #",

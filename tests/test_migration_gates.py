@@ -137,8 +137,9 @@ def test_an_early_return_before_the_registration_point_is_refused_naming_its_lin
 
 def test_an_early_return_where_the_registration_can_run_gets_it_once_or_before_each_exit(tmp_path):
     """Where nothing between the return and the insertion point can change what the registration reads, it goes
-    once, before the return's `if`; past a call that may set attributes (a method of self), it goes before the
-    return and at the insertion point, so every path registers with what it reads set."""
+    once, before the return's `if`; past a call that may set attributes (a method of self), it runs before the
+    return and at the insertion point, so every path registers with what it reads set: written once, in a method
+    of the class that both places call with the constructor's locals it reads."""
     repo = copy_033(tmp_path / "tree")
     edit(
         repo,
@@ -155,9 +156,19 @@ def test_an_early_return_where_the_registration_can_run_gets_it_once_or_before_e
         registered = [i for i, s in enumerate(order) if "register_warmup" in s]
         if once:
             assert registered == [early - 1]
-        else:  # in the return's `if`, before the return, and at the end
-            assert registered == [early, len(order) - 1]
-            assert "register_warmup" in ast.unparse(init.body[early].body[0])
+        else:  # in the return's `if`, right before the return, and at the end: a call of the method
+            call = "self._register_layer_norm_fwd_warmup(vllm_config)"
+            assert registered == [] and order[-1] == call
+            assert [ast.unparse(s) for s in init.body[early].body] == [call, "return"]
+            layer_class = next(
+                n
+                for n in ast.parse(layer).body
+                if isinstance(n, ast.ClassDef) and n.name == "QwenGatedDeltaNetAttention"
+            )
+            methods = [m for m in layer_class.body if isinstance(m, ast.FunctionDef)]
+            helper = methods[[m.name for m in methods].index("__init__") + 1]  # right after the constructor
+            assert helper.name == "_register_layer_norm_fwd_warmup" and ast.unparse(helper.args) == "self, vllm_config"
+            assert len(registrations(ast.unparse(helper))) == 1
 
 
 SUBCLASS = """from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention
@@ -438,6 +449,25 @@ def test_an_anchor_written_with_an_annotation_is_the_same_anchor(tmp_path):
     order = [ast.unparse(s) for s in init.body]
     built = next(i for i, s in enumerate(order) if s.startswith("self.norm: RMSNormGated = RMSNormGated("))
     assert "register_warmup" in order[built + 1]
+
+
+def test_an_early_return_of_the_router_gets_the_block_once_in_a_method_and_a_second_run_changes_nothing(tmp_path):
+    """A fork's GateLinear returns early for quantized weights, past the ll_fp32w registration call: both exits
+    call one `_register_ll_bf16_gemm_warmup()` that holds the 20-line block (it reads no constructor local), as the
+    class's own `_register_ll_fp32w_warmup()` does; the migrated tree migrates to itself."""
+    repo = copy_033(tmp_path / "tree")
+    anchor = "        self.allow_specialized_router_gemm = can_use_specialized_kernels\n"
+    edit(repo, GATE_LINEAR, anchor, anchor + "        if not self.is_unquantized:\n            return\n")
+    written(repo, "ll-bf16-router-gemm")
+    text = (repo / GATE_LINEAR).read_text()
+    layer_class = next(n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == "GateLinear")
+    methods = {m.name: m for m in layer_class.body if isinstance(m, ast.FunctionDef)}
+    init, helper = methods["__init__"], methods["_register_ll_bf16_gemm_warmup"]
+    early = next(s for s in init.body if isinstance(s, ast.If) and "is_unquantized" in ast.unparse(s.test))
+    assert [ast.unparse(s) for s in early.body] == ["self._register_ll_bf16_gemm_warmup()", "return"]
+    assert ast.unparse(init.body[-1]) == "self._register_ll_bf16_gemm_warmup()"
+    assert "register_warmup" not in ast.unparse(init) and len(registrations(ast.unparse(helper))) == 2
+    assert "wrote: 0 changed" in written(repo, "ll-bf16-router-gemm").output
 
 
 def test_an_attribute_the_registration_reads_and_the_constructor_changes_below_the_anchor_moves_it_after(tmp_path):

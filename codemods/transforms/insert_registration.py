@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from collections.abc import Sequence
 
@@ -12,7 +13,7 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import PositionProvider
 
 from ..spec import normalized
-from ..syntax import holds_anchor
+from ..syntax import holds_anchor, parameters, stores
 from .base import AnchorError, Command, Operation, code_of, operation
 from .bindings import MethodBindings
 from .blocks import NO_STATEMENTS
@@ -66,6 +67,11 @@ class _Insert(Command):
         self.alias: str | None = None  # a top-level `from <kernel module> import <kernel> as <alias>`
         self.exits: list[cst.SimpleStatementLine] = []  # returns above the insertion point: it goes before each
         self.once = False  # it goes only before the one statement in `exits` (all it reads is set there)
+        # Where it goes before a return and again further down: a method of the class holds the block once,
+        # and each place calls it (`helper`: its name; `helper_body`: the block; `helper_args`: the locals it reads).
+        self.helper: str | None = None
+        self.helper_body: list[cst.BaseStatement] = []
+        self.helper_args: list[str] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.name.value != self.op.cls:
@@ -81,7 +87,15 @@ class _Insert(Command):
             self._plan(self.init)
 
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
-        """A class that only inherits the method gets the override, with the registration at its end."""
+        """A class that only inherits the method gets the override, with the registration at its end; the helper
+        method that holds the block goes right after the method that calls it."""
+        if original.name.value == self.op.cls and self.helper_body and not self.done and not self.refusals:
+            members = list(updated.body.body)
+            at = next(
+                i for i, m in enumerate(members) if isinstance(m, cst.FunctionDef) and m.name.value == self.op.method
+            )
+            members.insert(at + 1, self._helper_method())
+            return updated.with_changes(body=updated.body.with_changes(body=members))
         if (
             original.name.value != self.op.cls
             or not self.op.override
@@ -105,7 +119,11 @@ class _Insert(Command):
         forms = {normalized(call)}
         if self.alias:
             forms.add(normalized(_renamed_in(call, self.op.kernel_name, self.alias)))
-        if any(form in normalized(code_of(s)) for s in statements for form in forms):
+        helper = _helper_name(self.op.kernel_name)
+        written = statements + [
+            m for m in self.class_node.body.body if isinstance(m, cst.FunctionDef) and m.name.value == helper
+        ]
+        if any(form in normalized(code_of(s)) for s in written for form in forms):
             self.done = True
             return
         if self.op.insert_after:
@@ -123,7 +141,7 @@ class _Insert(Command):
                     "construction reaches it once",
                 )
         synthetic = self.op.override and init is not self.init_in_class
-        parameters = {p.name.value for p in init.params.params + init.params.posonly_params + init.params.kwonly_params}
+        arguments = {p.name.value for p in init.params.params + init.params.posonly_params + init.params.kwonly_params}
         # The method as a file of its own: its lines are the file's less a constant, so they order its
         # statements as the file does, without a pass over the file.
         alone = cst.Module(body=[init])
@@ -139,13 +157,16 @@ class _Insert(Command):
             and lines[s].start.line < before
         ]
         self._check_exits(init, statements, lines)
+        if self.exits and not self.once and not synthetic:
+            taken = {m.name.value for m in self.class_node.body.body if isinstance(m, cst.FunctionDef)}
+            self.helper = next(n for i in range(1, 100) if (n := helper if i == 1 else f"{helper}_{i}") not in taken)
         before = min([before, *(lines[s].start.line - 1 for s in self.exits)])
         self.needs_import = not names.bound(self.op.kernel_name, before)
         if self.needs_import and self.alias:
             self.needs_import = False  # the module imports the kernel under another name: use that one
             self.registration = _renamed_in(self.registration, self.op.kernel_name, self.alias)
         for name in sorted(self.op.names - self.imported - {self.op.kernel_name}):
-            if synthetic and name in parameters:
+            if synthetic and name in arguments:
                 continue  # a parameter of the override the class gets
             if not names.bound(name, before):
                 self.refuse(
@@ -254,7 +275,7 @@ class _Insert(Command):
         body = []
         for before, after in zip(original.body, updated.body):
             if id(before) in exits:  # a return that would skip the registration: it runs first
-                body += self._block()
+                body += self._block(before_return=True)
             if body and body[-1] is self.block and (not after.leading_lines or after.leading_lines[0].comment):
                 after = after.with_changes(leading_lines=[cst.EmptyLine(indent=False), *after.leading_lines])
             body.append(after)
@@ -265,7 +286,31 @@ class _Insert(Command):
         self.count += 1
         return updated.with_changes(body=body)
 
-    def _block(self) -> list[cst.BaseStatement]:
+    def _block(self, before_return: bool = False) -> list[cst.BaseStatement]:
+        """What goes at one place: the block, or a call of the helper method that holds it (right above a
+        `return`, else after a blank line)."""
+        if not self.helper:
+            return self._statements()
+        if not self.helper_body:
+            self.helper_body = self._statements()
+            self.helper_args = _locals_read(cst.Module(body=self.helper_body).code, self.init)
+        call = cst.parse_statement(f"self.{self.helper}({', '.join(self.helper_args)})\n")
+        if before_return:
+            return [call]
+        self.block = call.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        return [self.block]
+
+    def _helper_method(self) -> cst.FunctionDef:
+        """`def <helper>(self, <locals>) -> None:` holding the block."""
+        body = [self.helper_body[0].with_changes(leading_lines=[]), *self.helper_body[1:]]
+        method = cst.parse_statement(
+            f"def {self.helper}({', '.join(['self', *self.helper_args])}) -> None:\n    pass\n"
+        )
+        return method.with_changes(
+            body=method.body.with_changes(body=body), leading_lines=[cst.EmptyLine(indent=False)]
+        )
+
+    def _statements(self) -> list[cst.BaseStatement]:
         # Blank lines of the registration stay blank inside the block (no indentation on them).
         body = [
             statement.with_changes(
@@ -441,6 +486,34 @@ def _assigned_names(statement: cst.BaseStatement) -> set[str]:
     targets = [t for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign)) for t in _elements(node.target)]
     return {t.value for t in targets if isinstance(t, cst.Name)} | {
         f"self.{t.attr.value}" for t in targets if isinstance(t, cst.Attribute) and _is_self(t.value)
+    }
+
+
+def _helper_name(kernel: str) -> str:
+    """The name of the method that holds a registration written at several places: `_register_<kernel>_warmup`."""
+    base = kernel.strip("_").lower()
+    for suffix in ("_kernel", "_dispatch"):
+        base = base.removesuffix(suffix)
+    return f"_register_{base}_warmup"
+
+
+def _locals_read(code: str, method: cst.FunctionDef) -> list[str]:
+    """The names `code` reads that `method` binds (its parameters, locals and imports, not `self`), in the order
+    read."""
+    function = ast.parse(cst.Module(body=[method]).code).body[0]
+    bound = {*stores(function), *_imports(function), *parameters(function)} - {"self"}
+    tree = ast.parse(code)
+    own = {*stores(tree), *_imports(tree)}
+    read = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    return [name for name in dict.fromkeys(read) if name in bound and name not in own]
+
+
+def _imports(node: ast.AST) -> set[str]:
+    return {
+        alias.asname or alias.name.split(".")[0]
+        for n in ast.walk(node)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for alias in n.names
     }
 
 
