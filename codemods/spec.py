@@ -200,6 +200,12 @@ class Registration:
         kind="classes",
     )
     code: str = _field("registration", "the code inserted; may span lines, and is re-indented")
+    subclasses_of: str = _field(
+        "construction_subclasses_of",
+        '`"pkg.module:Base"`: every class of the repo that lists this base registers too, as the construction '
+        "classes do (a fork's own layer of that kind included); empty: only the classes named",
+        "",
+    )
     method: str = _field(
         "construction_method",
         "the method the registration goes into: `__init__` (the default), or one the engine calls inside a "
@@ -246,6 +252,10 @@ class Registration:
             if module:
                 _dotted("construction_class", module)
             _identifier("construction_class", cls)
+        if self.subclasses_of:
+            module, _, cls = self.subclasses_of.rpartition(":")
+            _dotted("construction_subclasses_of", module)
+            _identifier("construction_subclasses_of", cls)
         if self.import_style not in IMPORT_STYLES:
             raise SpecError(f"spec field import_style={self.import_style!r}: one of {', '.join(IMPORT_STYLES)}")
         _parses("registration", self.code, "exec")

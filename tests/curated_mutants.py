@@ -564,6 +564,13 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "own_orchestrator_gate or capability_gate"),
     ),
     Mutant(
+        "sites: a fork's own subclass of the spec's base is not a construction site",
+        "codemods/planning/registrations.py",
+        "            constructions += [site for site in subclasses if site not in listed]\n",
+        "            constructions += []\n",
+        ("tests/test_triton_lifts.py", "-k", "forks_own_mamba"),
+    ),
+    Mutant(
         "paths: a block needed before a return and below it is written twice, not once in a method",
         "codemods/transforms/insert_registration.py",
         "        if self.exits and not self.once and not synthetic:\n",

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from zerojit.codemods.lift import LiftError, plan_lift
 from zerojit.codemods.repo import RepoModules
 from zerojit.codemods.runner import MigrationError, migrate, write
-from zerojit.codemods.spec import load_specs
+from zerojit.codemods.spec import SpecError, load_specs
 from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
@@ -35,7 +35,7 @@ from zerojit.migrate.triton_lifts.equivalence import (
     MetaAllocations,
     _compile_only_triton,
 )
-from zerojit.migrate.triton_lifts.specs import FUSED_POST_CONV
+from zerojit.migrate.triton_lifts.specs import BATCH_MEMCPY, FUSED_POST_CONV
 from zerojit.migrate.triton_lifts.specs import SPECS as LIFT_SPECS
 
 pytestmark = pytest.mark.release_tree
@@ -515,6 +515,43 @@ def test_a_fork_the_lift_would_get_wrong_is_refused_with_the_line(tmp_path, case
     assert result.exit_code == 2, result.output
     assert why in " ".join(result.output.split()) and f"{rel}:" in result.output
     assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before
+
+
+FORK_LAYER = """import torch
+from torch import nn
+
+from vllm.model_executor.custom_op import PluggableLayer
+from vllm.model_executor.layers.mamba.abstract import MambaBase as Base
+
+
+class ForkShortConv(Base, PluggableLayer):
+    def __init__(self, dim: int, prefix: str = "") -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(dim, 4))
+
+
+class ForkMixin(Base):  # no constructor of its own: nothing to register into
+    pass
+"""
+
+
+def test_a_forks_own_mamba_layer_registers_the_copy_as_the_engines_do(tmp_path):
+    """The legacy step warmed the copy whenever a model held a Mamba-style cache, which every MambaBase layer makes:
+    a fork's own layer (its base imported under another name) registers it too, after its parent's constructor;
+    the spec validates the base it names."""
+    repo = copy_033(tmp_path / "tree")
+    layer = "vllm/model_executor/layers/mamba/fork_conv.py"
+    replace_file(repo / layer, FORK_LAYER)
+    assert runner.invoke(app, ["migrate", "mamba-batch-memcpy", "--repo", str(repo), "--write"]).exit_code == 0
+    classes = {n.name: n for n in ast.parse((repo / layer).read_text()).body if isinstance(n, ast.ClassDef)}
+    init = classes["ForkShortConv"].body[0]
+    assert [ast.unparse(s) for s in init.body[1:3]] == [
+        "from vllm.v1.worker.mamba_utils import batch_memcpy_dispatch",
+        "batch_memcpy_dispatch.register_warmup()",
+    ]
+    assert "register_warmup" not in ast.unparse(classes["ForkMixin"])
+    with pytest.raises(SpecError, match="construction_subclasses_of"):
+        BATCH_MEMCPY.replaced(construction_subclasses_of="vllm.model_executor.layers.mamba.abstract")
 
 
 def _migrated_fork(tmp_path, family, rel, old, new):

@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import inspect
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .. import guards, site_gate, syntax
@@ -39,7 +40,12 @@ def plan(planner: Planner) -> Findings:
         except guards.GuardsUnreadable as exc:
             findings.refuse("guards", exc.why, exc.place)  # beside the transforms' refusals, which often say more
             continue
-        for construction, name in spec.registration.constructions():
+        constructions = spec.registration.constructions()
+        if spec.registration.subclasses_of and not done:  # a fork's own class of that kind registers too
+            listed = {(module, name) for module, name in constructions}
+            subclasses = direct_subclasses(planner, modules, spec.registration.subclasses_of)
+            constructions += [site for site in subclasses if site not in listed]
+        for construction, name in constructions:
             home = planner.module(spec, "construction_module", construction)
             node = next(
                 (n for n in syntax.statements(home.tree) if isinstance(n, ast.ClassDef) and n.name == name), None
@@ -248,30 +254,47 @@ def replacing_subclasses(
     """Subclasses of `module.name` anywhere in the repo (at any depth) whose `method` never calls the parent's."""
     wanted, found, queue = {modules.resolve(module, name)}, [], [name]
     while queue:
-        parent = queue.pop()
-        for home in (m for m in planner.modules.values() if parent in m.text):
-            # The names the module may write the parent under: its own, or one it imports it as.
-            spelled = "|".join(map(re.escape, {parent, *re.findall(rf"\b{re.escape(parent)}\s+as\s+(\w+)", home.text)}))
-            word = re.compile(rf"\b(?:{spelled})\b")
-            # Only a module with a class statement that names it near its start is parsed (the AST decides the rest):
-            # bases hold colons too (a comment, a string, `class Sub[T: Bound](Parent)`), so no end is looked for.
-            if not re.search(rf"^[ \t]*class\s+\w+[\s\S]{{0,400}}?{word.pattern}", home.text, re.MULTILINE):
+        for home, node in _classes_naming(planner, modules, queue.pop()):
+            own = modules.resolve(home.name, node.name)
+            if not _bases(modules, home.name, node) & wanted or own in wanted:
                 continue
-            for node in home.classes:
-                if not any(word.search(ast.unparse(b)) for b in node.bases):
-                    continue
-                bases = {
-                    modules.reference(home.name, b.value if isinstance(b, ast.Subscript) else b) for b in node.bases
-                }
-                if not bases & wanted or modules.resolve(home.name, node.name) in wanted:
-                    continue
-                own = modules.resolve(home.name, node.name)
-                wanted.add(own)
-                queue.append(node.name)
-                init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
-                if init is not None and not _calls_parent_init(modules, home.name, init, wanted, own, method):
-                    found.append((home, node.name, init))
+            wanted.add(own)
+            queue.append(node.name)
+            init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
+            if init is not None and not _calls_parent_init(modules, home.name, init, wanted, own, method):
+                found.append((home, node.name, init))
     return found
+
+
+def direct_subclasses(planner: Planner, modules: RepoModules, base: str) -> list[tuple[str, str]]:
+    """(module, class) of every class in the repo that lists `base` (`pkg.module:Base`) among its bases and has a
+    constructor of its own (one that inherits another base's cannot hold a registration)."""
+    module, _, name = base.rpartition(":")
+    wanted = modules.resolve(module, name)
+    return [
+        (home.name, node.name)
+        for home, node in _classes_naming(planner, modules, name)
+        if wanted in _bases(modules, home.name, node)
+        and any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in node.body)
+    ]
+
+
+def _classes_naming(planner: Planner, modules: RepoModules, parent: str) -> Iterator[tuple[SourceModule, ast.ClassDef]]:
+    """The repo's classes whose bases name `parent` (or a name their module imports it as)."""
+    for home in (m for m in planner.modules.values() if parent in m.text):
+        spelled = "|".join(map(re.escape, {parent, *re.findall(rf"\b{re.escape(parent)}\s+as\s+(\w+)", home.text)}))
+        word = re.compile(rf"\b(?:{spelled})\b")
+        # Only a module with a class statement that names it near its start is parsed (the AST decides the rest):
+        # bases hold colons too (a comment, a string, `class Sub[T: Bound](Parent)`), so no end is looked for.
+        if not re.search(rf"^[ \t]*class\s+\w+[\s\S]{{0,400}}?{word.pattern}", home.text, re.MULTILINE):
+            continue
+        for node in home.classes:
+            if any(word.search(ast.unparse(b)) for b in node.bases):
+                yield home, node
+
+
+def _bases(modules: RepoModules, module: str, node: ast.ClassDef) -> set:
+    return {modules.reference(module, b.value if isinstance(b, ast.Subscript) else b) for b in node.bases}
 
 
 def unset_attributes(

@@ -73,6 +73,7 @@ BATCH_MEMCPY = MigrationSpec(
     registration=Registration(
         module=_MAMBA_LAYERS[0].split(":")[0],
         classes=_MAMBA_LAYERS,
+        subclasses_of="vllm.model_executor.layers.mamba.abstract:MambaBase",
         insert_after="super().__init__(",
         code="batch_memcpy_dispatch.register_warmup()",
         intended_differences=[
