@@ -238,8 +238,8 @@ def simplified(modules: RepoModules, module: str, init: ast.FunctionDef, conditi
     classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
     stores = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)]
     home = {id(n): next((c for c in classes if c.lineno <= n.lineno <= c.end_lineno), None) for n in stores}
-    site = next(c for c in classes if c.lineno <= init.lineno <= c.end_lineno)
-    attributes = Counter(n.attr for n in stores if home[id(n)] is site)
+    site = next((c for c in classes if c.lineno <= init.lineno <= c.end_lineno), None)
+    attributes = Counter(n.attr for n in stores if site is not None and home[id(n)] is site)
     attributes.update({n.attr: 2 for n in stores if home[id(n)] is None})
     owner = init.args.args[0].arg if init.args.args else None
     held = {}

@@ -532,6 +532,12 @@ class ForkShortConv(Base, PluggableLayer):
 
 class ForkMixin(Base):  # no constructor of its own: nothing to register into
     pass
+
+
+class ForkPlainLayer(nn.Module, Base):  # no `super().__init__(` statement: it registers at its end
+    def __init__(self, dim: int) -> None:
+        nn.Module.__init__(self)
+        self.dim = dim
 """
 
 
@@ -550,6 +556,8 @@ def test_a_forks_own_mamba_layer_registers_the_copy_as_the_engines_do(tmp_path):
         "batch_memcpy_dispatch.register_warmup()",
     ]
     assert "register_warmup" not in ast.unparse(classes["ForkMixin"])
+    plain = classes["ForkPlainLayer"].body[0]
+    assert ast.unparse(plain.body[-1]) == "batch_memcpy_dispatch.register_warmup()"
     with pytest.raises(SpecError, match="construction_subclasses_of"):
         BATCH_MEMCPY.replaced(construction_subclasses_of="vllm.model_executor.layers.mamba.abstract")
 

@@ -41,10 +41,11 @@ def plan(planner: Planner) -> Findings:
             findings.refuse("guards", exc.why, exc.place)  # beside the transforms' refusals, which often say more
             continue
         constructions = spec.registration.constructions()
+        discovered = set()
         if spec.registration.subclasses_of and not done:  # a fork's own class of that kind registers too
             listed = {(module, name) for module, name in constructions}
-            subclasses = direct_subclasses(planner, modules, spec.registration.subclasses_of)
-            constructions += [site for site in subclasses if site not in listed]
+            discovered = set(direct_subclasses(planner, modules, spec.registration.subclasses_of)) - listed
+            constructions += sorted(discovered)
         for construction, name in constructions:
             home = planner.module(spec, "construction_module", construction)
             node = next(
@@ -61,7 +62,10 @@ def plan(planner: Planner) -> Findings:
             )
             if override:  # the method the class gets, placed (for what reports say) at the class's line
                 init = ast.increment_lineno(ast.parse(override), node.lineno - 1).body[0]
-            sites = [(home, name, init, spec.registration.insert_after)]
+            anchor = spec.registration.insert_after
+            if (home.name, name) in discovered and (override or init is None or not _holds_anchor(home, init, anchor)):
+                anchor = ""  # a class the spec does not name: its end, where it lacks the named statement
+            sites = [(home, name, init, anchor)]
             # A subclass whose constructor never runs this one's registers too (or the run refuses).
             sites += [
                 (
@@ -69,10 +73,7 @@ def plan(planner: Planner) -> Findings:
                     sub,
                     sub_init,
                     spec.registration.insert_after
-                    if any(
-                        syntax.holds_anchor(line, spec.registration.insert_after)
-                        for line in ast.get_source_segment(sub_home.text, sub_init).splitlines()
-                    )
+                    if _holds_anchor(sub_home, sub_init, spec.registration.insert_after)
                     else "",
                 )
                 for sub_home, sub, sub_init in replacing_subclasses(planner, modules, home.name, name, method)
@@ -205,6 +206,11 @@ def gate_for_site(
         )
     )
     return found
+
+
+def _holds_anchor(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> bool:
+    """Whether the constructor has the statement the registration goes after."""
+    return any(syntax.holds_anchor(line, insert_after) for line in ast.get_source_segment(home.text, init).splitlines())
 
 
 def _anchor_line(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> float:

@@ -121,7 +121,9 @@ class _Insert(Command):
             forms.add(normalized(_renamed_in(call, self.op.kernel_name, self.alias)))
         helper = _helper_name(self.op.kernel_name)
         written = statements + [
-            m for m in self.class_node.body.body if isinstance(m, cst.FunctionDef) and m.name.value == helper
+            m
+            for m in self.class_node.body.body
+            if isinstance(m, cst.FunctionDef) and (m.name.value == helper or m.name.value.startswith(f"{helper}_"))
         ]
         if any(form in normalized(code_of(s)) for s in written for form in forms):
             self.done = True
