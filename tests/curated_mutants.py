@@ -566,7 +566,7 @@ MUTANTS = (
     Mutant(
         "sites: a fork's own subclass of the spec's base is not a construction site",
         "codemods/planning/registrations.py",
-        "            constructions += [site for site in subclasses if site not in listed]\n",
+        "            constructions += sorted(discovered)\n",
         "            constructions += []\n",
         ("tests/test_triton_lifts.py", "-k", "forks_own_mamba"),
     ),
