@@ -7,10 +7,13 @@ check `--verify-keys` runs, every intended difference with its reason, and the l
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from zerojit.codemods.results import MigrationResult
 from zerojit.codemods.site_gate import GatePlan
 
-from .engine_trees.equivalence import EquivalenceReport
+if TYPE_CHECKING:  # the key check (and torch) is imported only by a run that checks keys
+    from .engine_trees.equivalence import EquivalenceReport
 
 
 def _cell(text: object) -> str:

@@ -7,6 +7,7 @@ its `zerojit.families` entry point.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from conftest import zerojit
+
+from zerojit.migrate.rocm_nvfp4.example import EXAMPLE_TREE
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {
@@ -69,10 +72,11 @@ def test_building_the_wheel_prints_no_packaging_warnings(wheel):
     assert noisy == []
 
 
-def _python(code: str, **env: str) -> subprocess.CompletedProcess:
-    """Run code in a fresh interpreter from outside the repo (so the checkout is not on sys.path)."""
+def _python(code: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """Run code (with `args` as sys.argv[1:]) in a fresh interpreter from outside the repo (so the checkout is
+    not on sys.path)."""
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd="/", env={**os.environ, **env}
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd="/", env={**os.environ, **env}
     )
 
 
@@ -101,6 +105,20 @@ def test_the_cli_starts_without_the_codemods_rewriting_machinery():
         " 'zerojit.migrate.engine_trees.equivalence') if m in sys.modules])"
     )
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+
+
+def test_a_migration_that_checks_no_keys_never_imports_torch(tmp_path):
+    """torch takes seconds to import and only the key check (--verify-keys, --pr-body) runs the tree's code: a
+    migration's dry run, --check and --write start without it."""
+    repo = shutil.copytree(EXAMPLE_TREE, tmp_path / "repo")
+    done = _python(
+        "import sys\nfrom zerojit.migrate.cli import app\n"
+        "try:\n    app(['migrate', 'rocm-nvfp4', '--repo', sys.argv[1], '--write'], prog_name='zerojit')\n"
+        "except SystemExit as end:\n    print(end.code, 'torch' in sys.modules)",
+        str(repo),
+    )
+    assert done.stdout.split() == ["0", "False"], done.stderr
+    assert "register_warmup" in (repo / "vllm/model_executor/models/minimax_m3.py").read_text()
 
 
 def test_a_plugin_family_is_found_only_through_its_entry_point(toy_family_site):
