@@ -21,11 +21,14 @@ class Engine:
     jit_module: str  # the contract: WarmupChoices, WarmupIntRange, _when, the JIT kernel base classes
     triton_helper: str  # the Triton dispatcher decorator (triton_kernel_dispatcher_with_warmup) and its tensors
     triton_reexport: str  # the engine's module that re-exports `triton` and `tl`
-    config_parameter: str  # the name a constructor takes the engine config by
+    config_parameter: str  # the name a constructor takes the engine config by (what specs call it)
+    config_class: str  # its class ("module:Class"): a constructor may take it under another name, annotated so
     config_module: str  # the module that holds the config accessors
     config_names: tuple[str, ...]  # names a construction site may hold the engine config in
     config_accessors: tuple[str, str]  # the accessor that raises without a config, and the one that returns None
     runner: str  # what the orchestrator's worker holds the model runner in
+    # The model runners it may hold ("module:Class"): the guards read which config each holds as `self.<x>_config`
+    runner_classes: tuple[str, ...]
     model_state: tuple[str, ...]  # what a worker holds that is the model, not config
     device_queries: tuple[str, ...]  # device facts a launcher may compute that a dispatcher may compute too
     ceil_division: str  # the helper a written gate calls for `(a + b - 1) // b` where the site imports it
@@ -51,10 +54,12 @@ VLLM = Engine(
     triton_helper="vllm.model_executor.warmup.jit_warmup_triton_helper",
     triton_reexport="triton_utils",
     config_parameter="vllm_config",
+    config_class="vllm.config:VllmConfig",
     config_module="vllm.config",
     config_names=("vllm_config", "config"),
     config_accessors=("get_current_vllm_config", "get_current_vllm_config_or_none"),
     runner="model_runner",
+    runner_classes=("vllm.v1.worker.gpu_model_runner:GPUModelRunner", "vllm.v1.worker.gpu.model_runner:GPUModelRunner"),
     model_state=("model_runner", "get_model", "model"),
     device_queries=("is_arch_support_pdl",),
     ceil_division="vllm.utils.math_utils.cdiv",

@@ -27,7 +27,7 @@ import dataclasses
 from .findings import PlacedError
 from .repo import CallSite, Gate, RepoModules, call_sites, calls_to, method_calls
 from .spec import MigrationSpec, SpecError
-from .syntax import Place, parameters
+from .syntax import Place, parameters, self_stores
 
 CONFIG = "@config"  # the engine's config, however a scope reaches it
 WORKER = "@worker"  # the orchestrator's argument
@@ -141,13 +141,7 @@ class _Canonical(ast.NodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
         node = self.generic_visit(node)
         value = node.value
-        if (
-            isinstance(value, ast.Attribute)
-            and isinstance(value.value, ast.Name)
-            and value.value.id == WORKER
-            and value.attr == self.modules.engine.runner
-            and node.attr == self.modules.engine.config_parameter
-        ):
+        if _of_runner(self.modules, node) == self.modules.engine.config_parameter:
             return ast.Name(CONFIG)  # the runner's config is the worker's
         if isinstance(value, ast.Name) and value.id == WORKER:
             if node.attr == self.modules.engine.config_parameter:
@@ -179,6 +173,60 @@ class _Canonical(ast.NodeTransformer):
         ):
             return ast.Name(CONFIG)
         return node
+
+
+class _RunnerConfigs(ast.NodeTransformer):
+    """`@worker.model_runner.<x>_config` as the config's own field the runner holds (`runner_config_field`)."""
+
+    def __init__(self, modules: RepoModules):
+        self.modules = modules
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        node = self.generic_visit(node)
+        if (held := _of_runner(self.modules, node)) and (field := runner_config_field(self.modules, held)):
+            return ast.Attribute(ast.Name(CONFIG), field)
+        return node
+
+
+def _of_runner(modules: RepoModules, node: ast.Attribute) -> str | None:
+    """The attribute `node` reads from the worker's model runner (`@worker.model_runner.<it>`), if it reads one."""
+    value = node.value
+    if (
+        isinstance(value, ast.Attribute)
+        and isinstance(value.value, ast.Name)
+        and value.value.id == WORKER
+        and value.attr == modules.engine.runner
+    ):
+        return node.attr
+    return None
+
+
+def runner_config_field(modules: RepoModules, attribute: str) -> str | None:
+    """The config field the model runner holds as `attribute`, proven from the tree: every runner class of the
+    engine that the tree has sets it once, at its constructor's top level, to `<config parameter>.<field>`, and
+    no other statement of the class assigns it (None: the tree does not say so)."""
+    parameter, fields = modules.engine.config_parameter, set()
+    for runner in modules.engine.runner_classes:
+        node = modules.definition(*runner.split(":"))
+        init = next(
+            (n for n in getattr(node, "body", ()) if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+        )
+        if init is None:
+            continue
+        stores = [s for name, s in self_stores(node) if name == attribute]
+        held = [
+            s.value.attr
+            for s in stores
+            if s in init.body
+            and isinstance(s, ast.Assign)
+            and isinstance(s.value, ast.Attribute)
+            and isinstance(s.value.value, ast.Name)
+            and s.value.value.id == parameter
+        ]
+        if len(stores) != 1 or len(held) != 1 or parameter in local_names(init) or parameter not in parameters(init):
+            return None
+        fields.add(held[0])
+    return fields.pop() if len(fields) == 1 else None
 
 
 def canonical(modules: RepoModules, node: ast.expr, frame: Frame, depth: int = 0) -> ast.expr:
@@ -216,6 +264,9 @@ def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: Frame) -> list[
             text = ast.unparse(form)
             reads_model = any(f"{WORKER}.{state}" in text for state in modules.engine.model_state)
             per_layer = SELF in text or (reads_model and _found_in_model(modules, form))
+            if reads_model and not per_layer:  # a config the runner holds, such as `runner.speculative_config`
+                form = _RunnerConfigs(modules).visit(form)
+                text = ast.unparse(form)
             found.append(
                 Atom(
                     text,
@@ -437,11 +488,36 @@ def site_frame(
     init: ast.FunctionDef,
     extra_imports: dict[str, tuple[str, str | None]] | None = None,
 ) -> Frame:
-    """The construction site's names: `self`, its config (the engine's config parameter or the accessor)."""
+    """The construction site's names: `self`, its config (the engine's config parameter, a parameter annotated
+    with the config's class, or the accessor). Where the constructor holds the config under another name and
+    binds no `vllm_config` of its own, the spec's `vllm_config` is that config too."""
     arguments: dict[str, tuple[ast.expr, Frame | None]] = {"self": (ast.Name(SELF), None)}
-    if modules.engine.config_parameter in parameters(init):
-        arguments[modules.engine.config_parameter] = (ast.Name(CONFIG), None)
+    signature = init.args
+    held = [
+        a.arg
+        for a in (*signature.posonlyargs, *signature.args, *signature.kwonlyargs)
+        if _is_config(modules, module, a)
+    ]
+    arguments.update((name, (ast.Name(CONFIG), None)) for name in held)
+    spec_name = modules.engine.config_parameter
+    if held and spec_name not in parameters(init) and spec_name not in local_names(init):
+        arguments[spec_name] = (ast.Name(CONFIG), None)
     return Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}))
+
+
+def _is_config(modules: RepoModules, module: str, argument: ast.arg) -> bool:
+    """The parameter is the engine config: it has the engine's name for it, or its class as its annotation
+    (`engine_config: VllmConfig` or `"VllmConfig"`; `VllmConfig | None` may be no config at all)."""
+    if argument.arg == modules.engine.config_parameter:
+        return True
+    annotation = argument.annotation
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return False
+    found = modules.reference(module, annotation) if annotation is not None else None
+    return found is not None and found == modules.resolve(*modules.engine.config_class.split(":"))
 
 
 def _site_locals(init: ast.FunctionDef) -> dict[str, ast.expr]:
@@ -459,8 +535,9 @@ def _site_locals(init: ast.FunctionDef) -> dict[str, ast.expr]:
 
 def config_name(modules: RepoModules, frame: Frame) -> str | None:
     """The constructor's own name for the engine config (a parameter, or a local assigned from an accessor)."""
-    for name in modules.engine.config_names:
-        if name in frame.arguments or name in frame.assigned:
+    own = [n for n in parameters(frame.function) if n in frame.arguments] if frame.function else []
+    for name in dict.fromkeys((*modules.engine.config_names, *own)):
+        if name in own or name in frame.assigned:
             if ast.unparse(canonical(modules, ast.Name(name), frame)) == CONFIG:
                 return name
     return None

@@ -193,12 +193,11 @@ class Planner:
             return False
         if spec.kernel.private_name and spec.kernel.name in home.defs:
             return False
-        # The registration's call as inserted: the kernel may be named through the module's own alias.
-        registration = re.compile(
-            re.escape(normalized(spec.registration.call())).replace(
-                re.escape(spec.kernel_name), r"[A-Za-z_][A-Za-z0-9_]*"
-            )
-        )
+        # The registration's call as inserted: the kernel may be named through the module's own alias, and the
+        # engine config through the constructor's own name for it.
+        name = r"[A-Za-z_][A-Za-z0-9_]*"
+        call = re.escape(normalized(spec.registration.call())).replace(re.escape(spec.kernel_name), name)
+        registration = re.compile(re.sub(rf"\b{self.engine.config_parameter}\b", name, call))
         return all(
             module in self.modules and registration.search(normalized(self.modules[module].text))
             for module, _ in spec.registration.constructions()

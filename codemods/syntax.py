@@ -41,6 +41,26 @@ def stores(node: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
 
 
+def self_stores(node: ast.AST) -> Iterator[tuple[str, ast.stmt]]:
+    """Each `self.x` an assignment inside `node` stores (`=`, annotated, augmented, or one target of several), with
+    its statement."""
+    for statement in ast.walk(node):
+        if isinstance(statement, ast.Assign):
+            targets = list(statement.targets)
+        elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+            targets = [statement.target]
+        else:
+            continue
+        while targets:
+            target = targets.pop()
+            if isinstance(target, (ast.Tuple, ast.List)):
+                targets.extend(target.elts)
+            elif isinstance(target, ast.Starred):
+                targets.append(target.value)
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                yield target.attr, statement
+
+
 def exits(block: list[ast.stmt], *, in_loop: bool = False) -> bool:
     """The block ends by leaving what encloses it: a return or a raise, and inside a loop's body a `continue`
     (which leaves the rest of that iteration)."""

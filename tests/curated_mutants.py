@@ -820,4 +820,25 @@ MUTANTS = (
         "        return any(\n            _truth(tree, dict(zip(names, case)))",
         ("tests/test_simplify.py", "-k", "every_choice"),
     ),
+    Mutant(
+        "guards: a runner that sets its config attribute twice is read as holding the engine config's",
+        "codemods/guards.py",
+        "if len(stores) != 1 or len(held) != 1",
+        "if len(held) != 1",
+        ("tests/test_migration_gates.py", "-k", "runner_holds"),
+    ),
+    Mutant(
+        "registrations: the spec's vllm_config is written where the constructor names the config otherwise",
+        "codemods/planning/registrations.py",
+        "    if own is None or own == name or name not in frame.arguments:\n        return spec\n",
+        "    return spec\n",
+        ("tests/test_migration_gates.py", "-k", "another_name"),
+    ),
+    Mutant(
+        "planner: a registration through the constructor's own config name is not taken as done",
+        "codemods/planner.py",
+        "re.compile(re.sub(rf",
+        "re.compile((lambda *_: call)(rf",
+        ("tests/test_migration_gates.py", "-k", "another_name"),
+    ),
 )

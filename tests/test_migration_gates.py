@@ -511,3 +511,46 @@ def test_an_orchestrator_gate_on_the_config_reads_the_constructors_own_config_or
         "(vllm_config := get_current_vllm_config_or_none()) is not None and "
         "vllm_config.cache_config.enable_prefix_caching"
     ]
+
+
+QWEN_STEPS = "vllm/model_executor/warmup/qwen_triton_warmup.py"
+POST_CONV_STEP = "    _warm_fused_post_conv_kernel(device, gdn_config)\n"
+SPEC_HELD = "        self.speculative_config = vllm_config.speculative_config\n"
+
+
+def test_a_config_the_runner_holds_as_the_engine_configs_own_is_gated_on_that_config(tmp_path):
+    """Both model runners set `self.speculative_config = vllm_config.speculative_config`, once: a step gated on
+    `runner.speculative_config` registers under the layer's `vllm_config.speculative_config`. A runner that
+    also sets it elsewhere holds something else: the gate cannot be written, and the migration says so."""
+    repo = copy_033(tmp_path / "tree")
+    runners = ["vllm/v1/worker/gpu_model_runner.py", "vllm/v1/worker/gpu/model_runner.py"]
+    assert all((repo / runner).read_text().count(SPEC_HELD) == 1 for runner in runners)
+    edit(repo, QWEN_STEPS, POST_CONV_STEP, "    if runner.speculative_config is None:\n    " + POST_CONV_STEP)
+    other = copy_033(tmp_path / "other")
+    edit(other, QWEN_STEPS, POST_CONV_STEP, "    if runner.speculative_config is None:\n    " + POST_CONV_STEP)
+    eager = "        if self.model_config.enforce_eager:\n            self.speculative_config = None\n"
+    edit(other, runners[1], SPEC_HELD, SPEC_HELD + eager)
+    layer = next(c.after for c in migrate(repo, [FUSED_POST_CONV]).changes if c.path == repo / GDN_LAYER)
+    [(tests, _)] = registrations(layer, "fused_post_conv_prep_dispatch")
+    assert tests == ["vllm_config.speculative_config is None"]
+    with pytest.raises(SpecError, match=r"`runner.speculative_config is None`, which cannot be written"):
+        migrate(other, [FUSED_POST_CONV])
+
+
+def test_a_constructor_that_takes_the_config_under_another_name_registers_with_that_name(tmp_path):
+    """A fork's layer takes `engine_config: VllmConfig`: the registration reads the config through that name (the
+    spec's `vllm_config` names nothing there), and a second run finds it done."""
+    repo = copy_033(tmp_path / "tree")
+    text = (repo / GDN_LAYER).read_text()
+    start = text.index("class QwenGatedDeltaNetAttention")
+    end = text.index("\n    def ", text.index("def __init__", start) + 1)
+    assert "        vllm_config: VllmConfig,\n" in text[start:end]
+    replace_file(repo / GDN_LAYER, text[:start] + text[start:end].replace("vllm_config", "engine_config") + text[end:])
+    written(repo, "fla-layer-norm")
+    [(_, call)] = registrations((repo / GDN_LAYER).read_text(), "_LAYER_NORM_FWD_KERNEL")
+    expected = ast.parse(FLA.registration.code).body[0]
+    for node in ast.walk(expected):
+        if isinstance(node, ast.Name) and node.id == "vllm_config":
+            node.id = "engine_config"
+    assert ast.dump(call) == ast.dump(expected)
+    assert "wrote: 0 changed" in written(repo, "fla-layer-norm").output

@@ -20,7 +20,7 @@ from ..findings import Findings
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError, free_names
 from ..transforms.adopt_contract import RewriteDispatch, adoption, self_attributes, shadowed_state
-from ..transforms.insert_registration import InsertRegistration
+from ..transforms.insert_registration import InsertRegistration, renamed_in
 
 if TYPE_CHECKING:
     from ..planner import Planner, SourceModule
@@ -94,29 +94,31 @@ def plan(planner: Planner) -> Findings:
                     )
                     sites = [site for site in sites if site[1] != site_class]
             for site_home, site_class, site_init, anchor in sites:
+                site_spec = in_site_names(modules, spec, site_home.name, site_init) if site_init else spec
                 gate = (
-                    SiteGate(spec.registration.gate, spec.registration.gate_imports)
+                    SiteGate(site_spec.registration.gate, site_spec.registration.gate_imports)
                     if done or site_init is None
-                    else gate_for_site(planner, findings, modules, spec, site_home, site_init, legacy, registry)
+                    else gate_for_site(planner, findings, modules, site_spec, site_home, site_init, legacy, registry)
                 )
-                lazy = spec.registration.import_style == "lazy" or (
-                    spec.registration.import_style == "auto" and imports_lazily(site_home, spec)
+                lazy = site_spec.registration.import_style == "lazy" or (
+                    site_spec.registration.import_style == "auto" and imports_lazily(site_home, site_spec)
                 )
                 findings.add(
                     site_home.name,
                     InsertRegistration(
                         site_class,
                         gate.gate,
-                        spec.registration.code,
+                        site_spec.registration.code,
                         anchor,
-                        spec.kernel.module,
-                        spec.kernel_name,
+                        site_spec.kernel.module,
+                        site_spec.kernel_name,
                         lazy,
                         gate.imports,
                         frozenset(
-                            spec.registration.binding_names() | (free_names(gate.gate, "eval") if gate.gate else set())
+                            site_spec.registration.binding_names()
+                            | (free_names(gate.gate, "eval") if gate.gate else set())
                         ),
-                        spec.registration.call(),
+                        site_spec.registration.call(),
                         gate.inner_gate,
                         gate.inner_imports,
                         method,
@@ -124,6 +126,17 @@ def plan(planner: Planner) -> Findings:
                     ),
                 )
     return findings
+
+
+def in_site_names(modules: RepoModules, spec: MigrationSpec, module: str, init: ast.FunctionDef) -> MigrationSpec:
+    """The spec as this constructor writes it: the engine config under the constructor's own name for it (a fork's
+    `engine_config: VllmConfig`) where the spec's `vllm_config` names nothing there."""
+    frame = guards.site_frame(modules, module, init)
+    own, name = guards.config_name(modules, frame), modules.engine.config_parameter
+    if own is None or own == name or name not in frame.arguments:
+        return spec
+    code, gate = spec.registration.code, spec.registration.gate
+    return spec.replaced(registration=renamed_in(code, name, own), gate=gate and renamed_in(gate, name, own))
 
 
 @dataclasses.dataclass(frozen=True)

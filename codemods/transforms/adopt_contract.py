@@ -30,6 +30,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from ..repo import RepoModules
+from ..syntax import self_stores
 from ..traceable_dispatch import KeyFields, NotRewritable, prove, rewrite
 from .base import Command, Operation, code_of, operation
 
@@ -339,13 +340,8 @@ def shadowed_state(modules: RepoModules, cls_module: str, cls: ast.ClassDef, bas
 
 
 def self_attributes(function: ast.FunctionDef) -> dict[str, int]:
-    """`self.x` the function assigns (`=` or an annotated assignment, at any depth), with the first line."""
+    """`self.x` the function assigns (at any depth), with the first line."""
     found = {}
-    for node in ast.walk(function):
-        targets = (
-            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        )
-        for target in targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                found.setdefault(target.attr, node.lineno)
+    for attribute, statement in self_stores(function):
+        found.setdefault(attribute, statement.lineno)
     return found

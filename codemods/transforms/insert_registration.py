@@ -118,7 +118,7 @@ class _Insert(Command):
         call = self.op.call or self.op.registration
         forms = {normalized(call)}
         if self.alias:
-            forms.add(normalized(_renamed_in(call, self.op.kernel_name, self.alias)))
+            forms.add(normalized(renamed_in(call, self.op.kernel_name, self.alias)))
         helper = _helper_name(self.op.kernel_name)
         written = statements + [
             m
@@ -166,7 +166,7 @@ class _Insert(Command):
         self.needs_import = not names.bound(self.op.kernel_name, before)
         if self.needs_import and self.alias:
             self.needs_import = False  # the module imports the kernel under another name: use that one
-            self.registration = _renamed_in(self.registration, self.op.kernel_name, self.alias)
+            self.registration = renamed_in(self.registration, self.op.kernel_name, self.alias)
         for name in sorted(self.op.names - self.imported - {self.op.kernel_name}):
             if synthetic and name in arguments:
                 continue  # a parameter of the override the class gets
@@ -614,7 +614,8 @@ class _RenameReads(cst.CSTTransformer):
         return updated.with_changes(keyword=original.keyword)
 
 
-def _renamed_in(code: str, old: str, new: str) -> str:
+def renamed_in(code: str, old: str, new: str) -> str:
+    """`code` with every read of the name `old` as `new` (attributes and keywords of that name stay)."""
     return cst.parse_module(code).visit(_RenameReads(old, new)).code
 
 
