@@ -841,4 +841,11 @@ MUTANTS = (
         "re.compile((lambda *_: call)(rf",
         ("tests/test_migration_gates.py", "-k", "another_name"),
     ),
+    Mutant(
+        "registration: a call made for its effect on an attribute it reads is not a change",
+        "codemods/transforms/insert_registration.py",
+        "        if isinstance(call.func, cst.Attribute):\n            given.append(call.func.value)\n",
+        "",
+        ("tests/test_migration_gates.py", "-k", "changes_below"),
+    ),
 )

@@ -470,16 +470,26 @@ def test_an_early_return_of_the_router_gets_the_block_once_in_a_method_and_a_sec
     assert "wrote: 0 changed" in written(repo, "ll-bf16-router-gemm").output
 
 
-def test_an_attribute_the_registration_reads_and_the_constructor_changes_below_the_anchor_moves_it_after(tmp_path):
-    """A fork keeps the norm's weight in fp32 on some checkpoints, changing it right after building the norm: the
-    legacy step read the built layer's weight dtype, so the registration goes after the change (in neither arm)."""
+@pytest.mark.parametrize(
+    "change",
+    [
+        "self.norm.weight.data = self.norm.weight.data.float()",
+        "self.norm.float()",
+        "torch.nn.init.ones_(self.norm.weight)",
+        "setattr(self.norm, 'weight', torch.nn.Parameter(self.norm.weight.float()))",
+        "setattr(self, 'norm', self.norm.float())",
+    ],
+)
+def test_an_attribute_the_registration_reads_and_the_constructor_changes_below_the_anchor_moves_it_after(
+    tmp_path, change
+):
+    """A fork keeps the norm's weight in fp32 on some checkpoints, changing it right after building the norm (by
+    assignment, or by a call made for its effect): the legacy step read the built layer's weight dtype, so the
+    registration goes after the change (in neither arm)."""
     repo = copy_033(tmp_path / "tree")
     text = (repo / GDN_LAYER).read_text()
     end = text.index("        )\n", text.index(NORM)) + len("        )\n")
-    fixup = (
-        "        if getattr(config, 'fp32_gated_norm', False):\n"
-        "            self.norm.weight.data = self.norm.weight.data.float()\n"
-    )
+    fixup = f"        if getattr(config, 'fp32_gated_norm', False):\n            {change}\n"
     replace_file(repo / GDN_LAYER, text[:end] + fixup + text[end:])
     result = migrate(repo, [FLA])
     init = init_of(next(c.after for c in result.changes if c.path.name == "qwen_gdn_linear_attn.py"))

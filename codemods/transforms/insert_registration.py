@@ -521,18 +521,37 @@ def _imports(node: ast.AST) -> set[str]:
 
 def _changed_attributes(statement: cst.BaseStatement) -> set[str]:
     """The `self.x` a simple statement line assigns, augments, or changes an attribute or item of
-    (`self.norm.weight.data = ...` changes `self.norm`)."""
+    (`self.norm.weight.data = ...` changes `self.norm`), or changes by a call made for its effect: a method of it
+    whose result is dropped (`self.norm.float()`), or an in-place function or `setattr` given it first
+    (`nn.init.ones_(self.norm.weight)`, `setattr(self.norm, ...)`, `setattr(self, "norm", ...)`)."""
     if not isinstance(statement, cst.SimpleStatementLine):
         return set()
     changed = set()
     for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
-        for target in _elements(node.target):
-            while isinstance(target, (cst.Attribute, cst.Subscript)):
-                if isinstance(target, cst.Attribute) and _is_self(target.value):
-                    changed.add(f"self.{target.attr.value}")
-                    break
-                target = target.value
+        changed.update(filter(None, map(_self_attribute, _elements(node.target))))
+    for line in statement.body:
+        call = line.value if isinstance(line, cst.Expr) and isinstance(line.value, cst.Call) else None
+        if call is None:
+            continue
+        name = get_full_name_for_node(call.func) or ""
+        given = [call.args[0].value] if call.args and (name.endswith("_") or name == "setattr") else []
+        if isinstance(call.func, cst.Attribute):
+            given.append(call.func.value)
+        changed.update(filter(None, map(_self_attribute, given)))
+        if name == "setattr" and len(call.args) > 1 and _is_self(call.args[0].value):
+            attribute = call.args[1].value
+            if isinstance(attribute, cst.SimpleString):
+                changed.add(f"self.{attribute.evaluated_value}")
     return changed
+
+
+def _self_attribute(node: cst.BaseExpression) -> str | None:
+    """The `self.x` an expression reaches through (`self.norm.weight.data`, `self.kv[0]`), if any."""
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        if isinstance(node, cst.Attribute) and _is_self(node.value):
+            return f"self.{node.attr.value}"
+        node = node.func if isinstance(node, cst.Call) else node.value
+    return None
 
 
 def _set_on_every_path(block: Sequence[cst.BaseStatement], attribute: str) -> bool:
