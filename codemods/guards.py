@@ -516,8 +516,12 @@ def _is_config(modules: RepoModules, module: str, argument: ast.arg) -> bool:
             annotation = ast.parse(annotation.value, mode="eval").body
         except SyntaxError:
             return False
-    found = modules.reference(module, annotation) if annotation is not None else None
-    return found is not None and found == modules.resolve(*modules.engine.config_class.split(":"))
+    home, name = modules.engine.config_class.split(":")
+    spelled = annotation.id if isinstance(annotation, ast.Name) else getattr(annotation, "attr", None)
+    if spelled != name:
+        return False  # only a name spelled as the class's is looked up (that may parse the config's own module)
+    imported = modules.imports(module).get(spelled) if isinstance(annotation, ast.Name) else None
+    return imported == (home, name) or modules.reference(module, annotation) == modules.resolve(home, name)
 
 
 def _site_locals(init: ast.FunctionDef) -> dict[str, ast.expr]:
