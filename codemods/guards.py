@@ -489,20 +489,20 @@ def site_frame(
     extra_imports: dict[str, tuple[str, str | None]] | None = None,
 ) -> Frame:
     """The construction site's names: `self`, its config (the engine's config parameter, a parameter annotated
-    with the config's class, or the accessor). Where the constructor holds the config under another name and
-    binds no `vllm_config` of its own, the spec's `vllm_config` is that config too."""
+    with the config's class, or a local assigned from the accessor). Where the constructor holds the config under
+    another name and binds no `vllm_config` of its own, the spec's `vllm_config` is that config too."""
     arguments: dict[str, tuple[ast.expr, Frame | None]] = {"self": (ast.Name(SELF), None)}
     signature = init.args
-    held = [
-        a.arg
+    arguments.update(
+        (a.arg, (ast.Name(CONFIG), None))
         for a in (*signature.posonlyargs, *signature.args, *signature.kwonlyargs)
         if _is_config(modules, module, a)
-    ]
-    arguments.update((name, (ast.Name(CONFIG), None)) for name in held)
+    )
+    frame = Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}))
     spec_name = modules.engine.config_parameter
-    if held and spec_name not in parameters(init) and spec_name not in local_names(init):
+    if spec_name not in parameters(init) and spec_name not in local_names(init) and config_name(modules, frame):
         arguments[spec_name] = (ast.Name(CONFIG), None)
-    return Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}))
+    return frame
 
 
 def _is_config(modules: RepoModules, module: str, argument: ast.arg) -> bool:
@@ -538,9 +538,10 @@ def _site_locals(init: ast.FunctionDef) -> dict[str, ast.expr]:
 
 
 def config_name(modules: RepoModules, frame: Frame) -> str | None:
-    """The constructor's own name for the engine config (a parameter, or a local assigned from an accessor)."""
+    """The constructor's own name for the engine config (a parameter, or a local assigned from an accessor): the
+    engine's usual names first."""
     own = [n for n in parameters(frame.function) if n in frame.arguments] if frame.function else []
-    for name in dict.fromkeys((*modules.engine.config_names, *own)):
+    for name in dict.fromkeys((*modules.engine.config_names, *own, *frame.assigned)):
         if name in own or name in frame.assigned:
             if ast.unparse(canonical(modules, ast.Name(name), frame)) == CONFIG:
                 return name
