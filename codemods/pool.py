@@ -17,6 +17,7 @@ import libcst as cst
 
 from . import gate, style
 from .errors import MigrationError
+from .syntax import where
 from .transforms import AnchorError, FileEdit, Operation, apply
 
 
@@ -69,7 +70,8 @@ def transform(job: TransformJob) -> TransformResult:
     except cst.ParserSyntaxError as exc:
         return TransformResult(file.path, None, error=f"{file.path}:{exc.raw_line}: does not parse: {exc.message}")
     except AnchorError as exc:
-        return TransformResult(file.path, None, error=f"{file.path}: {exc}")
+        place = where(job.repo, file.path, exc.line) if exc.line else file.path.relative_to(job.repo).as_posix()
+        return TransformResult(file.path, None, error=f"{place}: {exc}")
     if edit.refusals:
         return TransformResult(file.path, edit)
     violations: list[gate.Finding] = []

@@ -497,3 +497,40 @@ def test_the_fa4_steps_own_early_returns_are_read(repo):
         "`not runner.is_pooling_model`" in d and "pooling models prefill without this backend" in d
         for d in result.differences()
     )
+
+
+def test_a_constructor_local_holding_the_config_under_another_name_carries_the_specs_gate(repo):
+    """A fork's InklingAttention names its `get_current_vllm_config()` local `cfg`: the spec's gate on
+    `vllm_config.kernel_config.enable_jit_warmup` is written with `cfg` (it was refused as a different gate)."""
+    text = (repo / ATTN).read_text()
+    start = text.index("class InklingAttention")
+    end = text.index("    def get_attn_backend", start)
+    assert "        vllm_config = get_current_vllm_config()\n" in text[start:end]
+    renamed = re.sub(r"\bvllm_config\b", "cfg", text[start:end])
+    edit(repo, ATTN, text[start:end], renamed)
+    changed = migrated(repo)
+    init = next(
+        f
+        for c in ast.walk(ast.parse(changed[ATTN]))
+        if isinstance(c, ast.ClassDef) and c.name == "InklingAttention"
+        for f in c.body
+        if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+    )
+    gate = ast.parse(SPECS["inkling-rel-attention"].registration.gate, mode="eval").body
+    expected = ast.unparse(gate).replace("vllm_config", "cfg")
+    [block] = [s for s in init.body if isinstance(s, ast.If) and "register_warmup" in ast.unparse(s)]
+    assert ast.unparse(block.test) == expected  # and `migrated` checked that a second run finds it done
+
+
+def test_an_anchor_the_fork_rewrote_is_refused_at_the_constructors_line(repo):
+    """`if self.vllm_flash_attn_version:` for the spec's `... is not None:`: refused (the anchor is the spec's
+    choice), with the constructor's file:line like every other refusal."""
+    anchor = SPECS["fa4-mla-prefill"].registration.insert_after
+    text = (repo / FLASH).read_text()
+    assert text.count(anchor) == 1
+    edit(repo, FLASH, anchor, "if self.vllm_flash_attn_version:")
+    backend = next(
+        n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ClassDef) and n.name == "FlashAttnPrefillBackend"
+    )
+    init = next(f for f in backend.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    refused(repo, f"{FLASH}:{init.lineno}: FlashAttnPrefillBackend.__init__ has no statement starting with")

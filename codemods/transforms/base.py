@@ -35,7 +35,11 @@ class Note:
 
 
 class AnchorError(LookupError):
-    """A spec's anchor is not in the file it should be in."""
+    """A spec's anchor is not in the file it should be in (`line`: where it was looked for, 0 for the file)."""
+
+    def __init__(self, why: str, line: int = 0):
+        super().__init__(why)
+        self.line = line
 
 
 class Operation:

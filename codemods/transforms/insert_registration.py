@@ -132,7 +132,8 @@ class _Insert(Command):
             matches = [s for s in statements if holds_anchor(_first_line(s), self.op.insert_after)]
             if not matches:
                 raise AnchorError(
-                    f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}"
+                    f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}",
+                    self.line(init),
                 )
             self.anchor = _outside_branches(init, matches[0], self._reads() | self.op.names)
             if self.anchor is not matches[0]:
