@@ -541,7 +541,13 @@ def config_name(modules: RepoModules, frame: Frame) -> str | None:
     """The constructor's own name for the engine config (a parameter, or a local assigned from an accessor): the
     engine's usual names first."""
     own = [n for n in parameters(frame.function) if n in frame.arguments] if frame.function else []
-    for name in dict.fromkeys((*modules.engine.config_names, *own, *frame.assigned)):
+    # a local that can be the config: a name's alias, or a call without arguments (an accessor)
+    aliases = [
+        name
+        for name, value in frame.assigned.items()
+        if isinstance(value, ast.Name) or (isinstance(value, ast.Call) and not value.args and not value.keywords)
+    ]
+    for name in dict.fromkeys((*modules.engine.config_names, *own, *aliases)):
         if name in own or name in frame.assigned:
             if ast.unparse(canonical(modules, ast.Name(name), frame)) == CONFIG:
                 return name
