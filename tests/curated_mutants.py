@@ -848,4 +848,18 @@ MUTANTS = (
         "",
         ("tests/test_migration_gates.py", "-k", "changes_below"),
     ),
+    Mutant(
+        "guards: a constructor local holding the config under another name is not the config",
+        "codemods/guards.py",
+        "(*modules.engine.config_names, *own, *aliases)",
+        "(*modules.engine.config_names, *own)",
+        ("tests/test_codemod_variations.py", "-k", "local_holding_the_config"),
+    ),
+    Mutant(
+        "registration: a missing anchor is refused without its line",
+        "codemods/transforms/insert_registration.py",
+        '{self.op.insert_after!r}",\n                    self.line(init),\n',
+        '{self.op.insert_after!r}",\n                    0,\n',
+        ("tests/test_codemod_variations.py", "-k", "rewrote"),
+    ),
 )
