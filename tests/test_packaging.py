@@ -109,7 +109,7 @@ def test_the_cli_starts_without_the_codemods_rewriting_machinery():
 
 def test_a_migration_that_checks_no_keys_never_imports_torch(tmp_path):
     """torch takes seconds to import and only the key check (--verify-keys, --pr-body) runs the tree's code: a
-    migration's dry run, --check and --write start without it."""
+    migration that writes (and so one that only plans) never imports it."""
     repo = shutil.copytree(EXAMPLE_TREE, tmp_path / "repo")
     done = _python(
         "import sys\nfrom zerojit.migrate.cli import app\n"
