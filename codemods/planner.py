@@ -197,7 +197,7 @@ class Planner:
         # engine config through the constructor's own name for it.
         name = r"[A-Za-z_][A-Za-z0-9_]*"
         call = re.escape(normalized(spec.registration.call())).replace(re.escape(spec.kernel_name), name)
-        registration = re.compile(re.sub(rf"\b{self.engine.config_parameter}\b", name, call))
+        registration = re.compile(re.sub(rf"\b{re.escape(self.engine.config_parameter)}\b", name, call))
         return all(
             module in self.modules and registration.search(normalized(self.modules[module].text))
             for module, _ in spec.registration.constructions()
