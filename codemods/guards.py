@@ -45,6 +45,7 @@ class Frame:
     assigned: dict[str, ast.expr]
     arguments: dict[str, tuple[ast.expr, Frame | None]]
     imports: dict[str, tuple[str, str | None]] = dataclasses.field(default_factory=dict)
+    classes: tuple[str, ...] = ()  # at a construction site: what `self` is an instance of (qualified names)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Atom:
     per_layer: bool
     expression: ast.expr = dataclasses.field(compare=False, repr=False)
     spellings: frozenset[str] = dataclasses.field(default=frozenset(), compare=False, repr=False)
+    at_layer: bool = False  # a filter of the legacy step's model search, on the layer it kept (codemods.model_search)
 
     def report(self) -> dict:
         return {"canonical": self.canonical, "written": self.written, "where": self.where, "per_layer": self.per_layer}
@@ -68,10 +70,16 @@ class Atom:
 
     @property
     def expressible(self) -> bool:
-        return WORKER not in self.canonical and UNKNOWN not in self.canonical and SELF not in self.canonical
+        """The site can write it: it reads neither the worker nor a local the reader cannot follow, and the layer
+        only through its attributes (`self.x`, `getattr(self, "x", None)`: the registration is placed after them),
+        not as a value handed to a function."""
+        text = self.canonical
+        if WORKER in text or UNKNOWN in text:
+            return False
+        return SELF not in text or (self.at_layer and layer_attributes(self.expression) is not None)
 
 
-def _negated(test: ast.expr) -> ast.expr:
+def negated(test: ast.expr) -> ast.expr:
     flips = {
         ast.Eq: ast.NotEq,
         ast.NotEq: ast.Eq,
@@ -85,7 +93,7 @@ def _negated(test: ast.expr) -> ast.expr:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in flips:
         return ast.Compare(test.left, [flips[type(test.ops[0])]()], test.comparators)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return ast.BoolOp(ast.And(), [_negated(v) for v in test.values])
+        return ast.BoolOp(ast.And(), [negated(v) for v in test.values])
     return ast.UnaryOp(ast.Not(), test)
 
 
@@ -257,13 +265,13 @@ def _where(modules: RepoModules, module: str, node: ast.AST) -> Place:
 def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: Frame) -> list[Atom]:
     found = []
     for gate in gates:
-        condition = gate.test if gate.holds_when else _negated(gate.test)
+        condition = gate.test if gate.holds_when else negated(gate.test)
         spelled = {ast.dump(gate.test), ast.dump(condition)}
         for part in conjuncts(condition):
             form = canonical(modules, part, frame)
             text = ast.unparse(form)
             reads_model = any(f"{WORKER}.{state}" in text for state in modules.engine.model_state)
-            per_layer = SELF in text or (reads_model and _found_in_model(modules, form))
+            per_layer = SELF in text or (reads_model and search_call(modules, form) is not None)
             if reads_model and not per_layer:  # a config the runner holds, such as `runner.speculative_config`
                 form = _RunnerConfigs(modules).visit(form)
                 text = ast.unparse(form)
@@ -280,10 +288,10 @@ def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: Frame) -> list[
     return found
 
 
-def _found_in_model(modules: RepoModules, test: ast.expr) -> bool:
-    """The test only asks whether a function of the repo found something in the model (`x is not None`, `x`,
-    `not x` of its result): the legacy step searching the model for the layers that now register themselves.
-    Any other test of the model (an attribute, a flag) is a guard the site cannot write."""
+def search_call(modules: RepoModules, test: ast.expr) -> ast.Call | None:
+    """The call of a repo function that the test only asks whether it found something in the model (`x is not
+    None`, `x`, `not x` of its result): the legacy step searching the model for the layers that now register
+    themselves. None for any other test of the model (an attribute, a flag): a guard the site cannot write."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
     if (
@@ -295,9 +303,38 @@ def _found_in_model(modules: RepoModules, test: ast.expr) -> bool:
     ):
         test = test.left
     if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and "." in test.func.id):
-        return False
+        return None
     home, _, name = test.func.id.rpartition(".")
-    return modules.ours(home) and isinstance(modules.definition(home, name), ast.FunctionDef)
+    found = modules.ours(home) and isinstance(modules.definition(home, name), ast.FunctionDef)
+    return test if found else None
+
+
+def layer_attributes(expression: ast.expr) -> dict[str, bool]:
+    """The layer's (`@self`'s) attributes an expression reads, each with whether it reads it through `getattr` with
+    a default or `hasattr` (which do not raise where the layer lacks it); None when it reads the layer otherwise
+    (`f(@self)`: what that reads is unknown)."""
+    found, held = {}, set()
+    for node in ast.walk(expression):
+        if isinstance(node, ast.Attribute) and _is_self(node.value):
+            found.setdefault(node.attr, False)
+            held.add(id(node.value))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and len(node.args) == (3 if node.func.id == "getattr" else 2)
+            and _is_self(node.args[0])
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            found[node.args[1].value] = True
+            held.add(id(node.args[0]))
+    unknown = any(_is_self(n) and id(n) not in held for n in ast.walk(expression))
+    return None if unknown else found
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == SELF
 
 
 def _sites(modules: RepoModules, module: str, matcher, function: ast.FunctionDef) -> list[CallSite]:
@@ -498,7 +535,12 @@ def site_frame(
         for a in (*signature.posonlyargs, *signature.args, *signature.kwonlyargs)
         if _is_config(modules, module, a)
     )
-    frame = Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}))
+    tree = modules.tree(module)
+    owner = next(
+        (c for c in tree.body if isinstance(c, ast.ClassDef) and c.lineno <= init.lineno <= c.end_lineno), None
+    )
+    classes = tuple(modules.lineage(module, owner)) if owner else ()
+    frame = Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}), classes)
     spec_name = modules.engine.config_parameter
     if spec_name not in parameters(init) and spec_name not in local_names(init) and config_name(modules, frame):
         arguments[spec_name] = (ast.Name(CONFIG), None)
@@ -584,6 +626,8 @@ def spec_gate_atoms(modules: RepoModules, frame: Frame, gate: str) -> list[Atom]
 
 
 def holds_at_site(frame: Frame) -> set[str]:
-    """Conditions true wherever the site's constructor runs (canonical): its own module is loaded, and (as
-    the legacy call always had one) the engine has a config."""
-    return {f"{frame.module!r} in sys.modules", f"{CONFIG} is not None"}
+    """Conditions true wherever the site's constructor runs (canonical): its own module is loaded, (as the legacy
+    call always had one) the engine has a config, and the layer is an instance of its class."""
+    return {f"{frame.module!r} in sys.modules", f"{CONFIG} is not None"} | {
+        f"isinstance({SELF}, {cls})" for cls in frame.classes
+    }

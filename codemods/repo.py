@@ -370,6 +370,14 @@ class RepoModules:
                 return hit
         return None
 
+    def lineage(self, module: str, cls: ast.ClassDef, depth: int = 0) -> list[str]:
+        """The class's qualified name and its bases' that the repo defines (`module.Class`), the class first."""
+        found = [f"{module}.{cls.name}"]
+        for base in cls.bases if depth < 8 else ():
+            if (parent := self._class(module, base)) is not None:
+                found += self.lineage(*parent, depth + 1)
+        return found
+
     def reference(self, module: str, node: ast.AST) -> tuple[str, str] | None:
         """What a name or `module.name` read in `module` refers to in the engine package: (module, name)."""
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):

@@ -14,6 +14,7 @@ from collections import Counter
 from . import simplify
 from .guards import (
     CONFIG,
+    SELF,
     Atom,
     Frame,
     canonical,
@@ -37,7 +38,7 @@ class Difference:
 
     def render(self) -> str:
         condition = f"`{self.atom.written}`"
-        if (
+        if not self.atom.at_layer and (
             self.atom.canonical.replace("@", "") not in (self.atom.written, self.atom.canonical)
             and len(self.atom.canonical) < 80
         ):
@@ -46,6 +47,11 @@ class Difference:
             return (
                 f"{self.atom.where}: the legacy call's failures were caught ({self.atom.written}); the "
                 f"registration's are not: {self.reason}"
+            )
+        if self.kind == "dropped" and self.atom.at_layer:
+            return (
+                f"{self.atom.where}: the legacy step warmed only the layers where {condition}; the registration "
+                f"does not check it: {self.reason}"
             )
         if self.kind == "dropped":
             return (
@@ -69,13 +75,13 @@ class GatePlan:
     gate: str  # the registration's gate in the site's names ("" when none is needed)
     imports: tuple[str, ...]  # `from m import n [as a]` lines the gate needs at the site
     differences: tuple[Difference, ...]
-    per_layer: tuple[Atom, ...]  # legacy conditions the registering layer's own facts decide
+    per_layer: tuple[Atom, ...]  # legacy conditions the registering layer's own facts decide, its search's filters
 
     def report(self) -> dict:
         return {
             "family": self.family,
             "site": self.site,
-            "legacy_gate": [a.report() for a in self.legacy if not a.per_layer],
+            "legacy_gate": [a.report() for a in self.legacy if not (a.per_layer or a.at_layer)],
             "per_layer": [a.report() for a in self.per_layer],
             "registry_gate": [a.report() for a in self.registry],
             "gate": self.gate,
@@ -146,6 +152,12 @@ def compare(
             continue
         if reason is not None:
             differences.append(Difference("dropped", atom, reason))
+        elif not atom.expressible and atom.at_layer:
+            refusals.append(
+                f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`, which the "
+                f"registration at {site_where} cannot check (it reads `{atom.canonical}`). Check it in the "
+                "registration's code, or list it in intended_differences with a reason if the layer need not"
+            )
         elif not atom.expressible:
             refusals.append(
                 f"{atom.where}: the legacy call runs only when `{atom.written}`, which cannot be "
@@ -184,7 +196,7 @@ def compare(
 
 
 def _shown(atoms: list[Atom]) -> str:
-    gates = [a.written for a in atoms if not a.per_layer]
+    gates = [a.written for a in atoms if not (a.per_layer or a.at_layer)]
     return " and ".join(f"`{g}`" for g in dict.fromkeys(gates)) or "(none)"
 
 
@@ -306,6 +318,8 @@ def render_gate(
     class Site(ast.NodeTransformer):
         def visit_Name(self, node: ast.Name) -> ast.expr:
             nonlocal uses_config
+            if node.id == SELF:
+                return ast.Name(init.args.args[0].arg)
             if node.id == CONFIG:
                 uses_config = True
                 return ast.Name(config or engine.config_parameter)

@@ -387,9 +387,18 @@ def test_an_inline_orchestrator_step_and_a_lazily_imported_kernel(router_repo):
         and "register_warmup" in ast.unparse(n)
         and "vllm_config is not None" in ast.unparse(n.test)
     )
-    # The spec's gate, then the guards the tree ran the step under: the orchestrator's capability check, and the
-    # step's own early return, checked after its lazy import (the layer imports the kernel's module only lazily).
-    assert ast.unparse(gate.test).endswith(" and current_platform.has_device_capability(90)")
+    # The spec's gate, then the guards the tree ran the step under: the orchestrator's capability check, the filters
+    # of the step's model search (which the spec's registration does not check: a bf16 2-D weight whose K, the
+    # second of `n, k = weight.shape`, is a multiple of 8), and the step's own early return, checked after its lazy
+    # import (the layer imports the kernel's module only lazily).
+    written = [ast.unparse(part) for part in gate.test.values]
+    assert written[3:] == [
+        "current_platform.has_device_capability(90)",
+        "isinstance((weight := getattr(self, 'weight', None)), torch.Tensor)",
+        "weight.dim() == 2",
+        "weight.dtype == torch.bfloat16",
+        "weight.shape[1] % 8 == 0",
+    ]
     inner = [n for n in gate.body if isinstance(n, ast.If)]
     assert [ast.unparse(n.test) for n in inner] == ["is_ll_bf16_gemm_available()"]
     assert "import is_available as is_ll_bf16_gemm_available" in ast.unparse(gate)

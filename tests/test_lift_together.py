@@ -27,6 +27,7 @@ from zerojit.migrate.triton_lifts.equivalence import (
     MetaAllocations,
     _compile_only_triton,
 )
+from zerojit.migrate.triton_lifts.specs import QWEN_GDN_SEARCH_AT_BIND
 
 pytestmark = pytest.mark.release_tree
 
@@ -56,6 +57,7 @@ _SITE = dict(
             "every model that builds a QwenGatedDeltaNetAttention "
             "layer with the fused MTP decode launches these kernels",
         ],
+        *map(list, QWEN_GDN_SEARCH_AT_BIND),  # the release's search filters, as the built-in specs list them
     ],
 )
 _CONV_DIM = (

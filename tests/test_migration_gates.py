@@ -17,7 +17,7 @@ from zerojit.codemods.spec import SpecError
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.spec import SPEC as FLA
-from zerojit.migrate.triton_lifts.specs import BATCH_MEMCPY, FUSED_POST_CONV
+from zerojit.migrate.triton_lifts.specs import BATCH_MEMCPY, FUSED_POST_CONV, QWEN_GDN_SEARCH
 
 pytestmark = pytest.mark.release_tree
 
@@ -109,10 +109,10 @@ def test_a_written_gate_the_tree_does_not_have_is_refused_with_both_gates_unless
         and "the registration requires `current_platform.is_rocm()`, which the legacy call did not" in why
     )
     assert "Legacy gate: `model_type in _QWEN_MODEL_TYPES`; migrated gate: `current_platform.is_rocm()`" in why
-    listed = (
-        spec.read_text() + 'intended_differences = [["model_type not in _QWEN_MODEL_TYPES", "any model"], '
-        '["current_platform.is_rocm()", "this fork warms it on ROCm only"]]\n'
-    )
+    # The release's own search filters (which layer, a bound cache), listed as the built-in spec lists them.
+    differences = [["model_type not in _QWEN_MODEL_TYPES", "any model"], *map(list, QWEN_GDN_SEARCH)]
+    differences.append(["current_platform.is_rocm()", "this fork warms it on ROCm only"])
+    listed = spec.read_text() + f"intended_differences = {json.dumps(differences)}\n"
     spec.write_text(listed)
     result = written(repo, "fla-rocm", args=["--spec", str(spec), "--report", str(tmp_path / "r.json")])
     said = " ".join(result.output.split())
@@ -564,3 +564,70 @@ def test_a_constructor_that_takes_the_config_under_another_name_registers_with_t
             node.id = "engine_config"
     assert ast.dump(call) == ast.dump(expected)
     assert "wrote: 0 changed" in written(repo, "fla-layer-norm").output
+
+
+SEARCH_LOOP = "        cache_tensors = _split_qwen_gdn_cache("
+ROUTER_SEARCH = '        weight = getattr(module, "weight", None)\n'
+WARMUP = "def _warmup_ll_bf16_router_gemm("
+LAUNCHERS = ("fused_post_conv_prep", "fused_sigmoid_gating_delta_rule_update")
+
+
+def test_a_filter_a_fork_adds_to_the_model_search_gates_every_registration_in_the_layers_names(tmp_path):
+    """The fork's search skips layers whose prefill runs on FlashInfer: the legacy step never warmed them, so each
+    layer registers only where `self.gdn_prefill_backend != "flashinfer"` (the filter, the loop's layer read as
+    `self`), after the constructor sets it, the two constructor registrations under one `if`; a second run
+    changes nothing."""
+    repo = copy_033(tmp_path / "tree")
+    skip = '        if layer.gdn_prefill_backend == "flashinfer":\n            continue\n'
+    edit(repo, QWEN_STEPS, SEARCH_LOOP, skip + SEARCH_LOOP)
+    families = ("fla-layer-norm", "fla-fused-post-conv", "fla-sigmoid-gating")
+    written(repo, *families)
+    text = (repo / GDN_LAYER).read_text()
+    kept = ast.unparse(ast.parse('self.gdn_prefill_backend != "flashinfer"'))
+    for kernel in ("_LAYER_NORM_FWD_KERNEL", *(f"{launcher}_dispatch" for launcher in LAUNCHERS)):
+        [(tests, _)] = registrations(text, kernel)
+        assert tests == [kept], kernel
+    init = init_of(text)
+    [gate] = [s for s in init.body if isinstance(s, ast.If) and ast.unparse(s.test) == kept]
+    assert len(gate.body) == 2  # both constructor registrations
+    [backend_set] = [
+        s for s in init.body if isinstance(s, ast.Assign) and ast.unparse(s.targets[0]) == "self.gdn_prefill_backend"
+    ]
+    assert backend_set.lineno < gate.lineno
+    assert "wrote: 0 changed" in written(repo, *families).output
+
+
+@pytest.mark.parametrize(
+    ("skip", "expected"),
+    [
+        # an attribute the layer's base sets in its constructor: written in the layer's names
+        ("        if module.input_size < 64:\n            continue\n", "self.input_size >= 64"),
+        # an attribute a later method sets again: the constructor's value is not the one the search read
+        (
+            "        if not module.allow_ll_bf16_gemm:\n            continue\n",
+            r"set_out_dtype\(\) sets self.allow_ll_bf16_gemm again \(vllm/model_executor/layers/fused_moe/router/"
+            r"gate_linear.py:\d+\)",
+        ),
+        # the layer handed to a function: what it reads, and when it is set, is not known at the site
+        (
+            "        if not _is_router(module):\n            continue\n",
+            "only the layers where `_is_router\\(module\\)`",
+        ),
+        # an attribute the layer never sets
+        ("        if module.ll_bf16_ok:\n            continue\n", "never sets self.ll_bf16_ok"),
+    ],
+    ids=["written", "set-again", "function-of-the-layer", "never-set"],
+)
+def test_a_router_search_filter_is_carried_into_the_gate_or_refused_at_its_line(tmp_path, skip, expected):
+    repo = copy_033(tmp_path / "tree")
+    make_dispatch_traceable(repo)
+    edit(repo, ORCHESTRATOR, ROUTER_SEARCH, skip + ROUTER_SEARCH)
+    edit(repo, ORCHESTRATOR, WARMUP, "def _is_router(module):\n    return True\n\n\n" + WARMUP)
+    if expected.startswith("self."):
+        layer = next(c.after for c in migrate(repo, [LL_BF16_ROUTER_GEMM]).changes if c.path == repo / GATE_LINEAR)
+        [(tests, _)] = registrations(layer, "ll_bf16_gemm_kernel")
+        assert expected in tests[0].split(" and ")
+        return
+    line = (repo / ORCHESTRATOR).read_text().splitlines().index(skip.splitlines()[0]) + 1
+    with pytest.raises(SpecError, match=rf"{ORCHESTRATOR}:{line}: .*{expected}"):
+        migrate(repo, [LL_BF16_ROUTER_GEMM])

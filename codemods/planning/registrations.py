@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .. import guards, site_gate, syntax
+from .. import guards, model_search, site_gate, syntax
 from ..findings import Findings
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError, free_names
@@ -36,6 +36,7 @@ def plan(planner: Planner) -> Findings:
         done = planner.migrated(spec)
         try:
             legacy = [] if done else guards.legacy_guards(modules, spec)
+            legacy += [found for atom in legacy if atom.per_layer for found in model_search.filters(modules, atom)]
             registry = [] if done else guards.registry_guards(modules, spec)
         except guards.GuardsUnreadable as exc:
             findings.refuse("guards", exc.why, exc.place)  # beside the transforms' refusals, which often say more
@@ -178,6 +179,8 @@ def gate_for_site(
     carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]
     implied = site_gate.implied(carried + inside + written, modules)
     carried = [a for a in carried if a.canonical not in implied]
+    if problems := layer_filter_problems(modules, frame, [a for a in carried if a.at_layer]):
+        raise SpecError(f"{spec.family}: " + "\n".join(problems))
     removed = frozenset(filter(None, (spec.legacy.module, spec.legacy.orchestrator_module)))
     rendered = [site_gate.render_gate(modules, home.name, init, [atom], where, removed) for atom in carried]
     inner = [
@@ -215,10 +218,44 @@ def gate_for_site(
             " and ".join(filter(None, (found.gate, found.inner_gate))),
             found.imports + found.inner_imports,
             tuple(differences),
-            tuple(a for a in legacy if a.per_layer),
+            tuple(a for a in legacy if a.per_layer or a.at_layer),
         )
     )
     return found
+
+
+def layer_filter_problems(modules: RepoModules, frame: guards.Frame, filters: list[guards.Atom]) -> list[str]:
+    """Why a filter of the legacy model search cannot gate the registration in the layer's names: the layer never
+    sets an attribute it reads (the registration would raise), or a method other than the constructors sets it
+    again (the search read the value after loading; the constructor's may differ)."""
+    if not frame.classes:
+        return []
+    constructors, elsewhere = _class_names(modules, *frame.classes[0].rsplit(".", 1), depth=0), {}
+    for qualified in frame.classes:
+        module, name = qualified.rsplit(".", 1)
+        for method in (n for n in modules.definition(module, name).body if isinstance(n, ast.FunctionDef)):
+            for attribute, statement in syntax.self_stores(method):
+                if method.name == "__init__" or method is frame.function:
+                    constructors.add(attribute)
+                else:
+                    elsewhere.setdefault(attribute, (module, method.name, statement))
+    constructors |= {attribute for attribute, _ in syntax.self_stores(frame.function)}
+    problems = []
+    for atom in filters:
+        for attribute, guarded in sorted(guards.layer_attributes(atom.expression).items()):
+            if attribute in elsewhere:
+                module, method, statement = elsewhere[attribute]
+                problems.append(
+                    f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`, read after the "
+                    f"model loaded; {method}() sets self.{attribute} again ({modules.where(module, statement)}), so "
+                    "the constructor's value may not be the one the search read: register this layer by hand"
+                )
+            elif attribute not in constructors and not guarded:
+                problems.append(
+                    f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`; "
+                    f"{frame.classes[0]} never sets self.{attribute}, so the registration cannot check it"
+                )
+    return problems
 
 
 def _holds_anchor(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> bool:

@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
@@ -219,7 +220,18 @@ class _Insert(Command):
     def _reads(self) -> set[str]:
         """The `self.x` the registration and its gates (outside the block and inside it) read."""
         code = "\n".join([self.op.registration, self.op.gate or "", self.op.inner_gate or ""])
-        return {f"self.{n.attr.value}" for n in _nodes(cst.parse_module(code), cst.Attribute) if _is_self(n.value)}
+        tree = cst.parse_module(code)
+        looked_up = {  # getattr(self, "x", ...) and hasattr(self, "x")
+            arguments[1].value.evaluated_value
+            for call in _nodes(tree, cst.Call)
+            if m.matches(call.func, m.Name("getattr") | m.Name("hasattr"))
+            and len(arguments := call.args) >= 2
+            and _is_self(arguments[0].value)
+            and isinstance(arguments[1].value, cst.SimpleString)
+        }
+        return {f"self.{n.attr.value}" for n in _nodes(tree, cst.Attribute) if _is_self(n.value)} | {
+            f"self.{name}" for name in looked_up
+        }
 
     def _assignments(self, statements: list[cst.BaseStatement], lines):
         """The `self.x` the registration and gate read; the statements of the method that assign each `self.x` and
@@ -287,7 +299,27 @@ class _Insert(Command):
         if at_end and not (original.body and id(original.body[-1]) in exits):
             body += self._block()
         self.count += 1
-        return updated.with_changes(body=body)
+        return updated.with_changes(body=self._joined(body))
+
+    def _joined(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """The gated block joined with an `if` right after it on the same test (another kernel's registration
+        under the same gate), as one would write both: one `if`, both registrations inside."""
+        index = next((i for i, statement in enumerate(body) if statement is self.block), None)
+        if index is None or index + 1 == len(body) or not isinstance(self.block, cst.If):
+            return body
+        following = body[index + 1]
+        if not (
+            isinstance(following, cst.If)
+            and following.orelse is None
+            and following.test.deep_equals(self.block.test)
+            and isinstance(following.body, cst.IndentedBlock)
+        ):
+            return body
+        inner = [*self.block.body.body, *following.body.body]
+        joined = following.with_changes(
+            body=following.body.with_changes(body=inner), leading_lines=self.block.leading_lines
+        )
+        return [*body[:index], joined, *body[index + 2 :]]
 
     def _block(self, before_return: bool = False) -> list[cst.BaseStatement]:
         """What goes at one place: the block, or a call of the helper method that holds it (right above a

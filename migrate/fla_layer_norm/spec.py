@@ -10,6 +10,7 @@ that registers is the Qwen GDN layer, whichever model builds it.
 
 from zerojit.codemods.engines import VLLM
 from zerojit.codemods.spec import Kernel, Legacy, MigrationSpec, Registration
+from zerojit.migrate.triton_lifts.specs import QWEN_GDN_SEARCH
 
 SPEC = MigrationSpec(
     family="fla-layer-norm",
@@ -40,7 +41,8 @@ SPEC = MigrationSpec(
                 "model_type not in _QWEN_MODEL_TYPES",
                 "every model that builds a QwenGatedDeltaNetAttention layer runs this kernel, so each registers it "
                 "(InternS2-Mobius builds it too and is now warmed); the model-type list named only the Qwen models",
-            )
+            ),
+            *QWEN_GDN_SEARCH,
         ],
         # The layer's module imports the FLA ops package at the top, which imports layernorm_guard: a top-level
         # import costs nothing (the module's only other import of it sits inside a function).

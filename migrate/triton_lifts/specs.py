@@ -15,6 +15,26 @@ _MODEL_TYPES = (
     "every model that builds a QwenGatedDeltaNetAttention layer launches this kernel, so each layer "
     "registers it; the model-type list named only the Qwen models",
 )
+# The legacy search (`_qwen_gdn_warmup_config`) kept the first layer that has every GDN attribute and a bound KV
+# cache (codemods.model_search reads its filters): the layer registering is that GDN layer itself.
+QWEN_GDN_LAYER = (
+    "_is_qwen_gdn_layer(module)",
+    "the layer that registers is the QwenGatedDeltaNetAttention layer itself, which sets every attribute the "
+    "search asked for",
+)
+QWEN_GDN_SEARCH = (
+    QWEN_GDN_LAYER,
+    (
+        "cache_tensors is None",
+        "the layer registers when it is built, before the engine binds its KV cache; the search skipped layers "
+        "without one, and every layer that serves has one bound",
+    ),
+)
+# A layer that registers in bind_kv_cache holds the cache the search looked for.
+QWEN_GDN_SEARCH_AT_BIND = (
+    QWEN_GDN_LAYER,
+    ("cache_tensors is None", "the layer registers in bind_kv_cache, with the cache the search looked for"),
+)
 
 FUSED_POST_CONV = MigrationSpec(
     family="fla-fused-post-conv",
@@ -40,7 +60,7 @@ FUSED_POST_CONV = MigrationSpec(
     a_log=self.A_log,
     dt_bias=self.dt_bias,
 )""",
-        intended_differences=[_MODEL_TYPES],
+        intended_differences=[_MODEL_TYPES, *QWEN_GDN_SEARCH],
         import_style="module",
     ),
     lift=Lift(launcher="fused_post_conv_prep"),
@@ -121,6 +141,7 @@ fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
 )""",
         intended_differences=[
             _MODEL_TYPES,
+            *QWEN_GDN_SEARCH_AT_BIND,
             (
                 "not runner.is_pooling_model",
                 "pooling models run only full prefills and never launch this decode kernel; the layer registers it "

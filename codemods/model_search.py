@@ -1,0 +1,134 @@
+"""Which layers a legacy step warmed: the filters of its model search, read as conditions on the registering layer.
+
+A step that searches the model (`_ll_bf16_router_shapes_from_model(model)`, `_qwen_gdn_warmup_config(...)`) warms
+only the layers its loop keeps: those past each `if ...: continue`, inside each `if` around what it collects
+(a `yield`, a `return`, an `.add(...)`), through the repo generators it loops over, and a comprehension's `if`s.
+Each filter is put in the layer's names (the loop variable is the layer, `@self`; the loop's locals are what they
+were assigned), so the planner finds it in the registration's own code, carries it into the registration's gate,
+or refuses it at its line: a fork's filter is never dropped silently.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .guards import SELF, Atom, Frame, canonical, conjuncts, negated, search_call
+from .repo import RepoModules
+from .syntax import function_import, loads, statements
+
+# Loops over these calls walk the model's layers: torch's module tree, or a dict of layers (the engine's forward
+# context maps layer names to layers).
+LAYER_ITERATORS = {"modules", "named_modules", "children", "named_children", "values", "items"}
+_COLLECTING = {"add", "append", "extend", "update", "setdefault"}
+
+
+def filters(modules: RepoModules, atom: Atom) -> list[Atom]:
+    """The filters of the search whose result `atom` tests (none when it tests no search of the repo)."""
+    call = search_call(modules, atom.expression)
+    if call is None:
+        return []
+    home, _, name = call.func.id.rpartition(".")
+    return _filters(modules, home, modules.definition(home, name), depth=0)
+
+
+def _filters(modules: RepoModules, module: str, function: ast.FunctionDef, depth: int) -> list[Atom]:
+    found = []
+    for node in statements(function):
+        if isinstance(node, ast.For) and (layer := _layer(node.target, node.iter)):
+            generator = _generator(modules, module, node.iter)
+            if generator is not None and depth < 4:
+                found += _filters(modules, *generator, depth=depth + 1)
+            elif generator is None and not _walks_layers(node.iter):
+                continue
+            found += _loop_filters(modules, module, function, node.body, {layer: ast.Name(SELF)})
+    for node in ast.walk(function):
+        layer = _layer(node.target, node.iter) if isinstance(node, ast.comprehension) else None
+        if layer and _walks_layers(node.iter):
+            for test in node.ifs:
+                found += _atom(modules, module, function, {layer: ast.Name(SELF)}, test, True)
+    return found
+
+
+def _layer(target: ast.expr, iterable: ast.expr) -> str | None:
+    """The loop variable that holds the layer (`module`, or the second of `name, module` over `.items()`)."""
+    if isinstance(target, ast.Name):
+        return target.id
+    named = isinstance(iterable, ast.Call) and getattr(iterable.func, "attr", "") in {"items", "named_modules"}
+    if named and isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name):
+        return target.elts[1].id
+    return None
+
+
+def _walks_layers(iterable: ast.expr) -> bool:
+    return isinstance(iterable, ast.Call) and getattr(iterable.func, "attr", None) in LAYER_ITERATORS
+
+
+def _generator(modules: RepoModules, module: str, iterable: ast.expr) -> tuple[str, ast.FunctionDef] | None:
+    """The repo generator function the loop iterates (`_iter_qwen_gdn_layers(...)`), with its module."""
+    if not isinstance(iterable, ast.Call) or not isinstance(iterable.func, ast.Name):
+        return None
+    home, name = modules.resolve(module, iterable.func.id)
+    function = modules.definition(home, name) if name else None
+    if isinstance(function, ast.FunctionDef) and any(isinstance(n, ast.Yield) for n in ast.walk(function)):
+        return home, function
+    return None
+
+
+def _loop_filters(
+    modules: RepoModules, module: str, function: ast.FunctionDef, body: list[ast.stmt], assigned: dict
+) -> list[Atom]:
+    """The filters of one loop body, in order: `if t: continue` keeps `not t`; `if t:` around what the loop
+    collects keeps `t` (and its own filters)."""
+    found = []
+    for statement in body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name):
+                assigned[target.id] = statement.value
+            elif isinstance(target, ast.Tuple):  # `n, k = weight.shape`: k is `weight.shape[1]`
+                assigned.update(
+                    (element.id, ast.Subscript(statement.value, ast.Constant(index)))
+                    for index, element in enumerate(target.elts)
+                    if isinstance(element, ast.Name)
+                )
+        if not isinstance(statement, ast.If) or statement.orelse:
+            continue
+        if isinstance(statement.body[-1], ast.Continue):
+            found += _atom(modules, module, function, assigned, statement.test, False)
+        elif _collects(statement.body):
+            found += _atom(modules, module, function, assigned, statement.test, True)
+            found += _loop_filters(modules, module, function, statement.body, dict(assigned))
+    return found
+
+
+def _collects(body: list[ast.stmt]) -> bool:
+    return any(
+        isinstance(node, (ast.Yield, ast.Return))
+        or (isinstance(node, ast.Call) and getattr(node.func, "attr", None) in _COLLECTING)
+        for statement in body
+        for node in ast.walk(statement)
+    )
+
+
+def _atom(
+    modules: RepoModules, module: str, function: ast.FunctionDef, assigned: dict, test: ast.expr, holds: bool
+) -> list[Atom]:
+    kept = test if holds else negated(test)
+    imports = {name: found for name in loads(test) if (found := function_import(function, name))}
+    frame = Frame(module, function, dict(assigned), {}, imports)
+    spelled = {ast.dump(test), ast.dump(kept)}
+    found = []
+    for part in conjuncts(kept):
+        form = canonical(modules, part, frame)
+        found.append(
+            Atom(
+                ast.unparse(form),
+                ast.unparse(part),
+                str(modules.where(module, test)),
+                False,
+                form,
+                frozenset(spelled | {ast.dump(part), ast.dump(form)}),
+                at_layer=True,
+            )
+        )
+    return found
