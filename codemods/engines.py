@@ -30,6 +30,9 @@ class Engine:
     # The model runners it may hold ("module:Class"): the guards read which config each holds as `self.<x>_config`
     runner_classes: tuple[str, ...]
     model_state: tuple[str, ...]  # what a worker holds that is the model, not config
+    # Layer attributes the engine binds after it builds the layer, each with the method that binds it: a search
+    # of the built model read them bound; a constructor cannot.
+    bound_later: tuple[tuple[str, str], ...]
     device_queries: tuple[str, ...]  # device facts a launcher may compute that a dispatcher may compute too
     ceil_division: str  # the helper a written gate calls for `(a + b - 1) // b` where the site imports it
     # Device checks of which at most one holds (vLLM's Platform compares one enum): a gate that requires one
@@ -61,6 +64,7 @@ VLLM = Engine(
     runner="model_runner",
     runner_classes=("vllm.v1.worker.gpu_model_runner:GPUModelRunner", "vllm.v1.worker.gpu.model_runner:GPUModelRunner"),
     model_state=("model_runner", "get_model", "model"),
+    bound_later=(("kv_cache", "bind_kv_cache"),),
     device_queries=("is_arch_support_pdl",),
     ceil_division="vllm.utils.math_utils.cdiv",
     exclusive_checks=frozenset(

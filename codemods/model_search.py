@@ -11,6 +11,8 @@ or refuses it at its line: a fork's filter is never dropped silently.
 from __future__ import annotations
 
 import ast
+import copy
+import dataclasses
 
 from .guards import SELF, Atom, Frame, canonical, conjuncts, negated, search_call
 from .repo import RepoModules
@@ -29,6 +31,52 @@ def filters(modules: RepoModules, atom: Atom) -> list[Atom]:
         return []
     home, _, name = call.func.id.rpartition(".")
     return _filters(modules, home, modules.definition(home, name), depth=0)
+
+
+def in_layer_terms(modules: RepoModules, atom: Atom) -> Atom:
+    """The atom with each field it reads of a search's result (`gdn_config.conv_kernel_size`) replaced by what the
+    search put there from the layer it found (`int(@self.conv_kernel_size)`): a condition on that layer, which the
+    registering layer answers in its own names. The atom unchanged where it reads no such field."""
+
+    class Fields(ast.NodeTransformer):
+        found = False
+
+        def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+            node = self.generic_visit(node)
+            call = search_call(modules, node.value)
+            if call is None or call is not node.value:
+                return node
+            home, _, name = call.func.id.rpartition(".")
+            value = _returned_field(modules, home, modules.definition(home, name), node.attr)
+            if value is None:
+                return node
+            Fields.found = True
+            return value
+
+    form = Fields().visit(copy.deepcopy(atom.expression))
+    if not Fields.found:
+        return atom
+    return dataclasses.replace(atom, canonical=ast.unparse(form), expression=form, at_layer=True)
+
+
+def _returned_field(modules: RepoModules, module: str, function: ast.FunctionDef, field: str) -> ast.expr | None:
+    """What the search's one `return Result(..., field=value)` inside its layer loop puts in `field`, in the
+    layer's names (None: no such return, or more than one)."""
+    found = []
+    for loop in statements(function):
+        if not (isinstance(loop, ast.For) and (layer := _layer(loop.target, loop.iter))):
+            continue
+        if not (_walks_layers(loop.iter) or _generator(modules, module, loop.iter)):
+            continue
+        assigned = {layer: ast.Name(SELF)}
+        for statement in loop.body:
+            _assign(statement, assigned)
+            if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Call):
+                found += [(k.value, dict(assigned)) for k in statement.value.keywords if k.arg == field]
+    if len(found) != 1:
+        return None
+    value, assigned = found[0]
+    return canonical(modules, value, Frame(module, function, assigned, {}, _imports(function, value)))
 
 
 def _filters(modules: RepoModules, module: str, function: ast.FunctionDef, depth: int) -> list[Atom]:
@@ -81,16 +129,7 @@ def _loop_filters(
     collects keeps `t` (and its own filters)."""
     found = []
     for statement in body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-            target = statement.targets[0]
-            if isinstance(target, ast.Name):
-                assigned[target.id] = statement.value
-            elif isinstance(target, ast.Tuple):  # `n, k = weight.shape`: k is `weight.shape[1]`
-                assigned.update(
-                    (element.id, ast.Subscript(statement.value, ast.Constant(index)))
-                    for index, element in enumerate(target.elts)
-                    if isinstance(element, ast.Name)
-                )
+        _assign(statement, assigned)
         if not isinstance(statement, ast.If) or statement.orelse:
             continue
         if isinstance(statement.body[-1], ast.Continue):
@@ -99,6 +138,25 @@ def _loop_filters(
             found += _atom(modules, module, function, assigned, statement.test, True)
             found += _loop_filters(modules, module, function, statement.body, dict(assigned))
     return found
+
+
+def _assign(statement: ast.stmt, assigned: dict) -> None:
+    """Follow a local the loop assigns: `w = ...`, and `n, k = weight.shape` (k is `weight.shape[1]`)."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0]
+        if isinstance(target, ast.Name):
+            assigned[target.id] = statement.value
+        elif isinstance(target, ast.Tuple):
+            assigned.update(
+                (element.id, ast.Subscript(statement.value, ast.Constant(index)))
+                for index, element in enumerate(target.elts)
+                if isinstance(element, ast.Name)
+            )
+
+
+def _imports(function: ast.FunctionDef, node: ast.expr) -> dict:
+    """The names `node` reads that the function imports itself (`from m import GateLinear` inside it)."""
+    return {name: found for name in loads(node) if (found := function_import(function, name))}
 
 
 def _collects(body: list[ast.stmt]) -> bool:
@@ -114,8 +172,7 @@ def _atom(
     modules: RepoModules, module: str, function: ast.FunctionDef, assigned: dict, test: ast.expr, holds: bool
 ) -> list[Atom]:
     kept = test if holds else negated(test)
-    imports = {name: found for name in loads(test) if (found := function_import(function, name))}
-    frame = Frame(module, function, dict(assigned), {}, imports)
+    frame = Frame(module, function, dict(assigned), {}, _imports(function, test))
     spelled = {ast.dump(test), ast.dump(kept)}
     found = []
     for part in conjuncts(kept):

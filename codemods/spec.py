@@ -209,8 +209,8 @@ class Registration:
     method: str = _field(
         "construction_method",
         "the method the registration goes into: `__init__` (the default), or one the engine calls inside a "
-        "capture window once what the registration reads exists (`bind_kv_cache` for KV-cache strides; a class "
-        "that only inherits it gets an override that runs the parent's first)",
+        f"capture window once what the registration reads exists (`{DEFAULT_ENGINE.bound_later[0][1]}` for "
+        "KV-cache strides; a class that only inherits it gets an override that runs the parent's first)",
         "__init__",
         name="identifier",
     )

@@ -280,8 +280,8 @@ class Survey:
             sites = ", ".join(kernel.constructed_in) or "no engine class found: name the class that launches it"
             confirm.append(
                 f"site: {sites}; register in __init__, or in the method where what the registration "
-                "reads exists inside a capture window (construction_method, e.g. bind_kv_cache for "
-                "KV-cache facts)"
+                "reads exists inside a capture window (construction_method, e.g. "
+                f"{self.modules.engine.bound_later[0][1]} for KV-cache facts)"
             )
             confirm += [
                 f"{launcher} also launches {name}: migrate its draft ({name.strip('_')}.toml) in the same "

@@ -904,4 +904,18 @@ MUTANTS = (
         "            and False",
         ("tests/test_migration_gates.py", "-k", "model_search"),
     ),
+    Mutant(
+        "model search: a step condition on the search result's field is not read in the layer's names",
+        "codemods/model_search.py",
+        "            Fields.found = True\n            return value\n",
+        "            return node\n",
+        ("tests/test_migration_gates.py", "-k", "what_the_search_read"),
+    ),
+    Mutant(
+        "registrations: a construction-time registration checks the KV cache the engine binds later",
+        "codemods/planning/registrations.py",
+        "            if binder and binder != frame.function.name:",
+        "            if False:",
+        ("tests/test_migration_gates.py", "-k", "what_the_search_read"),
+    ),
 )

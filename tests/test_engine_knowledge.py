@@ -23,8 +23,9 @@ def _engine_words() -> set[str]:
     words = set()
     for field in dataclasses.fields(VLLM):
         value = getattr(VLLM, field.name)
-        for word in value if isinstance(value, tuple | frozenset) else (value,):
-            words.update(part for part in word.split(".") if "_" in part)
+        for item in value if isinstance(value, tuple | frozenset) else (value,):
+            for word in item if isinstance(item, tuple) else (item,):  # `bound_later` holds (attribute, method)
+                words.update(part for part in word.split(".") if "_" in part)
     return words
 
 

@@ -631,3 +631,34 @@ def test_a_router_search_filter_is_carried_into_the_gate_or_refused_at_its_line(
     line = (repo / ORCHESTRATOR).read_text().splitlines().index(skip.splitlines()[0]) + 1
     with pytest.raises(SpecError, match=rf"{ORCHESTRATOR}:{line}: .*{expected}"):
         migrate(repo, [LL_BF16_ROUTER_GEMM])
+
+
+def search_field(repo, field: str) -> str:
+    """What 0.33.0's `_qwen_gdn_warmup_config` puts in its result's `field`, with the layer it found as `self`."""
+    tree = ast.parse((repo / QWEN_STEPS).read_text())
+    [search] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_qwen_gdn_warmup_config"]
+    [value] = [
+        k.value
+        for n in ast.walk(search)
+        if isinstance(n, ast.Return) and n.value
+        for k in getattr(n.value, "keywords", [])
+        if k.arg == field
+    ]
+    return ast.unparse(value).replace("layer.", "self.")
+
+
+def test_a_step_condition_on_what_the_search_read_from_the_layer_is_the_layers_own(tmp_path):
+    """`if gdn_config.conv_kernel_size == 4:` around the step reads what the search took from the layer it found
+    (`int(layer.conv_kernel_size)`): the registration is gated on the layer's own. A field the search took from the
+    bound KV cache cannot be checked where the layer is built: refused at its line."""
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, QWEN_STEPS, POST_CONV_STEP, "    if gdn_config.conv_kernel_size == 4:\n    " + POST_CONV_STEP)
+    layer = next(c.after for c in migrate(repo, [FUSED_POST_CONV]).changes if c.path == repo / GDN_LAYER)
+    [(tests, _)] = registrations(layer, "fused_post_conv_prep_dispatch")
+    assert tests == [f"{search_field(repo, 'conv_kernel_size')} == 4"]
+    other = copy_033(tmp_path / "other")
+    condition = "    if gdn_config.state_dtype == torch.float32:\n"
+    edit(other, QWEN_STEPS, POST_CONV_STEP, condition + "    " + POST_CONV_STEP)
+    line = (other / QWEN_STEPS).read_text().splitlines().index(condition.rstrip()) + 1
+    with pytest.raises(SpecError, match=rf"{QWEN_STEPS}:{line}: .* the engine binds self.kv_cache after it builds"):
+        migrate(other, [FUSED_POST_CONV])

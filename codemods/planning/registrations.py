@@ -35,7 +35,9 @@ def plan(planner: Planner) -> Findings:
         modules = planner.repo_model(spec.kernel.module)
         done = planner.migrated(spec)
         try:
-            legacy = [] if done else guards.legacy_guards(modules, spec)
+            legacy = (
+                [] if done else [model_search.in_layer_terms(modules, a) for a in guards.legacy_guards(modules, spec)]
+            )
             legacy += [found for atom in legacy if atom.per_layer for found in model_search.filters(modules, atom)]
             registry = [] if done else guards.registry_guards(modules, spec)
         except guards.GuardsUnreadable as exc:
@@ -243,7 +245,15 @@ def layer_filter_problems(modules: RepoModules, frame: guards.Frame, filters: li
     problems = []
     for atom in filters:
         for attribute, guarded in sorted(guards.layer_attributes(atom.expression).items()):
-            if attribute in elsewhere:
+            binder = dict(modules.engine.bound_later).get(attribute)
+            if binder and binder != frame.function.name:
+                problems.append(
+                    f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`; the engine binds "
+                    f"self.{attribute} after it builds the layer ({binder}), so a registration in "
+                    f"{frame.function.name} cannot check it: register in {binder}, or list it in "
+                    "intended_differences with a reason"
+                )
+            elif attribute in elsewhere:
                 module, method, statement = elsewhere[attribute]
                 problems.append(
                     f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`, read after the "
