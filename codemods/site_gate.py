@@ -360,17 +360,25 @@ def render_gate(
         for local, (home, name) in sorted(imports.items())
     )
     if uses_config and not config:
-        accessor, parameter = engine.config_module, engine.config_parameter
-        if modules.definition(*modules.resolve(accessor, engine.config_accessors[1])) is None:
-            raise SpecError(
-                f"{where}: the tree's gate reads the engine config, which {module} cannot reach: no "
-                f"{parameter} parameter, and {accessor} has no {engine.config_accessors[1]}()"
-            )
-        if parameter in in_init:  # the gate binds it in the constructor, where nothing else may use the name
-            raise SpecError(
-                f"{where}: the tree's gate reads the engine config and {parameter} already names "
-                "something in the constructor; write the gate in the spec"
-            )
-        parts.insert(0, f"({parameter} := {engine.config_accessors[1]}()) is not None")
-        lines += (f"from {accessor} import {engine.config_accessors[1]}",)
+        binding, line = config_binding(modules, module, init, where)
+        parts.insert(0, binding)
+        lines += (line,)
     return " and ".join(parts), lines
+
+
+def config_binding(modules: RepoModules, module: str, init: ast.FunctionDef, where: Place) -> tuple[str, str]:
+    """The gate's first condition where the constructor has no config of its own: the engine config bound through
+    the non-raising accessor (`(vllm_config := get_current_vllm_config_or_none()) is not None`), and its import."""
+    engine = modules.engine
+    accessor, parameter, getter = engine.config_module, engine.config_parameter, engine.config_accessors[1]
+    if modules.definition(*modules.resolve(accessor, getter)) is None:
+        raise SpecError(
+            f"{where}: the registration reads the engine config, which {module} cannot reach: no "
+            f"{parameter} parameter, and {accessor} has no {getter}()"
+        )
+    if parameter in _names_in(init):  # the gate binds it in the constructor, where nothing else may use the name
+        raise SpecError(
+            f"{where}: the registration reads the engine config and {parameter} already names "
+            "something in the constructor; write the gate in the spec"
+        )
+    return f"({parameter} := {getter}()) is not None", f"from {accessor} import {getter}"

@@ -499,7 +499,7 @@ MUTANTS = (
     Mutant(
         "registration: always leaves the branch, even where only that arm builds what it reads",
         "codemods/transforms/insert_registration.py",
-        "        if all(_set_on_every_path([holder], a) for a in inside):",
+        "        if all(_set_on_every_path([holder], a) or _set_on_every_path(earlier, a) for a in inside):",
         "        if True:",
         ("tests/test_codemod_transforms.py", "-k", "only_its_branch"),
     ),
@@ -608,8 +608,8 @@ MUTANTS = (
     Mutant(
         "guards: the config read through the asserting accessor",
         "codemods/site_gate.py",
-        'parts.insert(0, f"({parameter} := {engine.config_accessors[1]}()) is not None")',
-        'parts.insert(0, f"({parameter} := {engine.config_accessors[0]}()) is not None")',
+        "accessor, parameter, getter = engine.config_module, engine.config_parameter, engine.config_accessors[1]",
+        "accessor, parameter, getter = engine.config_module, engine.config_parameter, engine.config_accessors[0]",
         ("tests/test_migration_gates.py", "-k", "capability_gate"),
     ),
     Mutant(
@@ -856,13 +856,6 @@ MUTANTS = (
         ("tests/test_codemod_variations.py", "-k", "local_holding_the_config"),
     ),
     Mutant(
-        "registration: a missing anchor is refused without its line",
-        "codemods/transforms/insert_registration.py",
-        '{self.op.insert_after!r}",\n                    self.line(init),\n',
-        '{self.op.insert_after!r}",\n                    0,\n',
-        ("tests/test_codemod_variations.py", "-k", "rewrote"),
-    ),
-    Mutant(
         "model search: a fork's `if ...: continue` filter is not read",
         "codemods/model_search.py",
         "        if isinstance(statement.body[-1], ast.Continue):",
@@ -917,5 +910,40 @@ MUTANTS = (
         "            if binder and binder != frame.function.name:",
         "            if False:",
         ("tests/test_migration_gates.py", "-k", "what_the_search_read"),
+    ),
+    Mutant(
+        "registrations: a site without the config gets no accessor binding for the spec's code",
+        "codemods/planning/registrations.py",
+        '        and not any(text.startswith(f"({config} :=") for text, _ in rendered)',
+        "        and False",
+        ("tests/test_migration_gates.py", "-k", "non_raising_accessor"),
+    ),
+    Mutant(
+        "registrations: a name the gate binds with := is still required before the block",
+        "codemods/planning/registrations.py",
+        "                        - _walrus_names(gate.gate),",
+        ",",
+        ("tests/test_migration_gates.py", "-k", "non_raising_accessor or orchestrator_gate_on_the_config"),
+    ),
+    Mutant(
+        "registration: attributes a method of the class sets, called from the constructor, are not sets",
+        "codemods/transforms/insert_registration.py",
+        "            if isinstance(method, cst.FunctionDef) and method.name.value in called\n",
+        "            if isinstance(method, cst.FunctionDef) and method.name.value in called and False\n",
+        ("tests/test_codemod_variations.py", "-k", "rewrote_or_moved"),
+    ),
+    Mutant(
+        "registration: without its anchor, the block goes after the first set of what it reads, not the last",
+        "codemods/transforms/insert_registration.py",
+        "                sets = _assigned_names(statement) | self._set_by_methods(statement) if self.guessed else set()\n",
+        "                sets = set()\n",
+        ("tests/test_codemod_variations.py", "-k", "rewrote_or_moved"),
+    ),
+    Mutant(
+        "registration: an attribute set again in one arm keeps the registration in that arm",
+        "codemods/transforms/insert_registration.py",
+        " or _set_on_every_path(earlier, a) for a in inside):",
+        " for a in inside):",
+        ("tests/test_migration_gates.py", "-k", "changes_below"),
     ),
 )

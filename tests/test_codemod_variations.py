@@ -12,6 +12,7 @@ import ast
 import os
 import re
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -531,15 +532,47 @@ def test_a_constructor_local_holding_the_config_under_another_name_carries_the_s
     assert ast.unparse(block.test) == expected  # and `migrated` checked that a second run finds it done
 
 
-def test_an_anchor_the_fork_rewrote_is_refused_at_the_constructors_line(repo):
-    """`if self.vllm_flash_attn_version:` for the spec's `... is not None:`: refused (the anchor is the spec's
-    choice), with the constructor's file:line like every other refusal."""
+VERSION_SET = """        self.vllm_flash_attn_version = get_flash_attn_version(
+            head_size=qk_head_dim, head_size_v=v_head_dim
+        )
+"""
+HELPER = "    def _pick_version(self, qk_head_dim, v_head_dim):\n" + VERSION_SET + "\n"
+
+
+@pytest.mark.parametrize("fork", ["reworded", "moved into a helper", "set again below"])
+def test_an_anchor_the_fork_rewrote_or_moved_goes_after_what_the_registration_reads(repo, fork):
+    """`if self.vllm_flash_attn_version:` for the spec's `... is not None:` (or the version set by a helper method
+    the constructor calls): no statement matches insert_after, so the registration goes right after the last
+    statement that sets what it reads (the version), with a warning that says so; a second run changes nothing."""
     anchor = SPECS["fa4-mla-prefill"].registration.insert_after
-    text = (repo / FLASH).read_text()
-    assert text.count(anchor) == 1
+    assert (repo / FLASH).read_text().count(anchor) == 1 and VERSION_SET in (repo / FLASH).read_text()
     edit(repo, FLASH, anchor, "if self.vllm_flash_attn_version:")
+    setter = "self.vllm_flash_attn_version = get_flash_attn_version(head_size=qk_head_dim, head_size_v=v_head_dim)"
+    if fork == "moved into a helper":
+        edit(repo, FLASH, VERSION_SET, "        self._pick_version(qk_head_dim, v_head_dim)\n")
+        edit(
+            repo,
+            FLASH,
+            "    def __init__(\n        self,\n        num_heads",
+            HELPER + "\n    def __init__(\n        self,\n        num_heads",
+        )
+        setter = "self._pick_version(qk_head_dim, v_head_dim)"
+    if fork == "set again below":  # the registration reads the version once the constructor last sets it
+        again = "if envs.VLLM_BATCH_INVARIANT:\n    self.vllm_flash_attn_version = 3"
+        edit(repo, FLASH, VERSION_SET, VERSION_SET + textwrap.indent(again, " " * 8) + "\n")
+        setter = again
+    result = migrate(repo, [SPECS["fa4-mla-prefill"]])
+    write(result)
     backend = next(
-        n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ClassDef) and n.name == "FlashAttnPrefillBackend"
+        n
+        for n in ast.walk(ast.parse((repo / FLASH).read_text()))
+        if isinstance(n, ast.ClassDef) and n.name == "FlashAttnPrefillBackend"
     )
-    init = next(f for f in backend.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
-    refused(repo, f"{FLASH}:{init.lineno}: FlashAttnPrefillBackend.__init__ has no statement starting with")
+    body = [
+        ast.unparse(s)
+        for s in next(f for f in backend.body if isinstance(f, ast.FunctionDef) and f.name == "__init__").body
+    ]
+    registered = next(i for i, s in enumerate(body) if "register_warmup" in s)
+    assert body[registered - 1] == setter
+    assert any("has no statement starting with" in w and "the last that sets" in w for w in result.warnings)
+    assert migrate(repo, [SPECS["fa4-mla-prefill"]]).changes == []

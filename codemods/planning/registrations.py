@@ -120,7 +120,8 @@ def plan(planner: Planner) -> Findings:
                         frozenset(
                             site_spec.registration.binding_names()
                             | (free_names(gate.gate, "eval") if gate.gate else set())
-                        ),
+                        )
+                        - _walrus_names(gate.gate),
                         site_spec.registration.call(),
                         gate.inner_gate,
                         gate.inner_imports,
@@ -129,6 +130,12 @@ def plan(planner: Planner) -> Findings:
                     ),
                 )
     return findings
+
+
+def _walrus_names(gate: str) -> set[str]:
+    """Names the gate binds itself (`(vllm_config := ...) is not None`): bound wherever the block runs."""
+    tree = ast.parse(gate or "None", mode="eval")
+    return {n.target.id for n in ast.walk(tree) if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)}
 
 
 def in_site_names(modules: RepoModules, spec: MigrationSpec, module: str, init: ast.FunctionDef) -> MigrationSpec:
@@ -191,6 +198,15 @@ def gate_for_site(
         if any(_imported_only_in_functions(home, line.split()[1]) for line in lines)
     ]
     outer = [part for part in rendered if part not in inner]
+    config = modules.engine.config_parameter
+    if (
+        config in free_names(spec.registration.code, "exec") | free_names(spec.registration.gate or "None", "eval")
+        and config not in frame.arguments
+        and config not in guards.local_names(init)
+        and not any(text.startswith(f"({config} :=") for text, _ in rendered)
+    ):  # the registration reads the config where the constructor has none: bound through the accessor
+        binding, line = site_gate.config_binding(modules, home.name, init, where)
+        outer.insert(0, (binding, (line,)))
     gate = [
         *(
             guards.conjuncts(ast.parse(spec.registration.gate, mode="eval").body)

@@ -68,6 +68,9 @@ class _Insert(Command):
         self.alias: str | None = None  # a top-level `from <kernel module> import <kernel> as <alias>`
         self.exits: list[cst.SimpleStatementLine] = []  # returns above the insertion point: it goes before each
         self.once = False  # it goes only before the one statement in `exits` (all it reads is set there)
+        self.guessed = (
+            ""  # where the block starts from when no statement matches insert_after (then after what it reads)
+        )
         # Where it goes before a return and again further down: a method of the class holds the block once,
         # and each place calls it (`helper`: its name; `helper_body`: the block; `helper_args`: the locals it reads).
         self.helper: str | None = None
@@ -131,13 +134,13 @@ class _Insert(Command):
             return
         if self.op.insert_after:
             matches = [s for s in statements if holds_anchor(_first_line(s), self.op.insert_after)]
-            if not matches:
-                raise AnchorError(
-                    f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}",
-                    self.line(init),
-                )
-            self.anchor = _outside_branches(init, matches[0], self._reads() | self.op.names)
-            if self.anchor is not matches[0]:
+            if not matches:  # the fork rewrote or moved it: after what the registration reads, found below
+                bases = [s for s in init.body.body if any(_calls_init(c) for c in _nodes(s, cst.Call))]
+                self.guessed = "the base initializer" if bases else "the constructor's start"
+                self.anchor = (bases or init.body.body)[-1 if bases else 0]
+            else:
+                self.anchor = _outside_branches(init, matches[0], self._reads() | self.op.names)
+            if matches and self.anchor is not matches[0]:
                 self.warn(
                     matches[0],
                     f"insert_after {self.op.insert_after!r} is inside a branch or loop of "
@@ -191,13 +194,19 @@ class _Insert(Command):
         first = {name: min(assigned[name], key=lambda s: lines[s].start.line) for name in reads if name in assigned}
         set_late = {name: s for name, s in first.items() if lines[s].start.line > anchor_end}
         # The layer's attributes it reads that the method changes below the anchor (`self.norm.weight.data =
-        # ...`): the legacy step read the built layer, so the registration goes after the last change.
+        # ...`): the legacy step read the built layer, so the registration goes after the last change (and,
+        # with no anchor to go by, after the last statement that sets any of them).
         changed = {}
         for statement in statements:
             if lines[statement].start.line > anchor_end:
-                for name in _changed_attributes(statement) & reads:
+                sets = _assigned_names(statement) | self._set_by_methods(statement) if self.guessed else set()
+                for name in (_changed_attributes(statement) | sets) & reads:
                     changed[name] = statement
         late = set_late | changed
+        if self.guessed:
+            self._say_where(late, lines)
+            if not late and self.guessed != "the base initializer":
+                self.anchor = None  # nothing it reads is set here: the end of the constructor, as with no anchor
         if not late:
             return
         self.anchor = _outside_branches(init, max(late.values(), key=lambda s: lines[s].start.line), reads)
@@ -208,6 +217,8 @@ class _Insert(Command):
                 "inside a loop, below insert_after: it would register once per iteration; move insert_after or "
                 "migrate this constructor by hand",
             )
+            return
+        if self.guessed:
             return
         said = [f"sets only below insert_after {self.op.insert_after!r}"] if set_late else []
         said += [f"changes below insert_after {self.op.insert_after!r}"] if set(changed) - set(set_late) else []
@@ -240,12 +251,41 @@ class _Insert(Command):
         assigned: dict[str, list[cst.BaseStatement]] = {}
         base_init = []
         for statement in (s for s in statements if isinstance(s, cst.SimpleStatementLine)):
-            for node in _nodes(statement, cst.Call):
-                if isinstance(node.func, cst.Attribute) and node.func.attr.value == "__init__":
-                    base_init.append(lines[statement].start.line)
-            for name in _assigned_names(statement):
+            if any(_calls_init(node) for node in _nodes(statement, cst.Call)):
+                base_init.append(lines[statement].start.line)
+            for name in _assigned_names(statement) | self._set_by_methods(statement):
                 assigned.setdefault(name, []).append(statement)
         return reads, assigned, base_init
+
+    def _set_by_methods(self, statement: cst.BaseStatement) -> set[str]:
+        """The `self.x` that methods of the class the statement calls on `self` assign (`self._build_norm()`)."""
+        called = {
+            call.func.attr.value
+            for call in _nodes(statement, cst.Call)
+            if isinstance(call.func, cst.Attribute) and _is_self(call.func.value)
+        }
+        return {
+            name
+            for method in self.class_node.body.body
+            if isinstance(method, cst.FunctionDef) and method.name.value in called
+            for line in _nodes(method, cst.SimpleStatementLine)
+            for name in _assigned_names(line)
+            if name.startswith("self.")
+        }
+
+    def _say_where(self, late: dict, lines) -> None:
+        """The warning for a block placed without its anchor: where it goes, and why there."""
+        missing = f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}"
+        if late:
+            last = max(late.values(), key=lambda s: lines[s].start.line)
+            self.warn(
+                last,
+                f"{missing}: the registration goes after this statement, the last that sets {', '.join(sorted(late))}",
+            )
+        elif self.guessed == "the base initializer":
+            self.warn(self.anchor, f"{missing}: the registration goes after the base initializer")
+        else:
+            self.warn(self.anchor, f"{missing}: the registration goes at the end of {self.op.method}")
 
     def _check_exits(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
         """Every path of the constructor must reach the registration. Where everything it reads is set before the
@@ -451,10 +491,14 @@ def _outside_branches(
     """The outermost `if`, loop, `try` or `match` of `function` holding `statement` after which every path has
     what the registration reads (`reads`: `self.x` and local names) that the branch sets, else the statement: what
     follows it runs once on every path that reaches it (a `with` runs its body once, so it is not left). Where one
-    arm alone builds what the registration reads, the registration stays in that arm: only it has the object."""
+    arm alone builds what the registration reads (nothing set it before), the registration stays in that arm: only
+    it has the object."""
     for holder in (s for s in _holders(function, statement) if isinstance(s, _BRANCHING)):
         inside = {a for s in [holder, *_nested(holder)] for a in _assigned_names(s)} & reads
-        if all(_set_on_every_path([holder], a) for a in inside):
+        top = function.body.body
+        earlier = top[: next(i for i, s in enumerate(top) if s is _top_level(function, holder))]
+        # set before the branch too: the branch changes it, so the registration reads it after the branch
+        if all(_set_on_every_path([holder], a) or _set_on_every_path(earlier, a) for a in inside):
             return holder
     return statement
 
@@ -522,6 +566,11 @@ def _assigned_names(statement: cst.BaseStatement) -> set[str]:
     return {t.value for t in targets if isinstance(t, cst.Name)} | {
         f"self.{t.attr.value}" for t in targets if isinstance(t, cst.Attribute) and _is_self(t.value)
     }
+
+
+def _calls_init(call: cst.Call) -> bool:
+    """`super().__init__(...)` or `Base.__init__(self, ...)`: the base initializer, which sets what the base holds."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "__init__"
 
 
 def _helper_name(kernel: str) -> str:
