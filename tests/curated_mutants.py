@@ -933,13 +933,6 @@ MUTANTS = (
         ("tests/test_codemod_variations.py", "-k", "rewrote_or_moved"),
     ),
     Mutant(
-        "registration: without its anchor, the block goes after the first set of what it reads, not the last",
-        "codemods/transforms/insert_registration.py",
-        "                sets = _assigned_names(statement) | self._set_by_methods(statement) if self.guessed else set()\n",
-        "                sets = set()\n",
-        ("tests/test_codemod_variations.py", "-k", "rewrote_or_moved"),
-    ),
-    Mutant(
         "registration: an attribute set again in one arm keeps the registration in that arm",
         "codemods/transforms/insert_registration.py",
         " or _set_on_every_path(earlier, a) for a in inside):",

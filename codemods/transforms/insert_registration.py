@@ -194,13 +194,12 @@ class _Insert(Command):
         first = {name: min(assigned[name], key=lambda s: lines[s].start.line) for name in reads if name in assigned}
         set_late = {name: s for name, s in first.items() if lines[s].start.line > anchor_end}
         # The layer's attributes it reads that the method changes below the anchor (`self.norm.weight.data =
-        # ...`): the legacy step read the built layer, so the registration goes after the last change (and,
-        # with no anchor to go by, after the last statement that sets any of them).
+        # ...`, or a method of the class it calls): the legacy step read the built layer, so the registration
+        # goes after the last change.
         changed = {}
         for statement in statements:
             if lines[statement].start.line > anchor_end:
-                sets = _assigned_names(statement) | self._set_by_methods(statement) if self.guessed else set()
-                for name in (_changed_attributes(statement) | sets) & reads:
+                for name in (_changed_attributes(statement) | self._set_by_methods(statement)) & reads:
                     changed[name] = statement
         late = set_late | changed
         if self.guessed:
