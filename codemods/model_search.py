@@ -39,7 +39,8 @@ def in_layer_terms(modules: RepoModules, atom: Atom) -> Atom:
     registering layer answers in its own names. The atom unchanged where it reads no such field."""
 
     class Fields(ast.NodeTransformer):
-        found = False
+        def __init__(self):
+            self.found = False
 
         def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
             node = self.generic_visit(node)
@@ -50,11 +51,12 @@ def in_layer_terms(modules: RepoModules, atom: Atom) -> Atom:
             value = _returned_field(modules, home, modules.definition(home, name), node.attr)
             if value is None:
                 return node
-            Fields.found = True
+            self.found = True
             return value
 
-    form = Fields().visit(copy.deepcopy(atom.expression))
-    if not Fields.found:
+    fields = Fields()
+    form = fields.visit(copy.deepcopy(atom.expression))
+    if not fields.found:
         return atom
     return dataclasses.replace(atom, canonical=ast.unparse(form), expression=form, at_layer=True)
 
@@ -80,6 +82,7 @@ def _returned_field(modules: RepoModules, module: str, function: ast.FunctionDef
 
 
 def _filters(modules: RepoModules, module: str, function: ast.FunctionDef, depth: int) -> list[Atom]:
+    """The filters of every loop of `function` over the model's layers (and of the generators it loops over)."""
     found = []
     for node in statements(function):
         if isinstance(node, ast.For) and (layer := _layer(node.target, node.iter)):
@@ -108,6 +111,9 @@ def _layer(target: ast.expr, iterable: ast.expr) -> str | None:
 
 
 def _walks_layers(iterable: ast.expr) -> bool:
+    """`model.modules()`, `context.values()`, ...; or a generator expression over one (its `if`s are filters too)."""
+    if isinstance(iterable, ast.GeneratorExp):
+        iterable = iterable.generators[0].iter
     return isinstance(iterable, ast.Call) and getattr(iterable.func, "attr", None) in LAYER_ITERATORS
 
 

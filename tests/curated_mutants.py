@@ -900,7 +900,7 @@ MUTANTS = (
     Mutant(
         "model search: a step condition on the search result's field is not read in the layer's names",
         "codemods/model_search.py",
-        "            Fields.found = True\n            return value\n",
+        "            self.found = True\n            return value\n",
         "            return node\n",
         ("tests/test_migration_gates.py", "-k", "what_the_search_read"),
     ),
@@ -938,5 +938,12 @@ MUTANTS = (
         " or _set_on_every_path(earlier, a) for a in inside):",
         " for a in inside):",
         ("tests/test_migration_gates.py", "-k", "changes_below"),
+    ),
+    Mutant(
+        "model search: a comprehension's `if` over the layers is not a filter",
+        "codemods/model_search.py",
+        "            for test in node.ifs:",
+        "            for test in node.ifs[:0]:",
+        ("tests/test_migration_gates.py", "-k", "comprehension"),
     ),
 )

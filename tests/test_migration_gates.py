@@ -591,6 +591,25 @@ def test_a_filter_a_fork_adds_to_the_model_search_gates_every_registration_in_th
     assert "wrote: 0 changed" in written(repo, *families).output
 
 
+def test_a_search_that_filters_in_a_comprehension_gets_the_same_gate(tmp_path):
+    """The fork filters the modules it walks in a generator expression: its `if` is a filter like a `continue`,
+    and the loop's own filters (the weight's) are still read through it."""
+    repo = copy_033(tmp_path / "tree")
+    make_dispatch_traceable(repo)
+    loop = "    for module in model.modules():\n"
+    edit(repo, ORCHESTRATOR, loop, "    for module in (m for m in model.modules() if m.input_size >= 64):\n")
+    edit(
+        repo,
+        ORCHESTRATOR,
+        ROUTER_SEARCH,
+        "        if module.output_size > 1024:\n            continue\n" + ROUTER_SEARCH,
+    )
+    layer = next(c.after for c in migrate(repo, [LL_BF16_ROUTER_GEMM]).changes if c.path == repo / GATE_LINEAR)
+    [(tests, _)] = registrations(layer, "ll_bf16_gemm_kernel")
+    written = {ast.unparse(part) for part in ast.parse(tests[0], mode="eval").body.values}
+    assert {"self.input_size >= 64", "self.output_size <= 1024"} <= written
+
+
 @pytest.mark.parametrize(
     ("skip", "expected"),
     [
