@@ -14,9 +14,9 @@ import ast
 import copy
 import dataclasses
 
-from .guards import SELF, Atom, Frame, canonical, conjuncts, negated, search_call
+from .guards import SELF, Atom, Frame, GuardsUnreadable, canonical, conjuncts, negated, search_call
 from .repo import RepoModules
-from .syntax import function_import, loads, statements
+from .syntax import function_import, loads, statements, stores
 
 # Loops over these calls walk the model's layers: torch's module tree, or a dict of layers (the engine's forward
 # context maps layer names to layers).
@@ -30,7 +30,23 @@ def filters(modules: RepoModules, atom: Atom) -> list[Atom]:
     if call is None:
         return []
     home, _, name = call.func.id.rpartition(".")
-    return _filters(modules, home, modules.definition(home, name), depth=0)
+    function = modules.definition(home, name)
+    return _filters(modules, home, function, _bound(modules, home, function, call), depth=0)
+
+
+def _bound(modules: RepoModules, module: str, function: ast.FunctionDef, call: ast.Call) -> dict:
+    """The search's parameters as the legacy step's call binds them (its arguments, else their defaults): a
+    filter on `min_k` is one on the constant the step passed."""
+    signature = function.args
+    positional = [*signature.posonlyargs, *signature.args]
+    bound = {p.arg: (a, None) for p, a in zip(positional, call.args)}
+    bound.update((k.arg, (k.value, None)) for k in call.keywords if k.arg)
+    defaults = zip(positional[len(positional) - len(signature.defaults) :], signature.defaults)
+    home = Frame(module, None, {}, {})
+    for parameter, default in [*defaults, *zip(signature.kwonlyargs, signature.kw_defaults)]:
+        if default is not None:
+            bound.setdefault(parameter.arg, (default, home))
+    return bound
 
 
 def in_layer_terms(modules: RepoModules, atom: Atom) -> Atom:
@@ -48,7 +64,8 @@ def in_layer_terms(modules: RepoModules, atom: Atom) -> Atom:
             if call is None or call is not node.value:
                 return node
             home, _, name = call.func.id.rpartition(".")
-            value = _returned_field(modules, home, modules.definition(home, name), node.attr)
+            function = modules.definition(home, name)
+            value = _returned_field(modules, home, function, node.attr, _bound(modules, home, function, call))
             if value is None:
                 return node
             self.found = True
@@ -61,7 +78,9 @@ def in_layer_terms(modules: RepoModules, atom: Atom) -> Atom:
     return dataclasses.replace(atom, canonical=ast.unparse(form), expression=form, at_layer=True)
 
 
-def _returned_field(modules: RepoModules, module: str, function: ast.FunctionDef, field: str) -> ast.expr | None:
+def _returned_field(
+    modules: RepoModules, module: str, function: ast.FunctionDef, field: str, bound: dict
+) -> ast.expr | None:
     """What the search's one `return Result(..., field=value)` inside its layer loop puts in `field`, in the
     layer's names (None: no such return, or more than one)."""
     found = []
@@ -78,42 +97,98 @@ def _returned_field(modules: RepoModules, module: str, function: ast.FunctionDef
     if len(found) != 1:
         return None
     value, assigned = found[0]
-    return canonical(modules, value, Frame(module, function, assigned, {}, _imports(function, value)))
+    return canonical(modules, value, Frame(module, function, assigned, bound, _imports(function, value)))
 
 
-def _filters(modules: RepoModules, module: str, function: ast.FunctionDef, depth: int) -> list[Atom]:
+def _filters(modules: RepoModules, module: str, function: ast.FunctionDef, bound: dict, depth: int) -> list[Atom]:
     """The filters of every loop of `function` over the model's layers (and of the generators it loops over)."""
-    found = []
+    found, scope = [], (module, function, bound)
     for node in statements(function):
+        if isinstance(node, ast.While):
+            _unreadable(modules, module, node, "walks the model in a `while` loop")
         if isinstance(node, ast.For) and (layer := _layer(node.target, node.iter)):
             generator = _generator(modules, module, node.iter)
             if generator is not None and depth < 4:
-                found += _filters(modules, *generator, depth=depth + 1)
+                found += _filters(modules, *generator, {}, depth=depth + 1)
             elif generator is None and not _walks_layers(node.iter):
                 continue
-            found += _loop_filters(modules, module, function, node.body, {layer: ast.Name(SELF)})
+            _check_stops(modules, module, node, layer)
+            found += _loop_filters(modules, scope, node.body, {layer: ast.Name(SELF)})
+            _check_refiltered(modules, module, function, node)
     for node in ast.walk(function):
         layer = _layer(node.target, node.iter) if isinstance(node, ast.comprehension) else None
         if layer and _walks_layers(node.iter):
             for test in node.ifs:
-                found += _atom(modules, module, function, {layer: ast.Name(SELF)}, test, True)
+                found += _atom(modules, scope, {layer: ast.Name(SELF)}, test, True)
     return found
 
 
+def _unreadable(modules: RepoModules, module: str, node: ast.AST, what: str) -> None:
+    raise GuardsUnreadable(
+        modules.where(module, node),
+        f"the legacy step's model search {what}: which layers it warmed cannot be read as conditions each layer "
+        "checks; migrate this kernel by hand",
+    )
+
+
+def _check_stops(modules: RepoModules, module: str, loop: ast.For, layer: str) -> None:
+    """A search that stops early keeps layers by their order, which no layer can check for itself: a `break`, or a
+    `return` under an `if` that returns something other than what it built from this layer."""
+    found = {layer} | {name for s in loop.body for name in stores(s)}
+    for node in statements(loop):
+        if isinstance(node, ast.Break) and _loop_of(loop, node) is loop:
+            _unreadable(modules, module, node, "stops at a `break`")
+        if isinstance(node, ast.If):
+            for inner in (n for n in statements(node) if isinstance(n, ast.Return) and n.value is not None):
+                if not loads(inner.value) & found:
+                    _unreadable(modules, module, inner, "returns early, with what it found so far")
+
+
+def _loop_of(loop: ast.For, node: ast.AST) -> ast.AST:
+    """The innermost loop of `loop`'s body (or `loop` itself) that holds `node`."""
+    holder = loop
+    for inner in statements(loop):
+        if inner is not loop and isinstance(inner, (ast.For, ast.While)) and node in statements(inner):
+            holder = inner
+    return holder
+
+
+def _check_refiltered(modules: RepoModules, module: str, function: ast.FunctionDef, loop: ast.For) -> None:
+    """What the loop collected, filtered again after it (`tuple(s for s in shapes if ...)`): not a layer's check."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.comprehension) and node.ifs and node.iter.lineno > loop.end_lineno:
+            _unreadable(modules, module, node.iter, "filters what it collected again after its loop")
+
+
 def _layer(target: ast.expr, iterable: ast.expr) -> str | None:
-    """The loop variable that holds the layer (`module`, or the second of `name, module` over `.items()`)."""
+    """The loop variable that holds the layer (`module`; the second of `name, module` over `.items()`,
+    `.named_modules()` or `enumerate(...)`)."""
     if isinstance(target, ast.Name):
         return target.id
-    named = isinstance(iterable, ast.Call) and getattr(iterable.func, "attr", "") in {"items", "named_modules"}
+    iterable = _unwrapped(iterable, keep_enumerate=True)
+    pairs = {"items", "named_modules", "named_children"}
+    named = isinstance(iterable, ast.Call) and (
+        getattr(iterable.func, "attr", "") in pairs or getattr(iterable.func, "id", "") == "enumerate"
+    )
     if named and isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name):
         return target.elts[1].id
     return None
 
 
+def _unwrapped(iterable: ast.expr, keep_enumerate: bool = False) -> ast.expr:
+    """The iterable inside `list(...)`, `tuple(...)`, `sorted(...)`, `reversed(...)`, `iter(...)` (and
+    `enumerate(...)` unless kept): the same layers, in some order."""
+    wrappers = {"list", "tuple", "sorted", "reversed", "iter"} | (set() if keep_enumerate else {"enumerate"})
+    while isinstance(iterable, ast.Call) and getattr(iterable.func, "id", None) in wrappers and iterable.args:
+        iterable = iterable.args[0]
+    return iterable
+
+
 def _walks_layers(iterable: ast.expr) -> bool:
     """`model.modules()`, `context.values()`, ...; or a generator expression over one (its `if`s are filters too)."""
+    iterable = _unwrapped(iterable)
     if isinstance(iterable, ast.GeneratorExp):
-        iterable = iterable.generators[0].iter
+        iterable = _unwrapped(iterable.generators[0].iter)
     return isinstance(iterable, ast.Call) and getattr(iterable.func, "attr", None) in LAYER_ITERATORS
 
 
@@ -128,9 +203,7 @@ def _generator(modules: RepoModules, module: str, iterable: ast.expr) -> tuple[s
     return None
 
 
-def _loop_filters(
-    modules: RepoModules, module: str, function: ast.FunctionDef, body: list[ast.stmt], assigned: dict
-) -> list[Atom]:
+def _loop_filters(modules: RepoModules, scope: tuple, body: list[ast.stmt], assigned: dict) -> list[Atom]:
     """The filters of one loop body, in order: `if t: continue` keeps `not t`; `if t:` around what the loop
     collects keeps `t` (and its own filters)."""
     found = []
@@ -139,10 +212,10 @@ def _loop_filters(
         if not isinstance(statement, ast.If) or statement.orelse:
             continue
         if isinstance(statement.body[-1], ast.Continue):
-            found += _atom(modules, module, function, assigned, statement.test, False)
+            found += _atom(modules, scope, assigned, statement.test, False)
         elif _collects(statement.body):
-            found += _atom(modules, module, function, assigned, statement.test, True)
-            found += _loop_filters(modules, module, function, statement.body, dict(assigned))
+            found += _atom(modules, scope, assigned, statement.test, True)
+            found += _loop_filters(modules, scope, statement.body, dict(assigned))
     return found
 
 
@@ -174,11 +247,11 @@ def _collects(body: list[ast.stmt]) -> bool:
     )
 
 
-def _atom(
-    modules: RepoModules, module: str, function: ast.FunctionDef, assigned: dict, test: ast.expr, holds: bool
-) -> list[Atom]:
+def _atom(modules: RepoModules, scope: tuple, assigned: dict, test: ast.expr, holds: bool) -> list[Atom]:
+    """The filter `test` (kept where it holds, or where it does not: a `continue`'s), one atom per conjunct."""
+    module, function, bound = scope
     kept = test if holds else negated(test)
-    frame = Frame(module, function, dict(assigned), {}, _imports(function, test))
+    frame = Frame(module, function, dict(assigned), bound, _imports(function, test))
     spelled = {ast.dump(test), ast.dump(kept)}
     found = []
     for part in conjuncts(kept):

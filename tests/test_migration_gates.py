@@ -12,7 +12,7 @@ import pytest
 from tree_forks import GATE_LINEAR, GDN_LAYER, ORCHESTRATOR, copy_033, edit, make_dispatch_traceable, replace_file
 from typer.testing import CliRunner
 
-from zerojit.codemods.runner import migrate
+from zerojit.codemods.runner import MigrationError, migrate
 from zerojit.codemods.spec import SpecError
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
@@ -691,3 +691,92 @@ def test_a_replacing_subclass_without_the_config_reads_it_through_the_non_raisin
     assert tests == ["(vllm_config := get_current_vllm_config_or_none()) is not None"]
     assert "from vllm.config import get_current_vllm_config_or_none\n" in path.read_text()
     assert "wrote: 0 changed" in written(repo, "fla-layer-norm").output
+
+
+LOOP = "    for module in model.modules():\n"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        (
+            ROUTER_SEARCH,
+            "        if module.input_size > 8192:\n            break\n" + ROUTER_SEARCH,
+            "stops at a `break`",
+        ),
+        (
+            ROUTER_SEARCH,
+            "        if module.input_size > 8192:\n            return tuple(sorted(shapes))\n" + ROUTER_SEARCH,
+            "returns early, with what it found so far",
+        ),
+        (
+            "    return tuple(sorted(shapes))\n",
+            "    return tuple(sorted(s for s in shapes if s[1] <= 256))\n",
+            "filters what it collected again after its loop",
+        ),
+        (
+            LOOP,
+            "    pending = list(model.modules())\n    while pending:\n        module = pending.pop()\n",
+            "walks the model in a `while` loop",
+        ),
+        (
+            ROUTER_SEARCH,
+            '        if getattr(module, "e_score_correction_bias", None) is not None:\n            continue\n'
+            + ROUTER_SEARCH,
+            r"\.py:\d+ sets \.e_score_correction_bias on a built object",
+        ),
+    ],
+    ids=["break", "early-return", "refiltered", "while", "set-by-the-model"],
+)
+def test_a_search_no_layer_can_answer_for_itself_is_refused_at_its_line(tmp_path, old, new, why):
+    """Which layers these searches kept depends on the others (the order it met them, what it kept before) or on
+    what a model sets on the gate after building it (GLM4-MoE, DeepSeek-V2 set `e_score_correction_bias`): no
+    condition of the layer's own says it, so the migration refuses, naming the line."""
+    repo = copy_033(tmp_path / "tree")
+    make_dispatch_traceable(repo)
+    edit(repo, ORCHESTRATOR, old, new)
+    with pytest.raises((SpecError, MigrationError), match=rf"{ORCHESTRATOR}:\d+: .*{why}"):
+        migrate(repo, [LL_BF16_ROUTER_GEMM])
+
+
+def test_a_search_over_a_list_of_the_layers_or_with_a_bound_parameter_is_read(tmp_path):
+    """`list(model.modules())` walks the same layers; a filter on a parameter reads the value the step bound
+    (here the default): each is carried as the layer's own condition."""
+    repo = copy_033(tmp_path / "tree")
+    make_dispatch_traceable(repo)
+    edit(repo, ORCHESTRATOR, LOOP, "    for module in list(model.modules()):\n")
+    edit(
+        repo,
+        ORCHESTRATOR,
+        "    model: torch.nn.Module,\n) -> tuple",
+        "    model: torch.nn.Module,\n    limit: int = 1024,\n) -> tuple",
+    )
+    edit(
+        repo,
+        ORCHESTRATOR,
+        ROUTER_SEARCH,
+        "        if module.output_size > limit:\n            continue\n" + ROUTER_SEARCH,
+    )
+    layer = next(c.after for c in migrate(repo, [LL_BF16_ROUTER_GEMM]).changes if c.path == repo / GATE_LINEAR)
+    [(tests, _)] = registrations(layer, "ll_bf16_gemm_kernel")
+    assert "self.output_size <= 1024" in {ast.unparse(part) for part in ast.parse(tests[0], mode="eval").body.values}
+
+
+def test_a_carried_filter_brings_the_filters_it_ran_after(tmp_path):
+    """The fork's search checks `input_size % 8` (which the registration's code checks too) and then
+    `input_size // 8`: carried into the gate, the second comes after the first, as the search evaluated them."""
+    repo = copy_033(tmp_path / "tree")
+    make_dispatch_traceable(repo)
+    filters = (
+        "        if module.input_size % 8 != 0:\n            continue\n"
+        "        if module.input_size // 8 > 512:\n            continue\n"
+    )
+    edit(repo, ORCHESTRATOR, ROUTER_SEARCH, filters + ROUTER_SEARCH)
+    code = LL_BF16_ROUTER_GEMM.registration.code.replace(
+        "    and weight.shape[1] % 8 == 0\n", "    and weight.shape[1] % 8 == 0\n    and self.input_size % 8 == 0\n"
+    )
+    spec = LL_BF16_ROUTER_GEMM.replaced(registration=code)
+    layer = next(c.after for c in migrate(repo, [spec]).changes if c.path == repo / GATE_LINEAR)
+    [(tests, _)] = registrations(layer, "ll_bf16_gemm_kernel")
+    written = [ast.unparse(part) for part in ast.parse(tests[0], mode="eval").body.values]
+    assert written[-2:] == ["self.input_size % 8 == 0", "self.input_size // 8 <= 512"]

@@ -188,7 +188,14 @@ def gate_for_site(
     carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]
     implied = site_gate.implied(carried + inside + written, modules)
     carried = [a for a in carried if a.canonical not in implied]
-    if problems := layer_filter_problems(modules, frame, [a for a in carried if a.at_layer]):
+    # A carried filter of the search ran only once the filters before it held (`weight.shape[1]` once
+    # `isinstance(weight, torch.Tensor)` did): those come along, in the search's order, where the site can write them.
+    searched = [a for a in legacy if a.at_layer]
+    last = max((i for i, a in enumerate(searched) if a in carried), default=0)
+    dropped = {d.atom.canonical for d in differences} | guards.holds_at_site(frame)
+    guarding = [a for a in searched[:last] if a.expressible and a.canonical not in dropped]
+    carried = [a for a in legacy if a in carried or a in guarding]
+    if problems := layer_filter_problems(planner, modules, frame, [a for a in carried if a.at_layer]):
         raise SpecError(f"{spec.family}: " + "\n".join(problems))
     removed = frozenset(filter(None, (spec.legacy.module, spec.legacy.orchestrator_module)))
     rendered = [site_gate.render_gate(modules, home.name, init, [atom], where, removed) for atom in carried]
@@ -242,46 +249,72 @@ def gate_for_site(
     return found
 
 
-def layer_filter_problems(modules: RepoModules, frame: guards.Frame, filters: list[guards.Atom]) -> list[str]:
+def layer_filter_problems(
+    planner: Planner, modules: RepoModules, frame: guards.Frame, filters: list[guards.Atom]
+) -> list[str]:
     """Why a filter of the legacy model search cannot gate the registration in the layer's names: the layer never
-    sets an attribute it reads (the registration would raise), or a method other than the constructors sets it
-    again (the search read the value after loading; the constructor's may differ)."""
+    has an attribute it reads (the registration would raise), or something sets it after the layer is built
+    (another method of its class, or, for one the class never holds itself, code outside it: the search read the
+    value after loading, which the constructor's may not be)."""
     if not frame.classes:
         return []
-    constructors, elsewhere = _class_names(modules, *frame.classes[0].rsplit(".", 1), depth=0), {}
+    site = frame.function.name
+    held, elsewhere = _class_names(modules, *frame.classes[0].rsplit(".", 1), depth=0), {}
     for qualified in frame.classes:
         module, name = qualified.rsplit(".", 1)
         for method in (n for n in modules.definition(module, name).body if isinstance(n, ast.FunctionDef)):
+            if method.name in ("__init__", site) or method is frame.function:  # what the site's layer has
+                held |= {a for a, _ in syntax.self_stores(method)} | _self_reads(method)
+                continue
             for attribute, statement in syntax.self_stores(method):
-                if method.name == "__init__" or method is frame.function:
-                    constructors.add(attribute)
-                else:
-                    elsewhere.setdefault(attribute, (module, method.name, statement))
-    constructors |= {attribute for attribute, _ in syntax.self_stores(frame.function)}
+                again = f"{method.name}() sets self.{attribute} again ({modules.where(module, statement)})"
+                elsewhere.setdefault(attribute, again)
+    held |= {a for a, _ in syntax.self_stores(frame.function)}
     problems = []
     for atom in filters:
         for attribute, guarded in sorted(guards.layer_attributes(atom.expression).items()):
             binder = dict(modules.engine.bound_later).get(attribute)
-            if binder and binder != frame.function.name:
+            if binder and binder != site:
                 problems.append(
                     f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`; the engine binds "
-                    f"self.{attribute} after it builds the layer ({binder}), so a registration in "
-                    f"{frame.function.name} cannot check it: register in {binder}, or list it in "
-                    "intended_differences with a reason"
+                    f"self.{attribute} after it builds the layer ({binder}), so a registration in {site} cannot "
+                    f"check it: register in {binder}, or list it in intended_differences with a reason"
                 )
-            elif attribute in elsewhere:
-                module, method, statement = elsewhere[attribute]
+            elif again := elsewhere.get(attribute) or (attribute not in held and _set_from_outside(planner, attribute)):
                 problems.append(
                     f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`, read after the "
-                    f"model loaded; {method}() sets self.{attribute} again ({modules.where(module, statement)}), so "
-                    "the constructor's value may not be the one the search read: register this layer by hand"
+                    f"model loaded; {again}, so the value where the layer registers may not be the one the search "
+                    "read: register this layer by hand"
                 )
-            elif attribute not in constructors and not guarded:
+            elif attribute not in held and not guarded:
                 problems.append(
                     f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`; "
                     f"{frame.classes[0]} never sets self.{attribute}, so the registration cannot check it"
                 )
     return problems
+
+
+def _self_reads(method: ast.FunctionDef) -> set[str]:
+    """The `self.x` a method reads: where the constructor reads one, the built layer has it."""
+    return {
+        n.attr
+        for n in ast.walk(method)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.ctx, ast.Load)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "self"
+    }
+
+
+def _set_from_outside(planner: Planner, attribute: str) -> str | None:
+    """Where code of the repo sets `attribute` on an object another object holds (`self.gate.<attribute> = ...` in
+    a model that built the gate): a layer attribute set after the layer is built."""
+    pattern = re.compile(rf"\bself(?:\.\w+)+\.{re.escape(attribute)}\s*(?:[-+*/|&]?=)(?!=)")
+    for home in (m for m in planner.modules.values() if f".{attribute}" in m.text):
+        if found := pattern.search(home.text):
+            line = home.text.count("\n", 0, found.start()) + 1
+            return f"{syntax.where(planner.repo, home.path, line)} sets .{attribute} on a built object"
+    return None
 
 
 def _holds_anchor(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> bool:
