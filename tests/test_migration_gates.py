@@ -591,6 +591,14 @@ def test_a_filter_a_fork_adds_to_the_model_search_gates_every_registration_in_th
     assert "wrote: 0 changed" in written(repo, *families).output
 
 
+def router_gate(repo, spec=LL_BF16_ROUTER_GEMM) -> list[str]:
+    """The conjuncts of the outer gate around the router's ll_bf16 registration, each as written."""
+    layer = next(c.after for c in migrate(repo, [spec]).changes if c.path == repo / GATE_LINEAR)
+    [(tests, _)] = registrations(layer, "ll_bf16_gemm_kernel")
+    gate = ast.parse(tests[0], mode="eval").body
+    return [ast.unparse(part) for part in (gate.values if isinstance(gate, ast.BoolOp) else [gate])]
+
+
 def test_a_search_that_filters_in_a_comprehension_gets_the_same_gate(tmp_path):
     """The fork filters the modules it walks in a generator expression: its `if` is a filter like a `continue`,
     and the loop's own filters (the weight's) are still read through it."""
@@ -604,10 +612,7 @@ def test_a_search_that_filters_in_a_comprehension_gets_the_same_gate(tmp_path):
         ROUTER_SEARCH,
         "        if module.output_size > 1024:\n            continue\n" + ROUTER_SEARCH,
     )
-    layer = next(c.after for c in migrate(repo, [LL_BF16_ROUTER_GEMM]).changes if c.path == repo / GATE_LINEAR)
-    [(tests, _)] = registrations(layer, "ll_bf16_gemm_kernel")
-    written = {ast.unparse(part) for part in ast.parse(tests[0], mode="eval").body.values}
-    assert {"self.input_size >= 64", "self.output_size <= 1024"} <= written
+    assert {"self.input_size >= 64", "self.output_size <= 1024"} <= set(router_gate(repo))
 
 
 @pytest.mark.parametrize(
@@ -637,9 +642,7 @@ def test_a_router_search_filter_is_carried_into_the_gate_or_refused_at_its_line(
     edit(repo, ORCHESTRATOR, ROUTER_SEARCH, skip + ROUTER_SEARCH)
     edit(repo, ORCHESTRATOR, WARMUP, "def _is_router(module):\n    return True\n\n\n" + WARMUP)
     if expected.startswith("self."):
-        layer = next(c.after for c in migrate(repo, [LL_BF16_ROUTER_GEMM]).changes if c.path == repo / GATE_LINEAR)
-        [(tests, _)] = registrations(layer, "ll_bf16_gemm_kernel")
-        assert expected in tests[0].split(" and ")
+        assert expected in router_gate(repo)
         return
     line = (repo / ORCHESTRATOR).read_text().splitlines().index(skip.splitlines()[0]) + 1
     with pytest.raises(SpecError, match=rf"{ORCHESTRATOR}:{line}: .*{expected}"):
@@ -757,9 +760,7 @@ def test_a_search_over_a_list_of_the_layers_or_with_a_bound_parameter_is_read(tm
         ROUTER_SEARCH,
         "        if module.output_size > limit:\n            continue\n" + ROUTER_SEARCH,
     )
-    layer = next(c.after for c in migrate(repo, [LL_BF16_ROUTER_GEMM]).changes if c.path == repo / GATE_LINEAR)
-    [(tests, _)] = registrations(layer, "ll_bf16_gemm_kernel")
-    assert "self.output_size <= 1024" in {ast.unparse(part) for part in ast.parse(tests[0], mode="eval").body.values}
+    assert "self.output_size <= 1024" in router_gate(repo)
 
 
 def test_a_carried_filter_brings_the_filters_it_ran_after(tmp_path):
@@ -775,8 +776,5 @@ def test_a_carried_filter_brings_the_filters_it_ran_after(tmp_path):
     code = LL_BF16_ROUTER_GEMM.registration.code.replace(
         "    and weight.shape[1] % 8 == 0\n", "    and weight.shape[1] % 8 == 0\n    and self.input_size % 8 == 0\n"
     )
-    spec = LL_BF16_ROUTER_GEMM.replaced(registration=code)
-    layer = next(c.after for c in migrate(repo, [spec]).changes if c.path == repo / GATE_LINEAR)
-    [(tests, _)] = registrations(layer, "ll_bf16_gemm_kernel")
-    written = [ast.unparse(part) for part in ast.parse(tests[0], mode="eval").body.values]
-    assert written[-2:] == ["self.input_size % 8 == 0", "self.input_size // 8 <= 512"]
+    gate = router_gate(repo, LL_BF16_ROUTER_GEMM.replaced(registration=code))
+    assert gate[-2:] == ["self.input_size % 8 == 0", "self.input_size // 8 <= 512"]
