@@ -309,7 +309,7 @@ def search_call(modules: RepoModules, test: ast.expr) -> ast.Call | None:
     return test if found else None
 
 
-def layer_attributes(expression: ast.expr) -> dict[str, bool]:
+def layer_attributes(expression: ast.expr) -> dict[str, bool] | None:
     """The layer's (`@self`'s) attributes an expression reads, each with whether it reads it through `getattr` with
     a default or `hasattr` (which do not raise where the layer lacks it); None when it reads the layer otherwise
     (`f(@self)`: what that reads is unknown)."""

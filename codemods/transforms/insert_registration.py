@@ -68,9 +68,8 @@ class _Insert(Command):
         self.alias: str | None = None  # a top-level `from <kernel module> import <kernel> as <alias>`
         self.exits: list[cst.SimpleStatementLine] = []  # returns above the insertion point: it goes before each
         self.once = False  # it goes only before the one statement in `exits` (all it reads is set there)
-        self.guessed = (
-            ""  # where the block starts from when no statement matches insert_after (then after what it reads)
-        )
+        # Where the block starts from when no statement matches insert_after (it then goes after what it reads).
+        self.guessed = ""
         # Where it goes before a return and again further down: a method of the class holds the block once,
         # and each place calls it (`helper`: its name; `helper_body`: the block; `helper_args`: the locals it reads).
         self.helper: str | None = None
