@@ -27,7 +27,7 @@ import dataclasses
 from .findings import PlacedError
 from .repo import CallSite, Gate, RepoModules, call_sites, calls_to, method_calls
 from .spec import MigrationSpec, SpecError
-from .syntax import Place, parameters, self_stores
+from .syntax import Place, enclosing_class, parameters, self_stores
 
 CONFIG = "@config"  # the engine's config, however a scope reaches it
 WORKER = "@worker"  # the orchestrator's argument
@@ -535,10 +535,7 @@ def site_frame(
         for a in (*signature.posonlyargs, *signature.args, *signature.kwonlyargs)
         if _is_config(modules, module, a)
     )
-    tree = modules.tree(module)
-    owner = next(
-        (c for c in tree.body if isinstance(c, ast.ClassDef) and c.lineno <= init.lineno <= c.end_lineno), None
-    )
+    owner = enclosing_class(modules.tree(module), init.lineno)
     classes = tuple(modules.lineage(module, owner)) if owner else ()
     frame = Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}), classes)
     spec_name = modules.engine.config_parameter

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+from collections.abc import Iterator
 
 from .guards import SELF, Atom, Frame, GuardsUnreadable, canonical, conjuncts, negated, search_call
 from .repo import RepoModules
@@ -27,11 +28,14 @@ _COLLECTING = {"add", "append", "extend", "update", "setdefault"}
 def filters(modules: RepoModules, atom: Atom) -> list[Atom]:
     """The filters of the search whose result `atom` tests (none when it tests no search of the repo)."""
     call = search_call(modules, atom.expression)
-    if call is None:
-        return []
+    return [] if call is None else _filters(modules, *_searched(modules, call), depth=0)
+
+
+def _searched(modules: RepoModules, call: ast.Call) -> tuple[str, ast.FunctionDef, dict]:
+    """The search a call runs: its module, its function, and its parameters as the call binds them."""
     home, _, name = call.func.id.rpartition(".")
     function = modules.definition(home, name)
-    return _filters(modules, home, function, _bound(modules, home, function, call), depth=0)
+    return home, function, _bound(modules, home, function, call)
 
 
 def _bound(modules: RepoModules, module: str, function: ast.FunctionDef, call: ast.Call) -> dict:
@@ -63,9 +67,7 @@ def in_layer_terms(modules: RepoModules, atom: Atom) -> Atom:
             call = search_call(modules, node.value)
             if call is None or call is not node.value:
                 return node
-            home, _, name = call.func.id.rpartition(".")
-            function = modules.definition(home, name)
-            value = _returned_field(modules, home, function, node.attr, _bound(modules, home, function, call))
+            value = _returned_field(modules, *_searched(modules, call), node.attr)
             if value is None:
                 return node
             self.found = True
@@ -79,16 +81,12 @@ def in_layer_terms(modules: RepoModules, atom: Atom) -> Atom:
 
 
 def _returned_field(
-    modules: RepoModules, module: str, function: ast.FunctionDef, field: str, bound: dict
+    modules: RepoModules, module: str, function: ast.FunctionDef, bound: dict, field: str
 ) -> ast.expr | None:
     """What the search's one `return Result(..., field=value)` inside its layer loop puts in `field`, in the
     layer's names (None: no such return, or more than one)."""
     found = []
-    for loop in statements(function):
-        if not (isinstance(loop, ast.For) and (layer := _layer(loop.target, loop.iter))):
-            continue
-        if not (_walks_layers(loop.iter) or _generator(modules, module, loop.iter)):
-            continue
+    for loop, layer, _ in _layer_loops(modules, module, function):
         assigned = {layer: ast.Name(SELF)}
         for statement in loop.body:
             _assign(statement, assigned)
@@ -106,15 +104,12 @@ def _filters(modules: RepoModules, module: str, function: ast.FunctionDef, bound
     for node in statements(function):
         if isinstance(node, ast.While):
             _unreadable(modules, module, node, "walks the model in a `while` loop")
-        if isinstance(node, ast.For) and (layer := _layer(node.target, node.iter)):
-            generator = _generator(modules, module, node.iter)
-            if generator is not None and depth < 4:
-                found += _filters(modules, *generator, {}, depth=depth + 1)
-            elif generator is None and not _walks_layers(node.iter):
-                continue
-            _check_stops(modules, module, node, layer)
-            found += _loop_filters(modules, scope, node.body, {layer: ast.Name(SELF)})
-            _check_refiltered(modules, module, function, node)
+    for loop, layer, generator in _layer_loops(modules, module, function):
+        if generator is not None and depth < 4:
+            found += _filters(modules, *generator, {}, depth=depth + 1)
+        _check_stops(modules, module, loop, layer)
+        found += _loop_filters(modules, scope, loop.body, {layer: ast.Name(SELF)})
+        _check_refiltered(modules, module, function, loop)
     for node in ast.walk(function):
         layer = _layer(node.target, node.iter) if isinstance(node, ast.comprehension) else None
         if layer and _walks_layers(node.iter):
@@ -158,6 +153,18 @@ def _check_refiltered(modules: RepoModules, module: str, function: ast.FunctionD
     for node in ast.walk(function):
         if isinstance(node, ast.comprehension) and node.ifs and node.iter.lineno > loop.end_lineno:
             _unreadable(modules, module, node.iter, "filters what it collected again after its loop")
+
+
+def _layer_loops(
+    modules: RepoModules, module: str, function: ast.FunctionDef
+) -> Iterator[tuple[ast.For, str, tuple[str, ast.FunctionDef] | None]]:
+    """Each `for` of `function` over the model's layers: the loop, its layer variable, and the repo generator it
+    iterates (None where it walks the layers itself)."""
+    for node in statements(function):
+        if isinstance(node, ast.For) and (layer := _layer(node.target, node.iter)):
+            generator = _generator(modules, module, node.iter)
+            if generator is not None or _walks_layers(node.iter):
+                yield node, layer, generator
 
 
 def _layer(target: ast.expr, iterable: ast.expr) -> str | None:

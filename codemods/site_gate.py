@@ -25,7 +25,7 @@ from .guards import (
 from .repo import RepoModules
 from .simplify import size
 from .spec import MigrationSpec, SpecError
-from .syntax import Place, parameters
+from .syntax import Place, enclosing_class, parameters
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,10 +247,9 @@ def simplified(modules: RepoModules, module: str, init: ast.FunctionDef, conditi
     # `self.x` is read where the class stores x once, and no function outside a class stores any `.x`
     # (attributes of the module's other classes are their own).
     tree = modules.tree(module)
-    classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
     stores = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)]
-    home = {id(n): next((c for c in classes if c.lineno <= n.lineno <= c.end_lineno), None) for n in stores}
-    site = next((c for c in classes if c.lineno <= init.lineno <= c.end_lineno), None)
+    home = {id(n): enclosing_class(tree, n.lineno) for n in stores}
+    site = enclosing_class(tree, init.lineno)
     attributes = Counter(n.attr for n in stores if site is not None and home[id(n)] is site)
     attributes.update({n.attr: 2 for n in stores if home[id(n)] is None})
     owner = init.args.args[0].arg if init.args.args else None

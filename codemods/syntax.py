@@ -61,6 +61,11 @@ def self_stores(node: ast.AST) -> Iterator[tuple[str, ast.stmt]]:
                 yield target.attr, statement
 
 
+def enclosing_class(tree: ast.Module, line: int) -> ast.ClassDef | None:
+    """The module's top-level class whose lines hold `line` (None: none does)."""
+    return next((c for c in tree.body if isinstance(c, ast.ClassDef) and c.lineno <= line <= c.end_lineno), None)
+
+
 def exits(block: list[ast.stmt], *, in_loop: bool = False) -> bool:
     """The block ends by leaving what encloses it: a return or a raise, and inside a loop's body a `continue`
     (which leaves the rest of that iteration)."""

@@ -977,8 +977,8 @@ MUTANTS = (
     Mutant(
         "model search: the search's parameters are not bound to the step's arguments or defaults",
         "codemods/model_search.py",
-        "    return _filters(modules, home, function, _bound(modules, home, function, call), depth=0)",
-        "    return _filters(modules, home, function, {}, depth=0)",
+        "    return home, function, _bound(modules, home, function, call)",
+        "    return home, function, {}",
         ("tests/test_migration_gates.py", "-k", "list_of_the_layers"),
     ),
 )

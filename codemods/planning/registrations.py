@@ -180,11 +180,8 @@ def gate_for_site(
             f"{spec.family}: the registration's gate differs from the guards the legacy call ran "
             "under:\n" + "\n".join(refusals)
         )
-    covered = (
-        {a.canonical for a in inside + written + registry}
-        | {d.atom.canonical for d in differences}
-        | guards.holds_at_site(frame)
-    )
+    dropped = {d.atom.canonical for d in differences} | guards.holds_at_site(frame)
+    covered = {a.canonical for a in inside + written + registry} | dropped
     carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]
     implied = site_gate.implied(carried + inside + written, modules)
     carried = [a for a in carried if a.canonical not in implied]
@@ -192,7 +189,6 @@ def gate_for_site(
     # `isinstance(weight, torch.Tensor)` did): those come along, in the search's order, where the site can write them.
     searched = [a for a in legacy if a.at_layer]
     last = max((i for i, a in enumerate(searched) if a in carried), default=0)
-    dropped = {d.atom.canonical for d in differences} | guards.holds_at_site(frame)
     guarding = [a for a in searched[:last] if a.expressible and a.canonical not in dropped]
     carried = [a for a in legacy if a in carried or a in guarding]
     if problems := layer_filter_problems(planner, modules, frame, [a for a in carried if a.at_layer]):
