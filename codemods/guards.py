@@ -27,7 +27,7 @@ import dataclasses
 from .findings import PlacedError
 from .repo import CallSite, Gate, RepoModules, call_sites, calls_to, method_calls
 from .spec import MigrationSpec, SpecError
-from .syntax import Place, enclosing_class, parameters, self_stores
+from .syntax import Place, parameters, self_stores
 
 CONFIG = "@config"  # the engine's config, however a scope reaches it
 WORKER = "@worker"  # the orchestrator's argument
@@ -262,7 +262,7 @@ def _where(modules: RepoModules, module: str, node: ast.AST) -> Place:
     return modules.where(module, node) if modules.path(module) else Place(module, node.lineno)
 
 
-def _atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: Frame) -> list[Atom]:
+def gate_atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: Frame) -> list[Atom]:
     found = []
     for gate in gates:
         condition = gate.test if gate.holds_when else negated(gate.test)
@@ -371,7 +371,7 @@ def _chain_into(
             f"{callee} as a plain statement of its own body or of its if/with/try blocks, so "
             "the guards the legacy call runs under cannot be read",
         )
-    shapes = {tuple(a.canonical for a in _atoms(modules, site.gates, _with(frame, site))) for site in sites}
+    shapes = {tuple(a.canonical for a in gate_atoms(modules, site.gates, _with(frame, site))) for site in sites}
     if len(shapes) > 1:
         raise GuardsUnreadable(
             None,
@@ -380,7 +380,7 @@ def _chain_into(
             "gate cannot stand for them",
         )
     site = sites[0]
-    atoms += _atoms(modules, site.gates, _with(frame, site)) + _caught(modules, module, frame.function, site.call)
+    atoms += gate_atoms(modules, site.gates, _with(frame, site)) + _caught(modules, module, frame.function, site.call)
     target = _function(modules, callee_module, callee)
     if target is None:
         raise GuardsUnreadable(
@@ -456,7 +456,7 @@ def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
     if kernel_calls:
         common = None
         for site in kernel_calls:
-            found = _atoms(modules, site.gates, _with(frame, site)) + _caught(
+            found = gate_atoms(modules, site.gates, _with(frame, site)) + _caught(
                 modules, frame.module, frame.function, site.call
             )
             common = found if common is None else [a for a in common if a in found]
@@ -516,115 +516,4 @@ def registry_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
             f"{spec.family}: {spec.legacy.orchestrator_module}.{engine.orchestrator_entry} never calls "
             f"{engine.registry_holder}.{engine.registry_warmup}(): a registration would warm nothing"
         )
-    return atoms + _atoms(modules, sites[0].gates, _with(frame, sites[0]))
-
-
-def site_frame(
-    modules: RepoModules,
-    module: str,
-    init: ast.FunctionDef,
-    extra_imports: dict[str, tuple[str, str | None]] | None = None,
-) -> Frame:
-    """The construction site's names: `self`, its config (the engine's config parameter, a parameter annotated
-    with the config's class, or a local assigned from the accessor). Where the constructor holds the config under
-    another name and binds no `vllm_config` of its own, the spec's `vllm_config` is that config too."""
-    arguments: dict[str, tuple[ast.expr, Frame | None]] = {"self": (ast.Name(SELF), None)}
-    signature = init.args
-    arguments.update(
-        (a.arg, (ast.Name(CONFIG), None))
-        for a in (*signature.posonlyargs, *signature.args, *signature.kwonlyargs)
-        if _is_config(modules, module, a)
-    )
-    owner = enclosing_class(modules.tree(module), init.lineno)
-    classes = tuple(modules.lineage(module, owner)) if owner else ()
-    frame = Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}), classes)
-    spec_name = modules.engine.config_parameter
-    if spec_name not in parameters(init) and spec_name not in local_names(init) and config_name(modules, frame):
-        arguments[spec_name] = (ast.Name(CONFIG), None)
-    return frame
-
-
-def _is_config(modules: RepoModules, module: str, argument: ast.arg) -> bool:
-    """The parameter is the engine config: it has the engine's name for it, or its class as its annotation
-    (`engine_config: VllmConfig` or `"VllmConfig"`; `VllmConfig | None` may be no config at all)."""
-    if argument.arg == modules.engine.config_parameter:
-        return True
-    annotation = argument.annotation
-    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        try:
-            annotation = ast.parse(annotation.value, mode="eval").body
-        except SyntaxError:
-            return False
-    home, name = modules.engine.config_class.split(":")
-    spelled = annotation.id if isinstance(annotation, ast.Name) else getattr(annotation, "attr", None)
-    if spelled != name:
-        return False  # only a name spelled as the class's is looked up (that may parse the config's own module)
-    imported = modules.imports(module).get(spelled) if isinstance(annotation, ast.Name) else None
-    return imported == (home, name) or modules.reference(module, annotation) == modules.resolve(home, name)
-
-
-def _site_locals(init: ast.FunctionDef) -> dict[str, ast.expr]:
-    """`name = value` statements of the constructor's own body (not its branches), the first per name."""
-    found: dict[str, ast.expr] = {}
-    for statement in init.body:
-        if (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-        ):
-            found.setdefault(statement.targets[0].id, statement.value)
-    return found
-
-
-def config_name(modules: RepoModules, frame: Frame) -> str | None:
-    """The constructor's own name for the engine config (a parameter, or a local assigned from an accessor): the
-    engine's usual names first."""
-    own = [n for n in parameters(frame.function) if n in frame.arguments] if frame.function else []
-    # a local that can be the config: a name's alias, or a call without arguments (an accessor)
-    aliases = [
-        name
-        for name, value in frame.assigned.items()
-        if isinstance(value, ast.Name) or (isinstance(value, ast.Call) and not value.args and not value.keywords)
-    ]
-    for name in dict.fromkeys((*modules.engine.config_names, *own, *aliases)):
-        if name in own or name in frame.assigned:
-            if ast.unparse(canonical(modules, ast.Name(name), frame)) == CONFIG:
-                return name
-    return None
-
-
-def registration_guards(modules: RepoModules, frame: Frame, registration: str) -> list[Atom]:
-    """The conditions inside the spec's registration around its `register_warmup` call, in canonical terms."""
-    tree = ast.parse(registration)
-    imports = {**frame.imports}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            imports.update({a.asname or a.name: (node.module, a.name) for a in node.names})
-    function = ast.FunctionDef("registration", ast.arguments([], [], None, [], [], None, []), tree.body, [])
-    inner = Frame(frame.module, frame.function, {}, frame.arguments, imports)
-    sites = call_sites(
-        ast.Module([function], []),
-        lambda call, assigned: isinstance(call.func, ast.Attribute) and call.func.attr == "register_warmup",
-        functions=[function],
-    )
-    found = []
-    for site in sites[:1]:
-        found = _atoms(
-            modules, site.gates, Frame(inner.module, inner.function, dict(site.assigned), inner.arguments, imports)
-        )
-    return [dataclasses.replace(a, where="registration") for a in found]
-
-
-def spec_gate_atoms(modules: RepoModules, frame: Frame, gate: str) -> list[Atom]:
-    if not gate.strip():
-        return []
-    test = ast.parse(gate, mode="eval").body
-    return [dataclasses.replace(a, where="spec gate") for a in _atoms(modules, (Gate(test, True),), frame)]
-
-
-def holds_at_site(frame: Frame) -> set[str]:
-    """Conditions true wherever the site's constructor runs (canonical): its own module is loaded, (as the legacy
-    call always had one) the engine has a config, and the layer is an instance of its class."""
-    return {f"{frame.module!r} in sys.modules", f"{CONFIG} is not None"} | {
-        f"isinstance({SELF}, {cls})" for cls in frame.classes
-    }
+    return atoms + gate_atoms(modules, sites[0].gates, _with(frame, sites[0]))

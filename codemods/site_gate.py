@@ -12,16 +12,8 @@ import dataclasses
 from collections import Counter
 
 from . import simplify
-from .guards import (
-    CONFIG,
-    SELF,
-    Atom,
-    Frame,
-    canonical,
-    config_name,
-    holds_at_site,
-    site_frame,
-)
+from .construction_site import config_name, holds_at_site, site_frame
+from .guards import CONFIG, SELF, Atom, Frame, canonical
 from .repo import RepoModules
 from .simplify import size
 from .spec import MigrationSpec, SpecError

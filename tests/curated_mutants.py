@@ -498,7 +498,7 @@ MUTANTS = (
     ),
     Mutant(
         "registration: always leaves the branch, even where only that arm builds what it reads",
-        "codemods/transforms/insert_registration.py",
+        "codemods/transforms/constructor.py",
         "        if all(_set_on_every_path([holder], a) or _set_on_every_path(earlier, a) for a in inside):",
         "        if True:",
         ("tests/test_codemod_transforms.py", "-k", "only_its_branch"),
@@ -506,14 +506,14 @@ MUTANTS = (
     Mutant(
         "registration: a constructor's early return gets the block before it and at the anchor again",
         "codemods/transforms/insert_registration.py",
-        "        if not late_at(lines[holder].start.line) and _quiet_between(init, holder, self.anchor, reads):",
+        "        if not late_at(lines[holder].start.line) and quiet_between(init, holder, self.anchor, reads):",
         "        if False:",
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
     Mutant(
         "registration: once before an early return even past a call that may set what it reads",
-        "codemods/transforms/insert_registration.py",
-        "            if method or any(_is_self(a.value) for a in call.args):\n                return False",
+        "codemods/transforms/constructor.py",
+        "            if method or any(is_self(a.value) for a in call.args):\n                return False",
         "            pass",
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
@@ -843,14 +843,14 @@ MUTANTS = (
     ),
     Mutant(
         "registration: a call made for its effect on an attribute it reads is not a change",
-        "codemods/transforms/insert_registration.py",
+        "codemods/transforms/constructor.py",
         "        if isinstance(call.func, cst.Attribute):\n            given.append(call.func.value)\n",
         "",
         ("tests/test_migration_gates.py", "-k", "changes_below"),
     ),
     Mutant(
         "guards: a constructor local holding the config under another name is not the config",
-        "codemods/guards.py",
+        "codemods/construction_site.py",
         "(*modules.engine.config_names, *own, *aliases)",
         "(*modules.engine.config_names, *own)",
         ("tests/test_codemod_variations.py", "-k", "local_holding_the_config"),
@@ -871,7 +871,7 @@ MUTANTS = (
     ),
     Mutant(
         "guards: the site's class does not answer `isinstance(layer, Class)`",
-        "codemods/guards.py",
+        "codemods/construction_site.py",
         'f"isinstance({SELF}, {cls})" for cls in frame.classes',
         'f"isinstance({SELF}, {cls})" for cls in frame.classes[:0]',
         ("tests/test_vllm033_migrations.py",),
@@ -934,7 +934,7 @@ MUTANTS = (
     ),
     Mutant(
         "registration: an attribute set again in one arm keeps the registration in that arm",
-        "codemods/transforms/insert_registration.py",
+        "codemods/transforms/constructor.py",
         " or _set_on_every_path(earlier, a) for a in inside):",
         " for a in inside):",
         ("tests/test_migration_gates.py", "-k", "changes_below"),

@@ -1,6 +1,6 @@
 """Imports run one way: `contract/` (what an engine imports) never imports `migrate/` or `codemods/`, no
 module imports itself round a circle, and presentation (rich, matplotlib) stays in the CLI: neither
-`contract/` nor `codemods/` imports it.
+`contract/` nor `codemods/` imports it. No module runs past 600 lines.
 
 Every import statement counts, at module level or inside a function; only those under
 `if TYPE_CHECKING:` are exempt (they never run). `from package import name` is an import
@@ -173,6 +173,19 @@ def test_no_module_imports_itself_round_a_circle(graph):
 
 def test_the_runtime_and_the_codemods_import_neither_rich_nor_matplotlib():
     assert presentation_imports(REPO) == []
+
+
+MAX_LINES = 600  # a module past this holds more than one concern: split it where the concerns part
+
+
+def test_no_module_is_longer_than_one_sitting():
+    long = {
+        path.relative_to(REPO).as_posix(): lines
+        for path, _ in modules(REPO, PACKAGES).values()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert len(modules(REPO, PACKAGES)) > 100  # the walk sees the project
+    assert long == {}
 
 
 def write_package(root: Path, files: dict[str, str]) -> None:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .. import guards, model_search, site_gate, syntax
+from .. import construction_site, guards, model_search, site_gate, syntax
 from ..findings import Findings
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError, free_names
@@ -141,8 +141,8 @@ def _walrus_names(gate: str) -> set[str]:
 def in_site_names(modules: RepoModules, spec: MigrationSpec, module: str, init: ast.FunctionDef) -> MigrationSpec:
     """The spec as this constructor writes it: the engine config under the constructor's own name for it (a fork's
     `engine_config: VllmConfig`) where the spec's `vllm_config` names nothing there."""
-    frame = guards.site_frame(modules, module, init)
-    own, name = guards.config_name(modules, frame), modules.engine.config_parameter
+    frame = construction_site.site_frame(modules, module, init)
+    own, name = construction_site.config_name(modules, frame), modules.engine.config_parameter
     if own is None or own == name or name not in frame.arguments:
         return spec
     code, gate = spec.registration.code, spec.registration.gate
@@ -170,9 +170,9 @@ def gate_for_site(
     """The registration's gate at this site: the tree's guards in the site's names, after the spec's own gate
     (checked against them: a difference the spec does not list as intended refuses the run)."""
     where = syntax.where(planner.repo, home.path, init.lineno)
-    frame = guards.site_frame(modules, home.name, init)
-    inside = guards.registration_guards(modules, frame, spec.registration.code)
-    written = guards.spec_gate_atoms(modules, frame, spec.registration.gate)
+    frame = construction_site.site_frame(modules, home.name, init)
+    inside = construction_site.registration_guards(modules, frame, spec.registration.code)
+    written = construction_site.spec_gate_atoms(modules, frame, spec.registration.gate)
     differences, refusals, unused = site_gate.compare(modules, spec, frame, legacy, registry, inside + written, where)
     findings.warnings += unused
     if refusals:
@@ -180,7 +180,7 @@ def gate_for_site(
             f"{spec.family}: the registration's gate differs from the guards the legacy call ran "
             "under:\n" + "\n".join(refusals)
         )
-    dropped = {d.atom.canonical for d in differences} | guards.holds_at_site(frame)
+    dropped = {d.atom.canonical for d in differences} | construction_site.holds_at_site(frame)
     covered = {a.canonical for a in inside + written + registry} | dropped
     carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]
     implied = site_gate.implied(carried + inside + written, modules)

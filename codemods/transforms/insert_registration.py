@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-from collections.abc import Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -14,10 +12,24 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import PositionProvider
 
 from ..spec import normalized
-from ..syntax import holds_anchor, parameters, stores
+from ..syntax import holds_anchor
 from .base import AnchorError, Command, Operation, code_of, operation
 from .bindings import MethodBindings
 from .blocks import NO_STATEMENTS
+from .constructor import (
+    assigned_names,
+    calls_init,
+    changed_attributes,
+    first_line,
+    holders,
+    is_self,
+    locals_read,
+    nodes,
+    outside_branches,
+    quiet_between,
+    statements_in,
+    top_level,
+)
 
 
 @operation("insert_registration")
@@ -115,9 +127,7 @@ class _Insert(Command):
         return updated.with_changes(body=updated.body.with_changes(body=[*updated.body.body, override]))
 
     def _plan(self, init: cst.FunctionDef) -> None:
-        collector = _Statements()
-        init.body.visit(collector)
-        statements = collector.found
+        statements = statements_in(init.body)
         call = self.op.call or self.op.registration
         forms = {normalized(call)}
         if self.alias:
@@ -132,13 +142,13 @@ class _Insert(Command):
             self.done = True
             return
         if self.op.insert_after:
-            matches = [s for s in statements if holds_anchor(_first_line(s), self.op.insert_after)]
+            matches = [s for s in statements if holds_anchor(first_line(s), self.op.insert_after)]
             if not matches:  # the fork rewrote or moved it: after what the registration reads, found below
-                bases = [s for s in init.body.body if any(_calls_init(c) for c in _nodes(s, cst.Call))]
+                bases = [s for s in init.body.body if any(calls_init(c) for c in nodes(s, cst.Call))]
                 self.guessed = "the base initializer" if bases else "the constructor's start"
                 self.anchor = (bases or init.body.body)[-1 if bases else 0]
             else:
-                self.anchor = _outside_branches(init, matches[0], self._reads() | self.op.names)
+                self.anchor = outside_branches(init, matches[0], self._reads() | self.op.names)
             if matches and self.anchor is not matches[0]:
                 self.warn(
                     matches[0],
@@ -198,7 +208,7 @@ class _Insert(Command):
         changed = {}
         for statement in statements:
             if lines[statement].start.line > anchor_end:
-                for name in (_changed_attributes(statement) | self._set_by_methods(statement)) & reads:
+                for name in (changed_attributes(statement) | self._set_by_methods(statement)) & reads:
                     changed[name] = statement
         late = set_late | changed
         if self.guessed:
@@ -207,8 +217,8 @@ class _Insert(Command):
                 self.anchor = None  # nothing it reads is set here: the end of the constructor, as with no anchor
         if not late:
             return
-        self.anchor = _outside_branches(init, max(late.values(), key=lambda s: lines[s].start.line), reads)
-        if any(isinstance(s, (cst.For, cst.While)) for s in _holders(init, self.anchor)):
+        self.anchor = outside_branches(init, max(late.values(), key=lambda s: lines[s].start.line), reads)
+        if any(isinstance(s, (cst.For, cst.While)) for s in holders(init, self.anchor)):
             self.refuse(
                 self.anchor,
                 f"the registration reads {', '.join(sorted(late))}, which {self.op.cls}.{self.op.method} first sets "
@@ -232,13 +242,13 @@ class _Insert(Command):
         tree = cst.parse_module(code)
         looked_up = {  # getattr(self, "x", ...) and hasattr(self, "x")
             arguments[1].value.evaluated_value
-            for call in _nodes(tree, cst.Call)
+            for call in nodes(tree, cst.Call)
             if m.matches(call.func, m.Name("getattr") | m.Name("hasattr"))
             and len(arguments := call.args) >= 2
-            and _is_self(arguments[0].value)
+            and is_self(arguments[0].value)
             and isinstance(arguments[1].value, cst.SimpleString)
         }
-        return {f"self.{n.attr.value}" for n in _nodes(tree, cst.Attribute) if _is_self(n.value)} | {
+        return {f"self.{n.attr.value}" for n in nodes(tree, cst.Attribute) if is_self(n.value)} | {
             f"self.{name}" for name in looked_up
         }
 
@@ -249,9 +259,9 @@ class _Insert(Command):
         assigned: dict[str, list[cst.BaseStatement]] = {}
         base_init = []
         for statement in (s for s in statements if isinstance(s, cst.SimpleStatementLine)):
-            if any(_calls_init(node) for node in _nodes(statement, cst.Call)):
+            if any(calls_init(node) for node in nodes(statement, cst.Call)):
                 base_init.append(lines[statement].start.line)
-            for name in _assigned_names(statement) | self._set_by_methods(statement):
+            for name in assigned_names(statement) | self._set_by_methods(statement):
                 assigned.setdefault(name, []).append(statement)
         return reads, assigned, base_init
 
@@ -259,15 +269,15 @@ class _Insert(Command):
         """The `self.x` that methods of the class the statement calls on `self` assign (`self._build_norm()`)."""
         called = {
             call.func.attr.value
-            for call in _nodes(statement, cst.Call)
-            if isinstance(call.func, cst.Attribute) and _is_self(call.func.value)
+            for call in nodes(statement, cst.Call)
+            if isinstance(call.func, cst.Attribute) and is_self(call.func.value)
         }
         return {
             name
             for method in self.class_node.body.body
             if isinstance(method, cst.FunctionDef) and method.name.value in called
-            for line in _nodes(method, cst.SimpleStatementLine)
-            for name in _assigned_names(line)
+            for line in nodes(method, cst.SimpleStatementLine)
+            for name in assigned_names(line)
             if name.startswith("self.")
         }
 
@@ -303,8 +313,8 @@ class _Insert(Command):
             return late
 
         first = min(self.exits, key=lambda s: lines[s].start.line)
-        holder = _top_level(init, first)
-        if not late_at(lines[holder].start.line) and _quiet_between(init, holder, self.anchor, reads):
+        holder = top_level(init, first)
+        if not late_at(lines[holder].start.line) and quiet_between(init, holder, self.anchor, reads):
             self.exits, self.anchor, self.once = [holder], None, True
             return
         for exit_ in self.exits:
@@ -366,7 +376,7 @@ class _Insert(Command):
             return self._statements()
         if not self.helper_body:
             self.helper_body = self._statements()
-            self.helper_args = _locals_read(cst.Module(body=self.helper_body).code, self.init)
+            self.helper_args = locals_read(cst.Module(body=self.helper_body).code, self.init)
         call = cst.parse_statement(f"self.{self.helper}({', '.join(self.helper_args)})\n")
         if before_return:
             return [call]
@@ -480,220 +490,12 @@ class _Insert(Command):
         return module
 
 
-_BRANCHING = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
-
-
-def _outside_branches(
-    function: cst.FunctionDef, statement: cst.BaseStatement, reads: set[str] = frozenset()
-) -> cst.BaseStatement:
-    """The outermost `if`, loop, `try` or `match` of `function` holding `statement` after which every path has
-    what the registration reads (`reads`: `self.x` and local names) that the branch sets, else the statement: what
-    follows it runs once on every path that reaches it (a `with` runs its body once, so it is not left). Where one
-    arm alone builds what the registration reads (nothing set it before), the registration stays in that arm: only
-    it has the object."""
-    for holder in (s for s in _holders(function, statement) if isinstance(s, _BRANCHING)):
-        inside = {a for s in [holder, *_nested(holder)] for a in _assigned_names(s)} & reads
-        top = function.body.body
-        earlier = top[: next(i for i, s in enumerate(top) if s is _top_level(function, holder))]
-        # set before the branch too: the branch changes it, so the registration reads it after the branch
-        if all(_set_on_every_path([holder], a) or _set_on_every_path(earlier, a) for a in inside):
-            return holder
-    return statement
-
-
-def _holders(function: cst.FunctionDef, statement: cst.BaseStatement) -> list[cst.BaseStatement]:
-    """The compound statements of `function` that hold `statement`, outermost first."""
-    holders: list[cst.BaseStatement] = []
-
-    class Find(cst.CSTVisitor):
-        def __init__(self):
-            super().__init__()
-            self.stack: list[cst.BaseStatement] = []
-
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if node is statement:
-                holders.extend(self.stack)
-                return False
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.BaseSmallStatement)):
-                return False
-            if isinstance(node, cst.BaseCompoundStatement):
-                self.stack.append(node)
-            return True
-
-        def on_leave(self, original: cst.CSTNode) -> None:
-            if self.stack and self.stack[-1] is original:
-                self.stack.pop()
-
-    function.body.visit(Find())
-    return holders
-
-
-def _top_level(init: cst.FunctionDef, statement: cst.BaseStatement) -> cst.BaseStatement:
-    """The statement of `init`'s own body that is or holds `statement`."""
-    return [*_holders(init, statement), statement][0]
-
-
-def _quiet_between(init: cst.FunctionDef, holder: cst.BaseStatement, until, reads: set[str]) -> bool:
-    """Nothing after `holder` up to the top-level statement holding `until` (None: the end of `init`) can change
-    what the registration reads: no assignment of a name it reads, no call of a method of `self`, of an
-    initializer, or with `self` as an argument (any of which may set attributes)."""
-    body = list(init.body.body)
-    start = next(i for i, s in enumerate(body) if s is holder) + 1
-    top = None if until is None else _top_level(init, until)
-    end = len(body) if top is None else next(i for i, s in enumerate(body) if s is top) + 1
-    for statement in body[start:end]:
-        if any(_assigned_names(s) & reads for s in [statement, *_nested(statement)]):
-            return False
-        for call in _nodes(statement, cst.Call):
-            func = call.func
-            method = isinstance(func, cst.Attribute) and (_is_self(func.value) or func.attr.value == "__init__")
-            if method or any(_is_self(a.value) for a in call.args):
-                return False
-    return True
-
-
-def _is_self(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Name) and node.value == "self"
-
-
-def _assigned_names(statement: cst.BaseStatement) -> set[str]:
-    """The locals (`x`) and attributes (`self.x`) a simple statement line assigns."""
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return set()
-    targets = [t for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign)) for t in _elements(node.target)]
-    return {t.value for t in targets if isinstance(t, cst.Name)} | {
-        f"self.{t.attr.value}" for t in targets if isinstance(t, cst.Attribute) and _is_self(t.value)
-    }
-
-
-def _calls_init(call: cst.Call) -> bool:
-    """`super().__init__(...)` or `Base.__init__(self, ...)`: the base initializer, which sets what the base holds."""
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "__init__"
-
-
 def _helper_name(kernel: str) -> str:
     """The name of the method that holds a registration written at several places: `_register_<kernel>_warmup`."""
     base = kernel.strip("_").lower()
     for suffix in ("_kernel", "_dispatch"):
         base = base.removesuffix(suffix)
     return f"_register_{base}_warmup"
-
-
-def _locals_read(code: str, method: cst.FunctionDef) -> list[str]:
-    """The names `code` reads that `method` binds (its parameters, locals and imports, not `self`), in the order
-    read."""
-    function = ast.parse(cst.Module(body=[method]).code).body[0]
-    bound = {*stores(function), *_imports(function), *parameters(function)} - {"self"}
-    tree = ast.parse(code)
-    own = {*stores(tree), *_imports(tree)}
-    read = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
-    return [name for name in dict.fromkeys(read) if name in bound and name not in own]
-
-
-def _imports(node: ast.AST) -> set[str]:
-    return {
-        alias.asname or alias.name.split(".")[0]
-        for n in ast.walk(node)
-        if isinstance(n, (ast.Import, ast.ImportFrom))
-        for alias in n.names
-    }
-
-
-def _changed_attributes(statement: cst.BaseStatement) -> set[str]:
-    """The `self.x` a simple statement line assigns, augments, or changes an attribute or item of
-    (`self.norm.weight.data = ...` changes `self.norm`), or changes by a call made for its effect: a method of it
-    whose result is dropped (`self.norm.float()`), or an in-place function or `setattr` given it first
-    (`nn.init.ones_(self.norm.weight)`, `setattr(self.norm, ...)`, `setattr(self, "norm", ...)`)."""
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return set()
-    changed = set()
-    for node in _nodes(statement, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
-        changed.update(filter(None, map(_self_attribute, _elements(node.target))))
-    for line in statement.body:
-        call = line.value if isinstance(line, cst.Expr) and isinstance(line.value, cst.Call) else None
-        if call is None:
-            continue
-        name = get_full_name_for_node(call.func) or ""
-        given = [call.args[0].value] if call.args and (name.endswith("_") or name == "setattr") else []
-        if isinstance(call.func, cst.Attribute):
-            given.append(call.func.value)
-        changed.update(filter(None, map(_self_attribute, given)))
-        if name == "setattr" and len(call.args) > 1 and _is_self(call.args[0].value):
-            attribute = call.args[1].value
-            if isinstance(attribute, cst.SimpleString):
-                changed.add(f"self.{attribute.evaluated_value}")
-    return changed
-
-
-def _self_attribute(node: cst.BaseExpression) -> str | None:
-    """The `self.x` an expression reaches through (`self.norm.weight.data`, `self.kv[0]`), if any."""
-    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
-        if isinstance(node, cst.Attribute) and _is_self(node.value):
-            return f"self.{node.attr.value}"
-        node = node.func if isinstance(node, cst.Call) else node.value
-    return None
-
-
-def _set_on_every_path(block: Sequence[cst.BaseStatement], attribute: str) -> bool:
-    """Does running `block` set `attribute` whichever way its `if`s go (a loop or `try` may skip it: no)?"""
-    for statement in block:
-        if attribute in _assigned_names(statement):
-            return True
-        if isinstance(statement, cst.If):
-            orelse = statement.orelse
-            arms = [
-                statement.body.body,
-                [orelse] if isinstance(orelse, cst.If) else orelse.body.body if orelse else None,
-            ]
-            if all(arm is not None and _set_on_every_path(arm, attribute) for arm in arms):
-                return True
-    return False
-
-
-def _elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """What an assignment target assigns: itself, or the elements of a tuple or list of targets."""
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _elements(e.value)]
-    return [target]
-
-
-class _Statements(cst.CSTVisitor):
-    """Every statement of a block, nested blocks included (not nested defs' bodies), in source order."""
-
-    def __init__(self):
-        super().__init__()
-        self.found: list[cst.BaseStatement] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.BaseStatement):
-            self.found.append(node)
-        return not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression, cst.BaseSmallStatement))
-
-
-def _nested(statement: cst.BaseStatement) -> list[cst.BaseStatement]:
-    """The statements inside a compound statement, at any depth (not nested defs' bodies)."""
-    collector = _Statements()
-    statement.visit(collector)
-    return collector.found
-
-
-def _nodes(tree: cst.CSTNode, kinds) -> list:
-    """Every node of `kinds` in `tree` (nested functions included)."""
-    found = []
-
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, kinds):
-                found.append(node)
-            return True
-
-    tree.visit(Collect())
-    return found
-
-
-def _first_line(statement: cst.BaseStatement) -> str:
-    """The statement's own first line: its leading comments and blank lines are not part of it."""
-    return code_of(statement.with_changes(leading_lines=[])).strip().splitlines()[0]
 
 
 class _RenameReads(cst.CSTTransformer):
