@@ -23,6 +23,7 @@ import ast
 import builtins
 import copy
 import dataclasses
+import re
 
 from .findings import PlacedError
 from .repo import CallSite, Gate, RepoModules, call_sites, calls_to, method_calls
@@ -77,6 +78,20 @@ class Atom:
         if WORKER in text or UNKNOWN in text:
             return False
         return SELF not in text or (self.at_layer and layer_attributes(self.expression) is not None)
+
+    @property
+    def unwritable(self) -> str:
+        """Why the site cannot write it, in the legacy code's own names (for a refusal; "" where it can)."""
+        text = self.canonical
+        if UNKNOWN in text:
+            names = " and ".join(f"`{n}`" for n in dict.fromkeys(re.findall(rf"{UNKNOWN}:(\w+)", text)))
+            return f"it reads {names}, which the legacy code binds to something other than the layer or the config"
+        if WORKER in text:
+            reads = " and ".join(f"`{r[1:]}`" for r in dict.fromkeys(re.findall(rf"{WORKER}(?:\.\w+)*", text)))
+            return f"it reads {reads}, which only the worker has, not a constructor"
+        if SELF in text and not self.expressible:
+            return "it hands the layer to a call, and what that reads of it is not known where the layer is built"
+        return ""
 
 
 def negated(test: ast.expr) -> ast.expr:

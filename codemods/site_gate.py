@@ -147,13 +147,13 @@ def compare(
         elif not atom.expressible and atom.at_layer:
             refusals.append(
                 f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`, which the "
-                f"registration at {site_where} cannot check (it reads `{atom.canonical}`). Check it in the "
+                f"registration at {site_where} cannot check: {atom.unwritable}. Check it in the "
                 "registration's code, or list it in intended_differences with a reason if the layer need not"
             )
         elif not atom.expressible:
             refusals.append(
                 f"{atom.where}: the legacy call runs only when `{atom.written}`, which cannot be "
-                f"written at {site_where} (it reads `{atom.canonical}`). List it in "
+                f"written at {site_where}: {atom.unwritable}. List it in "
                 "intended_differences with a reason if the site need not check it"
             )
     for atom in migrated + registry:

@@ -312,6 +312,7 @@ def test_a_guard_that_reads_the_model_itself_is_refused(tmp_path):
         "the legacy call runs only when `not getattr(worker.get_model(), 'skip_qwen_warmup', False)`, which "
         "cannot be written at" in why
     )
+    assert "it reads `worker.get_model`, which only the worker has" in why and "@" not in why
 
 
 def test_a_walrus_guard_and_a_caught_legacy_call(tmp_path):
@@ -563,6 +564,7 @@ def test_a_constructor_that_takes_the_config_under_another_name_registers_with_t
 SEARCH_LOOP = "        cache_tensors = _split_qwen_gdn_cache("
 ROUTER_SEARCH = '        weight = getattr(module, "weight", None)\n'
 WARMUP = "def _warmup_ll_bf16_router_gemm("
+ROUTER_LOOP = "    for module in model.modules():\n"
 LAUNCHERS = ("fused_post_conv_prep", "fused_sigmoid_gating_delta_rule_update")
 
 
@@ -604,8 +606,7 @@ def test_a_search_that_filters_in_a_comprehension_gets_the_same_gate(tmp_path):
     and the loop's own filters (the weight's) are still read through it."""
     repo = copy_033(tmp_path / "tree")
     make_dispatch_traceable(repo)
-    loop = "    for module in model.modules():\n"
-    edit(repo, ORCHESTRATOR, loop, "    for module in (m for m in model.modules() if m.input_size >= 64):\n")
+    edit(repo, ORCHESTRATOR, ROUTER_LOOP, "    for module in (m for m in model.modules() if m.input_size >= 64):\n")
     edit(
         repo,
         ORCHESTRATOR,
@@ -629,18 +630,24 @@ def test_a_search_that_filters_in_a_comprehension_gets_the_same_gate(tmp_path):
         # the layer handed to a function: what it reads, and when it is set, is not known at the site
         (
             "        if not _is_router(module):\n            continue\n",
-            "only the layers where `_is_router\\(module\\)`",
+            "only the layers where `_is_router\\(module\\)`.*it hands the layer to a call",
         ),
         # an attribute the layer never sets
         ("        if module.ll_bf16_ok:\n            continue\n", "never sets self.ll_bf16_ok"),
+        # a name of the step that is not the layer's (the loop's counter)
+        (
+            "        if index == 0:\n            continue\n",
+            "it reads `index`, which the legacy code binds to something other",
+        ),
     ],
-    ids=["written", "set-again", "function-of-the-layer", "never-set"],
+    ids=["written", "set-again", "function-of-the-layer", "never-set", "not-the-layer"],
 )
 def test_a_router_search_filter_is_carried_into_the_gate_or_refused_at_its_line(tmp_path, skip, expected):
     repo = copy_033(tmp_path / "tree")
     make_dispatch_traceable(repo)
     edit(repo, ORCHESTRATOR, ROUTER_SEARCH, skip + ROUTER_SEARCH)
     edit(repo, ORCHESTRATOR, WARMUP, "def _is_router(module):\n    return True\n\n\n" + WARMUP)
+    edit(repo, ORCHESTRATOR, ROUTER_LOOP, "    for index, module in enumerate(model.modules()):\n")
     if expected.startswith("self."):
         assert expected in router_gate(repo)
         return
