@@ -102,11 +102,17 @@ def bound_once(values: list[ast.expr], taken: Iterable[str], names: list[str]) -
     return [line for name, line in sorted(statements, key=lambda s: first[s[0]])], values
 
 
+def attribute_form(expression: ast.expr) -> str:
+    """The expression's text with each `getattr(x, "a", default)` read as `x.a`: the two agree wherever x has a,
+    as the layer does once the constructor set it (where the registration goes)."""
+    return ast.unparse(_LookedUp(None).visit(copy.deepcopy(expression)))
+
+
 class _LookedUp(ast.NodeTransformer):
     """`getattr(x, "a", default)` as `x.a` where the ast.dump of `x.a` is in `read` (what the site read already
-    without a default: the attribute exists, so the lookup never takes its default)."""
+    without a default: the attribute exists, so the lookup never takes its default); None: every such lookup."""
 
-    def __init__(self, read: set[str]):
+    def __init__(self, read: set[str] | None):
         self.read = read
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
@@ -120,7 +126,7 @@ class _LookedUp(ast.NodeTransformer):
             and isinstance(node.args[1].value, str)
         ):
             plain = ast.Attribute(node.args[0], node.args[1].value, ast.Load())
-            if ast.dump(plain) in self.read:
+            if self.read is None or ast.dump(plain) in self.read:
                 return plain
         return node
 

@@ -559,7 +559,7 @@ MUTANTS = (
     Mutant(
         "guards: a legacy guard the site can write is not carried",
         "codemods/planning/registrations.py",
-        "    carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]",
+        "    carried = [a for a in legacy if not a.per_layer and not a.caught and not forms(a) & covered]",
         "    carried = []",
         ("tests/test_migration_gates.py", "-k", "own_orchestrator_gate or capability_gate"),
     ),
@@ -629,9 +629,16 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
     Mutant(
+        "guards: a filter the registration checks through getattr is written again in the gate",
+        "codemods/planning/registrations.py",
+        "    forms = lambda atom: {atom.canonical, simplify.attribute_form(atom.expression)}",
+        "    forms = lambda atom: {atom.canonical}",
+        ("tests/test_migration_gates.py", "-k", "checks_through_getattr"),
+    ),
+    Mutant(
         "paths: subclasses that replace the constructor are not looked for",
         "codemods/planning/registrations.py",
-        "in replacing_subclasses(planner, modules, home.name, name, method)\n",
+        "in subclasses.replacing_subclasses(\n                    planner, modules, home.name, name, method\n                )\n",
         "in []\n",
         ("tests/test_migration_gates.py", "-k", "subclass"),
     ),
@@ -738,7 +745,7 @@ MUTANTS = (
     ),
     Mutant(
         "lift: a method the class only inherits is overridden without running the parent's",
-        "codemods/planning/registrations.py",
+        "codemods/planning/subclasses.py",
         ":\\n    super().{method}({', '.join(passed)})\\n\"",
         ':\\n    pass\\n"',
         ("tests/test_triton_lifts.py", "-k", "override_that_runs_the_parent"),

@@ -616,6 +616,19 @@ def test_a_search_that_filters_in_a_comprehension_gets_the_same_gate(tmp_path):
     assert {"self.input_size >= 64", "self.output_size <= 1024"} <= set(router_gate(repo))
 
 
+def test_a_filter_the_registration_checks_through_getattr_is_not_written_again(tmp_path):
+    """The fork's search reads `module.weight.dtype` where the release reads it through
+    `getattr(module, "weight", None)`; the registration's own code checks the latter, which is the same wherever
+    the layer has a weight (it does, once built): the gate is the release's, with no second dtype check."""
+    release = copy_033(tmp_path / "release")
+    make_dispatch_traceable(release)
+    fork = copy_033(tmp_path / "fork")
+    make_dispatch_traceable(fork)
+    skip = "        if module.weight.dtype != torch.bfloat16:\n            continue\n"
+    edit(fork, ORCHESTRATOR, ROUTER_SEARCH, skip + ROUTER_SEARCH)
+    assert router_gate(fork) == router_gate(release)
+
+
 @pytest.mark.parametrize(
     ("skip", "expected"),
     [

@@ -12,15 +12,15 @@ import ast
 import dataclasses
 import inspect
 import re
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .. import construction_site, guards, model_search, site_gate, syntax
+from .. import construction_site, guards, model_search, simplify, site_gate, syntax
 from ..findings import Findings
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError, free_names
-from ..transforms.adopt_contract import RewriteDispatch, adoption, self_attributes, shadowed_state
+from ..transforms.adopt_contract import RewriteDispatch, adoption, shadowed_state
 from ..transforms.insert_registration import InsertRegistration, renamed_in
+from . import subclasses
 
 if TYPE_CHECKING:
     from ..planner import Planner, SourceModule
@@ -47,7 +47,7 @@ def plan(planner: Planner) -> Findings:
         discovered = set()
         if spec.registration.subclasses_of and not done:  # a fork's own class of that kind registers too
             listed = {(module, name) for module, name in constructions}
-            discovered = set(direct_subclasses(planner, modules, spec.registration.subclasses_of)) - listed
+            discovered = set(subclasses.direct_subclasses(planner, modules, spec.registration.subclasses_of)) - listed
             constructions += sorted(discovered)
         for construction, name in constructions:
             home = planner.module(spec, "construction_module", construction)
@@ -61,7 +61,7 @@ def plan(planner: Planner) -> Findings:
             override = (
                 ""
                 if init is not None or method == "__init__"
-                else override_source(modules, home.name, node, method, spec.family)
+                else subclasses.override_source(modules, home.name, node, method, spec.family)
             )
             if override:  # the method the class gets, placed (for what reports say) at the class's line
                 init = ast.increment_lineno(ast.parse(override), node.lineno - 1).body[0]
@@ -79,11 +79,13 @@ def plan(planner: Planner) -> Findings:
                     if _holds_anchor(sub_home, sub_init, spec.registration.insert_after)
                     else "",
                 )
-                for sub_home, sub, sub_init in replacing_subclasses(planner, modules, home.name, name, method)
+                for sub_home, sub, sub_init in subclasses.replacing_subclasses(
+                    planner, modules, home.name, name, method
+                )
             ]
             for site_home, site_class, site_init, _anchor in sites[1:]:
                 unset = (
-                    unset_attributes(modules, site_home.name, site_class, site_init, spec)
+                    subclasses.unset_attributes(modules, site_home.name, site_class, site_init, spec)
                     if method == "__init__"
                     else []
                 )
@@ -181,8 +183,10 @@ def gate_for_site(
             "under:\n" + "\n".join(refusals)
         )
     dropped = {d.atom.canonical for d in differences} | construction_site.holds_at_site(frame)
-    covered = {a.canonical for a in inside + written + registry} | dropped
-    carried = [a for a in legacy if not a.per_layer and not a.caught and a.canonical not in covered]
+    # the registration's own checks answer a filter: `getattr(self, "weight", None).dtype` that of `self.weight.dtype`
+    forms = lambda atom: {atom.canonical, simplify.attribute_form(atom.expression)}  # noqa: E731
+    covered = set().union(*map(forms, inside + written + registry), dropped)
+    carried = [a for a in legacy if not a.per_layer and not a.caught and not forms(a) & covered]
     implied = site_gate.implied(carried + inside + written, modules)
     carried = [a for a in carried if a.canonical not in implied]
     # A carried filter of the search ran only once the filters before it held (`weight.shape[1]` once
@@ -255,7 +259,7 @@ def layer_filter_problems(
     if not frame.classes:
         return []
     site = frame.function.name
-    held, elsewhere = _class_names(modules, *frame.classes[0].rsplit(".", 1), depth=0), {}
+    held, elsewhere = subclasses.class_names(modules, *frame.classes[0].rsplit(".", 1), depth=0), {}
     for qualified in frame.classes:
         module, name = qualified.rsplit(".", 1)
         for method in (n for n in modules.definition(module, name).body if isinstance(n, ast.FunctionDef)):
@@ -340,143 +344,6 @@ def _imported_only_in_functions(module: SourceModule, source: str) -> bool:
     ]
     top = {id(n) for n in module.tree.body}
     return bool(found) and not any(id(n) in top for n in found)
-
-
-def override_source(modules: RepoModules, module: str, cls: ast.ClassDef, method: str, family: str) -> str:
-    """The source of `cls.method` as an override that runs the inherited one (the registration then follows)."""
-    inherited = modules.method(module, cls, method)
-    if inherited is None:
-        raise SpecError(
-            f"{family}: construction_method {method!r}: {cls.name} ({module}:{cls.lineno}) neither "
-            "defines nor inherits it from a class in the repo"
-        )
-    arguments = inherited.args
-    passed = [a.arg for a in arguments.posonlyargs + arguments.args][1:]
-    passed += [f"*{arguments.vararg.arg}"] if arguments.vararg else []
-    passed += [f"{a.arg}={a.arg}" for a in arguments.kwonlyargs]
-    passed += [f"**{arguments.kwarg.arg}"] if arguments.kwarg else []
-    returns = f" -> {ast.unparse(inherited.returns)}" if inherited.returns else ""
-    return f"def {method}({ast.unparse(arguments)}){returns}:\n    super().{method}({', '.join(passed)})\n"
-
-
-def replacing_subclasses(
-    planner: Planner, modules: RepoModules, module: str, name: str, method: str = "__init__"
-) -> list[tuple[SourceModule, str, ast.FunctionDef]]:
-    """Subclasses of `module.name` anywhere in the repo (at any depth) whose `method` never calls the parent's."""
-    wanted, found, queue = {modules.resolve(module, name)}, [], [name]
-    while queue:
-        for home, node in _classes_naming(planner, modules, queue.pop()):
-            own = modules.resolve(home.name, node.name)
-            if not _bases(modules, home.name, node) & wanted or own in wanted:
-                continue
-            wanted.add(own)
-            queue.append(node.name)
-            init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
-            if init is not None and not _calls_parent_init(modules, home.name, init, wanted, own, method):
-                found.append((home, node.name, init))
-    return found
-
-
-def direct_subclasses(planner: Planner, modules: RepoModules, base: str) -> list[tuple[str, str]]:
-    """(module, class) of every class in the repo that lists `base` (`pkg.module:Base`) among its bases and has a
-    constructor of its own (one that inherits another base's cannot hold a registration)."""
-    module, _, name = base.rpartition(":")
-    wanted = modules.resolve(module, name)
-    return [
-        (home.name, node.name)
-        for home, node in _classes_naming(planner, modules, name)
-        if wanted in _bases(modules, home.name, node)
-        and any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in node.body)
-    ]
-
-
-def _classes_naming(planner: Planner, modules: RepoModules, parent: str) -> Iterator[tuple[SourceModule, ast.ClassDef]]:
-    """The repo's classes whose bases name `parent` (or a name their module imports it as)."""
-    for home in (m for m in planner.modules.values() if parent in m.text):
-        spelled = "|".join(map(re.escape, {parent, *re.findall(rf"\b{re.escape(parent)}\s+as\s+(\w+)", home.text)}))
-        word = re.compile(rf"\b(?:{spelled})\b")
-        # Only a module with a class statement that names it near its start is parsed (the AST decides the rest):
-        # bases hold colons too (a comment, a string, `class Sub[T: Bound](Parent)`), so no end is looked for.
-        if not re.search(rf"^[ \t]*class\s+\w+[\s\S]{{0,400}}?{word.pattern}", home.text, re.MULTILINE):
-            continue
-        for node in home.classes:
-            if any(word.search(ast.unparse(b)) for b in node.bases):
-                yield home, node
-
-
-def _bases(modules: RepoModules, module: str, node: ast.ClassDef) -> set:
-    return {modules.reference(module, b.value if isinstance(b, ast.Subscript) else b) for b in node.bases}
-
-
-def unset_attributes(
-    modules: RepoModules, module: str, cls: str, init: ast.FunctionDef, spec: MigrationSpec
-) -> list[str]:
-    """`self.x` the registration and gate read that a replacing constructor never sets: neither it, nor an
-    `__init__` of a repo class it calls explicitly, nor a class attribute of the class or its repo bases."""
-    code = spec.registration.code + "\n" + (spec.registration.gate or "")
-    reads = {
-        n.attr
-        for n in ast.walk(ast.parse(code))
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
-    }
-    available = _set_by(modules, module, init, depth=0) | _class_names(modules, module, cls, depth=0)
-    return sorted(reads - available)
-
-
-def _set_by(modules: RepoModules, module: str, init: ast.FunctionDef, depth: int) -> set[str]:
-    """Attributes `init` sets on self, with those set by the repo `__init__`s it calls (`Base.__init__(self)`)."""
-    found = set(self_attributes(init))
-    for call in (
-        n
-        for n in ast.walk(init)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__" and depth < 6
-    ):
-        target = modules.reference(module, call.func.value)
-        node = modules.definition(*target) if target else None
-        parent = next(
-            (m for m in getattr(node, "body", ()) if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None
-        )
-        if parent is not None:
-            found |= _set_by(modules, target[0], parent, depth + 1)
-    return found
-
-
-def _class_names(modules: RepoModules, module: str, cls: str, depth: int) -> set[str]:
-    """Names a class body binds (class attributes, methods), with those of its bases in the repo."""
-    node = modules.definition(module, cls)
-    if not isinstance(node, ast.ClassDef) or depth > 8:
-        return set()
-    names = {
-        t.id
-        for n in node.body
-        for t in (n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else [])
-        if isinstance(t, ast.Name)
-    } | {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
-    for base in node.bases:
-        target = modules.reference(module, base.value if isinstance(base, ast.Subscript) else base)
-        if target:
-            names |= _class_names(modules, target[0], target[1], depth + 1)
-    return names
-
-
-def _calls_parent_init(
-    modules: RepoModules, module: str, init: ast.FunctionDef, parents: set, own: tuple, method: str = "__init__"
-) -> bool:
-    """`super().<method>(...)` (or `super(Own, self)`: `super(Parent, self)` skips Parent's), or
-    `Parent.<method>(self, ...)` naming one of `parents`, somewhere in `init` of the class `own`."""
-    for call in (
-        n
-        for n in ast.walk(init)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
-    ):
-        holder = call.func.value
-        if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Name) and holder.func.id == "super":
-            if not holder.args or modules.reference(module, holder.args[0]) == own:
-                return True
-            continue
-        if modules.reference(module, holder) in parents:
-            return True
-    return False
 
 
 def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) -> None:
