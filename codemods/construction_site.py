@@ -9,7 +9,7 @@ import dataclasses
 
 from .guards import CONFIG, SELF, Atom, Frame, canonical, gate_atoms, local_names
 from .repo import Gate, RepoModules, call_sites
-from .syntax import enclosing_class, parameters
+from .syntax import enclosing_class, parameters, self_stores, stores
 
 
 def site_frame(
@@ -31,10 +31,43 @@ def site_frame(
     owner = enclosing_class(modules.tree(module), init.lineno)
     classes = tuple(modules.lineage(module, owner)) if owner else ()
     frame = Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}), classes)
+    frame.held = _built_with(modules, classes)
     spec_name = modules.engine.config_parameter
     if spec_name not in parameters(init) and spec_name not in local_names(init) and config_name(modules, frame):
         arguments[spec_name] = (ast.Name(CONFIG), None)
     return frame
+
+
+def _built_with(modules: RepoModules, classes: tuple[str, ...]) -> frozenset[str]:
+    """The attributes every built layer of the site's class has: those its class bodies bind, those each
+    `__init__` of the class's chain sets at its own top level (down the chain while each runs its base's at its
+    top level), and those the engine binds on every layer before a legacy warmup ran (the KV cache)."""
+    held = {attribute for attribute, _ in modules.engine.bound_later}
+    running = True
+    for qualified in classes:
+        module, name = qualified.rsplit(".", 1)
+        node = modules.definition(module, name)
+        if not isinstance(node, ast.ClassDef):
+            break
+        held |= {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        held |= {name for statement in _assignments(node.body) for name in stores(statement)}
+        init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is None or not running:
+            continue
+        held |= {attribute for statement in _assignments(init.body) for attribute, _ in self_stores(statement)}
+        running = any(
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and isinstance(s.value.func, ast.Attribute)
+            and s.value.func.attr == "__init__"
+            for s in init.body
+        )
+    return frozenset(held)
+
+
+def _assignments(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a body that assign a value (`x: int` alone declares, it sets nothing)."""
+    return [s for s in body if isinstance(s, ast.Assign) or (isinstance(s, ast.AnnAssign) and s.value is not None)]
 
 
 def _is_config(modules: RepoModules, module: str, argument: ast.arg) -> bool:
@@ -118,6 +151,8 @@ def spec_gate_atoms(modules: RepoModules, frame: Frame, gate: str) -> list[Atom]
 def holds_at_site(frame: Frame) -> set[str]:
     """Conditions true wherever the site's constructor runs (canonical): its own module is loaded, (as the legacy
     call always had one) the engine has a config, and the layer is an instance of its class."""
-    return {f"{frame.module!r} in sys.modules", f"{CONFIG} is not None"} | {
-        f"isinstance({SELF}, {cls})" for cls in frame.classes
-    }
+    return (
+        {f"{frame.module!r} in sys.modules", f"{CONFIG} is not None"}
+        | {f"isinstance({SELF}, {cls})" for cls in frame.classes}
+        | {f"hasattr({SELF}, {attribute!r})" for attribute in sorted(frame.held)}
+    )

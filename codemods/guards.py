@@ -47,6 +47,7 @@ class Frame:
     arguments: dict[str, tuple[ast.expr, Frame | None]]
     imports: dict[str, tuple[str, str | None]] = dataclasses.field(default_factory=dict)
     classes: tuple[str, ...] = ()  # at a construction site: what `self` is an instance of (qualified names)
+    held: frozenset[str] = frozenset()  # at a construction site: the attributes every built layer of its class has
 
 
 @dataclasses.dataclass(frozen=True)

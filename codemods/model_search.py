@@ -263,15 +263,97 @@ def _atom(modules: RepoModules, scope: tuple, assigned: dict, test: ast.expr, ho
     found = []
     for part in conjuncts(kept):
         form = canonical(modules, part, frame)
-        found.append(
-            Atom(
-                ast.unparse(form),
-                ast.unparse(part),
-                str(modules.where(module, test)),
-                False,
-                form,
-                frozenset(spelled | {ast.dump(part), ast.dump(form)}),
-                at_layer=True,
+        inlined = _predicate_conjuncts(modules, form, depth=0)
+        if inlined is None:
+            spellings = frozenset(spelled | {ast.dump(part), ast.dump(form)})
+            found.append(
+                Atom(
+                    ast.unparse(form),
+                    ast.unparse(part),
+                    str(modules.where(module, test)),
+                    False,
+                    form,
+                    spellings,
+                    at_layer=True,
+                )
             )
-        )
+            continue
+        # the predicate's own conditions, each named by the call and what it checks (never matched by the call's
+        # spelling: a fork that changes the predicate's body changes what the filter is)
+        for written, inner in inlined:
+            found.append(
+                Atom(
+                    ast.unparse(inner),
+                    f"{ast.unparse(part)}: {written}",
+                    str(modules.where(module, test)),
+                    False,
+                    inner,
+                    frozenset({ast.dump(inner)}),
+                    at_layer=True,
+                )
+            )
     return found
+
+
+def _predicate_conjuncts(modules: RepoModules, form: ast.expr, depth: int) -> list[tuple[str, ast.expr]] | None:
+    """A call of a repo predicate (`_is_qwen_gdn_layer(@self)`: a function whose body is one `return`) as the
+    conjuncts it returns, each as the function writes it and in canonical terms with its parameters bound to the
+    call's arguments; `all(f(x) for x in (a, b))` over a literal tuple is one conjunct per element. None for
+    anything else."""
+    if not (isinstance(form, ast.Call) and isinstance(form.func, ast.Name) and "." in form.func.id) or depth > 3:
+        return None
+    home, _, name = form.func.id.rpartition(".")
+    function = modules.definition(home, name) if modules.ours(home) else None
+    body = [s for s in getattr(function, "body", []) if not _is_docstring(s)]
+    signature = getattr(function, "args", None)
+    if not (
+        isinstance(function, ast.FunctionDef)
+        and len(body) == 1
+        and isinstance(body[0], ast.Return)
+        and body[0].value is not None
+        and not form.keywords
+        and not signature.vararg
+        and not signature.kwonlyargs
+        and len(form.args) == len(signature.posonlyargs + signature.args)
+    ):
+        return None
+    arguments = {p.arg: (a, None) for p, a in zip(signature.posonlyargs + signature.args, form.args)}
+    found = []
+    for part in conjuncts(body[0].value):
+        for written, assigned in _unrolled(part):
+            inner = canonical(modules, written, Frame(home, function, assigned, arguments))
+            deeper = _predicate_conjuncts(modules, inner, depth + 1)
+            found += deeper if deeper is not None else [(ast.unparse(_substituted(written, assigned)), inner)]
+    return found
+
+
+def _unrolled(part: ast.expr) -> list[tuple[ast.expr, dict]]:
+    """`all(e for x in (a, b))` as `e` with x bound to each literal element; anything else as itself."""
+    if (
+        isinstance(part, ast.Call)
+        and isinstance(part.func, ast.Name)
+        and part.func.id == "all"
+        and len(part.args) == 1
+        and isinstance(generator := part.args[0], ast.GeneratorExp)
+        and len(generator.generators) == 1
+        and not (loop := generator.generators[0]).ifs
+        and isinstance(loop.target, ast.Name)
+        and isinstance(loop.iter, (ast.Tuple, ast.List))
+        and all(isinstance(e, ast.Constant) for e in loop.iter.elts)
+    ):
+        return [(generator.elt, {loop.target.id: element}) for element in loop.iter.elts]
+    return [(part, {})]
+
+
+def _substituted(node: ast.expr, assigned: dict) -> ast.expr:
+    """`node` with each name `assigned` binds to a constant written as that constant."""
+
+    class Bind(ast.NodeTransformer):
+        def visit_Name(self, name: ast.Name) -> ast.expr:
+            return copy.copy(assigned[name.id]) if name.id in assigned else name
+
+    return Bind().visit(copy.deepcopy(node))
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)

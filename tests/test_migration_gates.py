@@ -568,14 +568,26 @@ ROUTER_LOOP = "    for module in model.modules():\n"
 LAUNCHERS = ("fused_post_conv_prep", "fused_sigmoid_gating_delta_rule_update")
 
 
-def test_a_filter_a_fork_adds_to_the_model_search_gates_every_registration_in_the_layers_names(tmp_path):
+PREDICATE_END = '            "dt_bias",\n        )\n    )\n'
+
+
+@pytest.mark.parametrize(
+    ("anchor", "fork"),
+    [
+        (SEARCH_LOOP, '        if layer.gdn_prefill_backend == "flashinfer":\n            continue\n' + SEARCH_LOOP),
+        # the same filter in the repo predicate the search's generator calls, after its hasattr checks
+        (PREDICATE_END, PREDICATE_END.rstrip("\n") + ' and module.gdn_prefill_backend != "flashinfer"\n'),
+    ],
+    ids=["in-the-loop", "in-the-predicate"],
+)
+def test_a_filter_a_fork_adds_to_the_model_search_gates_every_registration_in_the_layers_names(tmp_path, anchor, fork):
     """The fork's search skips layers whose prefill runs on FlashInfer: the legacy step never warmed them, so each
     layer registers only where `self.gdn_prefill_backend != "flashinfer"` (the filter, the loop's layer read as
     `self`), after the constructor sets it, the two constructor registrations under one `if`; a second run
-    changes nothing."""
+    changes nothing. Written in `_is_qwen_gdn_layer`, the filter is read from the predicate's body (its
+    `hasattr` checks each answered by the class): the same gate."""
     repo = copy_033(tmp_path / "tree")
-    skip = '        if layer.gdn_prefill_backend == "flashinfer":\n            continue\n'
-    edit(repo, QWEN_STEPS, SEARCH_LOOP, skip + SEARCH_LOOP)
+    edit(repo, QWEN_STEPS, anchor, fork)
     families = ("fla-layer-norm", "fla-fused-post-conv", "fla-sigmoid-gating")
     written(repo, *families)
     text = (repo / GDN_LAYER).read_text()
@@ -591,6 +603,30 @@ def test_a_filter_a_fork_adds_to_the_model_search_gates_every_registration_in_th
     ]
     assert backend_set.lineno < gate.lineno
     assert "wrote: 0 changed" in written(repo, *families).output
+
+
+@pytest.mark.parametrize(
+    ("attribute", "gated"),
+    [("gdn_prefill_backend", False), ("gdn_fast_path", True)],
+    ids=["set-by-the-constructor", "never-set"],
+)
+def test_an_attribute_a_fork_adds_to_the_predicates_hasattr_list_is_answered_only_where_every_layer_has_it(
+    tmp_path, attribute, gated
+):
+    """`_is_qwen_gdn_layer` checks one attribute more: one the GDN layer's constructor sets at its top level is
+    true of every built layer (the release's registrations, unchanged); one it never sets keeps the search from
+    finding the layer, so the registration is gated on it as the legacy step was."""
+    release = copy_033(tmp_path / "release")
+    fork = copy_033(tmp_path / "fork")
+    edit(fork, QWEN_STEPS, '            "dt_bias",\n', f'            "dt_bias",\n            "{attribute}",\n')
+    kernel = "fused_post_conv_prep_dispatch"
+    [(expected, _)] = registrations(
+        next(c.after for c in migrate(release, [FUSED_POST_CONV]).changes if c.path == release / GDN_LAYER), kernel
+    )
+    [(tests, _)] = registrations(
+        next(c.after for c in migrate(fork, [FUSED_POST_CONV]).changes if c.path == fork / GDN_LAYER), kernel
+    )
+    assert tests == ([*expected, f"hasattr(self, '{attribute}')"] if gated else expected)
 
 
 def router_gate(repo, spec=LL_BF16_ROUTER_GEMM) -> list[str]:

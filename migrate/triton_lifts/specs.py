@@ -15,15 +15,9 @@ _MODEL_TYPES = (
     "every model that builds a QwenGatedDeltaNetAttention layer launches this kernel, so each layer "
     "registers it; the model-type list named only the Qwen models",
 )
-# The legacy search (`_qwen_gdn_warmup_config`) kept the first layer that has every GDN attribute and a bound KV
-# cache (codemods.model_search reads its filters): the layer registering is that GDN layer itself.
-QWEN_GDN_LAYER = (
-    "_is_qwen_gdn_layer(module)",
-    "the layer that registers is the QwenGatedDeltaNetAttention layer itself, which sets every attribute the "
-    "search asked for",
-)
+# The legacy search (`_qwen_gdn_warmup_config`) kept the first layer that has every GDN attribute (each one the
+# layer's constructor sets: codemods.model_search reads `_is_qwen_gdn_layer`) and a bound KV cache.
 QWEN_GDN_SEARCH = (
-    QWEN_GDN_LAYER,
     (
         "cache_tensors is None",
         "the layer registers when it is built, before the engine binds its KV cache; the search skipped layers "
@@ -32,7 +26,6 @@ QWEN_GDN_SEARCH = (
 )
 # A layer that registers in bind_kv_cache holds the cache the search looked for.
 QWEN_GDN_SEARCH_AT_BIND = (
-    QWEN_GDN_LAYER,
     ("cache_tensors is None", "the layer registers in bind_kv_cache, with the cache the search looked for"),
 )
 
