@@ -328,7 +328,7 @@ def search_call(modules: RepoModules, test: ast.expr) -> ast.Call | None:
 def layer_attributes(expression: ast.expr) -> dict[str, bool] | None:
     """The layer's (`@self`'s) attributes an expression reads, each with whether it reads it through `getattr` with
     a default or `hasattr` (which do not raise where the layer lacks it); None when it reads the layer otherwise
-    (`f(@self)`: what that reads is unknown)."""
+    (`f(@self)`: what that reads is unknown). `isinstance(@self, C)` reads no attribute."""
     found, held = {}, set()
     for node in ast.walk(expression):
         if isinstance(node, ast.Attribute) and _is_self(node.value):
@@ -345,6 +345,8 @@ def layer_attributes(expression: ast.expr) -> dict[str, bool] | None:
         ):
             found[node.args[1].value] = True
             held.add(id(node.args[0]))
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
+            held.add(id(node.args[0]))  # its type only, which it has from the start
     unknown = any(_is_self(n) and id(n) not in held for n in ast.walk(expression))
     return None if unknown else found
 

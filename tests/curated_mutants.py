@@ -664,6 +664,20 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "hasattr_list"),
     ),
     Mutant(
+        "model search: a filter on the layer's type reads the layer like any call",
+        "codemods/guards.py",
+        "            held.add(id(node.args[0]))  # its type only, which it has from the start\n",
+        "            pass\n",
+        ("tests/test_migration_gates.py", "-k", "skips_a_subclass"),
+    ),
+    Mutant(
+        "site: a gate's import of a module that imports the site's goes at the top (an import circle)",
+        "codemods/planning/registrations.py",
+        "    return modules.ours(module) and any(home == source for home, _ in modules.imports(module).values())\n",
+        "    return False\n",
+        ("tests/test_migration_gates.py", "-k", "skips_a_subclass"),
+    ),
+    Mutant(
         "paths: subclasses that replace the constructor are not looked for",
         "codemods/planning/registrations.py",
         "in subclasses.replacing_subclasses(\n                    planner, modules, home.name, name, method\n                )\n",

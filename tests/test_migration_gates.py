@@ -629,6 +629,36 @@ def test_an_attribute_a_fork_adds_to_the_predicates_hasattr_list_is_answered_onl
     assert tests == ([*expected, f"hasattr(self, '{attribute}')"] if gated else expected)
 
 
+def test_a_search_that_skips_a_subclass_gates_the_registration_on_the_layers_type_imported_where_it_registers(
+    tmp_path,
+):
+    """The fork's search skips its own subclass of the GDN layer, whose module imports the layer's: the
+    registration checks `not isinstance(self, QwenGDNVariant)`, importing the subclass inside the constructor
+    (at the module's top the two modules would import each other)."""
+    repo = copy_033(tmp_path / "tree")
+    variant = "vllm.model_executor.layers.mamba.gdn.qwen_gdn_variant"
+    (repo / (variant.replace(".", "/") + ".py")).write_text(
+        f"from {GDN_LAYER[:-3].replace('/', '.')} import QwenGatedDeltaNetAttention\n\n\n"
+        "class QwenGDNVariant(QwenGatedDeltaNetAttention):\n    pass\n"
+    )
+    edit(
+        repo,
+        QWEN_STEPS,
+        SEARCH_LOOP,
+        "        if isinstance(layer, QwenGDNVariant):\n            continue\n" + SEARCH_LOOP,
+    )
+    search = "def _qwen_gdn_warmup_config("
+    edit(repo, QWEN_STEPS, search, f"from {variant} import QwenGDNVariant\n\n\n" + search)
+    layer = next(c.after for c in migrate(repo, [FUSED_POST_CONV]).changes if c.path == repo / GDN_LAYER)
+    [(tests, _)] = registrations(layer, "fused_post_conv_prep_dispatch")
+    assert tests == ["not isinstance(self, QwenGDNVariant)"]
+    imports = [n for n in ast.walk(ast.parse(layer)) if isinstance(n, ast.ImportFrom) and n.module == variant]
+    assert [n.lineno for n in imports] == [
+        n.lineno for n in ast.walk(init_of(layer)) if isinstance(n, ast.ImportFrom) and n.module == variant
+    ]
+    assert len(imports) == 1
+
+
 def router_gate(repo, spec=LL_BF16_ROUTER_GEMM) -> list[str]:
     """The conjuncts of the outer gate around the router's ll_bf16 registration, each as written."""
     layer = next(c.after for c in migrate(repo, [spec]).changes if c.path == repo / GATE_LINEAR)

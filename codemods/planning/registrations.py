@@ -202,7 +202,10 @@ def gate_for_site(
     inner = [
         (text, lines)
         for text, lines in rendered
-        if any(_imported_only_in_functions(home, line.split()[1]) for line in lines)
+        if any(
+            _imported_only_in_functions(home, source) or _imports_from(modules, source, home.name)
+            for source in (line.split()[1] for line in lines)
+        )
     ]
     outer = [part for part in rendered if part not in inner]
     config = modules.engine.config_parameter
@@ -333,6 +336,12 @@ def _anchor_line(home: SourceModule, init: ast.FunctionDef, insert_after: str) -
         if isinstance(s, ast.stmt) and syntax.holds_anchor(lines[s.lineno - 1], insert_after)
     )
     return min(found, default=float("inf"))
+
+
+def _imports_from(modules: RepoModules, module: str, source: str) -> bool:
+    """`module` imports from `source` at its top level (a subclass's module from its base's): imported there at
+    the top, it would close an import circle, so the site imports it inside the block."""
+    return modules.ours(module) and any(home == source for home, _ in modules.imports(module).values())
 
 
 def _imported_only_in_functions(module: SourceModule, source: str) -> bool:
