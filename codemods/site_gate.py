@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import dataclasses
 from collections import Counter
@@ -222,6 +223,41 @@ def implied(atoms: list[Atom], modules: RepoModules) -> set[str]:
     exclusive = modules.engine.exclusive_checks
     required = {a.canonical for a in atoms} & exclusive
     return {f"not {check}" for check in exclusive if required - {check}}
+
+
+def in_registration_names(modules: RepoModules, frame: Frame, code: str, atom: Atom) -> str | None:
+    """The atom as the registration's code writes it where it registers: a value the code names at its top
+    level (`weight = getattr(self, "weight", None)`) by that name, the layer as `self`. None where it reads
+    anything else (a repo name the code does not import, a local of the legacy code)."""
+    tree = ast.parse(code)
+    imported = {  # by the code, and at the top of the site's module
+        alias.asname or alias.name.split(".")[0]
+        for node in (*tree.body, *modules.tree(frame.module).body)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+    named = {
+        ast.dump(canonical(modules, statement.value, frame)): statement.targets[0].id
+        for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    }
+
+    class Named(ast.NodeTransformer):
+        def visit(self, node: ast.AST) -> ast.AST:
+            if isinstance(node, ast.expr) and ast.dump(node) in named:
+                return ast.Name(named[ast.dump(node)])
+            if isinstance(node, ast.Name) and node.id == SELF:
+                return ast.Name("self")
+            return self.generic_visit(node)
+
+    written = Named().visit(copy.deepcopy(atom.expression))
+    readable = {"self", *named.values(), *imported, *dir(builtins)}
+    names = [n.id for n in ast.walk(written) if isinstance(n, ast.Name)]
+    if not all(n in readable for n in names):
+        return None
+    return simplify.condition(ast.unparse(written), {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})
 
 
 def _names_in(init: ast.FunctionDef) -> set[str]:

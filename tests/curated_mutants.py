@@ -678,6 +678,13 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "skips_a_subclass"),
     ),
     Mutant(
+        "gates: a filter whose guards the registration's `if` checks goes to the outer gate with copies of them",
+        "codemods/planning/registrations.py",
+        "        a for a in carried if a.at_layer and guarded_by[id(a)] and all(forms(g) & checked for g in guarded_by[id(a)])\n",
+        "        a for a in carried if False\n",
+        ("tests/test_migration_gates.py", "-k", "joins_its_if"),
+    ),
+    Mutant(
         "paths: subclasses that replace the constructor are not looked for",
         "codemods/planning/registrations.py",
         "in subclasses.replacing_subclasses(\n                    planner, modules, home.name, name, method\n                )\n",

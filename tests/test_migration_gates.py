@@ -695,6 +695,31 @@ def test_a_filter_the_registration_checks_through_getattr_is_not_written_again(t
     assert router_gate(fork) == router_gate(release)
 
 
+def test_a_filter_guarded_by_checks_the_registration_makes_joins_its_if_after_them(tmp_path):
+    """The fork's search skips K over 4096, a filter that reads the weight only after the search's checks of it
+    (a 2-D bf16 tensor), which the registration's own `if` makes too: the filter joins that `if`, after them, in
+    its names (`weight.shape[1] <= 4096`); the outer gate is the release's, with no second copy of the checks."""
+    release = copy_033(tmp_path / "release")
+    make_dispatch_traceable(release)
+    fork = copy_033(tmp_path / "fork")
+    make_dispatch_traceable(fork)
+    edit(
+        fork,
+        ORCHESTRATOR,
+        "        if k % 8 == 0:\n",
+        "        if k > 4096:\n            continue\n        if k % 8 == 0:\n",
+    )
+    assert router_gate(fork) == router_gate(release)
+
+    def inner_tests(repo) -> list[str]:
+        layer = next(c.after for c in migrate(repo, [LL_BF16_ROUTER_GEMM]).changes if c.path == repo / GATE_LINEAR)
+        [(tests, _)] = registrations(layer, "ll_bf16_gemm_kernel")
+        test = ast.parse(tests[-1], mode="eval").body
+        return [ast.unparse(part) for part in test.values]
+
+    assert inner_tests(fork) == [*inner_tests(release), "weight.shape[1] <= 4096"]
+
+
 @pytest.mark.parametrize(
     ("skip", "expected"),
     [
@@ -725,7 +750,9 @@ def test_a_router_search_filter_is_carried_into_the_gate_or_refused_at_its_line(
     repo = copy_033(tmp_path / "tree")
     make_dispatch_traceable(repo)
     edit(repo, ORCHESTRATOR, ROUTER_SEARCH, skip + ROUTER_SEARCH)
-    edit(repo, ORCHESTRATOR, WARMUP, "def _is_router(module):\n    return True\n\n\n" + WARMUP)
+    # a body of more than one `return`: not a predicate read from its body
+    router = "def _is_router(module):\n    name = type(module).__name__\n    return name.endswith('Linear')\n\n\n"
+    edit(repo, ORCHESTRATOR, WARMUP, router + WARMUP)
     edit(repo, ORCHESTRATOR, ROUTER_LOOP, "    for index, module in enumerate(model.modules()):\n")
     if expected.startswith("self."):
         assert expected in router_gate(repo)
@@ -850,12 +877,14 @@ def test_a_search_over_a_list_of_the_layers_or_with_a_bound_parameter_is_read(tm
 
 
 def test_a_carried_filter_brings_the_filters_it_ran_after(tmp_path):
-    """The fork's search checks `input_size % 8` (which the registration's code checks too) and then
-    `input_size // 8`: carried into the gate, the second comes after the first, as the search evaluated them."""
+    """The fork's search checks `input_size % 8` (which the registration's code checks too), `output_size` (which
+    it does not) and then `input_size // 8`: carried into the gate, the last comes after the two it ran after, as
+    the search evaluated them (the registration's `if` does not check them all, so it cannot take it)."""
     repo = copy_033(tmp_path / "tree")
     make_dispatch_traceable(repo)
     filters = (
         "        if module.input_size % 8 != 0:\n            continue\n"
+        "        if module.output_size > 1024:\n            continue\n"
         "        if module.input_size // 8 > 512:\n            continue\n"
     )
     edit(repo, ORCHESTRATOR, ROUTER_SEARCH, filters + ROUTER_SEARCH)
@@ -863,4 +892,4 @@ def test_a_carried_filter_brings_the_filters_it_ran_after(tmp_path):
         "    and weight.shape[1] % 8 == 0\n", "    and weight.shape[1] % 8 == 0\n    and self.input_size % 8 == 0\n"
     )
     gate = router_gate(repo, LL_BF16_ROUTER_GEMM.replaced(registration=code))
-    assert gate[-2:] == ["self.input_size % 8 == 0", "self.input_size // 8 <= 512"]
+    assert gate[-3:] == ["self.input_size % 8 == 0", "self.output_size <= 1024", "self.input_size // 8 <= 512"]

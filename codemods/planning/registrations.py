@@ -19,7 +19,7 @@ from ..findings import Findings
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError, free_names
 from ..transforms.adopt_contract import RewriteDispatch, adoption, shadowed_state
-from ..transforms.insert_registration import InsertRegistration, renamed_in
+from ..transforms.insert_registration import InsertRegistration, joined_into_registration_if, renamed_in
 from . import subclasses
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def plan(planner: Planner) -> Findings:
                     InsertRegistration(
                         site_class,
                         gate.gate,
-                        site_spec.registration.code,
+                        gate.code or site_spec.registration.code,
                         anchor,
                         site_spec.kernel.module,
                         site_spec.kernel_name,
@@ -157,6 +157,7 @@ class SiteGate:
     imports: tuple[str, ...]  # imports it needs at the module's top
     inner_gate: str = ""  # conditions that need a name the module imports only inside functions: checked after
     inner_imports: tuple[str, ...] = ()  # ... those imports, made inside the block
+    code: str = ""  # the registration's code with the search's filters it checks joined in ("": the spec's)
 
 
 def gate_for_site(
@@ -192,6 +193,21 @@ def gate_for_site(
     # A carried filter of the search ran only once the filters before it held (`weight.shape[1]` once
     # `isinstance(weight, torch.Tensor)` did): those come along, in the search's order, where the site can write them.
     searched = [a for a in legacy if a.at_layer]
+    guarded_by = {
+        id(a): [g for g in searched[: searched.index(a)] if g.expressible and g.canonical not in dropped]
+        for a in searched
+    }
+    # ... unless the registration's own `if` checks them all: the filter joins that `if`, after them.
+    checked = set().union(*map(forms, inside))
+    joinable = [
+        a for a in carried if a.at_layer and guarded_by[id(a)] and all(forms(g) & checked for g in guarded_by[id(a)])
+    ]
+    in_registration = {
+        id(a): text
+        for a in joinable
+        if (text := site_gate.in_registration_names(modules, frame, spec.registration.code, a))
+    }
+    carried = [a for a in carried if id(a) not in in_registration]
     last = max((i for i, a in enumerate(searched) if a in carried), default=0)
     guarding = [a for a in searched[:last] if a.expressible and a.canonical not in dropped]
     carried = [a for a in legacy if a in carried or a in guarding]
@@ -236,6 +252,7 @@ def gate_for_site(
         tuple(dict.fromkeys((*spec.registration.gate_imports, *(line for _, lines in outer for line in lines)))),
         simple([text for text, _ in inner]),
         tuple(dict.fromkeys(line for _, lines in inner for line in lines)),
+        joined_into_registration_if(spec.registration.code, list(in_registration.values())) if in_registration else "",
     )
     findings.gate_plans.append(
         site_gate.GatePlan(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -518,6 +519,22 @@ class _RenameReads(cst.CSTTransformer):
 def renamed_in(code: str, old: str, new: str) -> str:
     """`code` with every read of the name `old` as `new` (attributes and keywords of that name stay)."""
     return cst.parse_module(code).visit(_RenameReads(old, new)).code
+
+
+def joined_into_registration_if(code: str, conditions: Sequence[str]) -> str:
+    """`code` with `conditions` added, in order, at the end of the innermost `if` around its `register_warmup`
+    calls, each on a line of its own where the test puts its conditions on lines of their own."""
+    module = cst.parse_module(code)
+    holders = [node for node in nodes(module, cst.If) if "register_warmup(" in module.code_for_node(node.body)]
+    target = holders[-1]  # pre-order: the last holder is inside every other
+    test = target.test
+    joiner = test.operator if isinstance(test, cst.BooleanOperation) else cst.And()
+    joined = test.with_changes(lpar=[], rpar=[])
+    for condition in conditions:
+        operator = cst.And(whitespace_before=joiner.whitespace_before, whitespace_after=joiner.whitespace_after)
+        joined = cst.BooleanOperation(joined, operator, cst.parse_expression(condition))
+    replaced = target.with_changes(test=joined.with_changes(lpar=test.lpar, rpar=test.rpar))
+    return module.deep_replace(target, replaced).code
 
 
 def _imported_names(line: str) -> set[str]:
