@@ -685,6 +685,13 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "joins_its_if"),
     ),
     Mutant(
+        "registration: a local the method already binds above the block is bound again in it",
+        "codemods/transforms/insert_registration.py",
+        "        while len(body) > 1 and self._bound_above(body[0]):\n",
+        "        while False:\n",
+        ("tests/test_migration_gates.py", "-k", "already_binds"),
+    ),
+    Mutant(
         "paths: subclasses that replace the constructor are not looked for",
         "codemods/planning/registrations.py",
         "in subclasses.replacing_subclasses(\n                    planner, modules, home.name, name, method\n                )\n",

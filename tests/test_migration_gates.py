@@ -17,7 +17,7 @@ from zerojit.codemods.spec import SpecError
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.spec import SPEC as FLA
-from zerojit.migrate.triton_lifts.specs import BATCH_MEMCPY, FUSED_POST_CONV, QWEN_GDN_SEARCH
+from zerojit.migrate.triton_lifts.specs import BATCH_MEMCPY, FUSED_POST_CONV, QWEN_GDN_SEARCH, SIGMOID_GATING
 
 pytestmark = pytest.mark.release_tree
 
@@ -657,6 +657,23 @@ def test_a_search_that_skips_a_subclass_gates_the_registration_on_the_layers_typ
         n.lineno for n in ast.walk(init_of(layer)) if isinstance(n, ast.ImportFrom) and n.module == variant
     ]
     assert len(imports) == 1
+
+
+def test_a_local_the_forks_method_already_binds_is_read_not_bound_again(tmp_path):
+    """The fork's GDN layer binds its KV cache itself and names the SSM state as the sigmoid registration does
+    (`ssm_state = self.kv_cache[1]`): the registration goes after it and reads that local, not a second copy."""
+    repo = copy_033(tmp_path / "tree")
+    state = "        ssm_state = self.kv_cache[1]\n"
+    method = (
+        "    def bind_kv_cache(self, kv_cache: torch.Tensor) -> None:\n"
+        "        super().bind_kv_cache(kv_cache)\n" + state + "        self.state_rows = ssm_state.shape[0]\n\n"
+    )
+    edit(repo, GDN_LAYER, "    def get_state_shape(\n", method + "    def get_state_shape(\n")
+    layer = next(c.after for c in migrate(repo, [SIGMOID_GATING]).changes if c.path == repo / GDN_LAYER)
+    assert layer.count(state) == 1
+    [(_, call)] = registrations(layer, "fused_sigmoid_gating_delta_rule_update_dispatch")
+    assert call.lineno > layer[: layer.index(state)].count("\n") + 1
+    assert "state_stride_token=ssm_state.stride(0)" in ast.unparse(call)
 
 
 def router_gate(repo, spec=LL_BF16_ROUTER_GEMM) -> list[str]:

@@ -402,6 +402,8 @@ class _Insert(Command):
             )
             for statement in cst.parse_module(self.registration.strip() + "\n").body
         ]
+        while len(body) > 1 and self._bound_above(body[0]):
+            body = body[1:]
         lazy = [cst.parse_statement(line + "\n") for line in self.op.inner_imports]
         if self.needs_import and self.op.lazy:
             if not self._import_beside(lazy) and not self._import_beside(body):
@@ -437,6 +439,18 @@ class _Insert(Command):
         body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *body[0].leading_lines])
         self.block = body[-1]
         return body
+
+    def _bound_above(self, statement: cst.BaseStatement) -> bool:
+        """The block's `x = ...` is a statement the method already runs at its top level above where the block
+        goes (`ssm_state = self.kv_cache[1]` in a fork's bind_kv_cache), binding x once: the block reads that x."""
+        names = assigned_names(statement)
+        if self.exits or self.init is None or len(names) != 1 or any(name.startswith("self.") for name in names):
+            return False
+        body = list(self.init.body.body)
+        end = body.index(top_level(self.init, self.anchor)) + 1 if self.anchor is not None else len(body)
+        written = normalized(code_of(statement.with_changes(leading_lines=[])))
+        once = sum(len(assigned_names(s) & names) for s in statements_in(self.init.body)) == 1
+        return once and any(normalized(code_of(s.with_changes(leading_lines=[]))) == written for s in body[:end])
 
     def _import_beside(self, statements: list[cst.BaseStatement]) -> bool:
         """Add the kernel's name to a `from <kernel module> import a, b` among the statements (in name order), as
