@@ -14,6 +14,7 @@ from .spec import SpecError
 if TYPE_CHECKING:
     from .gate import Renamed
     from .site_gate import GatePlan
+    from .spec import MigrationSpec
     from .syntax import Place
     from .transforms.base import Operation
 
@@ -55,6 +56,7 @@ class Findings:
     deleted: set[str] = dataclasses.field(default_factory=set)  # modules the migration deletes
     deleted_functions: set[str] = dataclasses.field(default_factory=set)  # "module.function" it deletes
     renamed: list[Renamed] = dataclasses.field(default_factory=list)
+    specs: list[MigrationSpec] = dataclasses.field(default_factory=list)  # specs the later steps read as amended
 
     def add(self, module: str, operation: Operation) -> None:
         self.operations.append((module, operation))

@@ -440,12 +440,12 @@ def _entry(modules: RepoModules, spec: MigrationSpec) -> Frame:
     return Frame(spec.legacy.orchestrator_module, entry, {}, {name: (ast.Name(WORKER), None) for name in worker})
 
 
-def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
-    """Every condition under which the legacy warmup of `spec`'s kernel ran, outermost first."""
-    atoms: list[Atom] = []
+def _step(modules: RepoModules, spec: MigrationSpec, atoms: list[Atom]) -> Frame:
+    """The frame of the function that warms the kernel (the step, or the legacy function or the orchestrator's
+    own step), the guards of the calls on the way there joining `atoms`."""
     frame = _entry(modules, spec)
     if spec.legacy.orchestrator_step:
-        frame = _chain_into(
+        return _chain_into(
             modules,
             spec,
             spec.legacy.orchestrator_module,
@@ -455,14 +455,25 @@ def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
             atoms,
             defined_here=True,
         )
-    else:
+    frame = _chain_into(
+        modules, spec, spec.legacy.orchestrator_module, spec.legacy.module, spec.legacy.function, frame, atoms
+    )
+    if spec.legacy.step:
         frame = _chain_into(
-            modules, spec, spec.legacy.orchestrator_module, spec.legacy.module, spec.legacy.function, frame, atoms
+            modules, spec, spec.legacy.module, spec.legacy.module, spec.legacy.step, frame, atoms, defined_here=True
         )
-        if spec.legacy.step:
-            frame = _chain_into(
-                modules, spec, spec.legacy.module, spec.legacy.module, spec.legacy.step, frame, atoms, defined_here=True
-            )
+    return frame
+
+
+def step_frame(modules: RepoModules, spec: MigrationSpec) -> Frame:
+    """The legacy step's names as the call chain from the orchestrator binds them (its worker as `@worker`)."""
+    return _step(modules, spec, [])
+
+
+def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
+    """Every condition under which the legacy warmup of `spec`'s kernel ran, outermost first."""
+    atoms: list[Atom] = []
+    frame = _step(modules, spec, atoms)
     kernel_calls = _sites(modules, frame.module, _reaches_kernel(modules, frame.module, spec), frame.function)
     if not kernel_calls:
         raise GuardsUnreadable(

@@ -178,6 +178,8 @@ class Planner:
         self.deleted |= found.deleted
         self.deleted_functions |= found.deleted_functions
         self.renamed += found.renamed
+        amended = {spec.family: spec for spec in found.specs}
+        self.specs = [amended.get(spec.family, spec) for spec in self.specs]
 
     def plan(self) -> None:
         for step in STEPS:

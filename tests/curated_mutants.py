@@ -692,6 +692,13 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "already_binds"),
     ),
     Mutant(
+        "lift: a provider parameter the fork's step reads from the engine config is refused, not passed",
+        "codemods/planning/lifts.py",
+        "    if mismatch and (amended := _passing_the_config(planner, spec, planned)):\n",
+        "    if False:\n",
+        ("tests/test_triton_lifts.py", "-k", "more_of_the_engine_config"),
+    ),
+    Mutant(
         "paths: subclasses that replace the constructor are not looked for",
         "codemods/planning/registrations.py",
         "in subclasses.replacing_subclasses(\n                    planner, modules, home.name, name, method\n                )\n",

@@ -28,7 +28,7 @@ from zerojit.codemods.spec import SpecError, load_specs
 from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
-from zerojit.migrate.families import equivalence_adapter, key_equivalence
+from zerojit.migrate.families import equivalence_adapter, key_equivalence, migration_specs
 from zerojit.migrate.triton_lifts.equivalence import (
     FusedPostConvEquivalence,
     GdnTritonConfig,
@@ -327,6 +327,32 @@ intended_differences = {json.dumps([["model_type not in _QWEN_MODEL_TYPES", "any
         result.output.split()
     )
     assert "conv_dtype (the step's config.conv_dtype)" in " ".join(result.output.split())
+
+
+def test_a_step_that_reads_more_of_the_engine_config_gets_it_passed_by_the_registration(tmp_path):
+    """The fork's Kimi-K3 step returns early past TP 8 (`worker.parallel_config`): the provider takes the parallel
+    config as well, and the registration passes it, in the engine config's name, as the spec passes the model
+    config; a warning says so."""
+    repo = copy_033(tmp_path / "tree")
+    step = "vllm/model_executor/warmup/kimi_k3_triton_warmup.py"
+    dtype = "    dtype = worker.model_config.dtype\n"
+    edit(repo, step, dtype, "    if worker.parallel_config.tensor_parallel_size > 8:\n        return\n" + dtype)
+    result = migrate(repo, [migration_specs()["kimi-k3-attn-res"]])
+    texts = {c.path.relative_to(repo).as_posix(): c.after for c in result.changes}
+    [provider] = [
+        n
+        for n in ast.parse(texts[ATTN_RES]).body
+        if isinstance(n, ast.FunctionDef) and n.name == "_attn_res_warmup_inputs"
+    ]
+    [call] = [
+        n
+        for n in ast.walk(ast.parse(texts["vllm/models/kimi_k3/nvidia/model.py"]))
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "register_warmup"
+    ]
+    passed = {k.arg: ast.unparse(k.value) for k in call.keywords}
+    assert set(passed) == {a.arg for a in provider.args.kwonlyargs}
+    assert passed["parallel_config"] == "vllm_config.parallel_config"
+    assert any("the registration passes it too" in w for w in result.warnings)
 
 
 def test_a_layer_that_only_inherits_bind_kv_cache_gets_an_override_that_runs_the_parent_first(lifted_033):

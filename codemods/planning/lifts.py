@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
-from .. import lift
+from .. import guards, lift
 from ..findings import Findings
-from ..spec import MigrationSpec
+from ..spec import MigrationSpec, SpecError
+from ..transforms.insert_registration import with_keywords
 from ..transforms.lift_kernel import LiftKernel
 
 if TYPE_CHECKING:
@@ -60,7 +62,14 @@ def _plan(
         findings.refuse("lift", exc.why, exc.place, spec.family)
         return None
     mismatch = registration_mismatch(spec, planned)
-    if mismatch:
+    if mismatch and (amended := _passing_the_config(planner, spec, planned)):
+        spec = amended
+        findings.specs.append(spec)
+        findings.warnings.append(
+            f"{spec.family}: the legacy step reads more of the engine config than the spec's registration passes "
+            f"its provider: the registration passes it too (`{spec.registration.call()}`)"
+        )
+    elif mismatch:
         findings.refuse("registration-arguments", mismatch, family=spec.family)
         return None
     home = planner.repo_model(spec.kernel.module).shown(spec.kernel.module)
@@ -73,15 +82,47 @@ def _plan(
     return planned
 
 
-def registration_mismatch(spec: MigrationSpec, plan: lift.LiftPlan) -> str | None:
-    """Why the spec's registration does not pass the provider exactly its parameters (None: it does)."""
-    calls = [
+def _passing_the_config(planner: Planner, spec: MigrationSpec, plan: lift.LiftPlan) -> MigrationSpec | None:
+    """The spec with its registration passing the provider the parameters a fork's step added where each is a
+    part of the engine config (`worker.parallel_config`: the registration's `vllm_config.parallel_config`, the site
+    then binding the config as it does for the spec's own reads); None where the registration passes anything
+    else than the provider's parameters, or a missing one is not the config's."""
+    modules = planner.repo_model(spec.kernel.module)
+    wanted = dict(plan.parameters)
+    calls = _register_calls(spec.registration.code)
+    passed = {k.arg for call in calls for k in call.keywords}
+    if (
+        not calls
+        or any(call.args or {k.arg for k in call.keywords} != passed for call in calls)
+        or passed - wanted.keys()
+    ):
+        return None
+    try:
+        frame = guards.step_frame(modules, spec)
+    except SpecError:
+        return None
+    config = modules.engine.config_parameter
+    added = {}
+    for name in sorted(wanted.keys() - passed):
+        read = ast.unparse(guards.canonical(modules, ast.parse(wanted[name], mode="eval").body, frame))
+        if not re.fullmatch(rf"{re.escape(guards.CONFIG)}(\.\w+)+", read):
+            return None
+        added[name] = config + read[len(guards.CONFIG) :]
+    return spec.replaced(registration=with_keywords(spec.registration.code, added))
+
+
+def _register_calls(code: str) -> list[ast.Call]:
+    return [
         n
-        for n in ast.walk(ast.parse(spec.registration.code))
+        for n in ast.walk(ast.parse(code))
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_warmup"
     ]
+
+
+def registration_mismatch(spec: MigrationSpec, plan: lift.LiftPlan) -> str | None:
+    """Why the spec's registration does not pass the provider exactly its parameters (None: it does)."""
     wanted = [name for name, _ in plan.parameters]
-    for call in calls:
+    for call in _register_calls(spec.registration.code):
         passed = [k.arg for k in call.keywords]
         if call.args or None in passed or set(passed) != set(wanted):
             reads = ", ".join(f"{name} (the step's {read})" for name, read in plan.parameters) or "nothing"

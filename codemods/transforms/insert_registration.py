@@ -551,6 +551,34 @@ def joined_into_registration_if(code: str, conditions: Sequence[str]) -> str:
     return module.deep_replace(target, replaced).code
 
 
+def with_keywords(code: str, keywords: dict[str, str]) -> str:
+    """`code` with `name=value` passed last to each of its `register_warmup` calls, laid out as its arguments are."""
+
+    class Pass(cst.CSTTransformer):
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+            if not m.matches(updated.func, m.Attribute(attr=m.Name("register_warmup"))):
+                return updated
+            args = list(updated.args)
+            for name, value in keywords.items():
+                between = args[-2].comma if len(args) > 1 else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                added = cst.Arg(
+                    cst.parse_expression(value),
+                    keyword=cst.Name(name),
+                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+                    comma=args[-1].comma if args else cst.MaybeSentinel.DEFAULT,
+                    whitespace_after_arg=args[-1].whitespace_after_arg if args else cst.SimpleWhitespace(""),
+                )
+                last = (
+                    args[-1].with_changes(comma=between, whitespace_after_arg=cst.SimpleWhitespace(""))
+                    if args
+                    else None
+                )
+                args = [*args[:-1], last, added] if args else [added]
+            return updated.with_changes(args=args)
+
+    return cst.parse_module(code).visit(Pass()).code
+
+
 def _imported_names(line: str) -> set[str]:
     statement = cst.parse_statement(line + "\n").body[0]
     return {
