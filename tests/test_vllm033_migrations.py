@@ -15,7 +15,7 @@ import torch
 from pyflakes import api as pyflakes_api
 from pyflakes import messages
 from pyflakes import reporter as pyflakes_reporter
-from tree_forks import LL_BF16, edit
+from tree_forks import GATE_LINEAR, LL_BF16, edit
 from typer.testing import CliRunner
 
 from zerojit.migrate.cli import app
@@ -244,6 +244,27 @@ def test_each_token_count_is_warmed_on_the_kernel_object_the_engine_routes_it_to
     assert migrated.warmed_keys(config, by_kernel=True) == expected
     missed = expected - legacy.standalone_keys(config, by_kernel=True)
     assert {name for name, _ in missed} == {"ll_bf16_gemm_c1_pdl_kernel"} and len(missed) == 1
+
+
+def test_a_path_that_registers_only_another_kernel_object_of_the_module_registers(migrated_033, tmp_path):
+    """A fork of the migrated router registers the one-token kernel object on one path and the plain one on the
+    other (a setting of its own decides): each path registers a kernel of the module, so the construction is
+    whole, and the warmed keys are the two objects' (the one-token key from the first path)."""
+    repo = tmp_path / "tree"
+    shutil.copytree(migrated_033, repo, copy_function=os.link)
+    single = "                ll_bf16_gemm_c1_pdl_kernel.register_warmup(shapes=shapes, m_values=(1,))\n"
+    edit(
+        repo,
+        GATE_LINEAR,
+        single,
+        '                if getattr(self, "ll_bf16_one_token_only", False):\n    '
+        + single
+        + "                    return\n",
+    )
+    config = RouterConfig(gates=((4096, 256, "bf16"),))
+    warmed = TreeWarmup(repo, LL_BF16_ROUTER_GEMM, RouterEngine()).warmed_keys(config, by_kernel=True)
+    expected = TreeWarmup(migrated_033, LL_BF16_ROUTER_GEMM, RouterEngine()).warmed_keys(config, by_kernel=True)
+    assert warmed == expected
 
 
 def test_the_adopted_class_passes_the_trees_own_contract_path(migrated_033):
