@@ -699,6 +699,20 @@ MUTANTS = (
         ("tests/test_triton_lifts.py", "-k", "more_of_the_engine_config"),
     ),
     Mutant(
+        "key check: a config field the stand-in lacks has no value, though the tree's class gives it a literal one",
+        "migrate/engine_trees/config_defaults.py",
+        "                found[statement.target.id] = Field(value.value, typed)\n",
+        "                pass\n",
+        ("tests/test_migration_gates.py", "-k", "trees_default"),
+    ),
+    Mutant(
+        "key check: the worker holds no part of the engine config its stand-in lacks",
+        "migrate/engine_trees/warmup.py",
+        "                            setattr(worker, name, part)\n",
+        "                            pass\n",
+        ("tests/test_triton_lifts.py", "-k", "more_of_the_engine_config"),
+    ),
+    Mutant(
         "paths: subclasses that replace the constructor are not looked for",
         "codemods/planning/registrations.py",
         "in subclasses.replacing_subclasses(\n                    planner, modules, home.name, name, method\n                )\n",

@@ -366,12 +366,14 @@ def test_a_replacing_subclass_that_never_sets_what_the_registration_reads_is_ref
 
 
 def test_on_a_fork_the_key_runner_cannot_model_the_pr_body_says_so_and_verify_keys_refuses(tmp_path):
+    """The fork reads a field of the HF config that neither the check's stand-in nor vLLM's config classes give a
+    value (HF's own config is no vLLM config class with defaults)."""
     repo = copy_033(tmp_path / "tree")
     edit(
         repo,
         ORCHESTRATOR,
         QWEN_CALL,
-        "    if worker.vllm_config.model_config.enforce_eager:\n        return\n" + QWEN_CALL,
+        "    if worker.vllm_config.model_config.hf_config.tie_word_embeddings:\n        return\n" + QWEN_CALL,
     )
     body = tmp_path / "pr.md"
     result = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--pr-body", str(body)])
@@ -381,6 +383,24 @@ def test_on_a_fork_the_key_runner_cannot_model_the_pr_body_says_so_and_verify_ke
     strict = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--verify-keys", "--write"])
     assert strict.exit_code == 2 and "--verify-keys: the key check could not be run on this tree" in strict.output
     assert "internal error" not in strict.output
+
+
+def test_a_fork_gate_on_an_engine_config_field_the_grid_does_not_set_is_checked_at_the_trees_default(tmp_path):
+    """The fork skips the Qwen warmup under `enforce_eager`, a field no config of the key check's grid sets:
+    both sides read the tree's own default for it (`enforce_eager: bool = False` in vLLM's ModelConfig), and
+    the check says it ran at that value."""
+    repo = copy_033(tmp_path / "tree")
+    edit(
+        repo,
+        ORCHESTRATOR,
+        QWEN_CALL,
+        "    if worker.vllm_config.model_config.enforce_eager:\n        return\n" + QWEN_CALL,
+    )
+    result = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--verify-keys"])
+    assert result.exit_code == 0, result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("keys: fla-layer-norm:")]
+    assert "no unexplained difference" in line
+    assert "at the tree's defaults: " in line and "vllm_config.model_config.enforce_eager = False" in line
 
 
 def init_of(text: str) -> ast.FunctionDef:

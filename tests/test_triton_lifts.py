@@ -353,6 +353,10 @@ def test_a_step_that_reads_more_of_the_engine_config_gets_it_passed_by_the_regis
     assert set(passed) == {a.arg for a in provider.args.kwonlyargs}
     assert passed["parallel_config"] == "vllm_config.parallel_config"
     assert any("the registration passes it too" in w for w in result.warnings)
+    # The step reads the worker's parallel config, which the key check's stand-in lacks: the tree's defaults.
+    checked = runner.invoke(app, ["migrate", "kimi-k3-attn-res", "--repo", str(repo), "--verify-keys"])
+    assert checked.exit_code == 0, checked.output
+    assert "vllm_config.parallel_config.tensor_parallel_size = 1" in " ".join(checked.output.split())
 
 
 def test_a_layer_that_only_inherits_bind_kv_cache_gets_an_override_that_runs_the_parent_first(lifted_033):

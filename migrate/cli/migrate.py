@@ -172,7 +172,8 @@ def _keys_kept(checked: dict) -> bool:
             err.print(f"keys: {escape(family)}: no engine-tree adapter, not checked", highlight=False)
             continue
         verdict = "no unexplained difference" if report.ok else f"{len(report.mismatches)} unexplained mismatches"
-        err.print(f"keys: {escape(family)}: {report.configs} configs, {verdict}", highlight=False)
+        at = f" (at the tree's defaults: {', '.join(report.defaults)})" if report.defaults else ""
+        err.print(f"keys: {escape(family)}: {report.configs} configs, {verdict}{escape(at)}", highlight=False)
         if not report.ok:
             err.print(equivalence_table(report))
             return False

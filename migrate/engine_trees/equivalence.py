@@ -92,6 +92,9 @@ class EquivalenceReport:
     migrated_source: str = ""
     coverage: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)  # field -> value -> configs
     inputs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the grid, samples and seed drawn from
+    # Engine-config fields no config of the grid sets that the trees read, each at the tree's own default
+    # ("vllm_config.parallel_config.tensor_parallel_size = 1"): the check ran at those values only.
+    defaults: tuple[str, ...] = ()
 
     @property
     def mismatches(self) -> list[ConfigDiff]:
@@ -109,6 +112,7 @@ class EquivalenceReport:
             "configs": self.configs,
             "inputs": self.inputs,
             "coverage": self.coverage,
+            "defaults": list(self.defaults),
             "mismatches": len(self.mismatches),
             "intended_differences": len(self.diffs) - len(self.mismatches),
             "details": [d.to_dict() for d in self.diffs],
@@ -121,7 +125,8 @@ class EquivalenceReport:
             for field, values in self.coverage.items()
         ]
         drawn = ", ".join(f"{name} {value}" for name, value in self.inputs.items() if value is not None)
-        return "\n".join(lines + ([f"drawn from: {drawn}"] if drawn else []))
+        lines += [f"drawn from: {drawn}"] if drawn else []
+        return "\n".join(lines + ([f"at the tree's defaults: {', '.join(self.defaults)}"] if self.defaults else []))
 
 
 def compare(
@@ -141,13 +146,13 @@ def compare(
     if jobs > 1 and rebuild is not None and len(configs) > 1:
         parts = [list(enumerate(configs))[start::jobs] for start in range(jobs)]
         with ProcessPoolExecutor(min(jobs, len(configs)), mp_context=multiprocessing.get_context("fork")) as pool:
-            found = sorted(
-                (pair for part in pool.map(_diff_part, [rebuild] * jobs, parts) for pair in part),
-                key=lambda pair: pair[0],
-            )
+            parts = list(pool.map(_diff_part, [rebuild] * jobs, parts))
+        found = sorted((pair for pairs, _ in parts for pair in pairs), key=lambda pair: pair[0])
         diffs = [diff for _, diff in found]
+        defaults = set().union(*(read for _, read in parts))
     else:
         diffs = [diff for config in configs if (diff := config_diff(adapter, config)) is not None]
+        defaults = _defaults_read(adapter)
     coverage: dict[str, dict[str, int]] = {}
     for config in configs:
         for field in COVERAGE_FIELDS:
@@ -162,6 +167,7 @@ def compare(
         adapter.migrated_source,
         coverage,
         dict(inputs or {}),
+        tuple(sorted(defaults)),
     )
 
 
@@ -185,10 +191,19 @@ def config_diff(adapter: EquivalenceAdapter, config: Any) -> ConfigDiff | None:
     )
 
 
-def _diff_part(rebuild: Callable[[], EquivalenceAdapter], part: list[tuple[int, Any]]) -> list[tuple[int, ConfigDiff]]:
-    """A worker's share of `compare`: (index, diff) of each of its configs that differ."""
+def _diff_part(
+    rebuild: Callable[[], EquivalenceAdapter], part: list[tuple[int, Any]]
+) -> tuple[list[tuple[int, ConfigDiff]], set[str]]:
+    """A worker's share of `compare`: (index, diff) of each of its configs that differ, and the defaults read."""
     adapter = rebuild()
-    return [(index, diff) for index, config in part if (diff := config_diff(adapter, config)) is not None]
+    pairs = [(index, diff) for index, config in part if (diff := config_diff(adapter, config)) is not None]
+    return pairs, _defaults_read(adapter)
+
+
+def _defaults_read(adapter: EquivalenceAdapter) -> set[str]:
+    """The engine-config defaults the adapter's engine trees read (none for an adapter that runs no tree)."""
+    trees = [adapter.__dict__.get(side) for side in ("legacy", "migrated")]  # only those it opened
+    return set().union(*(tree.configs.read for tree in trees if isinstance(tree, TreeWarmup)))
 
 
 class TreeEquivalence:

@@ -28,6 +28,7 @@ from zerojit.codemods.engines import VLLM
 from zerojit.codemods.repo import CallSite, Matcher, call_sites, calls_to, import_table, method_calls
 from zerojit.contract.limits import device_capability
 
+from .config_defaults import Defaulted, TreeConfigs
 from .construction import ConstructorRun
 from .errors import EngineRunError
 from .sources import EngineSources, placeholder
@@ -54,6 +55,7 @@ class Engine:
     registry_class: str = "JitWarmupRegistry"
     registry_holder: str = "jit_warmup_registry"  # the model runner's attribute holding the registry
     registry_method: str = "warmup"
+    config_class: str = VLLM.config_class  # whose fields' defaults stand behind a family's stand-in config
     # Packages a layer's module imports that no constructor run needs (the models' config classes): names only.
     names_only: tuple[str, ...] = ("transformers",)
     # Names the warmup machinery itself reads, whatever the family (the registry's progress bar).
@@ -119,6 +121,7 @@ class TreeWarmup:
         for name, attrs in family.stubs(self.state).items():
             stubs.setdefault(name, {}).update(attrs)
         self.sources = EngineSources(root, engine.package, present, stubs, engine.names_only)
+        self.configs = TreeConfigs(self.sources, engine.config_class)
         self._trees: dict[str, ast.Module] = {}
         self.has_legacy = (
             spec.legacy.module in present
@@ -293,7 +296,7 @@ class TreeWarmup:
     @contextlib.contextmanager
     def _running(self, config: Any) -> Iterator[tuple[list, Any, Any]]:
         self.state.config = config
-        self.state.vllm_config = vllm_config = self.family.vllm_config(config)
+        self.state.vllm_config = vllm_config = self.configs.around(self.family.vllm_config(config), "vllm_config")
         with self.sources.installed(self.family.import_facts(config)):
             jit = self.sources.module(self.engine.jit_module)
             self.sources.module(self.spec.kernel.module)
@@ -305,7 +308,12 @@ class TreeWarmup:
             )
             with recording as recorded:
                 registry = getattr(jit, self.engine.registry_class)(vllm_config)
-                yield recorded, self.family.worker(config, vllm_config, registry), registry
+                worker = self.family.worker(config, vllm_config, registry)
+                if isinstance(vllm_config, Defaulted):  # a worker holds each part of the engine config
+                    for name, part in vllm_config.sub_configs().items():
+                        if not hasattr(worker, name):
+                            setattr(worker, name, part)
+                yield recorded, worker, registry
 
     def _kernel_type(self) -> type:
         module = self.sources.module(self.spec.kernel_home)
