@@ -30,8 +30,8 @@ def site_frame(
     )
     owner = enclosing_class(modules.tree(module), init.lineno)
     classes = tuple(modules.lineage(module, owner)) if owner else ()
-    frame = Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}), classes)
-    frame.held = _built_with(modules, classes)
+    held = _built_with(modules, classes)
+    frame = Frame(module, init, _site_locals(init), arguments, dict(extra_imports or {}), classes, held)
     spec_name = modules.engine.config_parameter
     if spec_name not in parameters(init) and spec_name not in local_names(init) and config_name(modules, frame):
         arguments[spec_name] = (ast.Name(CONFIG), None)
@@ -150,7 +150,8 @@ def spec_gate_atoms(modules: RepoModules, frame: Frame, gate: str) -> list[Atom]
 
 def holds_at_site(frame: Frame) -> set[str]:
     """Conditions true wherever the site's constructor runs (canonical): its own module is loaded, (as the legacy
-    call always had one) the engine has a config, and the layer is an instance of its class."""
+    call always had one) the engine has a config, the layer is an instance of its class, and it has what every
+    built layer of its class has."""
     return (
         {f"{frame.module!r} in sys.modules", f"{CONFIG} is not None"}
         | {f"isinstance({SELF}, {cls})" for cls in frame.classes}

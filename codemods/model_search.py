@@ -260,38 +260,23 @@ def _atom(modules: RepoModules, scope: tuple, assigned: dict, test: ast.expr, ho
     kept = test if holds else negated(test)
     frame = Frame(module, function, dict(assigned), bound, _imports(function, test))
     spelled = {ast.dump(test), ast.dump(kept)}
+    where = str(modules.where(module, test))
     found = []
     for part in conjuncts(kept):
         form = canonical(modules, part, frame)
         inlined = _predicate_conjuncts(modules, form, depth=0)
-        if inlined is None:
-            spellings = frozenset(spelled | {ast.dump(part), ast.dump(form)})
-            found.append(
-                Atom(
-                    ast.unparse(form),
-                    ast.unparse(part),
-                    str(modules.where(module, test)),
-                    False,
-                    form,
-                    spellings,
-                    at_layer=True,
-                )
-            )
-            continue
-        # the predicate's own conditions, each named by the call and what it checks (never matched by the call's
-        # spelling: a fork that changes the predicate's body changes what the filter is)
-        for written, inner in inlined:
-            found.append(
-                Atom(
-                    ast.unparse(inner),
-                    f"{ast.unparse(part)}: {written}",
-                    str(modules.where(module, test)),
-                    False,
-                    inner,
-                    frozenset({ast.dump(inner)}),
-                    at_layer=True,
-                )
-            )
+        # A predicate's own conditions are each named by the call and what it checks, and never matched by the
+        # call's spelling: a fork that changes the predicate's body changes what the filter is.
+        parts = (
+            [(ast.unparse(part), form, frozenset(spelled | {ast.dump(part), ast.dump(form)}))]
+            if inlined is None
+            else [
+                (f"{ast.unparse(part)}: {written}", inner, frozenset({ast.dump(inner)})) for written, inner in inlined
+            ]
+        )
+        found += [
+            Atom(ast.unparse(c), written, where, False, c, spellings, at_layer=True) for written, c, spellings in parts
+        ]
     return found
 
 
@@ -322,6 +307,8 @@ def _predicate_conjuncts(modules: RepoModules, form: ast.expr, depth: int) -> li
     for part in conjuncts(body[0].value):
         for written, assigned in _unrolled(part):
             inner = canonical(modules, written, Frame(home, function, assigned, arguments))
+            if isinstance(inner, ast.Constant) and inner.value is True:
+                continue  # holds for every layer
             deeper = _predicate_conjuncts(modules, inner, depth + 1)
             found += deeper if deeper is not None else [(ast.unparse(_substituted(written, assigned)), inner)]
     return found

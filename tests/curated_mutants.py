@@ -713,6 +713,13 @@ MUTANTS = (
         ("tests/test_triton_lifts.py", "-k", "more_of_the_engine_config"),
     ),
     Mutant(
+        "model search: a predicate's condition that is always true is written into the gate",
+        "codemods/model_search.py",
+        "            if isinstance(inner, ast.Constant) and inner.value is True:\n",
+        "            if False:\n",
+        ("tests/test_migration_gates.py", "-k", "holds_for_every_layer"),
+    ),
+    Mutant(
         "paths: subclasses that replace the constructor are not looked for",
         "codemods/planning/registrations.py",
         "in subclasses.replacing_subclasses(\n                    planner, modules, home.name, name, method\n                )\n",

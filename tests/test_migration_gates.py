@@ -757,6 +757,20 @@ def test_a_filter_guarded_by_checks_the_registration_makes_joins_its_if_after_th
     assert inner_tests(fork) == [*inner_tests(release), "weight.shape[1] <= 4096"]
 
 
+def test_a_predicate_that_holds_for_every_layer_adds_nothing_to_the_gate(tmp_path):
+    """The fork's search asks `_is_router(module)`, whose body returns True: no layer is filtered, so the gate is
+    the release's."""
+    release = copy_033(tmp_path / "release")
+    make_dispatch_traceable(release)
+    fork = copy_033(tmp_path / "fork")
+    make_dispatch_traceable(fork)
+    edit(
+        fork, ORCHESTRATOR, ROUTER_SEARCH, "        if not _is_router(module):\n            continue\n" + ROUTER_SEARCH
+    )
+    edit(fork, ORCHESTRATOR, WARMUP, "def _is_router(module):\n    return True\n\n\n" + WARMUP)
+    assert router_gate(fork) == router_gate(release)
+
+
 @pytest.mark.parametrize(
     ("skip", "expected"),
     [
