@@ -694,7 +694,7 @@ MUTANTS = (
     Mutant(
         "lift: a provider parameter the fork's step reads from the engine config is refused, not passed",
         "codemods/planning/lifts.py",
-        "    if mismatch and (amended := _passing_the_config(planner, spec, planned)):\n",
+        "    if mismatch and (added := _config_parameters(planner, spec, planned)):\n",
         "    if False:\n",
         ("tests/test_triton_lifts.py", "-k", "more_of_the_engine_config"),
     ),

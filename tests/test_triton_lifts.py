@@ -352,7 +352,9 @@ def test_a_step_that_reads_more_of_the_engine_config_gets_it_passed_by_the_regis
     passed = {k.arg: ast.unparse(k.value) for k in call.keywords}
     assert set(passed) == {a.arg for a in provider.args.kwonlyargs}
     assert passed["parallel_config"] == "vllm_config.parallel_config"
-    assert any("the registration passes it too" in w for w in result.warnings)
+    assert any(
+        "the registration passes it too (parallel_config=vllm_config.parallel_config)" in w for w in result.warnings
+    )
     # The step reads the worker's parallel config, which the key check's stand-in lacks: the tree's defaults.
     checked = runner.invoke(app, ["migrate", "kimi-k3-attn-res", "--repo", str(repo), "--verify-keys"])
     assert checked.exit_code == 0, checked.output

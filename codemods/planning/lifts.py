@@ -62,12 +62,12 @@ def _plan(
         findings.refuse("lift", exc.why, exc.place, spec.family)
         return None
     mismatch = registration_mismatch(spec, planned)
-    if mismatch and (amended := _passing_the_config(planner, spec, planned)):
-        spec = amended
+    if mismatch and (added := _config_parameters(planner, spec, planned)):
+        spec = spec.replaced(registration=with_keywords(spec.registration.code, added))
         findings.specs.append(spec)
         findings.warnings.append(
             f"{spec.family}: the legacy step reads more of the engine config than the spec's registration passes "
-            f"its provider: the registration passes it too (`{spec.registration.call()}`)"
+            f"its provider: the registration passes it too ({', '.join(f'{k}={v}' for k, v in added.items())})"
         )
     elif mismatch:
         findings.refuse("registration-arguments", mismatch, family=spec.family)
@@ -82,11 +82,12 @@ def _plan(
     return planned
 
 
-def _passing_the_config(planner: Planner, spec: MigrationSpec, plan: lift.LiftPlan) -> MigrationSpec | None:
-    """The spec with its registration passing the provider the parameters a fork's step added where each is a
-    part of the engine config (`worker.parallel_config`: the registration's `vllm_config.parallel_config`, the site
-    then binding the config as it does for the spec's own reads); None where the registration passes anything
-    else than the provider's parameters, or a missing one is not the config's."""
+def _config_parameters(planner: Planner, spec: MigrationSpec, plan: lift.LiftPlan) -> dict[str, str] | None:
+    """The provider's parameters a fork's step added that the registration does not pass, where each is a part of
+    the engine config, with what the registration passes for it (`worker.parallel_config`: the registration's
+    `vllm_config.parallel_config`, the site then binding the config as it does for the spec's own reads); None
+    where the registration passes anything else than the provider's parameters, or a missing one is not the
+    config's."""
     modules = planner.repo_model(spec.kernel.module)
     wanted = dict(plan.parameters)
     calls = _register_calls(spec.registration.code)
@@ -108,7 +109,7 @@ def _passing_the_config(planner: Planner, spec: MigrationSpec, plan: lift.LiftPl
         if not re.fullmatch(rf"{re.escape(guards.CONFIG)}(\.\w+)+", read):
             return None
         added[name] = config + read[len(guards.CONFIG) :]
-    return spec.replaced(registration=with_keywords(spec.registration.code, added))
+    return added
 
 
 def _register_calls(code: str) -> list[ast.Call]:
