@@ -720,6 +720,13 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "holds_for_every_layer"),
     ),
     Mutant(
+        "gates: a search filter joins an if that holds only some of the registration's calls",
+        "codemods/transforms/insert_registration.py",
+        "    if not holders:\n        return None\n",
+        "    holders = holders or list(nodes(module, cst.If))\n",
+        ("tests/test_codemod_transforms.py", "-k", "joins_only"),
+    ),
+    Mutant(
         "paths: subclasses that replace the constructor are not looked for",
         "codemods/planning/registrations.py",
         "in subclasses.replacing_subclasses(\n                    planner, modules, home.name, name, method\n                )\n",

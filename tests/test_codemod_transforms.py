@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from zerojit.codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameKernel, apply
+from zerojit.codemods.transforms.insert_registration import joined_into_registration_if
 
 
 def src(text):
@@ -471,3 +472,13 @@ def test_missing_anchors_are_named(tmp_path):
     edit = run(tmp_path, "engine.layer", LAYER, [insert(insert_after="if nothing:")])
     assert edit.source == run(tmp_path, "engine.layer", LAYER, [insert()]).source
     assert ["no statement starting with 'if nothing:'" in w.why for w in edit.warnings] == [True]
+
+
+def test_a_search_filter_joins_only_an_if_that_holds_every_registration_of_the_code():
+    """The innermost `if` around all the register_warmup calls takes the filter after its own conditions; with
+    the calls under two sibling `if`s none holds them all, and nothing is joined (the filter stays in the gate)."""
+    nested = "if a:\n    if b:\n        x.register_warmup()\n        y.register_warmup()\n"
+    joined = "if a:\n    if b and c:\n        x.register_warmup()\n        y.register_warmup()\n"
+    assert joined_into_registration_if(nested, ["c"]) == joined
+    siblings = "if a:\n    x.register_warmup()\nif b:\n    y.register_warmup()\n"
+    assert joined_into_registration_if(siblings, ["c"]) is None

@@ -207,6 +207,11 @@ def gate_for_site(
         for a in joinable
         if (text := site_gate.in_registration_names(modules, frame, spec.registration.code, a))
     }
+    joined_code = (
+        joined_into_registration_if(spec.registration.code, list(in_registration.values())) if in_registration else None
+    )
+    if joined_code is None:
+        in_registration = {}  # no `if` of the registration holds all its calls: the filters stay in the gate
     carried = [a for a in carried if id(a) not in in_registration]
     last = max((i for i, a in enumerate(searched) if a in carried), default=0)
     guarding = [a for a in searched[:last] if a.expressible and a.canonical not in dropped]
@@ -252,7 +257,7 @@ def gate_for_site(
         tuple(dict.fromkeys((*spec.registration.gate_imports, *(line for _, lines in outer for line in lines)))),
         simple([text for text, _ in inner]),
         tuple(dict.fromkeys(line for _, lines in inner for line in lines)),
-        joined_into_registration_if(spec.registration.code, list(in_registration.values())) if in_registration else "",
+        joined_code or "",
     )
     findings.gate_plans.append(
         site_gate.GatePlan(

@@ -535,12 +535,16 @@ def renamed_in(code: str, old: str, new: str) -> str:
     return cst.parse_module(code).visit(_RenameReads(old, new)).code
 
 
-def joined_into_registration_if(code: str, conditions: Sequence[str]) -> str:
-    """`code` with `conditions` added, in order, at the end of the innermost `if` around its `register_warmup`
-    calls, each on a line of its own where the test puts its conditions on lines of their own."""
+def joined_into_registration_if(code: str, conditions: Sequence[str]) -> str | None:
+    """`code` with `conditions` added, in order, at the end of the innermost `if` around all its `register_warmup`
+    calls, each on a line of its own where the test puts its conditions on lines of their own (None: no `if`
+    holds them all)."""
     module = cst.parse_module(code)
-    holders = [node for node in nodes(module, cst.If) if "register_warmup(" in module.code_for_node(node.body)]
-    target = holders[-1]  # pre-order: the last holder is inside every other
+    calls = code.count("register_warmup(")
+    holders = [n for n in nodes(module, cst.If) if module.code_for_node(n.body).count("register_warmup(") == calls]
+    if not holders:
+        return None
+    target = holders[-1]  # pre-order: each holder of them all is inside the ones before it
     test = target.test
     joiner = test.operator if isinstance(test, cst.BooleanOperation) else cst.And()
     joined = test.with_changes(lpar=[], rpar=[])
