@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from .guards import SELF, Atom, Frame, GuardsUnreadable, canonical, conjuncts, negated, search_call
 from .repo import RepoModules
-from .syntax import function_import, loads, statements, stores
+from .syntax import function_import, is_docstring, loads, statements, stores
 
 # Loops over these calls walk the model's layers: torch's module tree, or a dict of layers (the engine's forward
 # context maps layer names to layers).
@@ -289,7 +289,7 @@ def _predicate_conjuncts(modules: RepoModules, form: ast.expr, depth: int) -> li
         return None
     home, _, name = form.func.id.rpartition(".")
     function = modules.definition(home, name) if modules.ours(home) else None
-    body = [s for s in getattr(function, "body", []) if not _is_docstring(s)]
+    body = [s for s in getattr(function, "body", []) if not is_docstring(s)]
     signature = getattr(function, "args", None)
     if not (
         isinstance(function, ast.FunctionDef)
@@ -340,7 +340,3 @@ def _substituted(node: ast.expr, assigned: dict) -> ast.expr:
             return copy.copy(assigned[name.id]) if name.id in assigned else name
 
     return Bind().visit(copy.deepcopy(node))
-
-
-def _is_docstring(statement: ast.stmt) -> bool:
-    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)

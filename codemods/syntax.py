@@ -150,3 +150,12 @@ class Place:
 def where(repo: Path, path: Path, line: int) -> Place:
     """The place of a line of a file of the repo."""
     return Place(path.relative_to(repo).as_posix(), line)
+
+
+def is_docstring(statement: ast.stmt) -> bool:
+    """A string written as a statement: a docstring (it does nothing)."""
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )

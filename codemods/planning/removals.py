@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from .. import syntax
 from ..findings import Findings
 from ..spec import MigrationSpec, SpecError
 from ..transforms.remove_legacy_call import RemoveLegacyCalls
@@ -56,7 +57,9 @@ def _plan_legacy(planner: Planner, findings: Findings, legacy_name: str, specs: 
         []
         if whole
         else [
-            s for s in entry.body if not _calls_one_of(s, steps) and not _is_docstring(s) and not _idle(s, legacy.defs)
+            s
+            for s in entry.body
+            if not _calls_one_of(s, steps) and not syntax.is_docstring(s) and not _idle(s, legacy.defs)
         ]
     )
     if left:
@@ -104,12 +107,4 @@ def _calls_one_of(statement: ast.stmt, names: set[str]) -> bool:
         and isinstance(statement.value, ast.Call)
         and isinstance(statement.value.func, ast.Name)
         and statement.value.func.id in names
-    )
-
-
-def _is_docstring(statement: ast.stmt) -> bool:
-    return (
-        isinstance(statement, ast.Expr)
-        and isinstance(statement.value, ast.Constant)
-        and isinstance(statement.value.value, str)
     )
