@@ -14,7 +14,7 @@ import ast
 import dataclasses
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from . import gate
@@ -22,7 +22,7 @@ from .engines import DEFAULT_ENGINE, Engine
 from .errors import MigrationError
 from .files import SourceFile, UnreadableSource, discover_paths, read_source, why_absent
 from .findings import Findings, Refusal
-from .planning import STEPS
+from .planning import GROUPS, STEPS
 from .repo import RepoModules, absolute_module, module_name
 from .site_gate import GatePlan
 from .spec import MigrationSpec, SpecError, normalized
@@ -114,7 +114,7 @@ class Planner:
 
     What the planning steps read: `specs`, `repo`, `modules` (every module of the run),
     `candidates` (those the text prefilter keeps), `module()` (an anchor, or a SpecError),
-    `repo_model()`, `migrated()`. What they find is merged here (`merge`): `ops` per module,
+    `repo_model()`, `migrated()`. What they find is merged here (`steps`): `ops` per module,
     `refusals`, `warnings`, `gate_plans`, `leftovers`, `lifts`, and the gate's facts `deleted`
     (modules), `deleted_functions` and `renamed`.
     """
@@ -167,23 +167,37 @@ class Planner:
             self._repo_models[package] = RepoModules(self.repo, package, self.engine)
         return self._repo_models[package]
 
-    def merge(self, found: Findings) -> None:
-        for module, op in found.operations:
-            self.ops.setdefault(module, []).append(op)
-        self.refusals += found.refusals
-        self.warnings += found.warnings
-        self.gate_plans += found.gate_plans
-        self.leftovers += found.leftovers
-        self.lifts += found.lifts
-        self.deleted |= found.deleted
-        self.deleted_functions |= found.deleted_functions
-        self.renamed += found.renamed
-        amended = {spec.family: spec for spec in found.specs}
-        self.specs = [amended.get(spec.family, spec) for spec in self.specs]
-
     def plan(self) -> None:
-        for step in STEPS:
-            self.merge(step(self))
+        for _ in self.steps():
+            pass
+
+    def steps(self) -> Iterator[None]:
+        """Plan group by group (planning.GROUPS), pausing after each so that the runner starts the files planned so
+        far; what the steps find is merged in `STEPS` order whatever the order they run in."""
+        found: dict[Callable[[Planner], Findings], Findings] = {}
+        for group in GROUPS:
+            for step in group:
+                found[step] = step(self)
+                amended = {spec.family: spec for spec in found[step].specs}
+                self.specs = [amended.get(spec.family, spec) for spec in self.specs]
+            self._merge([found[step] for step in STEPS if step in found])
+            yield
+
+    def _merge(self, findings: Iterable[Findings]) -> None:
+        self.ops, self.refusals, self.warnings, self.gate_plans = {}, [], [], []
+        self.leftovers, self.lifts, self.renamed = [], [], []
+        self.deleted, self.deleted_functions = set(), set()
+        for found in findings:
+            for module, op in found.operations:
+                self.ops.setdefault(module, []).append(op)
+            self.refusals += found.refusals
+            self.warnings += found.warnings
+            self.gate_plans += found.gate_plans
+            self.leftovers += found.leftovers
+            self.lifts += found.lifts
+            self.deleted |= found.deleted
+            self.deleted_functions |= found.deleted_functions
+            self.renamed += found.renamed
 
     def facts(self) -> gate.Facts:
         return gate.Facts(frozenset(self.deleted), frozenset(self.deleted_functions), tuple(self.renamed))

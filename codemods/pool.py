@@ -1,16 +1,23 @@
-"""The worker pool: each changed file's transforms, style, formatter and per-file gate; the reference check of the rest.
+"""The worker pool: each changed file's transforms, style, formatter and per-file gate; the reference check of all.
 
-Workers receive and return small frozen dataclasses (they are pickled to and from the
-processes); with one job, or one file to change, everything runs in this process.
+A file's transform starts as soon as a planning step has given it its operations, so the
+workers run while the planner goes on (`Pool.offer`). A later step that gives the file
+another operation offers it again, and the earlier run is cancelled, or its result dropped:
+every file's result is that of the job it has once planning ends, the same as transforming
+after planning. The reference check reads what the whole plan deletes and renames, so it
+runs once planning ends, on every file. Workers receive and return small frozen dataclasses
+(they are pickled to and from the processes); with one job, everything runs in this process.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import shlex
 import subprocess
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import libcst as cst
@@ -37,7 +44,6 @@ class TransformJob:
     operations: tuple[Operation, ...]
     repo: Path
     format_command: tuple[str, ...]
-    facts: gate.Facts
     style: style.Style
 
 
@@ -53,7 +59,6 @@ class TransformResult:
 @dataclasses.dataclass(frozen=True)
 class CheckJob:
     file: FileJob
-    facts: gate.Facts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +68,7 @@ class CheckResult:
 
 
 def transform(job: TransformJob) -> TransformResult:
-    """Worker: one file's operations, the repo's style on what they changed, the formatter, then the safety gate."""
+    """Worker: one file's operations, the repo's style on what they changed, the formatter, then the per-file gate."""
     file = job.file
     try:
         edit = apply(file.source, job.operations, path=file.path, repo=job.repo)
@@ -90,39 +95,102 @@ def transform(job: TransformJob) -> TransformResult:
         except MigrationError as exc:
             if not violations:  # else the run is refused already, and ruff failing on it says nothing new
                 return TransformResult(file.path, None, error=str(exc))
-    found, warnings = gate.check_references(file.path, file.module, file.package, edit.source, job.facts)
-    return TransformResult(file.path, edit, tuple(violations + found), tuple(warnings))
+    return TransformResult(file.path, edit, tuple(violations))
 
 
-def check_unchanged(job: CheckJob) -> CheckResult:
+def check_unchanged(job: CheckJob, facts: gate.Facts) -> CheckResult:
     """Worker: the safety gate's reference check on a candidate file the migration does not change."""
     file = job.file
-    violations, warnings = gate.check_references(file.path, file.module, file.package, file.source, job.facts)
+    violations, warnings = gate.check_references(file.path, file.module, file.package, file.source, facts)
     return CheckResult(tuple(violations), tuple(warnings))
 
 
-def run(
-    transforms: Sequence[TransformJob], checks: Sequence[CheckJob], jobs: int, on_progress: Callable[[int, int], None]
-) -> tuple[list[TransformResult], list[CheckResult]]:
-    """Every job's result, in job order; on_progress(done, total) as each transform ends.
+class Pool:
+    """Transforms offered while planning goes on (with more than one job), then every result once it ends.
 
-    The pool takes the costliest transforms first, so that it ends with the cheap ones.
+    While the planner still plans it holds a core, so the offered transforms use one worker fewer than the
+    pool has, the costliest first; the rest start as workers free up, or when planning ends (`finish`).
     """
-    if jobs > 1 and len(transforms) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {
-                index: pool.submit(transform, transforms[index])
-                for index in sorted(range(len(transforms)), key=lambda i: -_cost(transforms[i]))
-            }
-            checked = list(pool.map(check_unchanged, checks, chunksize=8))
-            for done, _ in enumerate(as_completed(futures.values()), 1):
+
+    def __init__(self, jobs: int):
+        self._executor = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else None
+        self._slots = jobs - 1  # transforms in flight while planning goes on
+        self._planning = True
+        self._wanted: dict[Path, TransformJob] = {}
+        self._started: dict[Path, tuple[TransformJob, Future]] = {}
+        self._lock = threading.Lock()
+        if self._executor is not None:
+            # Start the workers now, before the planner reads the repo: forked later, they would share its pages,
+            # and each page either side then touches would be copied.
+            self._executor.submit(int)
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(cancel_futures=True)
+
+    def offer(self, transforms: Sequence[TransformJob]) -> None:
+        """Each file's job as planned so far: a job that replaces one already started cancels it."""
+        if self._executor is not None:
+            with self._lock:
+                self._wanted = {job.file.path: job for job in transforms}
+            self._start()
+
+    def _start(self, _: Future | None = None) -> None:
+        """Start wanted jobs, the costliest first, while a slot is free (run again as each one ends)."""
+        with self._lock:
+            waiting = [job for path, job in self._wanted.items() if self._started.get(path, (None,))[0] != job]
+            in_flight = sum(not future.done() for _, future in self._started.values())
+            free = max(self._slots - in_flight, 0) if self._planning else len(waiting)
+            replaced = [future for path, (_, future) in self._started.items() if path not in self._wanted]
+            started = []
+            for job in sorted(waiting, key=lambda job: -_cost(job))[:free]:
+                replaced += [self._started[job.file.path][1]] if job.file.path in self._started else []
+                self._started[job.file.path] = job, self._executor.submit(transform, job)
+                started.append(self._started[job.file.path][1])
+        # Outside the lock, as both run callbacks here and now: a cancelled future's, and a finished one's. A job
+        # replaced, or of a file no longer planned, is cancelled unless it runs (its result is then left unread).
+        for future in replaced:
+            future.cancel()
+        for future in started:
+            future.add_done_callback(self._start)
+
+    def finish(
+        self,
+        transforms: Sequence[TransformJob],
+        checks: Sequence[CheckJob],
+        facts: gate.Facts,
+        on_progress: Callable[[int, int], None],
+    ) -> tuple[list[TransformResult], list[CheckResult]]:
+        """Every job's result, in job order, with its reference check; on_progress(done, total) as each transform
+        ends."""
+        with self._lock:
+            self._planning = False
+        self.offer(transforms)
+        if self._executor is None:
+            results: list[TransformResult] = []
+            for job in transforms:
+                results.append(transform(job))
+                on_progress(len(results), len(transforms))
+            checked = [check_unchanged(job, facts) for job in checks]
+        else:
+            futures = [self._started[job.file.path][1] for job in transforms]
+            checked = list(self._executor.map(check_unchanged, checks, itertools.repeat(facts), chunksize=8))
+            for done, _ in enumerate(as_completed(futures), 1):
                 on_progress(done, len(transforms))
-            return [futures[index].result() for index in range(len(transforms))], checked
-    results: list[TransformResult] = []
-    for job in transforms:
-        results.append(transform(job))
-        on_progress(len(results), len(transforms))
-    return results, [check_unchanged(job) for job in checks]
+            results = [future.result() for future in futures]
+        return [_with_references(job, result, facts) for job, result in zip(transforms, results)], checked
+
+
+def _with_references(job: TransformJob, result: TransformResult, facts: gate.Facts) -> TransformResult:
+    """The result with the gate's reference check of the file as transformed (none for one refused or failed)."""
+    if result.edit is None or result.edit.refusals:
+        return result
+    file = job.file
+    found, warnings = gate.check_references(file.path, file.module, file.package, result.edit.source, facts)
+    return dataclasses.replace(result, violations=result.violations + tuple(found), warnings=tuple(warnings))
 
 
 def _cost(job: TransformJob) -> int:

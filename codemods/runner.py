@@ -9,6 +9,7 @@ half runs over every candidate, and only a run that passes is written, through a
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -17,10 +18,10 @@ from pathlib import Path
 from . import pool, transaction
 from .errors import MigrationError
 from .leftovers import leftovers
-from .planner import Planner
+from .planner import Planner, SourceModule
 from .results import FileChange, MigrationResult
 from .spec import MigrationSpec, SpecError
-from .style import repo_style
+from .style import Style, repo_style
 from .syntax import where
 
 __all__ = ["MigrationError", "MigrationResult", "check_repo", "migrate", "write"]
@@ -50,27 +51,20 @@ def migrate(
                 "them, fix the spec where needed, then empty the list"
             )
     repo = check_repo(repo)
-    planner = Planner(repo, specs, respect_gitignore, [Path(p).resolve() for p in only])
-    planner.plan()
-    facts = planner.facts()
-    file = lambda m: pool.FileJob(m.path, m.name, m.package, m.text)  # noqa: E731
-    # The repo's ruff settings, or vLLM's with the engine packages (the modules' first component) first-party.
-    style = repo_style(repo, {name.split(".")[0] for name in planner.ops}) if planner.ops else None
-    # Largest files first: the order of the run's changes and warnings.
-    transforms = sorted(
-        (
-            pool.TransformJob(file(planner.modules[name]), tuple(ops), repo, tuple(format_command), facts, style)
-            for name, ops in planner.ops.items()
-            if name not in planner.deleted
-        ),
-        key=lambda job: (-len(job.file.source), str(job.file.path)),
-    )
-    checks = [
-        pool.CheckJob(file(m), facts)
-        for m in planner.candidates.values()
-        if m.name not in planner.ops and m.name not in planner.deleted
-    ]
-    results, checked = pool.run(transforms, checks, jobs, on_progress or (lambda done, total: None))
+    styles = functools.cache(functools.partial(repo_style, repo))  # by the engine packages, once per run
+    with pool.Pool(jobs) as workers:
+        planner = Planner(repo, specs, respect_gitignore, [Path(p).resolve() for p in only])
+        for _ in planner.steps():
+            workers.offer(_transforms(planner, format_command, styles))
+        transforms = _transforms(planner, format_command, styles)
+        checks = [
+            pool.CheckJob(_file(m))
+            for m in planner.candidates.values()
+            if m.name not in planner.ops and m.name not in planner.deleted
+        ]
+        results, checked = workers.finish(
+            transforms, checks, planner.facts(), on_progress or (lambda done, total: None)
+        )
     transformed = [refusal for result in results if result.edit for refusal in result.edit.refusals]
     errors = [result.error for result in results if result.error]
     if planner.refusals or errors or transformed:
@@ -122,6 +116,25 @@ def migrate(
         left,
         planner.lifts,
     )
+
+
+def _file(module: SourceModule) -> pool.FileJob:
+    return pool.FileJob(module.path, module.name, module.package, module.text)
+
+
+def _transforms(
+    planner: Planner, format_command: Sequence[str], styles: Callable[[frozenset[str]], Style]
+) -> list[pool.TransformJob]:
+    """Each file's transform as planned so far, the largest file first (the order of the run's changes and
+    warnings), in the repo's ruff settings, or vLLM's with the engine packages (the modules' first component)
+    first-party."""
+    style = styles(frozenset(name.split(".")[0] for name in planner.ops)) if planner.ops else None
+    jobs = (
+        pool.TransformJob(_file(planner.modules[name]), tuple(ops), planner.repo, tuple(format_command), style)
+        for name, ops in planner.ops.items()
+        if name not in planner.deleted
+    )
+    return sorted(jobs, key=lambda job: (-len(job.file.source), str(job.file.path)))
 
 
 def check_repo(repo: Path) -> Path:

@@ -1079,4 +1079,25 @@ MUTANTS = (
         "    return home, function, {}",
         ("tests/test_migration_gates.py", "-k", "list_of_the_layers"),
     ),
+    Mutant(
+        "pool: a file offered again keeps the job it was first started with",
+        "codemods/pool.py",
+        "if self._started.get(path, (None,))[0] != job]",
+        "if path not in self._started]",
+        ("tests/test_codemod_pool.py",),
+    ),
+    Mutant(
+        "pool: the results are every started job's, a file no longer planned included",
+        "codemods/pool.py",
+        "futures = [self._started[job.file.path][1] for job in transforms]",
+        "futures = [future for _, future in self._started.values()]",
+        ("tests/test_codemod_pool.py",),
+    ),
+    Mutant(
+        "planner: findings merged in the order the groups plan them, not the order operations run in",
+        "codemods/planner.py",
+        "self._merge([found[step] for step in STEPS if step in found])",
+        "self._merge(list(found.values()))",
+        ("tests/test_codemod_planning_order.py",),
+    ),
 )

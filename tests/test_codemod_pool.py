@@ -1,0 +1,39 @@
+"""The worker pool starts files while planning goes on: whatever it started early, each file's result is that
+of the job it has when planning ends, the same as a transform run in this process after planning."""
+
+import dataclasses
+
+from zerojit.codemods import gate, pool
+from zerojit.codemods.style import repo_style
+from zerojit.codemods.transforms import RenameKernel
+
+SOURCE = "KERNEL = object()\nOTHER = object()\n\n\ndef use():\n    return KERNEL, OTHER\n"
+NO_FACTS = gate.Facts(frozenset(), frozenset(), ())
+
+
+def job(tmp_path, *renamed):
+    path = tmp_path / "pkg" / "ops.py"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(SOURCE)
+    operations = tuple(RenameKernel(name, f"_{name}", frozenset({"pkg.ops"})) for name in renamed)
+    file = pool.FileJob(path, "pkg.ops", "pkg", SOURCE)
+    return pool.TransformJob(file, operations, tmp_path, (), repo_style(tmp_path, ["pkg"]))
+
+
+def test_a_file_offered_again_with_another_operation_gets_the_result_of_its_last_job(tmp_path):
+    first, last = job(tmp_path, "KERNEL"), job(tmp_path, "KERNEL", "OTHER")
+    with pool.Pool(2) as workers:
+        workers.offer([first])  # a worker starts it at once: planning holds the other core
+        workers.offer([last])
+        (result,), _ = workers.finish([last], [], NO_FACTS, lambda done, total: None)
+    assert result == pool.transform(last)
+    assert "return _KERNEL, _OTHER" in result.edit.source
+
+
+def test_a_file_no_longer_planned_is_not_part_of_the_results(tmp_path):
+    kept = job(tmp_path, "KERNEL")
+    dropped = dataclasses.replace(kept, file=dataclasses.replace(kept.file, path=tmp_path / "pkg" / "gone.py"))
+    with pool.Pool(2) as workers:
+        workers.offer([dropped, kept])
+        results, _ = workers.finish([kept], [], NO_FACTS, lambda done, total: None)
+    assert [r.path for r in results] == [kept.file.path]
