@@ -1100,4 +1100,11 @@ MUTANTS = (
         "self._merge(list(found.values()))",
         ("tests/test_codemod_planning_order.py",),
     ),
+    Mutant(
+        "rename: the outline drops a function that calls getattr by the name the file imports it as",
+        "codemods/transforms/rename_kernel.py",
+        r'\s+as\s+(\w+)", code)}',
+        r'\s+as\s+(\w+)$^", code)}',
+        ("tests/test_codemod_transforms.py", "-k", "alias"),
+    ),
 )

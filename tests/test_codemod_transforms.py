@@ -129,6 +129,20 @@ def test_rename_refuses_a_star_import_and_warns_about_computed_names(tmp_path):
     assert edit.refusals == [] and [w.line for w in edit.warnings] == [3]
 
 
+def test_rename_warns_about_a_computed_name_in_a_function_that_names_the_lookup_only_by_its_alias(tmp_path):
+    before = src("""
+        from builtins import getattr as lookup
+
+        from pkg import ops
+
+
+        def find(name):
+            return lookup(ops, name)
+    """)
+    edit = run(tmp_path, "fourth", before, [RENAME])
+    assert edit.refusals == [] and [w.line for w in edit.warnings] == [7]
+
+
 ORCHESTRATOR = src("""
     import sys
     from typing import TYPE_CHECKING

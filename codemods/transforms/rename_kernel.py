@@ -12,11 +12,11 @@ from libcst.codemod import CodemodContext
 
 from .base import Command, Operation, code_of, operation
 
-_ATTRIBUTE_BUILTINS = re.compile(r"\b(getattr|hasattr|setattr)\b")
 _ATTRIBUTE_FUNCTIONS = frozenset({"builtins.getattr", "builtins.hasattr", "builtins.setattr"})
 # A file can import a module named by a string only through these (the text prefilter, then the callees).
 _BY_STRING = re.compile(r"\b(import_module|__import__)\b")
 _IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "importlib.__import__"})
+_CALLEES = sorted({name.rsplit(".", 1)[1] for name in _ATTRIBUTE_FUNCTIONS | _IMPORTERS})  # as the file spells them
 # In the set of modules an expression may be: one named at run time, and a value that is no such import.
 _COMPUTED, _OTHER = "<a module named at run time>", "<not an import by name>"
 
@@ -46,13 +46,13 @@ class RenameKernel(Operation):
 class _Rename(Command):
     @functools.cached_property
     def scopes(self):
-        """It asks only about names spelled like the kernel's old name and about getattr/hasattr/setattr calls, so
-        functions that name neither need no scopes: resolved on the outline keeping the functions that name it,
-        when the file does not name those builtins at all."""
-        word = re.compile(rf"\b{re.escape(self.op.old)}\b")
-        return self.outlined_scopes(
-            keep=lambda function: bool(word.search(code_of(function))), unless=_ATTRIBUTE_BUILTINS
-        )
+        """It asks only about names spelled like the kernel's old name and about calls of getattr/hasattr/setattr
+        and of the importers (by those names, or by what the file imports them as), so functions that name none of
+        them need no scopes: resolved on the outline keeping the functions that do."""
+        code = self.context.versions.code(self.context.wrapper.module)
+        spellings = {self.op.old, *_CALLEES, *re.findall(rf"\b(?:{'|'.join(_CALLEES)})\s+as\s+(\w+)", code)}
+        word = re.compile(rf"\b({'|'.join(map(re.escape, sorted(spellings)))})\b")
+        return self.outlined_scopes(keep=lambda function: bool(word.search(code_of(function))))
 
     def __init__(self, context: CodemodContext, op: RenameKernel):
         super().__init__(context, op)
