@@ -16,7 +16,7 @@ import ast
 import copy
 import itertools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from .lift.tables import COMPARE
 
@@ -309,35 +309,45 @@ def holds_for_every(condition: str, choices: dict[str, tuple]) -> bool:
     names = sorted(read)
     try:
         return all(
-            _truth(tree, dict(zip(names, case))) for case in itertools.product(*(choices[name] for name in names))
+            evaluate(tree, dict(zip(names, case))) for case in itertools.product(*(choices[name] for name in names))
         )
-    except (TypeError, _NotPlain):
+    except (TypeError, NotEvaluable):
         return False
 
 
-class _NotPlain(Exception):
-    """A part of a condition `holds_for_every` does not evaluate."""
+class NotEvaluable(Exception):
+    """A part of an expression `evaluate` does not compute: a name without a value, or anything but comparisons,
+    `and`/`or`/`not`, names and constants."""
 
 
-def _truth(node: ast.expr, values: dict[str, object]) -> object:
+def evaluate(node: ast.expr, values: Mapping[str, object]) -> object:
+    """The value Python gives `node` where each name it reads holds its value in `values` (short-circuits as
+    Python does, so a part never reached may be one it cannot compute)."""
     match node:
         case ast.Constant(value=value):
             return value
-        case ast.Name(id=name):
+        case ast.Name(id=name) if name in values:
             return values[name]
         case ast.UnaryOp(op=ast.Not(), operand=operand):
-            return not _truth(operand, values)
-        case ast.BoolOp(op=ast.And(), values=parts):
-            return all(_truth(part, values) for part in parts)
-        case ast.BoolOp(op=ast.Or(), values=parts):
-            return any(_truth(part, values) for part in parts)
+            return not evaluate(operand, values)
+        case ast.BoolOp(op=op, values=parts):
+            for part in parts:
+                value = evaluate(part, values)
+                if bool(value) is isinstance(op, ast.Or):
+                    return value
+            return value
         case ast.Compare(left=left, ops=ops, comparators=comparators) if all(
             type(o) in COMPARE and (not isinstance(o, ast.Is | ast.IsNot) or _singleton(c))
             for o, c in zip(ops, comparators)
         ):
-            operands = [_truth(part, values) for part in (left, *comparators)]
-            return all(COMPARE[type(o)](a, b) for o, a, b in zip(ops, operands, operands[1:]))
-    raise _NotPlain(ast.unparse(node))
+            before = evaluate(left, values)
+            for op, comparator in zip(ops, comparators):
+                after = evaluate(comparator, values)
+                if not COMPARE[type(op)](before, after):
+                    return False
+                before = after
+            return True
+    raise NotEvaluable(ast.unparse(node))
 
 
 def _singleton(node: ast.expr) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 from . import lift
 from .engines import DEFAULT_ENGINE, Engine
 from .files import discover_paths
+from .reachable import call_arguments, reachable
 from .repo import RepoModules, call_sites, dotted_name
 from .spec import default_dispatcher, provider_of
 
@@ -307,24 +308,31 @@ class Survey:
         return reaching[0][2] if reaching else None  # the closest to the launcher: the step of this kernel
 
     def _kernels_of(self, module: str, function: str) -> list[tuple[str, str]]:
+        """The kernels the warmup `function` can reach: in what can run of its body and of the engine functions it
+        references (to FOLLOW_DEPTH), each function called with the arguments its call fixes (codemods.reachable);
+        a function referenced but not called there (a callback) with none known."""
         found: dict[tuple[str, str], None] = {}
-        pending, visited = [(module, function, 0)], set()
+        pending, visited = [(module, function, {}, 0)], set()
         while pending:
-            current, name, depth = pending.pop(0)
-            if (current, name) in visited:
-                continue
-            visited.add((current, name))
+            current, name, known, depth = pending.pop(0)
             node = self.modules.definition(current, name)
-            if node is None:
+            key = (current, name, tuple(sorted((k, type(v).__name__, repr(v)) for k, v in known.items())))
+            if key in visited or not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
-            for ref in ast.walk(node):
+            visited.add(key)
+            nodes = reachable(node, known)
+            called = {id(n.func): n for n in nodes if isinstance(n, ast.Call)}
+            for ref in nodes:
                 target = self.modules.reference(current, ref)
                 if target is None or target == (current, name):
                     continue
+                definition = self.modules.definition(*target)
                 if self._kernel_kind(*target) is not None:
                     found[target] = None
-                elif depth < FOLLOW_DEPTH and isinstance(self.modules.definition(*target), ast.FunctionDef):
-                    pending.append((*target, depth + 1))  # an engine function it calls (methods are not followed)
+                elif depth < FOLLOW_DEPTH and isinstance(definition, ast.FunctionDef):
+                    # An engine function it calls or passes on (methods are not followed).
+                    call = called.get(id(ref))
+                    pending.append((*target, call_arguments(definition, call) if call else {}, depth + 1))
         return list(found)
 
     def _kernel_kind(self, module: str, name: str) -> str | None:

@@ -914,8 +914,8 @@ MUTANTS = (
     Mutant(
         "lift: a `_when` that holds for some choice is taken to hold for all",
         "codemods/simplify.py",
-        "        return all(\n            _truth(tree, dict(zip(names, case)))",
-        "        return any(\n            _truth(tree, dict(zip(names, case)))",
+        "        return all(\n            evaluate(tree, dict(zip(names, case)))",
+        "        return any(\n            evaluate(tree, dict(zip(names, case)))",
         ("tests/test_simplify.py", "-k", "every_choice"),
     ),
     Mutant(
@@ -1106,5 +1106,40 @@ MUTANTS = (
         r'\s+as\s+(\w+)", code)}',
         r'\s+as\s+(\w+)$^", code)}',
         ("tests/test_codemod_transforms.py", "-k", "alias"),
+    ),
+    Mutant(
+        "reachable: an if whose test is unknown runs only its else",
+        "codemods/reachable.py",
+        "taken = _known(statement.test, values)",
+        "taken = _known(statement.test, values) or False",
+        ("tests/test_reachable.py",),
+    ),
+    Mutant(
+        "reachable: branches that disagree on a value leave the first one's",
+        "codemods/reachable.py",
+        "if all(_same(p.get(k, _NONE), v) for p in paths)}",
+        "if True}",
+        ("tests/test_reachable.py",),
+    ),
+    Mutant(
+        "reachable: a call that spreads **kwargs still fixes the defaults",
+        "codemods/reachable.py",
+        "if not starred and not any(k.arg is None for k in call.keywords):",
+        "if True:",
+        ("tests/test_reachable.py",),
+    ),
+    Mutant(
+        "simplify: `or` evaluates as `and`",
+        "codemods/simplify.py",
+        "if bool(value) is isinstance(op, ast.Or):",
+        "if not value:",
+        ("tests/test_reachable.py",),
+    ),
+    Mutant(
+        "survey: an engine function the warmup calls is followed with none of its arguments known",
+        "codemods/survey.py",
+        "call_arguments(definition, call) if call else {}",
+        "{}",
+        ("tests/test_survey.py", "-k", "kimi"),
     ),
 )

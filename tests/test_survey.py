@@ -62,6 +62,25 @@ def test_every_legacy_warmup_of_033_is_listed_with_kernels_and_a_verdict(survey0
     assert all(warmups[name]["verdict"] == "manual" for name in LEGACY_033 if "autotune" in name)
 
 
+def test_kimi_k3s_warmup_lists_only_the_kernels_its_calls_can_reach(survey033):
+    kimi = next(w for w in survey033["warmups"] if w["function"] == "kimi_k3_triton_warmup")
+    # Read off the tree: the warmup's recurrent call leaves fuse_gate at its default, which becomes True and
+    # skips the gate kernel's launcher; its ROCm call passes backend="gluon", which returns into AITER before
+    # the Triton path that gathers initial states.
+    tree = vllm_tree("0.33.0")
+    warmup = (tree / "vllm/model_executor/warmup/kimi_k3_triton_warmup.py").read_text()
+    recurrent = (tree / "vllm/models/kimi_k3/nvidia/ops/third_party/kda/fused_recurrent.py").read_text()
+    prefill = (tree / "vllm/models/kimi_k3/amd/ops/kda_prefill.py").read_text()
+    assert "fuse_gate" not in warmup and 'backend="gluon"' in warmup
+    assert (
+        "fuse_gate: bool | None = None" in recurrent and "if fuse_gate is None:\n        fuse_gate = True" in recurrent
+    )
+    assert re.search(r"    else:\n        gate, beta = _fused_kda_gate_beta\(", recurrent)
+    assert prefill.index('if backend == "gluon":\n        return') < prefill.index("gather_initial_states(\n")
+    assert [k["name"] for k in kimi["kernels"]] == ["_attn_res_kernel", "fused_recurrent_kda_fwd_kernel"]
+    assert not any("_kda_gate_beta" in r or "gather_initial" in r for r in kimi["reasons"])
+
+
 def test_the_watermark_warmup_kernel_and_where_it_is_selected(survey033):
     watermark = next(w for w in survey033["warmups"] if w["function"] == "watermark_sample_warmup")
     (kernel,) = watermark["kernels"]
