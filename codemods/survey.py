@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import lift
+from . import compile_units, lift
 from .engines import DEFAULT_ENGINE, Engine
 from .files import discover_paths
 from .reachable import call_arguments, reachable
@@ -94,6 +94,7 @@ class Survey:
         if self.orchestrator_problem and require_orchestrator:
             raise FileNotFoundError(self.orchestrator_problem)
         self._index: dict[str, list[str]] | None = None
+        self._compile_units: dict[tuple[str, str], str] = {}  # a kernel a registry's provider compiles -> the method
         self._reads: dict[str, tuple[dict[str, list[str]], dict[str, list[int]]]] = {}
 
     def _orchestrator_problem(self) -> str | None:
@@ -203,6 +204,13 @@ class Survey:
         autotuned = [r for r in warmup_reasons if "autotune" in r]
         if autotuned:
             return "manual", autotuned
+        if kernel.kind == "cute.compile":
+            provider = self._compile_units[(kernel.module, kernel.name)].rpartition(".")[0]
+            return "manual", [
+                f"{kernel.name} is a CuTe DSL kernel that {self._compile_units[(kernel.module, kernel.name)]} "
+                f"compiles for a registry of providers: put {provider} on the contract as a CuTe DSL JIT kernel "
+                "owner (its compile keys, registered where it is built) and its compile unit leaves the registry"
+            ]
         if not kernel.on_contract and kernel.kind.rsplit(".", 1)[-1] in ("jit", "heuristics"):
             return self._lift_verdict(module, function, kind, kernel)
         if kernel.kind.rsplit(".", 1)[-1] == "autotune":
@@ -321,6 +329,7 @@ class Survey:
                 continue
             visited.add(key)
             nodes = reachable(node, known)
+            found |= dict.fromkeys(self._compiled_for(current, nodes))
             called = {id(n.func): n for n in nodes if isinstance(n, ast.Call)}
             for ref in nodes:
                 target = self.modules.reference(current, ref)
@@ -335,7 +344,19 @@ class Survey:
                     pending.append((*target, call_arguments(definition, call) if call else {}, depth + 1))
         return list(found)
 
+    def _compiled_for(self, module: str, nodes: list[ast.AST]) -> Iterator[tuple[str, str]]:
+        """The CuTe DSL kernels that the providers of a registry `nodes` read compile (codemods.compile_units)."""
+        for registry in compile_units.registries(self.modules, module, nodes):
+            mentioning = lambda word: self._mentions().get(word, ())  # noqa: E731
+            for home, cls in compile_units.providers(self.modules, registry, mentioning):
+                for method in registry.methods:
+                    for kernel in compile_units.compiled_kernels(self.modules, home, cls, method):
+                        self._compile_units.setdefault(kernel, f"{home}:{cls}.{method}")
+                        yield kernel
+
     def _kernel_kind(self, module: str, name: str) -> str | None:
+        if (module, name) in self._compile_units:
+            return "cute.compile"
         node = self.modules.definition(module, name)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for decorator in node.decorator_list:

@@ -81,6 +81,37 @@ def test_kimi_k3s_warmup_lists_only_the_kernels_its_calls_can_reach(survey033):
     assert not any("_kda_gate_beta" in r or "gather_initial" in r for r in kimi["reasons"])
 
 
+def test_cutedsl_warmups_providers_list_the_cute_dsl_kernels_they_compile(survey033):
+    cutedsl = next(w for w in survey033["warmups"] if w["function"] == "cutedsl_warmup")
+    tree = vllm_tree("0.33.0")
+    ops = "vllm/models/kimi_k3/nvidia/ops"
+    # Read off the tree: each kernel object each vLLM provider passes to cute.compile, in the provider's own text.
+    built = {
+        "vllm/model_executor/kernels/linear/cute_dsl/skinny_gemm.py": ["kernel = CuteSkinnyGemm("],
+        "vllm/models/qwen4_exp/nvidia/ops/cute_dsl/hc_down_silu.py": ["gemm = HcDownSiluMma(", "gemm = HcDownSiluFma("],
+        f"{ops}/cute_dsl/kda_skinny_gemm.py": ["cute.compile(\n            _KdaSkinnyNGemm(", "_KdaSkinnyKGemm("],
+        f"{ops}/cute_dsl/latent_moe_tail/fused_add_multicast_gemm.py": ["gemm = FusedAddMulticastGemm("],
+        f"{ops}/cute_dsl/latent_moe_tail/fused_add_multicast_skinny_gemm.py": ["FusedAddMulticastSkinnyGemm("],
+    }
+    for path, texts in built.items():
+        assert all(text in (tree / path).read_text() for text in texts), path
+    assert {k["name"] for k in cutedsl["kernels"]} == {
+        "CuteSkinnyGemm",
+        "HcDownSiluMma",
+        "HcDownSiluFma",
+        "_KdaSkinnyNGemm",
+        "_KdaSkinnyKGemm",
+        "FusedAddMulticastGemm",
+        "FusedAddMulticastSkinnyGemm",
+    }
+    assert {k["kind"] for k in cutedsl["kernels"]} == {"cute.compile"} and cutedsl["verdict"] == "manual"
+    # The b12x backend and the Kimi-K3 vision FA4 probe register providers too; they compile other libraries'.
+    assert not any(
+        k["module"].startswith(("vllm.v1.attention", "vllm.models.kimi_k3.nvidia.ops.vision"))
+        for k in cutedsl["kernels"]
+    )
+
+
 def test_the_watermark_warmup_kernel_and_where_it_is_selected(survey033):
     watermark = next(w for w in survey033["warmups"] if w["function"] == "watermark_sample_warmup")
     (kernel,) = watermark["kernels"]
