@@ -6,15 +6,16 @@ the warmup reads the collection and asks each provider, by a literal method name
 (`getattr(provider, "get_..._compile_units")`). Each provider class's method is followed, with `self`
 bound to it, to the CuTe DSL kernels it compiles: the repo classes whose objects `cute.compile` takes
 (`cute.compile(Kernel(...), ...)`, `cute.compile(launch, kernel, ...)` with `kernel = Kernel(...)`),
-through the methods of `self`, the methods of objects its constructor stores on `self`, repo functions,
-and the constructors of the repo classes it builds. Read with `ast`, like the survey.
+through the methods of `self`, of objects its constructor stores on `self` and of repo classes it names
+(`Kernel.compile(...)`), repo functions, and the constructors of the repo classes it builds; the
+survey follows the warmup's own functions the same way. Read with `ast`, like the survey.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from .repo import RepoModules, absolute_module
 from .syntax import parameters, statements
@@ -82,11 +83,24 @@ def providers(modules: RepoModules, registry: Registry, mentioning: Callable[[st
     return list(found)
 
 
-def compiled_kernels(modules: RepoModules, module: str, cls: str, method: str) -> list[tuple[str, str]]:
-    """The repo classes whose objects `cls.method` of `module` compiles with `cute.compile` (see the module)."""
+def registry_kernels(
+    modules: RepoModules, module: str, nodes: Iterable[ast.AST], mentioning: Callable[[str], Iterable[str]]
+) -> Iterator[tuple[tuple[str, str], str, str]]:
+    """(kernel, "module:Class.method" that compiles it, "module:Class" of its provider) for each CuTe DSL kernel
+    the providers of a registry of `module` that `nodes` read compile."""
+    for registry in registries(modules, module, nodes):
+        for home, cls in providers(modules, registry, mentioning):
+            for name in registry.methods:
+                function = method(modules, home, cls, name)
+                for kernel in compiled_kernels(modules, home, cls, function) if function else ():
+                    yield kernel, f"{home}:{cls}.{name}", f"{home}:{cls}"
+
+
+def compiled_kernels(modules: RepoModules, module: str, cls: str | None, function: ast.FunctionDef):
+    """The repo classes whose objects `function` of `module` (a method of `cls`, or a module function: None)
+    compiles with `cute.compile`, itself or through what it reaches (see the module)."""
     found: dict[tuple[str, str], None] = {}
-    start = _method(modules, module, cls, method)
-    pending = [(module, cls, start, 0)] if start is not None else []
+    pending = [(module, cls, function, 0)]
     seen: set[int] = set()
     while pending:
         home, owner, function, depth = pending.pop(0)
@@ -106,15 +120,19 @@ def compiled_kernels(modules: RepoModules, module: str, cls: str, method: str) -
 
 
 def _followed(modules: RepoModules, home: str, owner: str | None, function: ast.FunctionDef, node: ast.AST):
-    """(module, class, function) that `node` leads to: a method of `self` or of an object the constructor stores
-    on `self`, a repo function it calls, or the constructor of a repo class it builds."""
+    """(module, class, function) that `node` leads to: a method of a repo class named in it, of `self`, or of an
+    object the constructor stores on `self`, a repo function it calls, or the constructor of a repo class it
+    builds."""
+    if isinstance(node, ast.Attribute) and (cls := _class(modules, home, function, node.value)):
+        target = method(modules, *cls, node.attr)  # a static or class method: `Kernel.compile(...)`
+        return [(*cls, target)] if target else []
     if isinstance(node, ast.Attribute) and owner is not None:
         if _name(node.value) == "self":
-            target = _method(modules, home, owner, node.attr)
+            target = method(modules, home, owner, node.attr)
             return [(home, owner, target)] if target else []
         if isinstance(node.value, ast.Attribute) and _name(node.value.value) == "self":
             held = _held(modules, home, owner, node.value.attr)
-            target = _method(modules, *held, node.attr) if held else None
+            target = method(modules, *held, node.attr) if held else None
             return [(*held, target)] if target else []
     if isinstance(node, ast.Call):
         target = _target(modules, home, function, node.func)
@@ -122,14 +140,14 @@ def _followed(modules: RepoModules, home: str, owner: str | None, function: ast.
         if isinstance(definition, ast.FunctionDef):
             return [(target[0], None, definition)]
         if isinstance(definition, ast.ClassDef):
-            init = _method(modules, *target, "__init__")
+            init = method(modules, *target, "__init__")
             return [(*target, init)] if init else []
     return []
 
 
 def _held(modules: RepoModules, module: str, cls: str, attribute: str) -> tuple[str, str] | None:
     """The repo class of the object `cls`'s constructor stores as `self.<attribute>` (one assignment of a call)."""
-    init = _method(modules, module, cls, "__init__")
+    init = method(modules, module, cls, "__init__")
     calls = [
         s.value
         for s in (statements(init) if init else ())
@@ -140,7 +158,7 @@ def _held(modules: RepoModules, module: str, cls: str, attribute: str) -> tuple[
     return _class(modules, module, init, calls[0].func) if len(calls) == 1 else None
 
 
-def _method(modules: RepoModules, module: str, cls: str, name: str) -> ast.FunctionDef | None:
+def method(modules: RepoModules, module: str, cls: str, name: str) -> ast.FunctionDef | None:
     node = modules.definition(module, cls)
     return next(
         (n for n in getattr(node, "body", ()) if isinstance(n, ast.FunctionDef) and n.name == name),

@@ -422,3 +422,24 @@ class RepoModules:
 def dotted_name(node: ast.expr) -> str:
     """`a.b.c` as written (a call's callee for a call)."""
     return ast.unparse(node.func if isinstance(node, ast.Call) else node)
+
+
+def modules_by_string(function: ast.FunctionDef) -> dict[str, str]:
+    """Names the function assigns a module it looks up by a literal name: `sys.modules.get("a.b")`,
+    `sys.modules["a.b"]`, `importlib.import_module("a.b")`."""
+    found = {}
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        value = node.value
+        if isinstance(value, ast.Subscript):
+            looked_up, argument = dotted_name(value.value), value.slice
+        elif isinstance(value, ast.Call) and value.args:
+            looked_up, argument = dotted_name(value.func), value.args[0]
+        else:
+            continue
+        if looked_up in ("sys.modules", "sys.modules.get", "importlib.import_module", "import_module") and (
+            isinstance(argument, ast.Constant) and isinstance(argument.value, str)
+        ):
+            found[node.targets[0].id] = argument.value
+    return found

@@ -24,7 +24,7 @@ from . import compile_units, lift
 from .engines import DEFAULT_ENGINE, Engine
 from .files import discover_paths
 from .reachable import call_arguments, reachable
-from .repo import RepoModules, call_sites, dotted_name
+from .repo import RepoModules, call_sites, dotted_name, modules_by_string
 from .spec import default_dispatcher, provider_of
 
 SURVEY_FORMAT = "zerojit-survey/2"
@@ -94,7 +94,8 @@ class Survey:
         if self.orchestrator_problem and require_orchestrator:
             raise FileNotFoundError(self.orchestrator_problem)
         self._index: dict[str, list[str]] | None = None
-        self._compile_units: dict[tuple[str, str], str] = {}  # a kernel a registry's provider compiles -> the method
+        # A CuTe DSL kernel class -> (what compiles it, the object that owns it or None, through a registry?).
+        self._compile_units: dict[tuple[str, str], tuple[str, str | None, bool]] = {}
         self._reads: dict[str, tuple[dict[str, list[str]], dict[str, list[int]]]] = {}
 
     def _orchestrator_problem(self) -> str | None:
@@ -205,11 +206,12 @@ class Survey:
         if autotuned:
             return "manual", autotuned
         if kernel.kind == "cute.compile":
-            provider = self._compile_units[(kernel.module, kernel.name)].rpartition(".")[0]
+            where, owner, registry = self._compile_units[(kernel.module, kernel.name)]
             return "manual", [
-                f"{kernel.name} is a CuTe DSL kernel that {self._compile_units[(kernel.module, kernel.name)]} "
-                f"compiles for a registry of providers: put {provider} on the contract as a CuTe DSL JIT kernel "
-                "owner (its compile keys, registered where it is built) and its compile unit leaves the registry"
+                f"{kernel.name} is a CuTe DSL kernel that {where} compiles"
+                + (" for a registry of providers" if registry else "")
+                + f": put {owner or kernel.name} on the contract as a CuTe DSL JIT kernel owner (its compile keys, "
+                "registered where it is built)" + (" and its compile unit leaves the registry" if registry else "")
             ]
         if not kernel.on_contract and kernel.kind.rsplit(".", 1)[-1] in ("jit", "heuristics"):
             return self._lift_verdict(module, function, kind, kernel)
@@ -330,9 +332,15 @@ class Survey:
             visited.add(key)
             nodes = reachable(node, known)
             found |= dict.fromkeys(self._compiled_for(current, nodes))
+            for kernel in compile_units.compiled_kernels(self.modules, current, None, node):
+                self._compile_units.setdefault(kernel, (f"{current}:{name}", None, False))
+                found[kernel] = None
             called = {id(n.func): n for n in nodes if isinstance(n, ast.Call)}
+            by_string = modules_by_string(node)
             for ref in nodes:
                 target = self.modules.reference(current, ref)
+                if isinstance(ref, ast.Attribute) and isinstance(ref.value, ast.Name) and ref.value.id in by_string:
+                    target = self.modules.resolve(by_string[ref.value.id], ref.attr)
                 if target is None or target == (current, name):
                     continue
                 definition = self.modules.definition(*target)
@@ -346,13 +354,10 @@ class Survey:
 
     def _compiled_for(self, module: str, nodes: list[ast.AST]) -> Iterator[tuple[str, str]]:
         """The CuTe DSL kernels that the providers of a registry `nodes` read compile (codemods.compile_units)."""
-        for registry in compile_units.registries(self.modules, module, nodes):
-            mentioning = lambda word: self._mentions().get(word, ())  # noqa: E731
-            for home, cls in compile_units.providers(self.modules, registry, mentioning):
-                for method in registry.methods:
-                    for kernel in compile_units.compiled_kernels(self.modules, home, cls, method):
-                        self._compile_units.setdefault(kernel, f"{home}:{cls}.{method}")
-                        yield kernel
+        mentioning = lambda word: self._mentions().get(word, ())  # noqa: E731
+        for kernel, where, owner in compile_units.registry_kernels(self.modules, module, nodes, mentioning):
+            self._compile_units.setdefault(kernel, (where, owner, True))
+            yield kernel
 
     def _kernel_kind(self, module: str, name: str) -> str | None:
         if (module, name) in self._compile_units:

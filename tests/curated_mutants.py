@@ -1177,4 +1177,25 @@ MUTANTS = (
         "",
         ("tests/test_survey_registries.py",),
     ),
+    Mutant(
+        "survey: a module the warmup looks up by name is not followed",
+        "codemods/survey.py",
+        "and ref.value.id in by_string:",
+        "and ref.value.id in by_string and False:",
+        ("tests/test_survey_registries.py",),
+    ),
+    Mutant(
+        "compile units: a static method called on a repo class is not followed",
+        "codemods/compile_units.py",
+        "if isinstance(node, ast.Attribute) and (cls := _class(modules, home, function, node.value)):",
+        "if False and isinstance(node, ast.Attribute) and (cls := _class(modules, home, function, node.value)):",
+        ("tests/test_survey_registries.py",),
+    ),
+    Mutant(
+        "survey: the CuTe DSL kernels the warmup's own functions compile are not looked for",
+        "codemods/survey.py",
+        "            for kernel in compile_units.compiled_kernels(self.modules, current, None, node):",
+        "            for kernel in compile_units.compiled_kernels(self.modules, current, None, node)[:0]:",
+        ("tests/test_survey_registries.py",),
+    ),
 )

@@ -112,6 +112,21 @@ def test_cutedsl_warmups_providers_list_the_cute_dsl_kernels_they_compile(survey
     )
 
 
+def test_the_cute_dsl_kernels_of_the_gemm_rs_ar_and_bf16x3_router_warmups(survey033):
+    warmups = {w["function"]: w for w in survey033["warmups"]}
+    tree = vllm_tree("0.33.0")
+    orchestrator = (tree / "vllm/model_executor/warmup/kernel_warmup.py").read_text()
+    rs_ar = (tree / "vllm/model_executor/kernels/linear/cute_dsl/gemm_rs_ar.py").read_text()
+    router = (tree / "vllm/model_executor/layers/fused_moe/router/bf16x3_router_gemm_cutedsl.py").read_text()
+    # Read off the tree: the orchestrator looks the RS/AR module up by name and calls its warmup, which compiles
+    # through Sm100GemmRsAr.compile, whose cute.compile takes an Sm100GemmRsAr; the router's compiles its own.
+    assert 'sys.modules.get("vllm.model_executor.kernels.linear.cute_dsl.gemm_rs_ar")' in orchestrator
+    assert "Sm100GemmRsAr.compile(" in rs_ar and "kernel = Sm100GemmRsAr(" in rs_ar
+    assert "kernel = Sm100BF16x3RouterGemm(BN)\n        return cute.compile(" in router
+    assert [k["name"] for k in warmups["_warmup_gemm_rs_ar"]["kernels"]] == ["Sm100GemmRsAr"]
+    assert "Sm100BF16x3RouterGemm" in [k["name"] for k in warmups["warmup_bf16x3_router_gemm"]["kernels"]]
+
+
 def test_the_watermark_warmup_kernel_and_where_it_is_selected(survey033):
     watermark = next(w for w in survey033["warmups"] if w["function"] == "watermark_sample_warmup")
     (kernel,) = watermark["kernels"]

@@ -1,6 +1,7 @@
-"""`zerojit survey` on a warmup that compiles what a registry of providers hands it (vLLM 0.33.0's
-`cutedsl_warmup`), on a small engine written here: each provider's CuTe DSL kernels are found through the
-methods it reaches, and a provider that compiles another library's kernels lists none."""
+"""`zerojit survey` on warmups that compile CuTe DSL kernels, on a small engine written here: one compiles what
+a registry of providers hands it (vLLM 0.33.0's `cutedsl_warmup`), each provider's kernels found through the
+methods it reaches (a provider that compiles another library's kernels lists none); one calls a function of a
+module it looks up by name (0.33.0's `_warmup_gemm_rs_ar`), which compiles through a static method."""
 
 import json
 
@@ -13,11 +14,35 @@ ENGINE = {
     "eng/__init__.py": "",
     "eng/warmup/__init__.py": "",
     "eng/warmup/kernel_warmup.py": """
+        import sys
+
         from eng.warmup.units_warmup import units_warmup
+
+
+        def _warmup_allreduce():
+            module = sys.modules.get("eng.ops.allreduce")
+            if module is not None:
+                module.warmup_allreduce()
 
 
         def kernel_warmup(worker):
             units_warmup()
+            _warmup_allreduce()
+        """,
+    "eng/ops/allreduce.py": """
+        import cutlass.cute as cute
+
+
+        class AllReduceGemm:
+            @staticmethod
+            def compile(rank):
+                kernel = AllReduceGemm()
+                return cute.compile(kernel, rank)
+
+
+        def warmup_allreduce():
+            for rank in (0, 1):
+                AllReduceGemm.compile(rank)
         """,
     "eng/warmup/units_warmup.py": """
         import weakref
@@ -138,7 +163,7 @@ def test_a_registry_warmup_lists_the_cute_dsl_kernels_its_providers_compile(tmp_
         app, ["survey", "--repo", str(tmp_path), "--orchestrator", "eng.warmup.kernel_warmup", "--json"]
     )
     assert result.exit_code == 0, result.output
-    (warmup,) = json.loads(result.stdout)["warmups"]
+    warmup, allreduce = json.loads(result.stdout)["warmups"]
     kernels = {(k["module"], k["name"]): k for k in warmup["kernels"]}
     assert set(kernels) == {
         ("eng.ops._skinny", "SkinnyKernel"),  # cute.compile(kernel) of a local, the class imported in the method
@@ -149,3 +174,10 @@ def test_a_registry_warmup_lists_the_cute_dsl_kernels_its_providers_compile(tmp_
     skinny = kernels[("eng.ops._skinny", "SkinnyKernel")]
     assert skinny["verdict"] == warmup["verdict"] == "manual"
     assert "eng.ops.skinny:Skinny.get_compile_units compiles for a registry of providers" in skinny["reasons"][0]
+    (gemm,) = allreduce["kernels"]
+    assert (allreduce["function"], gemm["module"], gemm["name"]) == (
+        "_warmup_allreduce",
+        "eng.ops.allreduce",
+        "AllReduceGemm",
+    )
+    assert "eng.ops.allreduce:warmup_allreduce compiles: put AllReduceGemm on the contract" in gemm["reasons"][0]
