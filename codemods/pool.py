@@ -129,6 +129,8 @@ class Pool:
 
     def __exit__(self, *exc) -> None:
         if self._executor is not None:
+            with self._lock:
+                self._wanted = {}  # a job that ends during the shutdown starts nothing (the planner may have raised)
             self._executor.shutdown(cancel_futures=True)
 
     def offer(self, transforms: Sequence[TransformJob]) -> None:

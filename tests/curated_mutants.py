@@ -1198,4 +1198,11 @@ MUTANTS = (
         "            for kernel in compile_units.compiled_kernels(self.modules, current, None, node)[:0]:",
         ("tests/test_survey_registries.py",),
     ),
+    Mutant(
+        "pool: a transform that ends during the shutdown still starts the next",
+        "codemods/pool.py",
+        "                self._wanted = {}  # a job that ends during the shutdown",
+        "                self._wanted = self._wanted  # a job that ends during the shutdown",
+        ("tests/test_codemod_pool.py",),
+    ),
 )

@@ -3,6 +3,8 @@ of the job it has when planning ends, the same as a transform run in this proces
 
 import dataclasses
 
+import pytest
+
 from zerojit.codemods import gate, pool
 from zerojit.codemods.style import repo_style
 from zerojit.codemods.transforms import RenameKernel
@@ -37,3 +39,14 @@ def test_a_file_no_longer_planned_is_not_part_of_the_results(tmp_path):
         workers.offer([dropped, kept])
         results, _ = workers.finish([kept], [], NO_FACTS, lambda done, total: None)
     assert [r.path for r in results] == [kept.file.path]
+
+
+def test_a_run_that_stops_while_planning_leaves_no_callback_error(tmp_path, caplog):
+    """A transform that ends while the pool shuts down (the planner raised) starts nothing after it."""
+    first = job(tmp_path, "KERNEL")
+    second = dataclasses.replace(first, file=dataclasses.replace(first.file, path=tmp_path / "pkg" / "other.py"))
+    with pytest.raises(KeyboardInterrupt):
+        with pool.Pool(2) as workers:
+            workers.offer([first, second])  # one starts, the other waits for its slot
+            raise KeyboardInterrupt
+    assert [r.getMessage() for r in caplog.records] == []
