@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 
 from .repo import RepoModules, absolute_module
-from .syntax import parameters, statements
+from .syntax import function_import, parameters, statements
 
 CUTE = "cutlass.cute"
 _ADDS = ("add", "append")
@@ -61,7 +61,9 @@ def registries(modules: RepoModules, module: str, nodes: Iterable[ast.AST]) -> l
     return found
 
 
-def providers(modules: RepoModules, registry: Registry, mentioning: Callable[[str], Iterable[str]]) -> list[tuple]:
+def providers(
+    modules: RepoModules, registry: Registry, mentioning: Callable[[str], Iterable[str]]
+) -> list[tuple[str, str]]:
     """(module, class) of each provider: the class of a method that registers `self`, or of a module-level object
     a function registers (`_PROVIDER = Provider()`). `mentioning(word)`: the modules whose text holds it."""
     found: dict[tuple[str, str], None] = {}
@@ -96,7 +98,9 @@ def registry_kernels(
                     yield kernel, f"{home}:{cls}.{name}", f"{home}:{cls}"
 
 
-def compiled_kernels(modules: RepoModules, module: str, cls: str | None, function: ast.FunctionDef):
+def compiled_kernels(
+    modules: RepoModules, module: str, cls: str | None, function: ast.FunctionDef
+) -> list[tuple[str, str]]:
     """The repo classes whose objects `function` of `module` (a method of `cls`, or a module function: None)
     compiles with `cute.compile`, itself or through what it reaches (see the module)."""
     found: dict[tuple[str, str], None] = {}
@@ -182,17 +186,17 @@ def _target(modules: RepoModules, module: str, function: ast.FunctionDef | None,
 
 
 def _imported_in(modules: RepoModules, module: str, function: ast.FunctionDef, name: str):
+    """What the function's own import binds `name` to (`syntax.function_import`), its relative imports too."""
+    found = function_import(function, name)
+    if found is not None:
+        return found
     path = modules.path(module)
     package = module if path is not None and path.name == "__init__.py" else module.rpartition(".")[0]
     for node in statements(function):
-        if isinstance(node, ast.ImportFrom):
+        if isinstance(node, ast.ImportFrom) and node.level:
             for alias in node.names:
                 if (alias.asname or alias.name) == name:
                     return absolute_module(package, node.module, node.level), alias.name
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname == name:
-                    return alias.name, None
     return None
 
 
@@ -222,7 +226,9 @@ def _collections(tree: ast.Module) -> set[str]:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
         target = node.target if isinstance(node, ast.AnnAssign) else target
         value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
-        empty = isinstance(value, ast.List | ast.Set | ast.Dict) and not ast.unparse(value).strip("[]{}")
+        empty = (isinstance(value, ast.List | ast.Set) and not value.elts) or (
+            isinstance(value, ast.Dict) and not value.keys
+        )
         if isinstance(target, ast.Name) and (empty or (isinstance(value, ast.Call) and not value.args)):
             found.add(target.id)
     return found
