@@ -99,10 +99,11 @@ def registry_kernels(
 
 
 def compiled_kernels(
-    modules: RepoModules, module: str, cls: str | None, function: ast.FunctionDef
+    modules: RepoModules, module: str, cls: str | None, function: ast.FunctionDef, nodes: list[ast.AST] | None = None
 ) -> list[tuple[str, str]]:
     """The repo classes whose objects `function` of `module` (a method of `cls`, or a module function: None)
-    compiles with `cute.compile`, itself or through what it reaches (see the module)."""
+    compiles with `cute.compile`, itself or through what it reaches (see the module). `nodes`: what can run of
+    `function` (codemods.reachable), when not all of it."""
     found: dict[tuple[str, str], None] = {}
     pending = [(module, cls, function, 0)]
     seen: set[int] = set()
@@ -112,7 +113,7 @@ def compiled_kernels(
             continue
         seen.add(id(function))
         assigned = _assigned_calls(function)
-        for node in ast.walk(function):
+        for node in nodes if nodes is not None and depth == 0 else ast.walk(function):
             if isinstance(node, ast.Call) and _is_cute_compile(modules, home, function, node.func):
                 built = [b for a in node.args for b in ([a] if isinstance(a, ast.Call) else assigned.get(_name(a), []))]
                 found.update({c: None for b in built if (c := _class(modules, home, function, b.func))})

@@ -332,7 +332,7 @@ class Survey:
             visited.add(key)
             nodes = reachable(node, known)
             found |= dict.fromkeys(self._compiled_for(current, nodes))
-            for kernel in compile_units.compiled_kernels(self.modules, current, None, node):
+            for kernel in compile_units.compiled_kernels(self.modules, current, None, node, nodes):
                 self._compile_units.setdefault(kernel, (f"{current}:{name}", None, False))
                 found[kernel] = None
             called = {id(n.func): n for n in nodes if isinstance(n, ast.Call)}

@@ -1194,8 +1194,8 @@ MUTANTS = (
     Mutant(
         "survey: the CuTe DSL kernels the warmup's own functions compile are not looked for",
         "codemods/survey.py",
-        "            for kernel in compile_units.compiled_kernels(self.modules, current, None, node):",
-        "            for kernel in compile_units.compiled_kernels(self.modules, current, None, node)[:0]:",
+        "            for kernel in compile_units.compiled_kernels(self.modules, current, None, node, nodes):",
+        "            for kernel in compile_units.compiled_kernels(self.modules, current, None, node, nodes)[:0]:",
         ("tests/test_survey_registries.py",),
     ),
     Mutant(
@@ -1204,5 +1204,12 @@ MUTANTS = (
         "                self._wanted = {}  # a job that ends during the shutdown",
         "                self._wanted = self._wanted  # a job that ends during the shutdown",
         ("tests/test_codemod_pool.py",),
+    ),
+    Mutant(
+        "compile units: the survey's start function is walked whole, branches its call rules out included",
+        "codemods/compile_units.py",
+        "for node in nodes if nodes is not None and depth == 0 else ast.walk(function):",
+        "for node in ast.walk(function):",
+        ("tests/test_survey_registries.py",),
     ),
 )
