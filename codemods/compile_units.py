@@ -91,21 +91,25 @@ def registry_kernels(
     """(kernel, "module:Class.method" that compiles it, "module:Class" of its provider) for each CuTe DSL kernel
     the providers of a registry of `module` that `nodes` read compile."""
     for registry in registries(modules, module, nodes):
-        for home, cls in providers(modules, registry, mentioning):
+        for provider in providers(modules, registry, mentioning):
             for name in registry.methods:
-                function = method(modules, home, cls, name)
-                for kernel in compiled_kernels(modules, home, cls, function) if function else ():
-                    yield kernel, f"{home}:{cls}.{name}", f"{home}:{cls}"
+                found = _method(modules, provider, name)
+                for kernel in compiled_kernels(modules, found[0], provider, found[1]) if found else ():
+                    yield kernel, f"{provider[0]}:{provider[1]}.{name}", f"{provider[0]}:{provider[1]}"
 
 
 def compiled_kernels(
-    modules: RepoModules, module: str, cls: str | None, function: ast.FunctionDef, nodes: list[ast.AST] | None = None
+    modules: RepoModules,
+    module: str,
+    owner: tuple[str, str] | None,
+    function: ast.FunctionDef,
+    nodes: list[ast.AST] | None = None,
 ) -> list[tuple[str, str]]:
-    """The repo classes whose objects `function` of `module` (a method of `cls`, or a module function: None)
-    compiles with `cute.compile`, itself or through what it reaches (see the module). `nodes`: what can run of
-    `function` (codemods.reachable), when not all of it."""
+    """The repo classes whose objects `function` of `module` (a method of the class `owner`, or a module function:
+    None) compiles with `cute.compile`, itself or through what it reaches (see the module). `nodes`: what can run
+    of `function` (codemods.reachable), when not all of it."""
     found: dict[tuple[str, str], None] = {}
-    pending = [(module, cls, function, 0)]
+    pending = [(module, owner, function, 0)]
     seen: set[int] = set()
     while pending:
         home, owner, function, depth = pending.pop(0)
@@ -124,51 +128,48 @@ def compiled_kernels(
     return list(found)
 
 
-def _followed(modules: RepoModules, home: str, owner: str | None, function: ast.FunctionDef, node: ast.AST):
+def _followed(
+    modules: RepoModules, home: str, owner: tuple[str, str] | None, function: ast.FunctionDef, node: ast.AST
+) -> list[tuple[str, tuple[str, str] | None, ast.FunctionDef]]:
     """(module, class, function) that `node` leads to: a method of a repo class named in it, of `self`, or of an
     object the constructor stores on `self`, a repo function it calls, or the constructor of a repo class it
-    builds."""
-    if isinstance(node, ast.Attribute) and (cls := _class(modules, home, function, node.value)):
-        target = method(modules, *cls, node.attr)  # a static or class method: `Kernel.compile(...)`
-        return [(*cls, target)] if target else []
-    if isinstance(node, ast.Attribute) and owner is not None:
-        if _name(node.value) == "self":
-            target = method(modules, home, owner, node.attr)
-            return [(home, owner, target)] if target else []
-        if isinstance(node.value, ast.Attribute) and _name(node.value.value) == "self":
-            held = _held(modules, home, owner, node.value.attr)
-            target = method(modules, *held, node.attr) if held else None
-            return [(*held, target)] if target else []
-    if isinstance(node, ast.Call):
+    builds. A method is read in the module of the class that defines it, its own or a base."""
+    cls, name = None, getattr(node, "attr", None)
+    if isinstance(node, ast.Attribute) and (named := _class(modules, home, function, node.value)):
+        cls = named  # a static or class method: `Kernel.compile(...)`
+    elif isinstance(node, ast.Attribute) and owner is not None and _name(node.value) == "self":
+        cls = owner
+    elif isinstance(node, ast.Attribute) and owner is not None and isinstance(node.value, ast.Attribute):
+        cls = _held(modules, owner, node.value.attr) if _name(node.value.value) == "self" else None
+    elif isinstance(node, ast.Call):
         target = _target(modules, home, function, node.func)
         definition = modules.definition(*target) if target and target[1] else None
         if isinstance(definition, ast.FunctionDef):
             return [(target[0], None, definition)]
         if isinstance(definition, ast.ClassDef):
-            init = method(modules, *target, "__init__")
-            return [(*target, init)] if init else []
-    return []
+            cls, name = target, "__init__"
+    found = _method(modules, cls, name) if cls else None
+    return [(found[0], cls, found[1])] if found else []
 
 
-def _held(modules: RepoModules, module: str, cls: str, attribute: str) -> tuple[str, str] | None:
-    """The repo class of the object `cls`'s constructor stores as `self.<attribute>` (one assignment of a call)."""
-    init = method(modules, module, cls, "__init__")
+def _held(modules: RepoModules, owner: tuple[str, str], attribute: str) -> tuple[str, str] | None:
+    """The repo class of the object the constructor of `owner` stores as `self.<attribute>` (one assignment of a
+    call)."""
+    found = _method(modules, owner, "__init__")
     calls = [
         s.value
-        for s in (statements(init) if init else ())
+        for s in (statements(found[1]) if found else ())
         if isinstance(s, ast.Assign)
         and isinstance(s.value, ast.Call)
         and any(isinstance(t, ast.Attribute) and _name(t.value) == "self" and t.attr == attribute for t in s.targets)
     ]
-    return _class(modules, module, init, calls[0].func) if len(calls) == 1 else None
+    return _class(modules, found[0], found[1], calls[0].func) if len(calls) == 1 else None
 
 
-def method(modules: RepoModules, module: str, cls: str, name: str) -> ast.FunctionDef | None:
-    node = modules.definition(module, cls)
-    return next(
-        (n for n in getattr(node, "body", ()) if isinstance(n, ast.FunctionDef) and n.name == name),
-        None,
-    )
+def _method(modules: RepoModules, cls: tuple[str, str], name: str) -> tuple[str, ast.FunctionDef] | None:
+    """The method `name` of the repo class `cls` (its own or a base's), with the module that defines it."""
+    node = modules.definition(*cls)
+    return modules.defining(cls[0], node, name) if isinstance(node, ast.ClassDef) else None
 
 
 def _class(modules: RepoModules, module: str, function: ast.FunctionDef | None, func: ast.expr):

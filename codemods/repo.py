@@ -359,14 +359,19 @@ class RepoModules:
             return self._class(module, node.value.func)
         return None
 
-    def method(self, module: str, cls: ast.ClassDef, name: str, depth: int = 0) -> ast.FunctionDef | None:
+    def method(self, module: str, cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
         """`cls.name` as the class or its first base in the repo that defines it (None: not found in the repo)."""
+        found = self.defining(module, cls, name)
+        return found[1] if found else None
+
+    def defining(self, module: str, cls: ast.ClassDef, name: str, depth: int = 0) -> tuple[str, ast.FunctionDef] | None:
+        """`method`'s answer with the module of the class that defines it (where its names are read)."""
         for item in cls.body:
             if isinstance(item, ast.FunctionDef) and item.name == name:
-                return item
+                return module, item
         for base in cls.bases:
             found = self._class(module, base)
-            if found is not None and depth < 8 and (hit := self.method(found[0], found[1], name, depth + 1)):
+            if found is not None and depth < 8 and (hit := self.defining(found[0], found[1], name, depth + 1)):
                 return hit
         return None
 

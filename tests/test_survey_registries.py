@@ -135,6 +135,30 @@ ENGINE = {
         def register_vision_warmup():
             register_units_provider(_PROVIDER)
         """,
+    "eng/ops/base.py": """
+        import cutlass.cute as cute
+
+
+        class BaseKernel:
+            pass
+
+
+        class Compiles:
+            def compile_base(self):
+                return cute.compile(BaseKernel())
+        """,
+    "eng/ops/derived.py": """
+        from eng.ops.base import Compiles
+        from eng.warmup.units_warmup import register_units_provider
+
+
+        class Derived(Compiles):
+            def __init__(self):
+                register_units_provider(self)
+
+            def get_compile_units(self):
+                return [self.compile_base]
+        """,
     "eng/layers.py": """
         from eng.warmup.units_warmup import register_units_provider
 
@@ -175,6 +199,7 @@ def test_a_registry_warmup_lists_the_cute_dsl_kernels_its_providers_compile(tmp_
         ("eng.ops._skinny", "SkinnyKernel"),  # cute.compile(kernel) of a local, the class imported in the method
         ("eng.ops.tail", "DynamicGemm"),  # through the object the constructor stores, then a module function
         ("eng.ops.vision", "VisionKernel"),  # a module-level provider a function registers
+        ("eng.ops.base", "BaseKernel"),  # a method the provider inherits, read in its base's module
     }
     assert {k["kind"] for k in kernels.values()} == {"cute.compile"}
     skinny = kernels[("eng.ops._skinny", "SkinnyKernel")]
