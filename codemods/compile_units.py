@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 
 from .repo import RepoModules, absolute_module
-from .syntax import function_import, parameters, statements
+from .syntax import function_import, parameters, relative_function_import, statements
 
 CUTE = "cutlass.cute"
 _ADDS = ("add", "append")
@@ -73,7 +73,7 @@ def providers(
         for owner, function in _functions(tree) if tree is not None else ():
             for call in (n for n in ast.walk(function) if isinstance(n, ast.Call) and n.args):
                 argument = _name(call.args[0])
-                if argument is None or _target(modules, home, function, call.func) not in wanted:
+                if argument is None or target(modules, home, function, call.func) not in wanted:
                     continue
                 if argument == "self" and owner is not None:
                     found[(home, owner)] = None
@@ -85,17 +85,25 @@ def providers(
     return list(found)
 
 
+def registry_providers(
+    modules: RepoModules, module: str, nodes: Iterable[ast.AST], mentioning: Callable[[str], Iterable[str]]
+) -> Iterator[tuple[tuple[str, str], str, tuple[str, ast.FunctionDef] | None]]:
+    """(provider "module:Class", the method the warmup asks it for, (module, method) where defined or None) for
+    each provider of a registry of `module` that `nodes` read."""
+    for registry in registries(modules, module, nodes):
+        for provider in providers(modules, registry, mentioning):
+            for name in registry.methods:
+                yield provider, name, _method(modules, provider, name)
+
+
 def registry_kernels(
     modules: RepoModules, module: str, nodes: Iterable[ast.AST], mentioning: Callable[[str], Iterable[str]]
 ) -> Iterator[tuple[tuple[str, str], str, str]]:
     """(kernel, "module:Class.method" that compiles it, "module:Class" of its provider) for each CuTe DSL kernel
     the providers of a registry of `module` that `nodes` read compile."""
-    for registry in registries(modules, module, nodes):
-        for provider in providers(modules, registry, mentioning):
-            for name in registry.methods:
-                found = _method(modules, provider, name)
-                for kernel in compiled_kernels(modules, found[0], provider, found[1]) if found else ():
-                    yield kernel, f"{provider[0]}:{provider[1]}.{name}", f"{provider[0]}:{provider[1]}"
+    for provider, name, found in registry_providers(modules, module, nodes, mentioning):
+        for kernel in compiled_kernels(modules, found[0], provider, found[1]) if found else ():
+            yield kernel, f"{provider[0]}:{provider[1]}.{name}", f"{provider[0]}:{provider[1]}"
 
 
 def compiled_kernels(
@@ -123,8 +131,8 @@ def compiled_kernels(
                 found.update({c: None for b in built if (c := _class(modules, home, function, b.func))})
             if depth >= FOLLOW_DEPTH:
                 continue
-            for target in _followed(modules, home, owner, function, node):
-                pending.append((*target, depth + 1))
+            for followed in _followed(modules, home, owner, function, node):
+                pending.append((*followed, depth + 1))
     return list(found)
 
 
@@ -142,12 +150,12 @@ def _followed(
     elif isinstance(node, ast.Attribute) and owner is not None and isinstance(node.value, ast.Attribute):
         cls = _held(modules, owner, node.value.attr) if _name(node.value.value) == "self" else None
     elif isinstance(node, ast.Call):
-        target = _target(modules, home, function, node.func)
-        definition = modules.definition(*target) if target and target[1] else None
+        called = target(modules, home, function, node.func)
+        definition = modules.definition(*called) if called and called[1] else None
         if isinstance(definition, ast.FunctionDef):
-            return [(target[0], None, definition)]
+            return [(called[0], None, definition)]
         if isinstance(definition, ast.ClassDef):
-            cls, name = target, "__init__"
+            cls, name = called, "__init__"
     found = _method(modules, cls, name) if cls else None
     return [(found[0], cls, found[1])] if found else []
 
@@ -173,11 +181,11 @@ def _method(modules: RepoModules, cls: tuple[str, str], name: str) -> tuple[str,
 
 
 def _class(modules: RepoModules, module: str, function: ast.FunctionDef | None, func: ast.expr):
-    target = _target(modules, module, function, func)
-    return target if target and target[1] and isinstance(modules.definition(*target), ast.ClassDef) else None
+    named = target(modules, module, function, func)
+    return named if named and named[1] and isinstance(modules.definition(*named), ast.ClassDef) else None
 
 
-def _target(modules: RepoModules, module: str, function: ast.FunctionDef | None, func: ast.expr):
+def target(modules: RepoModules, module: str, function: ast.FunctionDef | None, func: ast.expr):
     """What a name or `module.name` read in `function` of `module` is, with the function's own imports (relative
     ones included) before the module's."""
     if isinstance(func, ast.Name) and function is not None:
@@ -192,14 +200,13 @@ def _imported_in(modules: RepoModules, module: str, function: ast.FunctionDef, n
     found = function_import(function, name)
     if found is not None:
         return found
+    relative = relative_function_import(function, name)
+    if relative is None:
+        return None
     path = modules.path(module)
     package = module if path is not None and path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in statements(function):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            for alias in node.names:
-                if (alias.asname or alias.name) == name:
-                    return absolute_module(package, node.module, node.level), alias.name
-    return None
+    written, attribute, level = relative
+    return absolute_module(package, written, level), attribute
 
 
 def _is_cute_compile(modules: RepoModules, module: str, function: ast.FunctionDef, func: ast.expr) -> bool:

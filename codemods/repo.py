@@ -18,7 +18,7 @@ from libcst.helpers import get_absolute_module_from_package
 
 from .engines import DEFAULT_ENGINE, Engine
 from .files import UnreadableSource, read_source, why_skipped
-from .syntax import Place, deeper_than, exits, function_import, parameters, statements, stores, where
+from .syntax import Place, deeper_than, exits, function_import, module_level, parameters, statements, stores, where
 
 
 def module_name(repo: Path, path: Path) -> tuple[str, str]:
@@ -241,17 +241,18 @@ class RepoModules:
         return self._imports[module]
 
     def definition(self, module: str, name: str) -> ast.stmt | None:
+        """The statement of `module` that binds `name` last at its top level; else the first binding inside a
+        top-level `if` or `try` (`if HAS_TRITON: def kernel`), None where that is an import (`try: import x`,
+        read through the imports). A conditional rebinding (`if is_cpu(): f = f_cpu`) or a fallback (`else:
+        triton = Placeholder()`) never hides the main path's."""
         if (module, name) not in self._definitions:
             tree, found = self.tree(module), None
-            for node in tree.body if tree else ():
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-                    found = node
-                elif isinstance(node, ast.Assign) and any(
-                    isinstance(t, ast.Name) and t.id == name for t in node.targets
-                ):
-                    found = node
-                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
-                    found = node
+            top = [node for node in tree.body if _binds(node, name)] if tree else []
+            nested = [node for node in module_level(tree) if _binds(node, name) or _imports(node, name)] if tree else []
+            if top:
+                found = top[-1]
+            elif nested and not _imports(nested[0], name):
+                found = nested[0]
             self._definitions[(module, name)] = found
         return self._definitions[(module, name)]
 
@@ -422,6 +423,20 @@ class RepoModules:
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
         return any(isinstance(call, ast.Call) and self._has_register(home, call.func) for call in ast.walk(function))
+
+
+def _binds(node: ast.stmt, name: str) -> bool:
+    """`node` defines `name`: a function, a class, or a plain or annotated assignment to it."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.name == name
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+
+
+def _imports(node: ast.stmt, name: str) -> bool:
+    return isinstance(node, ast.Import | ast.ImportFrom) and any(
+        (alias.asname or alias.name.split(".")[0]) == name for alias in node.names
+    )
 
 
 def dotted_name(node: ast.expr) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+import functools
 import re
 import symtable
 from collections.abc import Iterator
@@ -61,6 +62,17 @@ def self_stores(node: ast.AST) -> Iterator[tuple[str, ast.stmt]]:
                 yield target.attr, statement
 
 
+def module_level(tree: ast.Module) -> Iterator[ast.stmt]:
+    """The module's statements that run at import, in order: its body's, and those of the `if` and `try` blocks
+    there (`if HAS_TRITON: @triton.jit def kernel(...)` defines `kernel` too)."""
+    for statement in tree.body:
+        yield statement
+        if isinstance(statement, ast.If | ast.Try):
+            blocks = [statement.body, statement.orelse, *(h.body for h in getattr(statement, "handlers", ()))]
+            for block in [*blocks, getattr(statement, "finalbody", [])]:
+                yield from module_level(ast.Module(body=block, type_ignores=[]))
+
+
 def enclosing_class(tree: ast.Module, line: int) -> ast.ClassDef | None:
     """The module's top-level class whose lines hold `line` (None: none does)."""
     return next((c for c in tree.body if isinstance(c, ast.ClassDef) and c.lineno <= line <= c.end_lineno), None)
@@ -108,16 +120,33 @@ def _descendants(table: symtable.SymbolTable) -> Iterator[symtable.SymbolTable]:
 def function_import(function: ast.FunctionDef, name: str) -> tuple[str, str | None] | None:
     """The absolute import inside `function` that binds `name`: (module, attribute), or (module, None) for a
     module; None when the function imports no such name itself."""
+    return function_imports(function)[0].get(name)
+
+
+def relative_function_import(function: ast.FunctionDef, name: str) -> tuple[str | None, str, int] | None:
+    """The relative import inside `function` that binds `name`: (module as written, attribute, level)."""
+    return function_imports(function)[1].get(name)
+
+
+@functools.lru_cache(maxsize=8192)
+def function_imports(function: ast.FunctionDef) -> tuple[dict[str, tuple[str, str | None]], dict[str, tuple]]:
+    """The names `function`'s own imports bind, the first import of each: absolute ones, then relative ones. Read
+    once per function (the trees a run reads are never edited)."""
+    absolute: dict[str, tuple[str, str | None]] = {}
+    relative: dict[str, tuple[str | None, str, int]] = {}
     for node in statements(function):
-        if isinstance(node, ast.ImportFrom) and not node.level:
+        if isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                if (alias.asname or alias.name) == name:
-                    return node.module, alias.name
-        if isinstance(node, ast.Import):
+                bound = alias.asname or alias.name
+                if node.level:
+                    relative.setdefault(bound, (node.module, alias.name, node.level))
+                else:
+                    absolute.setdefault(bound, (node.module, alias.name))
+        elif isinstance(node, ast.Import):
             for alias in node.names:
-                if (alias.asname or alias.name.split(".")[0]) == name:
-                    return alias.name if alias.asname else alias.name.split(".")[0], None
-    return None
+                top = alias.name.split(".")[0]
+                absolute.setdefault(alias.asname or top, (alias.name if alias.asname else top, None))
+    return absolute, relative
 
 
 # Deeper than this, a tree that Python parsed may still be too deep for ast.unparse and for the recursive helpers
