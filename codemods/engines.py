@@ -30,6 +30,11 @@ class Engine:
     # The model runners it may hold ("module:Class"): the guards read which config each holds as `self.<x>_config`
     runner_classes: tuple[str, ...]
     model_state: tuple[str, ...]  # what a worker holds that is the model, not config
+    model_steps: tuple[str, ...]  # the runner's methods that run a step of the model (a dummy run warms it whole)
+    # What calling an object of a class without its own `__call__` runs (a torch module's forward, a CustomOp's
+    # per-platform forward), and what a class's call that it does not define runs (an autograd Function's apply).
+    object_call: tuple[str, ...]
+    class_calls: tuple[tuple[str, str], ...]
     # Layer attributes the engine binds after it builds the layer, each with the method that binds it: a search
     # of the built model read them bound; a constructor cannot.
     bound_later: tuple[tuple[str, str], ...]
@@ -64,6 +69,9 @@ VLLM = Engine(
     runner="model_runner",
     runner_classes=("vllm.v1.worker.gpu_model_runner:GPUModelRunner", "vllm.v1.worker.gpu.model_runner:GPUModelRunner"),
     model_state=("model_runner", "get_model", "model"),
+    model_steps=("_dummy_run", "execute_model"),
+    object_call=("forward", "forward_cuda", "forward_hip"),
+    class_calls=(("apply", "forward"),),
     bound_later=(("kv_cache", "bind_kv_cache"),),
     device_queries=("is_arch_support_pdl",),
     ceil_division="vllm.utils.math_utils.cdiv",

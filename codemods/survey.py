@@ -14,24 +14,23 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import compile_units, lift
+from . import classify, compile_units, lift
 from .engines import DEFAULT_ENGINE, Engine
 from .files import discover_paths
-from .reachable import call_arguments, reachable
-from .repo import RepoModules, call_sites, dotted_name, modules_by_string
+from .repo import RepoModules, call_sites, dotted_name
 from .spec import default_dispatcher, provider_of
+from .syntax import module_level
+from .walk import Step, Walk
 
-SURVEY_FORMAT = "zerojit-survey/2"
+SURVEY_FORMAT = "zerojit-survey/3"
 VERDICTS = ("spec", "lift", "manual")
 KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "kernel")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-FOLLOW_DEPTH = 3  # engine functions followed from a warmup function while looking for its kernels
 
 
 @dataclasses.dataclass
@@ -51,6 +50,7 @@ class KernelFinding:
     parameters: list[str] = dataclasses.field(default_factory=list)  # the lifted provider's: the registration's
     dispatcher: str | None = None  # the lifted dispatcher's name (what the registration calls)
     lifted_with: list[str] = dataclasses.field(default_factory=list)  # the launcher's other kernels, lifted together
+    compile_key: bool = True  # False where the warmup measures launches on the device to pick its configurations
 
 
 @dataclasses.dataclass
@@ -64,6 +64,8 @@ class WarmupFinding:
     kernels: list[KernelFinding]
     verdict: str  # "spec"/"lift" (every kernel it warms moves so), or "manual"
     reasons: list[str]  # why manual, or what a human must confirm
+    classification: str = "unseen"  # one of classify.CLASSIFICATIONS
+    stays: list[classify.Work] = dataclasses.field(default_factory=list)  # its work that is not a compile key
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -97,6 +99,8 @@ class Survey:
         # A CuTe DSL kernel class -> (what compiles it, the object that owns it or None, through a registry?).
         self._compile_units: dict[tuple[str, str], tuple[str, str | None, bool]] = {}
         self._reads: dict[str, tuple[dict[str, list[str]], dict[str, list[int]]]] = {}
+        self.walk = Walk(self.modules, lambda module, name: self._kernel_kind(module, name) is not None)
+        self._kernels: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
     def _orchestrator_problem(self) -> str | None:
         if self.modules.tree(self.orchestrator) is None:
@@ -195,7 +199,37 @@ class Survey:
             elif len(kernels) > 1 or verdict == "manual" or kernels[0].verdict == "lift":
                 verdict = "lift" if any(k.verdict == "lift" for k in kernels) else "spec"
                 reasons = [f"{k.name} ({k.verdict}): {r}" for k in kernels for r in k.reasons]
-        return WarmupFinding(function, module, kind, via, gate, line, kernels, verdict, reasons)
+        definition = self.modules.definition(module, function)
+        walk = self.walk.steps(module, definition) if isinstance(definition, ast.FunctionDef) else []
+        stays = self._work(walk) + self._idle_providers(walk)
+        for kernel in kernels:
+            kernel.compile_key = not any(w.owner == classify.TUNING for w in stays)
+        classification = classify.classification(sum(k.compile_key for k in kernels), stays)
+        return WarmupFinding(function, module, kind, via, gate, line, kernels, verdict, reasons, classification, stays)
+
+    def _work(self, walk: list[Step]) -> list[classify.Work]:
+        reaches_kernel = lambda called: bool(self._kernels_of(*called))  # noqa: E731
+        return classify.work(self.modules, self.modules.engine, walk, reaches_kernel)
+
+    def _idle_providers(self, walk: list[Step]) -> list[classify.Work]:
+        """The work of each registry provider that compiles no CuTe DSL kernel the survey finds: what its method
+        runs (another library's kernels), else its module's library, else the provider itself, unexplained."""
+        found: list[classify.Work] = []
+        mentioning = lambda word: self._mentions().get(word, ())  # noqa: E731
+        for module, _, _, nodes in walk:
+            for provider, name, method in compile_units.registry_providers(self.modules, module, nodes, mentioning):
+                if method is None or compile_units.compiled_kernels(self.modules, method[0], provider, method[1]):
+                    continue
+                where = f"{method[0]}:{method[1].lineno}"
+                stays = self._work(self.walk.steps(*method, provider))
+                shown = f"{provider[1]}.{name}()"
+                owner = classify.library(self.modules, provider[0])
+                found += [classify.Work(w.owner, f"{shown} -> {w.what}", w.where) for w in stays] or [
+                    classify.Work(
+                        owner or f"{provider[0]}:{provider[1]}", f"{shown} compiles no kernel of the engine", where
+                    )
+                ]
+        return found
 
     def _kernel_verdict(
         self, module: str, function: str, kind: str, kernel: KernelFinding, warmup_reasons: list[str]
@@ -318,39 +352,29 @@ class Survey:
         return reaching[0][2] if reaching else None  # the closest to the launcher: the step of this kernel
 
     def _kernels_of(self, module: str, function: str) -> list[tuple[str, str]]:
-        """The kernels the warmup `function` can reach: in what can run of its body and of the engine functions it
-        references (to FOLLOW_DEPTH), each function called with the arguments its call fixes (codemods.reachable);
-        a function referenced but not called there (a callback) with none known."""
+        """The kernels the warmup `function` can reach (`_walk`): named, or compiled with `cute.compile` by what
+        it runs or by the providers of a registry it reads."""
+        if (module, function) in self._kernels:
+            return self._kernels[(module, function)]
+        definition = self.modules.definition(module, function)
         found: dict[tuple[str, str], None] = {}
-        pending, visited = [(module, function, {}, 0)], set()
-        while pending:
-            current, name, known, depth = pending.pop(0)
-            node = self.modules.definition(current, name)
-            key = (current, name, tuple(sorted((k, type(v).__name__, repr(v)) for k, v in known.items())))
-            if key in visited or not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            visited.add(key)
-            nodes = reachable(node, known)
+        for current, owner, node, nodes in (
+            self.walk.steps(module, definition) if isinstance(definition, ast.FunctionDef) else ()
+        ):
             found |= dict.fromkeys(self._compiled_for(current, nodes))
-            for kernel in compile_units.compiled_kernels(self.modules, current, None, node, nodes):
-                self._compile_units.setdefault(kernel, (f"{current}:{name}", None, False))
+            for kernel in compile_units.compiled_kernels(self.modules, current, owner, node, nodes):
+                self._compile_units.setdefault(kernel, (f"{current}:{node.name}", None, False))
                 found[kernel] = None
-            called = {id(n.func): n for n in nodes if isinstance(n, ast.Call)}
-            by_string = modules_by_string(node)
-            for ref in nodes:
-                target = self.modules.reference(current, ref)
-                if isinstance(ref, ast.Attribute) and isinstance(ref.value, ast.Name) and ref.value.id in by_string:
-                    target = self.modules.resolve(by_string[ref.value.id], ref.attr)
-                if target is None or target == (current, name):
-                    continue
-                definition = self.modules.definition(*target)
-                if self._kernel_kind(*target) is not None:
-                    found[target] = None
-                elif depth < FOLLOW_DEPTH and isinstance(definition, ast.FunctionDef):
-                    # An engine function it calls or passes on (methods are not followed).
-                    call = called.get(id(ref))
-                    pending.append((*target, call_arguments(definition, call) if call else {}, depth + 1))
-        return list(found)
+            found |= {
+                target: None for _, target in self.walk.references(current, node, nodes) if self._kernel_kind(*target)
+            }
+        self._kernels[(module, function)] = [kernel for kernel in found if not self._library_unit(kernel)]
+        return self._kernels[(module, function)]
+
+    def _library_unit(self, kernel: tuple[str, str]) -> bool:
+        """A CuTe DSL compile unit of a library's vendored copy (FA4's in `vllm_flash_attn`): its interface keys and
+        caches its own variants, so it is the library's JIT, not a compile key of the engine's."""
+        return self._kernel_kind(*kernel) == "cute.compile" and classify.library(self.modules, kernel[0]) is not None
 
     def _compiled_for(self, module: str, nodes: list[ast.AST]) -> Iterator[tuple[str, str]]:
         """The CuTe DSL kernels that the providers of a registry `nodes` read compile (codemods.compile_units)."""
@@ -518,8 +542,12 @@ def _dispatcher_name(launcher: str, kernel: str, kernels: list[str]) -> str:
 
 
 def _owned_nodes(tree: ast.Module) -> Iterator[tuple[str | None, ast.AST]]:
-    """Every node with the class (or module-level function) it sits in; None at module level."""
-    for top in tree.body:
+    """Every node with the class (or module-level function) it sits in, those a module-level `if` or `try` holds
+    included (`if HAS_TRITON: def launcher`); None at module level."""
+    for top in module_level(tree):
+        if isinstance(top, ast.If | ast.Try):  # its statements come next, each on its own
+            yield from ((None, node) for node in ast.walk(top.test)) if isinstance(top, ast.If) else ()
+            continue
         owner = (
             f"{top.name}"
             if isinstance(top, ast.ClassDef)
@@ -548,49 +576,3 @@ def survey_report(repo: Path, findings: list[WarmupFinding], orchestrator: str, 
         },
         "warmups": [finding.to_dict() for finding in findings],
     }
-
-
-def draft_specs(finding: WarmupFinding, orchestrator: str) -> dict[str, str]:
-    """A TOML migration spec per kernel of `finding` that a spec or a lift moves, by file stem; each `confirm` list
-    holds what a human must check first (`zerojit migrate` refuses a spec until it is empty)."""
-    return {
-        kernel.name.strip("_"): _draft(finding, kernel, orchestrator)
-        for kernel in finding.kernels
-        if kernel.verdict in ("spec", "lift")
-    }
-
-
-def _draft(finding: WarmupFinding, kernel: KernelFinding, orchestrator: str) -> str:
-    inline = finding.kind == "inline step"
-    step = kernel.step.partition(":")[2] if kernel.step else None
-    classes = kernel.constructed_in or ["ClassThatLaunchesIt"]  # a placeholder the confirm list asks to name
-    fields: dict[str, Any] = {"family": kernel.name.strip("_").replace("_", "-").lower()}
-    if inline:
-        fields["orchestrator_step"] = step or finding.via or finding.function
-    else:
-        fields.update(legacy_module=finding.module, legacy_function=finding.function)
-        if step and step != finding.function:
-            fields["legacy_step"] = step
-    fields.update(orchestrator_module=orchestrator, singleton_module=kernel.module, singleton=kernel.name)
-    if kernel.verdict == "lift":
-        fields["launcher"] = kernel.launcher.partition(":")[2]
-        if kernel.lifted_with:
-            fields["dispatcher"] = kernel.dispatcher
-        registration = (
-            f"{kernel.dispatcher}.register_warmup(" + ", ".join(f"{name}=..." for name in kernel.parameters) + ")"
-        )
-    else:
-        registration = f"{kernel.name}.register_warmup()"
-    fields.update(
-        construction_module=classes[0].partition(":")[0] or kernel.module,
-        construction_class=classes,
-        registration=registration,
-        confirm=[*kernel.reasons, f"the orchestrator called it under: {finding.gate or 'no gate'}"],
-    )
-    lines = [
-        f"# Drafted by `zerojit survey` from {finding.module}.{finding.function}; `zerojit migrate` refuses it",
-        "# until `confirm` is empty: check each item, change the spec where it is wrong, then delete the item.",
-        "[[migration]]",
-    ]
-    lines += [f"{key} = {json.dumps(value)}" for key, value in fields.items()]  # JSON strings/lists are TOML too
-    return "\n".join(lines) + "\n"

@@ -44,7 +44,7 @@ def survey033():
 
 
 def test_every_legacy_warmup_of_033_is_listed_with_kernels_and_a_verdict(survey033):
-    assert survey033["format"] == "zerojit-survey/2"
+    assert survey033["format"] == "zerojit-survey/3"
     warmups = {w["function"]: w for w in survey033["warmups"]}
     assert LEGACY_033 <= set(warmups) and survey033["counts"]["warmups"] >= 17
     for warmup in survey033["warmups"]:
@@ -332,3 +332,84 @@ def test_a_warmup_whose_module_lacks_it_or_defeats_the_parser_is_listed(tmp_path
     assert report["counts"]["warmups"] == survey033["counts"]["warmups"]
     (b12x,) = [w for w in report["warmups"] if w["function"] == "b12x_warmup"]
     assert b12x["verdict"] == "manual" and re.search(why, b12x["reasons"][0])
+
+
+# The issue's reading of 0.33.0 by hand (issue 39): the eight warmups that compile only vLLM's kernels, and the
+# owner of the work each other one does that no compile key can take.
+MIGRATABLE_033 = {
+    "qwen_triton_warmup",
+    "qwen_vl_triton_warmup",
+    "mamba_triton_warmup",
+    "watermark_sample_warmup",
+    "qwen4_exp_qsa_triton_warmup",
+    "warmup_bf16x3_router_gemm",
+    "_warmup_ll_bf16_router_gemm",
+    "_warmup_gemm_rs_ar",
+}
+STAYS_033 = {
+    "kimi_k3_triton_warmup": {"AITER"},  # the ROCm path: chunk_kda_prefill(backend="gluon") returns into AITER
+    "cutedsl_warmup": {"b12x", "FlashAttention"},  # the b12x backend's and the vision FA4 probe's providers
+    "step5_dsa_warmup": {"dummy run", "FlashInfer"},
+    "replayssm_autotune_warmup": {"dummy run"},
+    "rocm_segmented_attn_autotune_warmup": {"on-device tuning"},
+    "flashinfer_sparse_mla_decode_autotune_warmup": {"FlashInfer", "dummy run"},
+    "deepseek_v4_sparse_mla_attention_warmup": {"FlashInfer", "dummy run"},
+    "deep_gemm_warmup": {"DeepGEMM"},
+    "b12x_warmup": {"b12x"},
+    "minimax_m3_msa_warmup": {"dummy run"},
+    "warmup_flashinfer_pcie_ipc_allreduce": {"FlashInfer", "IPC"},
+    "mixed_batch_attention_warmup": {"dummy run"},
+    "autotune_hisparse_flashinfer_attention": {"FlashInfer"},
+}
+PARTLY_033 = {
+    "kimi_k3_triton_warmup",
+    "cutedsl_warmup",
+    "step5_dsa_warmup",
+    "replayssm_autotune_warmup",
+    "autotune_hisparse_flashinfer_attention",
+}
+
+
+def test_each_warmup_of_033_is_classified_with_what_stays_and_who_owns_it(survey033):
+    warmups = {w["function"]: w for w in survey033["warmups"]}
+    assert set(warmups) == MIGRATABLE_033 | set(STAYS_033)
+    for name, warmup in warmups.items():
+        expected = "migratable" if name in MIGRATABLE_033 else "partly" if name in PARTLY_033 else "not compile keys"
+        assert warmup["classification"] == expected, name
+        assert {work["owner"] for work in warmup["stays"]} == STAYS_033.get(name, set()), name
+        assert all(k["compile_key"] == (name != "rocm_segmented_attn_autotune_warmup") for k in warmup["kernels"])
+    # The issue's reading names no vLLM kernel in the HiSparse autotune; read off the tree, its decode forward
+    # launches one under the HiSparse index group the autotune asserts (a nope-MLA layer's empty-query guard).
+    tree = vllm_tree("0.33.0")
+    backend = (tree / "vllm/v1/attention/backends/mla/flashinfer_mla_sparse.py").read_text()
+    assert "assert isinstance(self.index_group, HiSparseMLAIndexGroup)" in backend
+    assert "topk_lens = prepare_sparse_mla_safe_lengths(topk_indices, seq_lens)" in backend
+    hisparse = warmups["autotune_hisparse_flashinfer_attention"]
+    assert [k["name"] for k in hisparse["kernels"]] == ["sparse_mla_prepare_safe_lengths_kernel"]
+
+
+def test_the_kernels_reached_through_engine_objects_of_033(survey033):
+    warmups = {w["function"]: w for w in survey033["warmups"]}
+    tree = vllm_tree("0.33.0")
+    # Read off the tree: the vision tower's position embedding launches its kernel through a function the method
+    # picks, attention.apply_rotary_emb is an ApplyRotaryEmb CustomOp whose CUDA forward reaches the
+    # flash-attention copy's Triton rotary kernel, and an MRotaryEmbedding's CUDA forward launches the M-RoPE one.
+    qwen3_vl = (tree / "vllm/model_executor/models/qwen3_vl.py").read_text()
+    assert "triton_pos_embed_interpolate if HAS_TRITON" in qwen3_vl and "_bilinear_pos_embed_kernel[(" in qwen3_vl
+    assert "self.apply_rotary_emb = ApplyRotaryEmb(" in (tree / "vllm/model_executor/models/qwen2_5_vl.py").read_text()
+    assert "rotary_kernel[grid](" in (tree / "vllm/vllm_flash_attn/ops/triton/rotary.py").read_text()
+    qwen_vl = {k["name"]: k for k in warmups["qwen_vl_triton_warmup"]["kernels"]}
+    assert set(qwen_vl) == {"_bilinear_pos_embed_kernel", "rotary_kernel", "_triton_mrope_forward"}
+    # Its launcher sits in the module's `if HAS_TRITON:` block beside the kernel, and is its wrapper all the same.
+    assert re.search(r"^if HAS_TRITON:\n(.*\n)*?    def triton_pos_embed_interpolate\(", qwen3_vl, re.M)
+    assert qwen_vl["_bilinear_pos_embed_kernel"]["launched_by"] == [
+        "vllm.model_executor.models.qwen3_vl:triton_pos_embed_interpolate"
+    ]
+    # Step5: impl.adapter is the Step5FlashInferSparse the impl's constructor builds; its scoring warmup reaches
+    # the prefill indexer's metadata kernel and, through the logits function it stores, the SM90 scores kernel.
+    step5 = (tree / "vllm/models/step5/nvidia/flashinfer_sparse.py").read_text()
+    assert "self._logits = paged_mqa_logits_sm90" in step5 and "def warmup_prefill_scoring(" in step5
+    assert {k["name"] for k in warmups["step5_dsa_warmup"]["kernels"]} == {
+        "_prepare_prefill_indexer",
+        "_paged_scores_sm90",
+    }

@@ -140,7 +140,7 @@ def write_draft_specs(findings, folder: Path, orchestrator: str) -> list[Path]:
     Every destination is checked before the first is written: the folder must be (or become) a
     writable folder, and no draft overwrites a file that is already there.
     """
-    from zerojit.codemods.survey import draft_specs  # only a survey loads the codemods
+    from zerojit.codemods.drafts import draft_specs  # only a survey loads the codemods
 
     drafts = {
         folder / f"{stem}.toml": text

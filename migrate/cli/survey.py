@@ -65,7 +65,10 @@ def survey_command(
     JitKernel objects), the engine classes that select them, whether they already register
     with the contract, and a verdict per kernel and per warmup: "spec" (a spec can move it),
     "lift" (a plain Triton kernel the lift puts on the contract: given only where the lift
-    accepts its launcher and legacy step), or "manual" (with why). --draft-specs writes one
+    accepts its launcher and legacy step), or "manual" (with why). Each warmup is classified:
+    migratable (it only compiles the engine's kernels), partly, or not compile keys, with the
+    owner of each piece of work that stays (another library, a dummy run, tuning on the
+    device, IPC); engine objects' methods are followed to their kernels. --draft-specs writes one
     spec per such kernel. --kernels maps the whole tree's JIT kernels instead (the legacy
     warmups' kernels carry their verdict there). Reads the tree with ast; imports nothing.
     """
@@ -93,7 +96,7 @@ def _survey_table(findings, orchestrator: str, entry: str) -> Table:
         caption="every JIT kernel of the tree, and what warms it: zerojit survey --kernels",
         show_lines=True,
     )
-    for column in ("warmup", "called", "kernels (where selected)", "verdict"):
+    for column in ("warmup", "called", "kernels (where selected)", "what it is", "verdict"):
         table.add_column(column, overflow="fold")
     for finding in findings:
         called = ("via " + finding.via + "()" if finding.via else finding.kind) + (
@@ -104,6 +107,7 @@ def _survey_table(findings, orchestrator: str, entry: str) -> Table:
                 f"{k.name} [{k.kind}{', registers' if k.registers_at else ''}]"
                 + (f" -> {', '.join(c.rpartition('.')[2] for c in k.constructed_in[:3])}" if k.constructed_in else "")
                 + f": {k.verdict}"
+                + ("" if k.compile_key else " (tuned on the device)")
                 for k in finding.kernels
             )
             or "-"
@@ -113,7 +117,10 @@ def _survey_table(findings, orchestrator: str, entry: str) -> Table:
             if finding.verdict != "manual"
             else "[yellow]manual[/]: " + escape(finding.reasons[0])
         )
-        table.add_row(escape(f"{finding.module}.{finding.function}"), escape(called), escape(kernels), verdict)
+        what = "\n".join([finding.classification] + [f"stays: {w.owner} ({w.where})" for w in finding.stays])
+        table.add_row(
+            escape(f"{finding.module}.{finding.function}"), escape(called), escape(kernels), escape(what), verdict
+        )
     return table
 
 

@@ -1,0 +1,214 @@
+"""The engine class of an object a warmup reaches, and what calling it runs: `impl.adapter.warmup_prefill_scoring()`,
+`visual.blocks[0].attn.apply_rotary_emb(...)`, `rope(positions, query, key)`.
+
+Read from the code around the expression the way a reviewer would, with `ast`:
+- a name narrowed by `isinstance` (`if not isinstance(x, C): continue`, a generator's filter), assigned from an
+  expression of one class, or a parameter annotated with one;
+- a call of a repo class, or of a repo function whose returns have one class (`next(<generator>, None)`: its
+  items');
+- an attribute the object's constructor stores (`self.adapter = Adapter(...)`), or an item of a container it
+  stores (`self.blocks = nn.ModuleList([Block(...) ...])` for `blocks[0]`);
+- `self` inside a method.
+Two different classes for one expression leave it unknown. Calling an object runs its `__call__`, else the
+methods the engine names (`Engine.object_call`: a torch module's `forward`, vLLM's CustomOp's per-platform ones).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+
+from .compile_units import target
+from .engines import Engine
+from .repo import RepoModules
+from .syntax import self_stores
+
+Class = tuple[str, str]  # (module, class name)
+Method = tuple[str, ast.FunctionDef, Class]  # (the module that defines it, the method, the class of `self`)
+DEPTH = 8  # names, attributes, returns and stores followed to find one expression's class
+_CONTAINERS = ("list", "tuple", "ModuleList", "Sequential")
+
+
+def class_of(
+    modules: RepoModules, module: str, function: ast.FunctionDef, owner: Class | None, node: ast.expr, depth: int = 0
+) -> Class | None:
+    """The repo class of what `node`, read in `function` of `module` (a method of `owner`), evaluates to."""
+    if depth > DEPTH:
+        return None
+    if isinstance(node, ast.Name):
+        if node.id == "self":
+            return owner
+        return _one(_name_classes(modules, module, function, owner, node.id, depth))
+    if isinstance(node, ast.Call):
+        return _call_class(modules, module, function, owner, node, depth)
+    if isinstance(node, ast.Attribute):
+        holder = class_of(modules, module, function, owner, node.value, depth + 1)
+        return _one(_stored(modules, holder, node.attr, depth, items=False)) if holder else None
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
+        holder = class_of(modules, module, function, owner, node.value.value, depth + 1)
+        return _one(_stored(modules, holder, node.value.attr, depth, items=True)) if holder else None
+    return None
+
+
+def receiver(
+    modules: RepoModules, module: str, function: ast.FunctionDef, owner: Class | None, node: ast.expr
+) -> Class | None:
+    """The class whose method `node.<name>(...)` calls: a repo class named there (`Function.apply`, a static
+    method), else the class of the object `node` is."""
+    return _class(modules, module, function, node) or class_of(modules, module, function, owner, node)
+
+
+def stored_functions(modules: RepoModules, cls: Class, attribute: str) -> list[tuple[str, str]]:
+    """The repo functions the constructor of `cls` stores as `self.<attribute>` (one per branch that stores one)."""
+    found = _init(modules, cls)
+    if found is None:
+        return []
+    home, init = found
+    values = [statement.value for name, statement in self_stores(init) if name == attribute]
+    named = [target(modules, home, init, v) for v in values if isinstance(v, ast.Name | ast.Attribute)]
+    return [n for n in named if n and n[1] and isinstance(modules.definition(*n), ast.FunctionDef)]
+
+
+def called_methods(modules: RepoModules, engine: Engine, cls: Class, name: str) -> list[Method]:
+    """What `obj.<name>(...)` runs on an object (or the class) `cls`: the method, what the engine says the name
+    runs (`Engine.class_calls`), or what calling the object stored there runs."""
+    method = _method(modules, cls, name)
+    if method is not None:
+        return [(*method, cls)]
+    runs = [method for called, method in engine.class_calls if called == name]
+    if runs:
+        return [(*found, cls) for method in runs if (found := _method(modules, cls, method)) is not None]
+    held = _one(_stored(modules, cls, name, 0, items=False))
+    return object_call(modules, engine, held) if held else []
+
+
+def object_call(modules: RepoModules, engine: Engine, cls: Class) -> list[Method]:
+    """The methods that calling an object of `cls` runs: its `__call__` in the repo, else `Engine.object_call`."""
+    own = _method(modules, cls, "__call__")
+    found = [own] if own else [found for name in engine.object_call if (found := _method(modules, cls, name))]
+    return [(*method, cls) for method in found]
+
+
+def _name_classes(modules, module, function, owner, name, depth) -> list[Class | None]:
+    narrowing, assigned = _bindings(function)
+    narrowed = [found for kind in narrowing.get(name, ()) if (found := _class(modules, module, function, kind))]
+    if narrowed:
+        return narrowed
+    arguments = function.args
+    annotated = [
+        _class(modules, module, function, _annotation(a.annotation))
+        for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+        if a.arg == name and a.annotation is not None
+    ]
+    return [class_of(modules, module, function, owner, v, depth + 1) for v in assigned.get(name, ())] + annotated
+
+
+@functools.lru_cache(maxsize=4096)
+def _bindings(function: ast.FunctionDef) -> tuple[dict[str, list[ast.expr]], dict[str, list[ast.expr]]]:
+    """name -> the classes `isinstance(name, C)` tests in `function`, and name -> the values assigned to it."""
+    narrowing: dict[str, list[ast.expr]] = {}
+    assigned: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+            and isinstance(node.args[0], ast.Name)
+        ):
+            narrowing.setdefault(node.args[0].id, []).append(node.args[1])
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            for target in _targets(node):
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+    return narrowing, assigned
+
+
+def _call_class(modules, module, function, owner, call: ast.Call, depth) -> Class | None:
+    if isinstance(call.func, ast.Name) and call.func.id == "next" and call.args:
+        items = call.args[0]
+        return (
+            class_of(modules, module, function, owner, items.elt, depth + 1)
+            if isinstance(items, ast.GeneratorExp)
+            else None
+        )
+    called = target(modules, module, function, call.func)
+    definition = modules.definition(*called) if called and called[1] else None
+    if isinstance(definition, ast.ClassDef):
+        return called
+    if not isinstance(definition, ast.FunctionDef):
+        return None
+    returned = [
+        class_of(modules, called[0], definition, None, r.value, depth + 1)
+        for r in ast.walk(definition)
+        if isinstance(r, ast.Return) and r.value is not None and not _is_none(r.value)
+    ]
+    if definition.returns is not None:
+        returned.append(_class(modules, called[0], definition, _annotation(definition.returns)))
+    return _one(returned)
+
+
+def _stored(modules: RepoModules, cls: Class, attribute: str, depth: int, *, items: bool) -> list[Class | None]:
+    """The classes of what the constructor of `cls` stores as `self.<attribute>` (`items`: of its items)."""
+    found = _init(modules, cls)
+    if found is None:
+        return []
+    home, init = found
+    values = [statement.value for name, statement in self_stores(init) if name == attribute]
+    if items:
+        values = [item for value in values for item in _items(value)]
+    return [class_of(modules, home, init, cls, value, depth + 1) for value in values if value is not None]
+
+
+def _items(value: ast.expr) -> list[ast.expr]:
+    """The item expressions of a container built in place: `[A(), B()]`, `[A() for ...]`, `nn.ModuleList(...)`."""
+    if isinstance(value, ast.Call) and value.args:
+        name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+        return _items(value.args[0]) if name in _CONTAINERS else []
+    if isinstance(value, ast.List | ast.Tuple):
+        return list(value.elts)
+    if isinstance(value, ast.ListComp | ast.GeneratorExp):
+        return [value.elt]
+    return []
+
+
+def _init(modules: RepoModules, cls: Class) -> tuple[str, ast.FunctionDef] | None:
+    return _method(modules, cls, "__init__")
+
+
+def _method(modules: RepoModules, cls: Class, name: str) -> tuple[str, ast.FunctionDef] | None:
+    node = modules.definition(*cls)
+    return modules.defining(cls[0], node, name) if isinstance(node, ast.ClassDef) else None
+
+
+def _class(modules: RepoModules, module: str, function: ast.FunctionDef, node: ast.expr | None) -> Class | None:
+    named = target(modules, module, function, node) if node is not None else None
+    return named if named and named[1] and isinstance(modules.definition(*named), ast.ClassDef) else None
+
+
+def _annotation(node: ast.expr) -> ast.expr | None:
+    """The class an annotation names: `C`, `"C"`, `mod.C`, `C | None`, `Optional[C]`."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        sides = [side for side in (node.left, node.right) if not _is_none(side)]
+        return _annotation(sides[0]) if len(sides) == 1 else None
+    if isinstance(node, ast.Subscript) and getattr(node.value, "id", None) == "Optional":
+        return _annotation(node.slice)
+    return node if isinstance(node, ast.Name | ast.Attribute) else None
+
+
+def _targets(statement: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _one(found: list[Class | None]) -> Class | None:
+    distinct = set(found)
+    return distinct.pop() if len(distinct) == 1 else None
