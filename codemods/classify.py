@@ -68,6 +68,14 @@ def classification(compile_keys: int, stays: list[Work]) -> str:
     return "not compile keys" if stays else "unseen"
 
 
+def moves_by(verdict: str, kind: str) -> str | None:
+    """How a kernel that is a compile key moves onto the contract: by its verdict, or a CuTe DSL kernel class adopted
+    as a contract owner (its compile keys and compile) where it is built."""
+    if verdict in ("spec", "lift"):
+        return verdict
+    return "CuTe DSL owner" if kind == "cute.compile" else None
+
+
 def library(modules: RepoModules, module: str) -> str | None:
     """The kernel library `module` is, or the engine's module wrapping it (named after it), if any."""
     parts = module.split(".")

@@ -50,7 +50,9 @@ class KernelFinding:
     parameters: list[str] = dataclasses.field(default_factory=list)  # the lifted provider's: the registration's
     dispatcher: str | None = None  # the lifted dispatcher's name (what the registration calls)
     lifted_with: list[str] = dataclasses.field(default_factory=list)  # the launcher's other kernels, lifted together
-    compile_key: bool = True  # False where the warmup measures launches on the device to pick its configurations
+    # "migratable": a compile key of the engine's; "not compile keys": its warmup measures launches on the device
+    classification: str = "migratable"
+    moves_by: str | None = None  # "spec", "lift" or "CuTe DSL owner" (adopted as one); None: `reasons` say why not
 
 
 @dataclasses.dataclass
@@ -202,9 +204,11 @@ class Survey:
         definition = self.modules.definition(module, function)
         walk = self.walk.steps(module, definition) if isinstance(definition, ast.FunctionDef) else []
         stays = self._work(walk) + self._idle_providers(walk)
+        tuned = any(w.owner == classify.TUNING for w in stays)
         for kernel in kernels:
-            kernel.compile_key = not any(w.owner == classify.TUNING for w in stays)
-        classification = classify.classification(sum(k.compile_key for k in kernels), stays)
+            kernel.classification = "not compile keys" if tuned else "migratable"
+            kernel.moves_by = None if tuned else classify.moves_by(kernel.verdict, kernel.kind)
+        classification = classify.classification(sum(k.classification == "migratable" for k in kernels), stays)
         return WarmupFinding(function, module, kind, via, gate, line, kernels, verdict, reasons, classification, stays)
 
     def _work(self, walk: list[Step]) -> list[classify.Work]:

@@ -1243,8 +1243,8 @@ MUTANTS = (
     Mutant(
         "survey: kernels a warmup tunes on the device are still called compile keys",
         "codemods/survey.py",
-        "kernel.compile_key = not any(w.owner == classify.TUNING for w in stays)",
-        "kernel.compile_key = True",
+        "        tuned = any(w.owner == classify.TUNING for w in stays)",
+        "        tuned = False",
         ("tests/test_survey_classification.py", "-k", "times"),
     ),
     Mutant(

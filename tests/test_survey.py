@@ -377,7 +377,17 @@ def test_each_warmup_of_033_is_classified_with_what_stays_and_who_owns_it(survey
         expected = "migratable" if name in MIGRATABLE_033 else "partly" if name in PARTLY_033 else "not compile keys"
         assert warmup["classification"] == expected, name
         assert {work["owner"] for work in warmup["stays"]} == STAYS_033.get(name, set()), name
-        assert all(k["compile_key"] == (name != "rocm_segmented_attn_autotune_warmup") for k in warmup["kernels"])
+        tuned = name == "rocm_segmented_attn_autotune_warmup"
+        assert all(k["classification"] == ("not compile keys" if tuned else "migratable") for k in warmup["kernels"])
+        assert all(
+            (k["moves_by"] is None) == (tuned or k["verdict"] == "manual")
+            for k in warmup["kernels"]
+            if k["kind"] != "cute.compile"
+        )
+    # Every CuTe DSL kernel moves as a contract owner adopted where it is built.
+    assert {k["moves_by"] for w in warmups.values() for k in w["kernels"] if k["kind"] == "cute.compile"} == {
+        "CuTe DSL owner"
+    }
     # The reading names no vLLM kernel in the HiSparse autotune; read off the tree, its decode forward
     # launches one under the HiSparse index group the autotune asserts (a nope-MLA layer's empty-query guard).
     tree = vllm_tree("0.33.0")

@@ -332,7 +332,7 @@ def test_kernels_reached_through_engine_objects_are_the_ones_the_warmup_launches
     assert set(launched) == {"_rope_kernel", "_logits_kernel", "_attn_kernel", "_embed_kernel", "_rotary_kernel"}
     warmup = warmups["objects_warmup"]
     assert {k["name"] for k in warmup["kernels"]} == set(launched)
-    assert all(k["compile_key"] for k in warmup["kernels"])
+    assert all(k["classification"] == "migratable" for k in warmup["kernels"])
     assert warmup["classification"] == "migratable" and warmup["stays"] == []
 
 
@@ -359,14 +359,18 @@ def test_each_warmup_is_classified_with_the_owner_of_the_work_that_stays(surveye
     }
     ipc = warmups["ipc_warmup"]
     assert ipc["classification"] == "partly" and _owners(ipc) == {"IPC"}
-    assert [k["name"] for k in ipc["kernels"]] == ["_ipc_kernel"] and ipc["kernels"][0]["compile_key"]
+    assert [k["name"] for k in ipc["kernels"]] == ["_ipc_kernel"] and ipc["kernels"][0][
+        "classification"
+    ] == "migratable"
     assert warmups["unseen_warmup"]["classification"] == "unseen" and warmups["unseen_warmup"]["stays"] == []
 
 
 def test_kernels_a_warmup_times_on_the_device_are_not_compile_keys(surveyed):
     tuned = surveyed[1]["tuned_warmup"]
     assert tuned["classification"] == "not compile keys" and _owners(tuned) == {"on-device tuning"}
-    assert [(k["name"], k["compile_key"]) for k in tuned["kernels"]] == [("_tuned_kernel", False)]
+    assert [(k["name"], k["classification"], k["moves_by"]) for k in tuned["kernels"]] == [
+        ("_tuned_kernel", "not compile keys", None)
+    ]
 
 
 def test_a_vendored_librarys_call_that_launches_an_engine_kernel_is_that_kernels(surveyed):

@@ -107,7 +107,7 @@ def _survey_table(findings, orchestrator: str, entry: str) -> Table:
                 f"{k.name} [{k.kind}{', registers' if k.registers_at else ''}]"
                 + (f" -> {', '.join(c.rpartition('.')[2] for c in k.constructed_in[:3])}" if k.constructed_in else "")
                 + f": {k.verdict}"
-                + ("" if k.compile_key else " (tuned on the device)")
+                + ("" if k.classification == "migratable" else " (tuned on the device)")
                 for k in finding.kernels
             )
             or "-"
