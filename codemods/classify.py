@@ -68,6 +68,11 @@ def classification(compile_keys: int, stays: list[Work]) -> str:
     return "not compile keys" if stays else "unseen"
 
 
+def stays_reason(stays: list[Work]) -> str:
+    """Why a warmup stays whatever its kernels do: the work no compile key takes, by owner."""
+    return "keeps work no compile key can take: " + "; ".join(f"{w.owner} ({w.where})" for w in stays)
+
+
 def moves_by(verdict: str, kind: str) -> str | None:
     """How a kernel that is a compile key moves onto the contract: by its verdict, or a CuTe DSL kernel class adopted
     as a contract owner (its compile keys and compile) where it is built."""

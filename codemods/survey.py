@@ -187,13 +187,21 @@ class Survey:
         self, module: str, function: str, kind: str, via: str | None, gate: str | None, line: int
     ) -> WarmupFinding:
         kernels = [self._kernel(m, n) for m, n in self._kernels_of(module, function)]
+        definition = self.modules.definition(module, function)
+        walk = self.walk.steps(module, definition) if isinstance(definition, ast.FunctionDef) else []
+        stays = self._work(walk) + self._idle_providers(walk)
+        tuned = [w for w in stays if w.owner == classify.TUNING]
         verdict, reasons = self._verdict(module, function, kind, kernels)
         for kernel in kernels:
-            kernel.verdict, kernel.reasons = self._kernel_verdict(module, function, kind, kernel, reasons)
+            kernel.verdict, kernel.reasons = self._kernel_verdict(module, function, kind, kernel, tuned)
+            kernel.classification = "not compile keys" if tuned else "migratable"
+            kernel.moves_by = None if tuned else classify.moves_by(kernel.verdict, kernel.kind)
         structural = verdict == "manual" and (
-            not kernels or any("autotune" in r or "cannot be read" in r or "defines no" in r for r in reasons)
+            not kernels or any("cannot be read" in r or "defines no" in r for r in reasons)
         )
-        if not structural:
+        if tuned:
+            reasons = []
+        elif not structural:
             # The warmup moves when each of its kernels does (one spec per kernel, --draft-specs); else why not.
             manual = [k for k in kernels if k.verdict == "manual"]
             if manual:
@@ -201,13 +209,8 @@ class Survey:
             elif len(kernels) > 1 or verdict == "manual" or kernels[0].verdict == "lift":
                 verdict = "lift" if any(k.verdict == "lift" for k in kernels) else "spec"
                 reasons = [f"{k.name} ({k.verdict}): {r}" for k in kernels for r in k.reasons]
-        definition = self.modules.definition(module, function)
-        walk = self.walk.steps(module, definition) if isinstance(definition, ast.FunctionDef) else []
-        stays = self._work(walk) + self._idle_providers(walk)
-        tuned = any(w.owner == classify.TUNING for w in stays)
-        for kernel in kernels:
-            kernel.classification = "not compile keys" if tuned else "migratable"
-            kernel.moves_by = None if tuned else classify.moves_by(kernel.verdict, kernel.kind)
+        if stays:  # moving its kernels leaves this work: the warmup itself stays
+            verdict, reasons = "manual", [classify.stays_reason(stays), *reasons]
         classification = classify.classification(sum(k.classification == "migratable" for k in kernels), stays)
         return WarmupFinding(function, module, kind, via, gate, line, kernels, verdict, reasons, classification, stays)
 
@@ -236,13 +239,15 @@ class Survey:
         return found
 
     def _kernel_verdict(
-        self, module: str, function: str, kind: str, kernel: KernelFinding, warmup_reasons: list[str]
+        self, module: str, function: str, kind: str, kernel: KernelFinding, tuned: list[classify.Work]
     ) -> tuple[str, list[str]]:
         """One kernel's verdict: what its warmup's verdict says of it alone, or the lift's answer for a plain
         Triton kernel off the contract (a lift verdict only where codemods.lift accepts its launcher and step)."""
-        autotuned = [r for r in warmup_reasons if "autotune" in r]
-        if autotuned:
-            return "manual", autotuned
+        if tuned:
+            return "manual", [
+                f"{kernel.name} runs the configurations its warmup measures on the device ({tuned[0].where}), "
+                "not ones a compile key names"
+            ]
         if kernel.kind == "cute.compile":
             where, owner, registry = self._compile_units[(kernel.module, kernel.name)]
             return "manual", [
@@ -498,8 +503,6 @@ class Survey:
                 f"{module} ({self.modules.path(module)}) defines no {function}(); the orchestrator calls it"
             ]
         manual = []
-        if "autotune" in function.lower():
-            manual.append("autotunes at init (measures configurations on the device); not a set of compile keys")
         if not kernels:
             manual.append(
                 "no kernel found in it or the engine functions it calls (launched through an engine "

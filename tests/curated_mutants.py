@@ -1243,8 +1243,8 @@ MUTANTS = (
     Mutant(
         "survey: kernels a warmup tunes on the device are still called compile keys",
         "codemods/survey.py",
-        "        tuned = any(w.owner == classify.TUNING for w in stays)",
-        "        tuned = False",
+        "        tuned = [w for w in stays if w.owner == classify.TUNING]",
+        "        tuned = []",
         ("tests/test_survey_classification.py", "-k", "times"),
     ),
     Mutant(
@@ -1309,5 +1309,12 @@ MUTANTS = (
         "            elif nested and not _imports(nested[0], name):",
         "            elif nested:",
         ("tests/test_jit_map.py", "-k", "counts_add_up"),
+    ),
+    Mutant(
+        "survey: a warmup whose work stays keeps the verdict its kernels give it",
+        "codemods/survey.py",
+        "        if stays:  # moving its kernels leaves this work: the warmup itself stays",
+        "        if False:  # moving its kernels leaves this work: the warmup itself stays",
+        ("tests/test_survey_classification.py", "-k", "says_so_first"),
     ),
 )

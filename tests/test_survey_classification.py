@@ -379,3 +379,17 @@ def test_a_vendored_librarys_call_that_launches_an_engine_kernel_is_that_kernels
     assert vendored["classification"] == "partly"
     (work,) = vendored["stays"]
     assert work["owner"] == "FlashAttention" and work["what"].startswith("flash_attn_func(")
+
+
+def test_a_warmup_whose_work_stays_is_manual_and_says_so_first(surveyed):
+    _, warmups = surveyed
+    ipc, tuned = warmups["ipc_warmup"], warmups["tuned_warmup"]
+    where = f"eng.warmup.others:{_line('eng/warmup/others.py', 'comm = worker.pcie_ipc_comm')}"
+    assert ipc["verdict"] == "manual" and ipc["reasons"][0] == f"keeps work no compile key can take: IPC ({where})"
+    timing = f"eng.warmup.others:{_line('eng/warmup/others.py', 'Event(enable_timing=True)')}"
+    (kernel,) = tuned["kernels"]
+    assert kernel["verdict"] == "manual" and kernel["reasons"] == [
+        f"_tuned_kernel runs the configurations its warmup measures on the device ({timing}), not ones a compile "
+        "key names"
+    ]
+    assert not any(reason.startswith("keeps work") for reason in warmups["checked_warmup"]["reasons"])
