@@ -5,8 +5,9 @@ arguments their calls fix). Each piece of work is named by who owns it:
 - another kernel library (`LIBRARIES`), called directly or through the engine's module named after it (vLLM's
   `utils/flashinfer.py`, `_aiter_ops.py`, `vllm_flash_attn`); a check that it is installed is not work;
 - a dummy run: the model runner's own step (`Engine.model_steps`), which warms whatever the model launches;
-- tuning on the device: launch times measured (`Event(enable_timing=True)`, `elapsed_time`, `do_bench`), so
-  the kernels the warmup launches run the configurations measurement picks, not ones a key names;
+- tuning on the device: launch times measured in a loop (`Event(enable_timing=True)`, `elapsed_time`,
+  `do_bench`), so the kernels the warmup launches run the configurations measurement picks, not ones a key
+  names (a launch timed once, to log it, picks nothing);
 - IPC: buffers shared between processes set up (a name with `ipc` among its words).
 A warmup is migratable when all it does is compile keys of the engine's kernels, partly when it also does work
 that stays, not compile keys when it does only such work, and unseen when the survey finds neither.
@@ -19,6 +20,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable
 
+from . import objects
 from .compile_units import target
 from .engines import Engine
 from .repo import RepoModules
@@ -35,6 +37,8 @@ LIBRARIES = {
 TIMING = ("elapsed_time", "do_bench")
 DUMMY_RUN, TUNING, IPC = "dummy run", "on-device tuning", "IPC"
 CLASSIFICATIONS = ("migratable", "partly", "not compile keys", "unseen")
+CHECK = re.compile(r"(^|_)(has|is|can|use|supports?|supported|available|enabled)(_|$)")  # a predicate's name
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
@@ -48,16 +52,20 @@ class Work:
 def work(
     modules: RepoModules, engine: Engine, walk: Iterable[Step], reaches_kernel: Callable[[tuple[str, str]], bool]
 ) -> list[Work]:
-    """The work of `walk` that is not a compile key, the first evidence of each owner. `reaches_kernel(function)`:
-    a call of the engine's module of a library that reaches a kernel of the engine (a Triton kernel of a vendored
-    copy) is that kernel's, not the library's."""
+    """The work of `walk` that is not a compile key, the first evidence of each owner. `reaches_kernel((module,
+    name))`, name a function, a class or "Class.method": a call of the engine's module of a library that reaches a
+    kernel of the engine (a Triton kernel of a vendored copy) is that kernel's, not the library's."""
     found: dict[str, Work] = {}
-    for module, _, function, nodes in walk:
+    for step in walk:
+        module, function, nodes = step.module, step.function, step.nodes
         tests = {id(n) for test in _tests(ast.walk(function)) for n in ast.walk(test)}
+        looped = {id(n) for loop in ast.walk(function) if isinstance(loop, _LOOPS) for n in ast.walk(loop)}
         for node in nodes:
             if id(node) in tests:
                 continue
-            for owner in _owners(modules, engine, module, function, node, reaches_kernel):
+            for owner in _owners(modules, engine, step, node, reaches_kernel):
+                if owner == TUNING and id(node) not in looped:
+                    continue  # timed once (`warmup took 3 ms`): a measurement picks nothing
                 found.setdefault(owner, Work(owner, ast.unparse(node)[:120], f"{module}:{node.lineno}"))
     return list(found.values())
 
@@ -94,11 +102,13 @@ def library(modules: RepoModules, module: str) -> str | None:
     return None
 
 
-def _owners(modules, engine, module, function, node, reaches_kernel):
+def _owners(modules: RepoModules, engine: Engine, step: Step, node: ast.AST, reaches_kernel) -> Iterable[str]:
+    module, function = step.module, step.function
     if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr in engine.model_steps:
         yield DUMMY_RUN
     name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
-    if "ipc" in (word.lower() for word in _WORDS.findall(name)):
+    flag = name.isupper() or CHECK.search(name.lower())  # `envs.USE_IPC`, `use_ipc`: a setting, not the set-up
+    if isinstance(getattr(node, "ctx", None), ast.Load) and not flag and "ipc" in map(str.lower, _WORDS.findall(name)):
         yield IPC
     if not isinstance(node, ast.Call):
         return
@@ -106,17 +116,24 @@ def _owners(modules, engine, module, function, node, reaches_kernel):
     timed = any(k.arg == "enable_timing" and getattr(k.value, "value", None) is True for k in node.keywords)
     if timed or callee in TIMING:
         yield TUNING
+    if CHECK.search(callee.lower()):  # `has_flashinfer()`, `is_deep_gemm_supported()`: asks, does no work
+        return
     base = node.func
     while isinstance(base, ast.Attribute):
         base = base.value
     called = target(modules, module, function, node.func) or target(modules, module, function, base)
+    if called is None and isinstance(node.func, ast.Attribute):  # a method of an object: its class's module
+        called = objects.class_of(modules, module, function, step.owner, node.func.value)
     if called is None or called[0] == module:  # the module's own helpers are walked, not taken for its library
         return
     if not modules.ours(called[0]):
         shown = library(modules, called[0])
     else:
-        defined = modules.definition(*called) is not None
-        shown = library(modules, called[0]) if defined and not reaches_kernel(called) else None
+        definition = modules.definition(*called)
+        asked = called  # what the call runs: a class's method (`rocm_aiter_ops.kda_chunk_prefill`), not all of it
+        if isinstance(definition, ast.ClassDef) and isinstance(node.func, ast.Attribute):
+            asked = (called[0], f"{called[1]}.{node.func.attr}")
+        shown = library(modules, called[0]) if definition is not None and not reaches_kernel(asked) else None
     if shown:
         yield shown
 

@@ -32,11 +32,17 @@ _CONTAINERS = ("list", "tuple", "ModuleList", "Sequential")
 def class_of(
     modules: RepoModules, module: str, function: ast.FunctionDef, owner: Class | None, node: ast.expr, depth: int = 0
 ) -> Class | None:
-    """The repo class of what `node`, read in `function` of `module` (a method of `owner`), evaluates to."""
-    if depth > DEPTH:
-        return None
+    """The class of what `node`, read in `function` of `module` (a method of `owner`), evaluates to: a repo class,
+    or (module, name) of the library callable that built it. Worked out once per run."""
+    key = ("class_of", id(function), owner, id(node), depth)
+    if key not in modules.memo:
+        modules.memo[key] = _class_of(modules, module, function, owner, node, depth) if depth <= DEPTH else None
+    return modules.memo[key]
+
+
+def _class_of(modules, module, function, owner, node, depth) -> Class | None:
     if isinstance(node, ast.Name):
-        if node.id == "self":
+        if node.id in ("self", "cls"):
             return owner
         return _one(_name_classes(modules, module, function, owner, node.id, depth))
     if isinstance(node, ast.Call):
@@ -54,18 +60,20 @@ def receiver(
     modules: RepoModules, module: str, function: ast.FunctionDef, owner: Class | None, node: ast.expr
 ) -> Class | None:
     """The class whose method `node.<name>(...)` calls: a repo class named there (`Function.apply`, a static
-    method), else the class of the object `node` is."""
+    method), the base of `owner` for `super()`, else the class of the object `node` is."""
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "super" and owner is not None:
+        bases = _lineage(modules, owner)[1:]
+        return bases[0] if bases else None
     return _class(modules, module, function, node) or class_of(modules, module, function, owner, node)
 
 
 def stored_functions(modules: RepoModules, cls: Class, attribute: str) -> list[tuple[str, str]]:
-    """The repo functions the constructor of `cls` stores as `self.<attribute>` (one per branch that stores one)."""
-    found = _init(modules, cls)
-    if found is None:
-        return []
-    home, init = found
-    values = [statement.value for name, statement in self_stores(init) if name == attribute]
-    named = [target(modules, home, init, v) for v in values if isinstance(v, ast.Name | ast.Attribute)]
+    """The repo functions the constructors of `cls` and its bases store as `self.<attribute>` (each branch's, both
+    arms of a conditional expression)."""
+    named = []
+    for home, init, value in _stores(modules, cls, attribute):
+        arms = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+        named += [target(modules, home, init, v) for v in arms if isinstance(v, ast.Name | ast.Attribute)]
     return [n for n in named if n and n[1] and isinstance(modules.definition(*n), ast.FunctionDef)]
 
 
@@ -100,7 +108,17 @@ def _name_classes(modules, module, function, owner, name, depth) -> list[Class |
         for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
         if a.arg == name and a.annotation is not None
     ]
-    return [class_of(modules, module, function, owner, v, depth + 1) for v in assigned.get(name, ())] + annotated
+    found = [class_of(modules, module, function, owner, v, depth + 1) for v in assigned.get(name, ())] + annotated
+    if found or name in _parameters(function):
+        return found
+    singleton = modules.reference(module, ast.Name(id=name, ctx=ast.Load()))  # a module-level object
+    statement = modules.definition(*singleton) if singleton else None
+    if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        named = modules.resolve(singleton[0], func.id) if isinstance(func, ast.Name) else None
+        if named and named[1] and isinstance(modules.definition(*named), ast.ClassDef):
+            return [named]
+    return []
 
 
 @functools.lru_cache(maxsize=4096)
@@ -134,8 +152,8 @@ def _call_class(modules, module, function, owner, call: ast.Call, depth) -> Clas
         )
     called = target(modules, module, function, call.func)
     definition = modules.definition(*called) if called and called[1] else None
-    if isinstance(definition, ast.ClassDef):
-        return called
+    if isinstance(definition, ast.ClassDef) or (called and called[1] and not modules.ours(called[0])):
+        return called  # a repo class, or what a library's callable builds (its module names the library)
     if not isinstance(definition, ast.FunctionDef):
         return None
     returned = [
@@ -149,15 +167,34 @@ def _call_class(modules, module, function, owner, call: ast.Call, depth) -> Clas
 
 
 def _stored(modules: RepoModules, cls: Class, attribute: str, depth: int, *, items: bool) -> list[Class | None]:
-    """The classes of what the constructor of `cls` stores as `self.<attribute>` (`items`: of its items)."""
-    found = _init(modules, cls)
-    if found is None:
+    """The classes of what the constructors of `cls` and its bases store as `self.<attribute>` (`items`: of its
+    items)."""
+    found = []
+    for home, init, value in _stores(modules, cls, attribute):
+        for expression in _items(value) if items else [value]:
+            found.append(class_of(modules, home, init, cls, expression, depth + 1))
+    return found
+
+
+def _stores(modules: RepoModules, cls: Class, attribute: str) -> list[tuple[str, ast.FunctionDef, ast.expr]]:
+    """(module, constructor, value) of each `self.<attribute> = value` in the constructors of `cls` and its repo
+    bases (a subclass's runs its base's through `super().__init__`)."""
+    found = []
+    for base in _lineage(modules, cls):
+        node = modules.definition(*base)
+        init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        for name, statement in self_stores(init) if init is not None else ():
+            if name == attribute and statement.value is not None:
+                found.append((base[0], init, statement.value))
+    return found
+
+
+def _lineage(modules: RepoModules, cls: Class) -> list[Class]:
+    """`cls` and its repo bases, nearest first."""
+    node = modules.definition(*cls)
+    if not isinstance(node, ast.ClassDef):
         return []
-    home, init = found
-    values = [statement.value for name, statement in self_stores(init) if name == attribute]
-    if items:
-        values = [item for value in values for item in _items(value)]
-    return [class_of(modules, home, init, cls, value, depth + 1) for value in values if value is not None]
+    return [tuple(name.rsplit(".", 1)) for name in modules.lineage(cls[0], node)]
 
 
 def _items(value: ast.expr) -> list[ast.expr]:
@@ -172,10 +209,6 @@ def _items(value: ast.expr) -> list[ast.expr]:
     return []
 
 
-def _init(modules: RepoModules, cls: Class) -> tuple[str, ast.FunctionDef] | None:
-    return _method(modules, cls, "__init__")
-
-
 def _method(modules: RepoModules, cls: Class, name: str) -> tuple[str, ast.FunctionDef] | None:
     node = modules.definition(*cls)
     return modules.defining(cls[0], node, name) if isinstance(node, ast.ClassDef) else None
@@ -184,6 +217,11 @@ def _method(modules: RepoModules, cls: Class, name: str) -> tuple[str, ast.Funct
 def _class(modules: RepoModules, module: str, function: ast.FunctionDef, node: ast.expr | None) -> Class | None:
     named = target(modules, module, function, node) if node is not None else None
     return named if named and named[1] and isinstance(modules.definition(*named), ast.ClassDef) else None
+
+
+def _parameters(function: ast.FunctionDef) -> set[str]:
+    arguments = function.args
+    return {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
 
 
 def _annotation(node: ast.expr) -> ast.expr | None:

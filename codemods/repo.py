@@ -178,6 +178,7 @@ class RepoModules:
         self._paths: dict[str, Path | None] = {}
         self._reaches: dict[tuple, int] = {}
         self._locals: dict[int, tuple[ast.FunctionDef, set[str]]] = {}  # the function is kept: its id stays its own
+        self.memo: dict[tuple, object] = {}  # what the analyses reading this repo work out once per run
 
     def path(self, module: str) -> Path | None:
         """The module's file (None: no such module, or one that is not a regular file, see `unreadable`)."""
@@ -249,6 +250,9 @@ class RepoModules:
             tree, found = self.tree(module), None
             top = [node for node in tree.body if _binds(node, name)] if tree else []
             nested = [node for node in module_level(tree) if _binds(node, name) or _imports(node, name)] if tree else []
+            if any(not _placeholder(node) for node in nested):  # `kernel = None` before `if HAS_TRITON: def kernel`
+                top = [node for node in top if not _placeholder(node)]
+                nested = [node for node in nested if not _placeholder(node)]
             if top:
                 found = top[-1]
             elif nested and not _imports(nested[0], name):
@@ -431,6 +435,12 @@ def _binds(node: ast.stmt, name: str) -> bool:
         return node.name == name
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
     return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+
+
+def _placeholder(node: ast.stmt) -> bool:
+    """`name = None`: a binding that stands in until a real one (a conditional `def`) replaces it."""
+    value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else False
+    return isinstance(value, ast.Constant) and value.value is None
 
 
 def _imports(node: ast.stmt, name: str) -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import classify, compile_units, lift
+from . import classify, compile_units, lift, objects
 from .engines import DEFAULT_ENGINE, Engine
 from .files import discover_paths
 from .repo import RepoModules, call_sites, dotted_name
@@ -362,14 +362,20 @@ class Survey:
 
     def _kernels_of(self, module: str, function: str) -> list[tuple[str, str]]:
         """The kernels the warmup `function` can reach (`_walk`): named, or compiled with `cute.compile` by what
-        it runs or by the providers of a registry it reads."""
+        it runs or by the providers of a registry it reads. For a class, what its methods reach; for "Class.method",
+        what that call runs."""
         if (module, function) in self._kernels:
             return self._kernels[(module, function)]
-        definition = self.modules.definition(module, function)
+        cls, _, method = function.rpartition(".")
+        definition = self.modules.definition(module, cls or function)
+        starts = [(module, definition, None)] if isinstance(definition, ast.FunctionDef) else []
+        if isinstance(definition, ast.ClassDef) and method and cls:  # "Class.method": what that call runs
+            starts = objects.called_methods(self.modules, self.modules.engine, (module, cls), method)
+        elif isinstance(definition, ast.ClassDef):
+            starts = [(module, m, (module, function)) for m in definition.body if isinstance(m, ast.FunctionDef)]
         found: dict[tuple[str, str], None] = {}
-        for current, owner, node, nodes in (
-            self.walk.steps(module, definition) if isinstance(definition, ast.FunctionDef) else ()
-        ):
+        steps = (step for home, start, owner in starts for step in self.walk.steps(home, start, owner))
+        for current, owner, node, nodes in steps:
             found |= dict.fromkeys(self._compiled_for(current, nodes))
             for kernel in compile_units.compiled_kernels(self.modules, current, owner, node, nodes):
                 self._compile_units.setdefault(kernel, (f"{current}:{node.name}", None, False))

@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from . import objects
+from .compile_units import target
 from .reachable import call_arguments, reachable
 from .repo import RepoModules, modules_by_string
 
-FOLLOW_DEPTH = 3  # modules away from the warmup's that the walk still reads
+FOLLOW_DEPTH = 4  # modules away from the warmup's that the walk still reads (a CustomOp's base costs one)
 
 
 class Step(NamedTuple):
@@ -70,27 +71,31 @@ class Walk:
     def _followed(self, step: Step) -> Iterator[tuple[str, tuple[str, str] | None, ast.FunctionDef, dict]]:
         """(module, class or None, function, the arguments its call fixes) for what `step` runs next."""
         called = {id(n.func): n for n in step.nodes if isinstance(n, ast.Call)}
-        for ref, target in self.references(step.module, step.function, step.nodes):
-            definition = self.modules.definition(*target)
-            if isinstance(definition, ast.FunctionDef) and not self.is_kernel(*target):
+        for ref, named in self.references(step.module, step.function, step.nodes):
+            definition = self.modules.definition(*named)
+            if isinstance(definition, ast.FunctionDef) and not self.is_kernel(*named):
                 call = called.get(id(ref))
-                yield target[0], None, definition, call_arguments(definition, call) if call else {}
+                yield named[0], None, definition, call_arguments(definition, call) if call else {}
         for call in called.values():
             for home, method, cls in self._methods(step, call.func):
                 yield home, cls, method, {}
 
     def _methods(self, step: Step, func: ast.expr) -> list[tuple[str, ast.FunctionDef, tuple[str, str] | None]]:
-        """(module, method, class of `self`) for what calling `func` runs on an engine object: `obj.method(...)`, a
-        function the constructor stored (`self._logits(...)`), calling the object (`rope(...)`)."""
+        """(module, method, class of `self`) for what calling `func` runs on an engine object: `obj.method(...)`,
+        `super().method(...)`, a function the constructor stored (`self._logits(...)`), calling the object
+        (`rope(...)`, `SiluAndMul()(...)`)."""
         modules, engine = self.modules, self.modules.engine
         if isinstance(func, ast.Attribute):
+            named = target(modules, step.module, step.function, func.value)
+            if named and named[1] and self.is_kernel(*named):
+                return []  # a kernel object's own methods (`kernel.warmup(...)`): the kernel is what is found
             cls = objects.receiver(modules, step.module, step.function, step.owner, func.value)
             found = objects.called_methods(modules, engine, cls, func.attr) if cls else []
             if isinstance(func.value, ast.Name) and func.value.id == "self" and step.owner:
                 stored = objects.stored_functions(modules, step.owner, func.attr)
                 found += [(home, modules.definition(home, name), None) for home, name in stored]
             return found
-        if isinstance(func, ast.Name):
+        if isinstance(func, ast.Name | ast.Call):  # `rope(...)`, `SiluAndMul()(...)`
             cls = objects.class_of(modules, step.module, step.function, step.owner, func)
             return objects.object_call(modules, engine, cls) if cls else []
         return []
