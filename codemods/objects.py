@@ -21,7 +21,7 @@ import functools
 from .compile_units import target
 from .engines import Engine
 from .repo import RepoModules
-from .syntax import self_stores
+from .syntax import exits, self_stores, stores
 
 Class = tuple[str, str]  # (module, class name)
 Method = tuple[str, ast.FunctionDef, Class]  # (the module that defines it, the method, the class of `self`)
@@ -44,7 +44,7 @@ def _class_of(modules, module, function, owner, node, depth) -> Class | None:
     if isinstance(node, ast.Name):
         if node.id in ("self", "cls"):
             return owner
-        return _one(_name_classes(modules, module, function, owner, node.id, depth))
+        return _one(_name_classes(modules, module, function, owner, node, depth))
     if isinstance(node, ast.Call):
         return _call_class(modules, module, function, owner, node, depth)
     if isinstance(node, ast.Attribute):
@@ -97,9 +97,10 @@ def object_call(modules: RepoModules, engine: Engine, cls: Class) -> list[Method
     return [(*method, cls) for method in found]
 
 
-def _name_classes(modules, module, function, owner, name, depth) -> list[Class | None]:
-    narrowing, assigned = _bindings(function)
-    narrowed = [found for kind in narrowing.get(name, ()) if (found := _class(modules, module, function, kind))]
+def _name_classes(modules, module, function, owner, node: ast.Name, depth) -> list[Class | None]:
+    name = node.id
+    narrowing = _narrowed(function).get(id(node), ())
+    narrowed = [found for kind in narrowing if (found := _class(modules, module, function, kind))]
     if narrowed:
         return narrowed
     arguments = function.args
@@ -108,7 +109,8 @@ def _name_classes(modules, module, function, owner, name, depth) -> list[Class |
         for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
         if a.arg == name and a.annotation is not None
     ]
-    found = [class_of(modules, module, function, owner, v, depth + 1) for v in assigned.get(name, ())] + annotated
+    found = [class_of(modules, module, function, owner, v, depth + 1) for v in _assigned(function).get(name, ())]
+    found += annotated
     if found or name in _parameters(function):
         return found
     singleton = modules.reference(module, ast.Name(id=name, ctx=ast.Load()))  # a module-level object
@@ -122,24 +124,94 @@ def _name_classes(modules, module, function, owner, name, depth) -> list[Class |
 
 
 @functools.lru_cache(maxsize=4096)
-def _bindings(function: ast.FunctionDef) -> tuple[dict[str, list[ast.expr]], dict[str, list[ast.expr]]]:
-    """name -> the classes `isinstance(name, C)` tests in `function`, and name -> the values assigned to it."""
-    narrowing: dict[str, list[ast.expr]] = {}
+def _assigned(function: ast.FunctionDef) -> dict[str, list[ast.expr]]:
+    """name -> the values `function` assigns to it."""
     assigned: dict[str, list[ast.expr]] = {}
     for node in ast.walk(function):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "isinstance"
-            and len(node.args) == 2
-            and isinstance(node.args[0], ast.Name)
-        ):
-            narrowing.setdefault(node.args[0].id, []).append(node.args[1])
-        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
             for target in _targets(node):
                 if isinstance(target, ast.Name):
                     assigned.setdefault(target.id, []).append(node.value)
-    return narrowing, assigned
+    return assigned
+
+
+@functools.lru_cache(maxsize=4096)
+def _narrowed(function: ast.FunctionDef) -> dict[int, list[ast.expr]]:
+    """id of each name read in `function` -> the classes `isinstance` narrows it to where it is read: inside
+    `if isinstance(x, C):`, after `if not isinstance(x, C): continue` (or return, raise) or `assert isinstance(x,
+    C)`, in what a comprehension filtered by one yields; a store of the name ends what narrowed it."""
+    found: dict[int, list[ast.expr]] = {}
+
+    def names(node: ast.AST, active: dict[str, list[ast.expr]]) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and active.get(sub.id):
+                found[id(sub)] = active[sub.id]
+
+    def expression(node: ast.AST, active: dict[str, list[ast.expr]]) -> None:
+        names(node, active)
+        for comprehension in ast.walk(node):  # after the outer names: its filters narrow what it yields
+            if isinstance(comprehension, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+                inner = dict(active)
+                for generator in comprehension.generators:
+                    for test in generator.ifs:
+                        inner |= _isinstance(test, positive=True)
+                parts = [comprehension.key, comprehension.value] if isinstance(comprehension, ast.DictComp) else []
+                for part in parts or [comprehension.elt]:
+                    names(part, inner)
+
+    def block(statements: list[ast.stmt], active: dict[str, list[ast.expr]], in_loop: bool) -> None:
+        active = dict(active)
+        for statement in statements:
+            visit(statement, active, in_loop)
+            if isinstance(statement, ast.If) and exits(statement.body, in_loop=in_loop):
+                active |= _isinstance(statement.test, positive=False)
+                continue
+            for name in stores(statement):
+                active.pop(name, None)
+            if isinstance(statement, ast.Assert):
+                active |= _isinstance(statement.test, positive=True)
+
+    def visit(statement: ast.stmt, active: dict[str, list[ast.expr]], in_loop: bool) -> None:
+        if isinstance(statement, ast.If):
+            expression(statement.test, active)
+            block(statement.body, active | _isinstance(statement.test, positive=True), in_loop)
+            block(statement.orelse, active | _isinstance(statement.test, positive=False), in_loop)
+        elif isinstance(statement, ast.For | ast.AsyncFor | ast.While):
+            header = statement.test if isinstance(statement, ast.While) else statement.iter
+            expression(header, active)
+            bound = set(stores(statement.target)) if isinstance(statement, ast.For | ast.AsyncFor) else set()
+            block(statement.body, {k: v for k, v in active.items() if k not in bound}, True)
+            block(statement.orelse, active, in_loop)
+        elif isinstance(statement, ast.With | ast.AsyncWith):
+            for item in statement.items:
+                expression(item.context_expr, active)
+            block(statement.body, active, in_loop)
+        elif isinstance(statement, ast.Try):
+            for part in (statement.body, *(h.body for h in statement.handlers), statement.orelse, statement.finalbody):
+                block(part, active, in_loop)
+        elif not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            expression(statement, active)
+
+    block(function.body, {}, False)
+    return found
+
+
+def _isinstance(test: ast.expr, *, positive: bool) -> dict[str, list[ast.expr]]:
+    """name -> [class] that `test` being true (`positive`) or false proves by `isinstance`: `isinstance(x, C)`,
+    `... and isinstance(x, C)` when true; `not isinstance(x, C)`, `... or not isinstance(x, C)` when false."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _isinstance(test.operand, positive=not positive)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And if positive else ast.Or):
+        return {name: kinds for value in test.values for name, kinds in _isinstance(value, positive=positive).items()}
+    if (
+        positive
+        and isinstance(test, ast.Call)
+        and getattr(test.func, "id", None) == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+    ):
+        return {test.args[0].id: [test.args[1]]}
+    return {}
 
 
 def _call_class(modules, module, function, owner, call: ast.Call, depth) -> Class | None:

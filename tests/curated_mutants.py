@@ -1380,4 +1380,18 @@ MUTANTS = (
         "            if False:",
         ("tests/test_survey_classification.py", "-k", "engine_objects"),
     ),
+    Mutant(
+        "objects: a name is narrowed by every isinstance in its function, wherever it is read",
+        "codemods/objects.py",
+        "    narrowing = _narrowed(function).get(id(node), ())",
+        "    narrowing = [k for n in ast.walk(function) for k in _isinstance(n, positive=True).get(name, [])]",
+        ("tests/test_survey_classification.py", "-k", "engine_objects"),
+    ),
+    Mutant(
+        "objects: `if not isinstance(x, C): continue` narrows nothing after it",
+        "codemods/objects.py",
+        "                active |= _isinstance(statement.test, positive=False)\n                continue",
+        "                continue",
+        ("tests/test_survey_classification.py", "-k", "engine_objects"),
+    ),
 )

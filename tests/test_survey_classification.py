@@ -235,6 +235,36 @@ ENGINE = {
                 self.embed = Embed()
 
 
+        @jit.jit
+        def _legacy_kernel(x):
+            pass
+
+
+        @jit.jit
+        def _dense_kernel(x):
+            pass
+
+
+        @jit.jit
+        def _moe_kernel(x):
+            pass
+
+
+        class Legacy:
+            def warm(self, x):
+                _legacy_kernel[(1,)](x)
+
+
+        class Dense:
+            def warm(self, x):
+                _dense_kernel[(1,)](x)
+
+
+        class Moe:
+            def warm(self, x):
+                _moe_kernel[(1,)](x)
+
+
         class BaseLayer:
             def __init__(self):
                 self.norm = Norm()
@@ -283,14 +313,15 @@ ENGINE = {
         """,
     "eng/warmup/__init__.py": "",
     "eng/warmup/objects_warmup.py": """
-        from eng.ops.attn import Derived, Tower
+        from eng.ops.attn import Dense, Derived, Legacy, Moe, Tower
         from eng.ops.rope import TABLE, GeluAct, Rope, RotaryFn
 
 
         def _tower(model):
             for module in model.modules():
-                if isinstance(module, Tower):
-                    return module
+                if not isinstance(module, Tower):
+                    continue
+                return module
             return None
 
 
@@ -309,6 +340,13 @@ ENGINE = {
             Derived().norm(x)
             GeluAct()(x)
             TABLE.fill(x)
+            for layer in model.modules():
+                if isinstance(layer, Legacy):  # skipped: its kernel never runs
+                    continue
+                if isinstance(layer, Dense):
+                    layer.warm(x)
+                elif isinstance(layer, Moe):
+                    layer.warm(x)
         """,
     "eng/warmup/others.py": """
         import aiter
@@ -434,13 +472,13 @@ def _launched_by_objects_warmup(root) -> list[str]:
     sys.path.insert(0, str(root))
     try:
         from eng import jit
-        from eng.ops.attn import Tower
+        from eng.ops.attn import Dense, Legacy, Moe, Tower
         from eng.ops.rope import Rope
         from eng.warmup.objects_warmup import objects_warmup
 
         class Model:
             def modules(self):
-                return [object(), Tower(2), Rope()]
+                return [object(), Tower(2), Rope(), Legacy(), Dense(), Moe()]
 
         objects_warmup(Model())
         return list(jit.LAUNCHED)
@@ -463,6 +501,8 @@ def test_kernels_reached_through_engine_objects_are_the_ones_the_warmup_launches
         "_late_kernel",  # a store of the base's constructor, a definition behind a placeholder
         "_act_kernel",  # an object called where it is built, its forward calling super().forward
         "_table_kernel",  # a module-level object's method
+        "_dense_kernel",  # each branch's isinstance narrows the layer there
+        "_moe_kernel",
     }
     warmup = warmups["objects_warmup"]
     assert {k["name"] for k in warmup["kernels"]} == set(launched)
