@@ -174,7 +174,7 @@ class RepoModules:
         self._trees: dict[str, ast.Module | None] = {}
         self.unreadable: dict[str, str] = {}  # module -> why its file cannot be read ("path:line: why")
         self._imports: dict[str, dict[str, tuple[str, str | None]]] = {}
-        self._definitions: dict[tuple[str, str], ast.stmt | None] = {}
+        self._definitions: dict[tuple[str, str], list[ast.stmt]] = {}
         self._paths: dict[str, Path | None] = {}
         self._reaches: dict[tuple, int] = {}
         self._locals: dict[int, tuple[ast.FunctionDef, set[str]]] = {}  # the function is kept: its id stays its own
@@ -246,17 +246,23 @@ class RepoModules:
         top-level `if` or `try` (`if HAS_TRITON: def kernel`), None where that is an import (`try: import x`,
         read through the imports). A conditional rebinding (`if is_cpu(): f = f_cpu`) or a fallback (`else:
         triton = Placeholder()`) never hides the main path's."""
+        found = self.alternatives(module, name)
+        return found[0] if found else None
+
+    def alternatives(self, module: str, name: str) -> list[ast.stmt]:
+        """`definition`'s answer, and where the module binds `name` only inside `if`/`try` blocks, each of those
+        definitions (`if is_rocm(): def launch ... else: def launch ...`: either may run)."""
         if (module, name) not in self._definitions:
-            tree, found = self.tree(module), None
+            tree, found = self.tree(module), []
             top = [node for node in tree.body if _binds(node, name)] if tree else []
             nested = [node for node in module_level(tree) if _binds(node, name) or _imports(node, name)] if tree else []
             if any(not _placeholder(node) for node in nested):  # `kernel = None` before `if HAS_TRITON: def kernel`
                 top = [node for node in top if not _placeholder(node)]
                 nested = [node for node in nested if not _placeholder(node)]
             if top:
-                found = top[-1]
+                found = [top[-1]]
             elif nested and not _imports(nested[0], name):
-                found = nested[0]
+                found = [nested[0], *(n for n in nested[1:] if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]
             self._definitions[(module, name)] = found
         return self._definitions[(module, name)]
 

@@ -72,10 +72,12 @@ class Walk:
         """(module, class or None, function, the arguments its call fixes) for what `step` runs next."""
         called = {id(n.func): n for n in step.nodes if isinstance(n, ast.Call)}
         for ref, named in self.references(step.module, step.function, step.nodes):
-            definition = self.modules.definition(*named)
-            if isinstance(definition, ast.FunctionDef) and not self.is_kernel(*named):
-                call = called.get(id(ref))
-                yield named[0], None, definition, call_arguments(definition, call) if call else {}
+            if self.is_kernel(*named):
+                continue
+            for definition in self.modules.alternatives(*named):  # each platform's, where an `if` picks one
+                if isinstance(definition, ast.FunctionDef):
+                    call = called.get(id(ref))
+                    yield named[0], None, definition, call_arguments(definition, call) if call else {}
         for call in called.values():
             for home, method, cls in self._methods(step, call.func):
                 yield home, cls, method, {}

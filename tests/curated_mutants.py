@@ -1285,8 +1285,8 @@ MUTANTS = (
     Mutant(
         "repo: a conditional rebinding at module level hides the unconditional definition",
         "codemods/repo.py",
-        "            if top:\n                found = top[-1]\n            elif nested and not _imports(nested[0], name):\n                found = nested[0]",
-        "            if nested:\n                found = nested[-1]\n            elif False:\n                found = None",
+        "            if top:\n                found = [top[-1]]",
+        "            if nested and not top:\n                found = [nested[-1]]\n            elif top:\n                found = [nested[-1]]",
         ("tests/test_survey_classification.py", "-k", "vendored"),
     ),
     Mutant(
@@ -1393,5 +1393,12 @@ MUTANTS = (
         "                active |= _isinstance(statement.test, positive=False)\n                continue",
         "                continue",
         ("tests/test_survey_classification.py", "-k", "engine_objects"),
+    ),
+    Mutant(
+        "walk: only the first of a function's per-platform definitions is followed",
+        "codemods/walk.py",
+        "            for definition in self.modules.alternatives(*named):",
+        "            for definition in self.modules.alternatives(*named)[:1]:",
+        ("tests/test_survey_classification.py", "-k", "platform"),
     ),
 )

@@ -68,6 +68,32 @@ ENGINE = {
 
         GEMM = GemmOwner()
         """,
+    "eng/ops/platform.py": """
+        from eng import jit
+
+        ROCM = False
+
+
+        @jit.jit
+        def _rocm_kernel(x):
+            pass
+
+
+        @jit.jit
+        def _cuda_kernel(x):
+            pass
+
+
+        if ROCM:
+
+            def launch(x):
+                _rocm_kernel[(1,)](x)
+
+        else:
+
+            def launch(x):
+                _cuda_kernel[(1,)](x)
+        """,
     "eng/utils/deep_gemm.py": """
         def has_deep_gemm():
             return False
@@ -353,6 +379,7 @@ ENGINE = {
         from eng import jit
         from eng.eng_flash_attn.rotary import apply_rotary, flash_attn_func
         from eng.ops.owner import GEMM
+        from eng.ops.platform import launch
         from eng.attention.decode import DecodeImpl
         from eng.utils.deep_gemm import has_deep_gemm
         from eng.utils.flashinfer import autotune_op, flashinfer_version, has_flashinfer
@@ -401,6 +428,10 @@ ENGINE = {
             GEMM.warmup(x)
 
 
+        def platform_warmup(x):
+            launch(x)
+
+
         def library_warmup(worker, x):
             autotune_op(x)
             aiter.tune(x)
@@ -435,6 +466,7 @@ ENGINE = {
             library_warmup,
             logged_warmup,
             owner_warmup,
+            platform_warmup,
             tuned_warmup,
             unseen_warmup,
             vendored_warmup,
@@ -453,6 +485,7 @@ ENGINE = {
             logged_warmup(0)
             wrapper_warmup(0)
             owner_warmup(0)
+            platform_warmup(0)
         """,
 }
 
@@ -576,3 +609,9 @@ def test_a_warmup_whose_work_stays_is_manual_and_says_so_first(surveyed):
         "key names"
     ]
     assert not any(reason.startswith("keeps work") for reason in warmups["checked_warmup"]["reasons"])
+
+
+def test_a_function_each_platform_defines_its_own_way_lists_both_kernels(surveyed):
+    # The module picks one `launch` at import by platform: either may be the one that runs.
+    platform = surveyed[1]["platform_warmup"]
+    assert {k["name"] for k in platform["kernels"]} == {"_rocm_kernel", "_cuda_kernel"}
