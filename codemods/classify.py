@@ -1,14 +1,16 @@
 """What a legacy warmup does besides compiling the engine's kernels: the work that stays when they move.
 
-Read off what can run of the warmup (the survey's walk: its body and the engine functions it reaches, with the
-arguments their calls fix). Each piece of work is named by who owns it:
-- another kernel library (`LIBRARIES`), called directly or through the engine's module named after it (vLLM's
-  `utils/flashinfer.py`, `_aiter_ops.py`, `vllm_flash_attn`); a check that it is installed is not work;
+Read off what can run of the warmup (codemods.walk: its body, the engine functions and objects' methods it
+reaches, with the arguments their calls fix). Each piece of work is named by who owns it:
+- another kernel library (`LIBRARIES`), called directly, through an object it built, or through the engine's
+  module named after it (vLLM's `utils/flashinfer.py`, `_aiter_ops.py`, `vllm_flash_attn`), unless the call
+  reaches a kernel of the engine (a vendored copy's Triton kernel); a check that it is installed, in a condition
+  or by a predicate's name (`has_deep_gemm()`), is not work;
 - a dummy run: the model runner's own step (`Engine.model_steps`), which warms whatever the model launches;
 - tuning on the device: launch times measured in a loop (`Event(enable_timing=True)`, `elapsed_time`,
   `do_bench`), so the kernels the warmup launches run the configurations measurement picks, not ones a key
   names (a launch timed once, to log it, picks nothing);
-- IPC: buffers shared between processes set up (a name with `ipc` among its words).
+- IPC: buffers shared between processes set up (a name read with `ipc` among its words, a flag aside).
 A warmup is migratable when all it does is compile keys of the engine's kernels, partly when it also does work
 that stays, not compile keys when it does only such work, and unseen when the survey finds neither.
 """
@@ -141,9 +143,7 @@ def _owners(modules: RepoModules, engine: Engine, step: Step, node: ast.AST, rea
 def _tests(nodes: Iterable[ast.AST]) -> Iterable[ast.expr]:
     """The conditions among `nodes`: what a check reads (`if not has_flashinfer(): return`) is not work."""
     for node in nodes:
-        if isinstance(node, ast.If | ast.While | ast.IfExp):
-            yield node.test
-        elif isinstance(node, ast.Assert):
+        if isinstance(node, ast.If | ast.While | ast.IfExp | ast.Assert):
             yield node.test
         elif isinstance(node, ast.comprehension):
             yield from node.ifs

@@ -2,13 +2,14 @@
 `visual.blocks[0].attn.apply_rotary_emb(...)`, `rope(positions, query, key)`.
 
 Read from the code around the expression the way a reviewer would, with `ast`:
-- a name narrowed by `isinstance` (`if not isinstance(x, C): continue`, a generator's filter), assigned from an
-  expression of one class, or a parameter annotated with one;
-- a call of a repo class, or of a repo function whose returns have one class (`next(<generator>, None)`: its
-  items');
-- an attribute the object's constructor stores (`self.adapter = Adapter(...)`), or an item of a container it
-  stores (`self.blocks = nn.ModuleList([Block(...) ...])` for `blocks[0]`);
-- `self` inside a method.
+- a name narrowed by `isinstance` where the check holds (inside `if isinstance(x, C):`, after `if not
+  isinstance(x, C): continue`, in a filtered comprehension), else assigned from an expression of one class,
+  a parameter annotated with one, or a module-level object;
+- a call of a repo class, of a library's callable (its module names the library), or of a repo function whose
+  returns have one class (`next(<generator>, None)`: its items');
+- an attribute the constructor of the object's class or of a base stores (`self.adapter = Adapter(...)`), or an
+  item of a container it stores (`self.blocks = nn.ModuleList([Block(...) ...])` for `blocks[0]`);
+- `self` and `cls` inside a method, `super()` for its base.
 Two different classes for one expression leave it unknown. Calling an object runs its `__call__`, else the
 methods the engine names (`Engine.object_call`: a torch module's `forward`, vLLM's CustomOp's per-platform ones).
 """
@@ -21,7 +22,7 @@ import functools
 from .compile_units import target
 from .engines import Engine
 from .repo import RepoModules
-from .syntax import exits, self_stores, stores
+from .syntax import exits, parameters, self_stores, stores
 
 Class = tuple[str, str]  # (module, class name)
 Method = tuple[str, ast.FunctionDef, Class]  # (the module that defines it, the method, the class of `self`)
@@ -111,7 +112,7 @@ def _name_classes(modules, module, function, owner, node: ast.Name, depth) -> li
     ]
     found = [class_of(modules, module, function, owner, v, depth + 1) for v in _assigned(function).get(name, ())]
     found += annotated
-    if found or name in _parameters(function):
+    if found or name in parameters(function):
         return found
     singleton = modules.reference(module, ast.Name(id=name, ctx=ast.Load()))  # a module-level object
     statement = modules.definition(*singleton) if singleton else None
@@ -289,11 +290,6 @@ def _method(modules: RepoModules, cls: Class, name: str) -> tuple[str, ast.Funct
 def _class(modules: RepoModules, module: str, function: ast.FunctionDef, node: ast.expr | None) -> Class | None:
     named = target(modules, module, function, node) if node is not None else None
     return named if named and named[1] and isinstance(modules.definition(*named), ast.ClassDef) else None
-
-
-def _parameters(function: ast.FunctionDef) -> set[str]:
-    arguments = function.args
-    return {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
 
 
 def _annotation(node: ast.expr) -> ast.expr | None:

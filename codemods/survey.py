@@ -586,6 +586,7 @@ def survey_report(repo: Path, findings: list[WarmupFinding], orchestrator: str, 
                 "total": sum(len(f.kernels) for f in findings),
                 **{v: sum(k.verdict == v for f in findings for k in f.kernels) for v in VERDICTS},
             },
+            "classifications": {c: sum(f.classification == c for f in findings) for c in classify.CLASSIFICATIONS},
         },
         "warmups": [finding.to_dict() for finding in findings],
     }

@@ -1355,7 +1355,7 @@ MUTANTS = (
     Mutant(
         "objects: a module-level object has no class",
         "codemods/objects.py",
-        "    if found or name in _parameters(function):",
+        "    if found or name in parameters(function):",
         "    if True:",
         ("tests/test_survey_classification.py", "-k", "engine_objects"),
     ),

@@ -373,6 +373,12 @@ PARTLY_033 = {
 def test_each_warmup_of_033_is_classified_with_what_stays_and_who_owns_it(survey033):
     warmups = {w["function"]: w for w in survey033["warmups"]}
     assert set(warmups) == MIGRATABLE_033 | set(STAYS_033)
+    assert survey033["counts"]["classifications"] == {
+        "migratable": len(MIGRATABLE_033),
+        "partly": len(PARTLY_033),
+        "not compile keys": len(STAYS_033) - len(PARTLY_033),
+        "unseen": 0,
+    }
     for name, warmup in warmups.items():
         expected = "migratable" if name in MIGRATABLE_033 else "partly" if name in PARTLY_033 else "not compile keys"
         assert warmup["classification"] == expected, name
