@@ -2,12 +2,14 @@
 
 From the orchestrator's entry function, every standalone warmup call and inline warmup
 step is followed (through the orchestrator's own helpers, e.g. an autotune wrapper that
-calls two warmups) to the warmup functions; their bodies, and the engine functions they
-call (to a small depth), are searched for kernels: `@triton.jit`-style decorated functions
-and module-level objects of a `*JitKernel` class. Each kernel's construction sites are the
-engine classes outside the warmup package that reference it; a `register_warmup` call on
-it means it already registers with the contract. Everything is read with `ast`; nothing
-is imported. The JSON form (`SURVEY_FORMAT`) is documented in docs/json-formats.md.
+calls two warmups) to the warmup functions; what can run of them (codemods.walk: the engine
+functions and objects' methods they reach) is searched for kernels: `@triton.jit`-style
+decorated functions, module-level objects of a `*JitKernel` class, and CuTe DSL kernel classes
+(codemods.compile_units). Each kernel's construction sites are the engine classes outside the
+warmup package that reference it; a `register_warmup` call on it means it already registers
+with the contract. Each warmup is classified by the work that stays when its kernels move
+(codemods.classify). Everything is read with `ast`; nothing is imported. The JSON form
+(`SURVEY_FORMAT`) is documented in docs/json-formats.md.
 """
 
 from __future__ import annotations
@@ -361,7 +363,7 @@ class Survey:
         return reaching[0][2] if reaching else None  # the closest to the launcher: the step of this kernel
 
     def _kernels_of(self, module: str, function: str) -> list[tuple[str, str]]:
-        """The kernels the warmup `function` can reach (`_walk`): named, or compiled with `cute.compile` by what
+        """The kernels the warmup `function` can reach (its `Walk`): named, or compiled with `cute.compile` by what
         it runs or by the providers of a registry it reads. For a class, what its methods reach; for "Class.method",
         what that call runs."""
         if (module, function) in self._kernels:
