@@ -80,7 +80,7 @@ def providers(
                 elif isinstance(built := modules.definition(home, argument), ast.Assign) and isinstance(
                     built.value, ast.Call
                 ):
-                    cls = _class(modules, home, function, built.value.func)
+                    cls = named_class(modules, home, function, built.value.func)
                     found.update({cls: None} if cls else {})
     return list(found)
 
@@ -93,7 +93,7 @@ def registry_providers(
     for registry in registries(modules, module, nodes):
         for provider in providers(modules, registry, mentioning):
             for name in registry.methods:
-                yield provider, name, _method(modules, provider, name)
+                yield provider, name, modules.method_of(provider, name)
 
 
 def registry_kernels(
@@ -128,7 +128,7 @@ def compiled_kernels(
         for node in nodes if nodes is not None and depth == 0 else ast.walk(function):
             if isinstance(node, ast.Call) and _is_cute_compile(modules, home, function, node.func):
                 built = [b for a in node.args for b in ([a] if isinstance(a, ast.Call) else assigned.get(_name(a), []))]
-                found.update({c: None for b in built if (c := _class(modules, home, function, b.func))})
+                found.update({c: None for b in built if (c := named_class(modules, home, function, b.func))})
             if depth >= FOLLOW_DEPTH:
                 continue
             for followed in _followed(modules, home, owner, function, node):
@@ -143,7 +143,7 @@ def _followed(
     object the constructor stores on `self`, a repo function it calls, or the constructor of a repo class it
     builds. A method is read in the module of the class that defines it, its own or a base."""
     cls, name = None, getattr(node, "attr", None)
-    if isinstance(node, ast.Attribute) and (named := _class(modules, home, function, node.value)):
+    if isinstance(node, ast.Attribute) and (named := named_class(modules, home, function, node.value)):
         cls = named  # a static or class method: `Kernel.compile(...)`
     elif isinstance(node, ast.Attribute) and owner is not None and _name(node.value) == "self":
         cls = owner
@@ -156,14 +156,14 @@ def _followed(
             return [(called[0], None, definition)]
         if isinstance(definition, ast.ClassDef):
             cls, name = called, "__init__"
-    found = _method(modules, cls, name) if cls else None
+    found = modules.method_of(cls, name) if cls else None
     return [(found[0], cls, found[1])] if found else []
 
 
 def _held(modules: RepoModules, owner: tuple[str, str], attribute: str) -> tuple[str, str] | None:
     """The repo class of the object the constructor of `owner` stores as `self.<attribute>` (one assignment of a
     call)."""
-    found = _method(modules, owner, "__init__")
+    found = modules.method_of(owner, "__init__")
     calls = [
         s.value
         for s in (statements(found[1]) if found else ())
@@ -171,17 +171,12 @@ def _held(modules: RepoModules, owner: tuple[str, str], attribute: str) -> tuple
         and isinstance(s.value, ast.Call)
         and any(isinstance(t, ast.Attribute) and _name(t.value) == "self" and t.attr == attribute for t in s.targets)
     ]
-    return _class(modules, found[0], found[1], calls[0].func) if len(calls) == 1 else None
+    return named_class(modules, found[0], found[1], calls[0].func) if len(calls) == 1 else None
 
 
-def _method(modules: RepoModules, cls: tuple[str, str], name: str) -> tuple[str, ast.FunctionDef] | None:
-    """The method `name` of the repo class `cls` (its own or a base's), with the module that defines it."""
-    node = modules.definition(*cls)
-    return modules.defining(cls[0], node, name) if isinstance(node, ast.ClassDef) else None
-
-
-def _class(modules: RepoModules, module: str, function: ast.FunctionDef | None, func: ast.expr):
-    named = target(modules, module, function, func)
+def named_class(modules: RepoModules, module: str, function: ast.FunctionDef | None, node: ast.expr | None):
+    """The repo class (module, name) that `node`, read in `function` of `module`, names; None for anything else."""
+    named = target(modules, module, function, node) if node is not None else None
     return named if named and named[1] and isinstance(modules.definition(*named), ast.ClassDef) else None
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import functools
 
-from .compile_units import target
+from .compile_units import named_class, target
 from .engines import Engine
 from .repo import RepoModules
 from .syntax import exits, parameters, self_stores, stores
@@ -65,7 +65,7 @@ def receiver(
     if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "super" and owner is not None:
         bases = _lineage(modules, owner)[1:]
         return bases[0] if bases else None
-    return _class(modules, module, function, node) or class_of(modules, module, function, owner, node)
+    return named_class(modules, module, function, node) or class_of(modules, module, function, owner, node)
 
 
 def stored_functions(modules: RepoModules, cls: Class, attribute: str) -> list[tuple[str, str]]:
@@ -81,32 +81,32 @@ def stored_functions(modules: RepoModules, cls: Class, attribute: str) -> list[t
 def called_methods(modules: RepoModules, engine: Engine, cls: Class, name: str) -> list[Method]:
     """What `obj.<name>(...)` runs on an object (or the class) `cls`: the method, what the engine says the name
     runs (`Engine.class_calls`), or what calling the object stored there runs."""
-    method = _method(modules, cls, name)
+    method = modules.method_of(cls, name)
     if method is not None:
         return [(*method, cls)]
     runs = [method for called, method in engine.class_calls if called == name]
     if runs:
-        return [(*found, cls) for method in runs if (found := _method(modules, cls, method)) is not None]
+        return [(*found, cls) for method in runs if (found := modules.method_of(cls, method)) is not None]
     held = _one(_stored(modules, cls, name, 0, items=False))
     return object_call(modules, engine, held) if held else []
 
 
 def object_call(modules: RepoModules, engine: Engine, cls: Class) -> list[Method]:
     """The methods that calling an object of `cls` runs: its `__call__` in the repo, else `Engine.object_call`."""
-    own = _method(modules, cls, "__call__")
-    found = [own] if own else [found for name in engine.object_call if (found := _method(modules, cls, name))]
+    own = modules.method_of(cls, "__call__")
+    found = [own] if own else [found for name in engine.object_call if (found := modules.method_of(cls, name))]
     return [(*method, cls) for method in found]
 
 
 def _name_classes(modules, module, function, owner, node: ast.Name, depth) -> list[Class | None]:
     name = node.id
     narrowing = _narrowed(function).get(id(node), ())
-    narrowed = [found for kind in narrowing if (found := _class(modules, module, function, kind))]
+    narrowed = [found for kind in narrowing if (found := named_class(modules, module, function, kind))]
     if narrowed:
         return narrowed
     arguments = function.args
     annotated = [
-        _class(modules, module, function, _annotation(a.annotation))
+        named_class(modules, module, function, _annotation(a.annotation))
         for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
         if a.arg == name and a.annotation is not None
     ]
@@ -235,7 +235,7 @@ def _call_class(modules, module, function, owner, call: ast.Call, depth) -> Clas
         if isinstance(r, ast.Return) and r.value is not None and not _is_none(r.value)
     ]
     if definition.returns is not None:
-        returned.append(_class(modules, called[0], definition, _annotation(definition.returns)))
+        returned.append(named_class(modules, called[0], definition, _annotation(definition.returns)))
     return _one(returned)
 
 
@@ -280,16 +280,6 @@ def _items(value: ast.expr) -> list[ast.expr]:
     if isinstance(value, ast.ListComp | ast.GeneratorExp):
         return [value.elt]
     return []
-
-
-def _method(modules: RepoModules, cls: Class, name: str) -> tuple[str, ast.FunctionDef] | None:
-    node = modules.definition(*cls)
-    return modules.defining(cls[0], node, name) if isinstance(node, ast.ClassDef) else None
-
-
-def _class(modules: RepoModules, module: str, function: ast.FunctionDef, node: ast.expr | None) -> Class | None:
-    named = target(modules, module, function, node) if node is not None else None
-    return named if named and named[1] and isinstance(modules.definition(*named), ast.ClassDef) else None
 
 
 def _annotation(node: ast.expr) -> ast.expr | None:

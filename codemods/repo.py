@@ -375,6 +375,12 @@ class RepoModules:
         found = self.defining(module, cls, name)
         return found[1] if found else None
 
+    def method_of(self, cls: tuple[str, str], name: str) -> tuple[str, ast.FunctionDef] | None:
+        """The method `name` of the repo class `cls` (module, class name), its own or a base's, with the module that
+        defines it; None where `cls` is no repo class or has no such method."""
+        node = self.definition(*cls)
+        return self.defining(cls[0], node, name) if isinstance(node, ast.ClassDef) else None
+
     def defining(self, module: str, cls: ast.ClassDef, name: str, depth: int = 0) -> tuple[str, ast.FunctionDef] | None:
         """`method`'s answer with the module of the class that defines it (where its names are read)."""
         for item in cls.body:

@@ -1152,7 +1152,7 @@ MUTANTS = (
     Mutant(
         "compile units: an object the provider's constructor stores is not followed",
         "codemods/compile_units.py",
-        "return _class(modules, found[0], found[1], calls[0].func) if len(calls) == 1 else None",
+        "return named_class(modules, found[0], found[1], calls[0].func) if len(calls) == 1 else None",
         "return None",
         ("tests/test_survey_registries.py",),
     ),
@@ -1187,8 +1187,8 @@ MUTANTS = (
     Mutant(
         "compile units: a static method called on a repo class is not followed",
         "codemods/compile_units.py",
-        "if isinstance(node, ast.Attribute) and (named := _class(modules, home, function, node.value)):",
-        "if False and isinstance(node, ast.Attribute) and (named := _class(modules, home, function, node.value)):",
+        "if isinstance(node, ast.Attribute) and (named := named_class(modules, home, function, node.value)):",
+        "if False and isinstance(node, ast.Attribute) and (named := named_class(modules, home, function, node.value)):",
         ("tests/test_survey_registries.py",),
     ),
     Mutant(
