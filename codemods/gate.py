@@ -79,9 +79,15 @@ def _pyflakes(path: Path, source: str) -> tuple[Counter, dict]:
     tree = ast.parse(source, filename=str(path))
     found = pyflakes_checker.Checker(tree, filename=str(path)).messages
     blocking = [m for m in found if isinstance(m, _BLOCKING)]
-    keys = Counter((type(m).__name__, m.message_args) for m in blocking)
-    lines = {(type(m).__name__, m.message_args): m.lineno for m in blocking}
+    keys = Counter(_key(m) for m in blocking)
+    lines = {_key(m): m.lineno for m in blocking}
     return keys, lines
+
+
+def _key(message: messages.Message) -> tuple[str, tuple]:
+    """A finding as it survives an edit elsewhere in the file: its kind and arguments, without the line of the
+    earlier binding that a redefinition names (code the migration inserts above moves it)."""
+    return type(message).__name__, tuple(a for a in message.message_args if not isinstance(a, int))
 
 
 def _new_findings(path: Path, before: str, after: str) -> list[Finding]:

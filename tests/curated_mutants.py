@@ -1401,4 +1401,11 @@ MUTANTS = (
         "            for definition in self.modules.alternatives(*named)[:1]:",
         ("tests/test_survey_classification.py", "-k", "platform"),
     ),
+    Mutant(
+        "gate: a finding the original had is new once inserted lines move the line it names",
+        "codemods/gate.py",
+        "    return type(message).__name__, tuple(a for a in message.message_args if not isinstance(a, int))",
+        "    return type(message).__name__, tuple(message.message_args)",
+        ("tests/test_codemod_variations.py", "-k", "redefinition"),
+    ),
 )
