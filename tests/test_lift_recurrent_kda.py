@@ -17,7 +17,7 @@ from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.engine_trees.warmup import TreeWarmup
 from zerojit.migrate.families import equivalence_adapter
-from zerojit.migrate.triton_lifts.equivalence import KimiConfig, MetaAllocations, _compile_only_triton
+from zerojit.migrate.triton_lifts.equivalence import KimiConfig, MetaAllocations, compile_only_triton
 
 pytestmark = pytest.mark.release_tree
 
@@ -100,7 +100,7 @@ def test_the_recurrent_kda_provider_warms_in_tritons_own_keys_what_the_legacy_st
     engine = type(equivalence_adapter("kimi-k3-attn-res")).engine
     legacy = TreeWarmup(vllm_tree("0.33.0"), spec, engine, run_compiles=True)
     lifted = TreeWarmup(repo, spec, engine, run_compiles=True)
-    _compile_only_triton()
+    compile_only_triton()
     for heads, spec_tokens, dtype in itertools.product((2, 8, 64), (1, 3), (torch.bfloat16, torch.float16)):
 
         def facts():

@@ -25,7 +25,7 @@ from zerojit.migrate.triton_lifts.equivalence import (
     GdnTritonConfig,
     GdnTritonEngine,
     MetaAllocations,
-    _compile_only_triton,
+    compile_only_triton,
 )
 from zerojit.migrate.triton_lifts.specs import QWEN_GDN_SEARCH_AT_BIND
 
@@ -219,7 +219,7 @@ def _step_inputs():
 
 def _keys(tree, run):
     """What `run` asks Triton for, by kernel, with the tree's compute-unit count stubbed (no GPU here)."""
-    _compile_only_triton()
+    compile_only_triton()
 
     def recorded():
         with triton_backend.jit_keys_recorded() as keys, MetaAllocations():

@@ -33,7 +33,7 @@ from zerojit.migrate.triton_lifts.equivalence import (
     FusedPostConvEquivalence,
     GdnTritonConfig,
     MetaAllocations,
-    _compile_only_triton,
+    compile_only_triton,
 )
 from zerojit.migrate.triton_lifts.specs import BATCH_MEMCPY, FUSED_POST_CONV, QWEN_GDN_SEARCH
 from zerojit.migrate.triton_lifts.specs import SPECS as LIFT_SPECS
@@ -120,7 +120,7 @@ def test_each_lift_warms_in_tritons_own_keys_what_the_legacy_step_did(lifted_033
 def _launch_keys(tree, config, call):
     """Triton's keys for what `call(module)` launches, with the lifted kernel's module loaded from `tree`."""
 
-    _compile_only_triton()
+    compile_only_triton()
 
     def run():
         with triton_backend.jit_keys_recorded() as recorded, MetaAllocations():
@@ -251,7 +251,7 @@ def test_a_provider_whose_step_returned_early_expands_to_no_case_not_to_an_error
     attention residual reads the block size the step returned early without, so for a model that has none it
     must give no case (the registry warms nothing), where the unguarded arithmetic would raise at engine init."""
     adapter = type(equivalence_adapter("kimi-k3-attn-res"))(migrated_tree=lifted_033)
-    _compile_only_triton()
+    compile_only_triton()
 
     def keys(config):
         module = adapter.migrated.sources.module(ATTN_RES_MODULE)
@@ -849,7 +849,7 @@ def test_a_domain_that_reads_what_an_early_return_guarded_is_evaluated_only_wher
     )
     write(migrate(repo, [spec]))
     adapter = type(equivalence_adapter("fla-fused-post-conv"))(migrated_tree=repo)
-    _compile_only_triton()
+    compile_only_triton()
 
     def keys(k):
         module = adapter.migrated.sources.module(FUSED_POST_CONV.kernel.module)

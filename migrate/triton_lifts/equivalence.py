@@ -101,7 +101,7 @@ class MetaAllocations(TorchFunctionMode):
 
 
 @functools.cache
-def _compile_only_triton() -> Path:
+def compile_only_triton() -> Path:
     """Triton's driver made compile-only for ARCH, on a throwaway cache (nothing compiles: the hook records)."""
     from zerojit.contract.backends import triton as triton_backend
 
@@ -119,7 +119,7 @@ class TritonKeyEquivalence(TreeEquivalence):
     def _triton_keys(self, run) -> set[str]:
         from zerojit.contract.backends import triton as triton_backend
 
-        _compile_only_triton()
+        compile_only_triton()
         with triton_backend.jit_keys_recorded() as recorded, MetaAllocations():
             run()
         return {key for name, key in recorded if name == self.spec.kernel.name}
