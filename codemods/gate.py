@@ -27,7 +27,7 @@ from pathlib import Path
 from pyflakes import checker as pyflakes_checker
 from pyflakes import messages
 
-from .repo import absolute_module
+from .repo import absolute_module, module_named_by, qualified_names
 from .syntax import where
 
 # What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823, F405).
@@ -122,15 +122,6 @@ def _bindings(tree: ast.AST, package: str) -> dict[str, set[str]]:
     return bound
 
 
-def _dotted(node: ast.AST, bound: Mapping[str, set[str]]) -> set[str]:
-    """Fully qualified names an expression `a.b.c` may denote, through the file's imports."""
-    if isinstance(node, ast.Name):
-        return bound.get(node.id, set())
-    if isinstance(node, ast.Attribute):
-        return {f"{base}.{node.attr}" for base in _dotted(node.value, bound)}
-    return set()
-
-
 def _references(
     path: Path, tree: ast.Module, bound: Mapping[str, set[str]], module: str, package: str, facts: Facts
 ) -> Iterable[Finding]:
@@ -161,7 +152,7 @@ def _references(
                         f"imports {alias.name} from {source}: the kernel is now {old_names[full].new}",
                     )
         elif isinstance(node, (ast.Name, ast.Attribute)):
-            for name in _dotted(node, bound):
+            for name in qualified_names(node, bound):
                 if name in old_names and not (isinstance(node, ast.Name)):
                     yield Finding(path, node.lineno, f"uses {name}: the kernel is now {old_names[name].new}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -249,7 +240,7 @@ def _computed_names(path: Path, tree: ast.Module, bound: Mapping[str, set[str]],
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
             continue
-        callee = _dotted(node.func, bound) | ({node.func.id} if isinstance(node.func, ast.Name) else set())
+        callee = qualified_names(node.func, bound) | ({node.func.id} if isinstance(node.func, ast.Name) else set())
         if callee & {"importlib.import_module", "__import__"} and not isinstance(node.args[0], ast.Constant):
             yield Finding(
                 path, node.lineno, "imports a module by a computed name; check it names nothing the migration deletes"
@@ -258,7 +249,7 @@ def _computed_names(path: Path, tree: ast.Module, bound: Mapping[str, set[str]],
             callee & {"getattr", "hasattr"}
             and len(node.args) > 1
             and not isinstance(node.args[1], ast.Constant)
-            and _dotted(node.args[0], bound) & watched
+            and qualified_names(node.args[0], bound) & watched
         ):
             yield Finding(
                 path,
@@ -267,8 +258,7 @@ def _computed_names(path: Path, tree: ast.Module, bound: Mapping[str, set[str]],
             )
 
 
-_IMPORTERS_BY_STRING = {"importlib.import_module", "importlib.__import__", "__import__"}
-_BY_STRING = re.compile(r"\b(import_module|__import__)\b")
+_BY_STRING = re.compile(r"\b(import_module|__import__|sys\.modules)\b")
 _ATTRIBUTE_FUNCTIONS = ("getattr", "hasattr", "setattr")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -278,7 +268,8 @@ def _looked_up_by_string(
 ) -> Iterable[Finding]:
     """The old name read off an exporter that the code imports by a literal string: `getattr` / `hasattr` /
     `setattr(<import>, "old")` and `<import>.old`, where <import> is `importlib.import_module("exporter")`,
-    `__import__("exporter", fromlist=[...])`, an attribute of one (a submodule), or a name assigned from one in the
+    `__import__("exporter", fromlist=[...])`, `sys.modules["exporter"]` (`module_named_by`), an attribute of one (a
+    submodule), or a name assigned from one in the
     same function (or an enclosing one, or at module level, where the function does not bind the name itself)."""
     renamed = {(exporter, r.old): r for r in facts.renamed for exporter in r.exporters}
     if not renamed:
@@ -291,7 +282,7 @@ def _looked_up_by_string(
             return modules_of(node.value, names)
         if isinstance(node, ast.Name):
             return names.get(node.id, set())
-        imported = _imported_by_string(node, bound, module, package)
+        imported = module_named_by(node, bound, module, package)
         return {imported} if imported else set()
 
     def scope(node: ast.AST, outer: Mapping[str, set[str]]) -> Iterable[Finding]:
@@ -348,34 +339,3 @@ def _own_nodes(scope: ast.AST) -> Iterable[ast.AST]:
         yield node
         if not isinstance(node, _SCOPES):
             pending += ast.iter_child_nodes(node)
-
-
-def _imported_by_string(node: ast.AST, bound: Mapping[str, set[str]], module: str, package: str) -> str | None:
-    """The module a call `importlib.import_module(...)` or `__import__(...)` with literal arguments returns."""
-    if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
-        return None
-    callee = _dotted(node.func, bound) | ({node.func.id} if isinstance(node.func, ast.Name) else set())
-    if not callee & _IMPORTERS_BY_STRING:
-        return None
-    by_path = "importlib.import_module" in callee
-    args = dict(zip(("name", "package") if by_path else ("name", "globals", "locals", "fromlist", "level"), node.args))
-    args |= {k.arg: k.value for k in node.keywords if k.arg}
-    const = {key: arg.value for key, arg in args.items() if isinstance(arg, ast.Constant)}
-    name = const.get("name")
-    if not isinstance(name, str):
-        return None
-    if by_path:
-        level = len(name) - len(name.lstrip("."))
-        if not level:
-            return name
-        here = {"__package__": package, "__name__": module}
-        base = here.get(args["package"].id) if isinstance(args.get("package"), ast.Name) else const.get("package")
-        return (absolute_module(base, name[level:] or None, level) or None) if isinstance(base, str) else None
-    level = const.get("level", 0 if "level" not in args else None)
-    fromlist = args.get("fromlist", ast.Constant(None))
-    if not isinstance(level, int) or not isinstance(fromlist, (ast.List, ast.Tuple, ast.Constant)):
-        return None
-    listed = bool(fromlist.value if isinstance(fromlist, ast.Constant) else fromlist.elts)
-    # Without a fromlist, __import__("a.b") returns the first module named: `a` (relative: the package's child).
-    named = name if listed else name.partition(".")[0]
-    return (absolute_module(package, named or None, level) or None) if level else named

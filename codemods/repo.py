@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from libcst.helpers import get_absolute_module_from_package
@@ -241,6 +241,17 @@ class RepoModules:
             self._imports[module] = import_table(tree, module, is_package) if tree else {}
         return self._imports[module]
 
+    def modules_by_string(self, module: str, function: ast.FunctionDef) -> dict[str, str]:
+        """Names `function` (of `module`) assigns a module it looks up by a literal name."""
+        package = module if (self.path(module) or Path()).name == "__init__.py" else module.rpartition(".")[0]
+        bound, found = import_bindings(self.imports(module)), {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                named = module_named_by(node.value, bound, module, package)
+                if named:
+                    found[node.targets[0].id] = named
+        return found
+
     def definition(self, module: str, name: str) -> ast.stmt | None:
         """The statement of `module` that binds `name` last at its top level; else the first binding inside a
         top-level `if` or `try` (`if HAS_TRITON: def kernel`), None where that is an import (`try: import x`,
@@ -466,22 +477,59 @@ def dotted_name(node: ast.expr) -> str:
     return ast.unparse(node.func if isinstance(node, ast.Call) else node)
 
 
-def modules_by_string(function: ast.FunctionDef) -> dict[str, str]:
-    """Names the function assigns a module it looks up by a literal name: `sys.modules.get("a.b")`,
-    `sys.modules["a.b"]`, `importlib.import_module("a.b")`."""
-    found = {}
-    for node in ast.walk(function):
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
-            continue
-        value = node.value
-        if isinstance(value, ast.Subscript):
-            looked_up, argument = dotted_name(value.value), value.slice
-        elif isinstance(value, ast.Call) and value.args:
-            looked_up, argument = dotted_name(value.func), value.args[0]
-        else:
-            continue
-        if looked_up in ("sys.modules", "sys.modules.get", "importlib.import_module", "import_module") and (
-            isinstance(argument, ast.Constant) and isinstance(argument.value, str)
-        ):
-            found[node.targets[0].id] = argument.value
-    return found
+def qualified_names(node: ast.AST, bound: Mapping[str, set[str]]) -> set[str]:
+    """The fully qualified names an expression `a.b.c` may denote, through what the file's imports bind (`bound`:
+    local name -> qualified names)."""
+    if isinstance(node, ast.Name):
+        return bound.get(node.id, set())
+    if isinstance(node, ast.Attribute):
+        return {f"{base}.{node.attr}" for base in qualified_names(node.value, bound)}
+    return set()
+
+
+def import_bindings(table: Mapping[str, tuple[str, str | None]]) -> dict[str, set[str]]:
+    """An import table (`import_table`) as `qualified_names` reads it."""
+    return {name: {f"{home}.{attribute}" if attribute else home} for name, (home, attribute) in table.items()}
+
+
+_IMPORTERS = {"importlib.import_module", "importlib.__import__", "__import__"}
+
+
+def module_named_by(node: ast.AST, bound: Mapping[str, set[str]], module: str, package: str) -> str | None:
+    """The module an expression looks up by a literal name: `importlib.import_module("a.b")` (relative ones under
+    their package), `__import__("a.b", fromlist=[...])` (without a fromlist: `a`), `sys.modules["a.b"]`,
+    `sys.modules.get("a.b")`; None for anything else (`bound` as in `qualified_names`)."""
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        listed = "sys.modules" in qualified_names(node.value, bound)
+        return key.value if listed and isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+    if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    callee = qualified_names(node.func, bound) | ({node.func.id} if isinstance(node.func, ast.Name) else set())
+    if "sys.modules.get" in callee:
+        key = node.args[0] if node.args else None
+        return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+    if not callee & _IMPORTERS:
+        return None
+    by_path = "importlib.import_module" in callee
+    args = dict(zip(("name", "package") if by_path else ("name", "globals", "locals", "fromlist", "level"), node.args))
+    args |= {k.arg: k.value for k in node.keywords if k.arg}
+    const = {key: arg.value for key, arg in args.items() if isinstance(arg, ast.Constant)}
+    name = const.get("name")
+    if not isinstance(name, str):
+        return None
+    if by_path:
+        level = len(name) - len(name.lstrip("."))
+        if not level:
+            return name
+        here = {"__package__": package, "__name__": module}
+        base = here.get(args["package"].id) if isinstance(args.get("package"), ast.Name) else const.get("package")
+        return (absolute_module(base, name[level:] or None, level) or None) if isinstance(base, str) else None
+    level = const.get("level", 0 if "level" not in args else None)
+    fromlist = args.get("fromlist", ast.Constant(None))
+    if not isinstance(level, int) or not isinstance(fromlist, (ast.List, ast.Tuple, ast.Constant)):
+        return None
+    listed = bool(fromlist.value if isinstance(fromlist, ast.Constant) else fromlist.elts)
+    # Without a fromlist, __import__("a.b") returns the first module named: `a` (relative: the package's child).
+    named = name if listed else name.partition(".")[0]
+    return (absolute_module(package, named or None, level) or None) if level else named

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from . import objects
 from .compile_units import target
 from .reachable import call_arguments, reachable
-from .repo import RepoModules, modules_by_string
+from .repo import RepoModules
 
 FOLLOW_DEPTH = 4  # modules away from the warmup's that the walk still reads (a CustomOp's base costs one)
 
@@ -60,7 +60,7 @@ class Walk:
         self, module: str, function: ast.FunctionDef, nodes: list[ast.AST]
     ) -> Iterator[tuple[ast.AST, tuple[str, str]]]:
         """Each of `nodes` that names an engine definition (through a module looked up by name too), with it."""
-        by_string = modules_by_string(function)
+        by_string = self.modules.modules_by_string(module, function)
         for ref in nodes:
             target = self.modules.reference(module, ref)
             if isinstance(ref, ast.Attribute) and isinstance(ref.value, ast.Name) and ref.value.id in by_string:

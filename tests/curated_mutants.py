@@ -1408,4 +1408,18 @@ MUTANTS = (
         "    return type(message).__name__, tuple(message.message_args)",
         ("tests/test_codemod_variations.py", "-k", "redefinition"),
     ),
+    Mutant(
+        "rename: a module looked up in sys.modules is not an exporter",
+        "codemods/transforms/rename_kernel.py",
+        '            listed = "sys.modules" in self.fqns(node.value)',
+        "            listed = False",
+        ("tests/test_codemod_string_references.py", "-k", "renamed_and_resolve"),
+    ),
+    Mutant(
+        "gate: a module looked up in sys.modules hides a stale lookup",
+        "codemods/repo.py",
+        '        listed = "sys.modules" in qualified_names(node.value, bound)',
+        "        listed = False",
+        ("tests/test_codemod_string_references.py", "-k", "gate_alone"),
+    ),
 )

@@ -38,6 +38,7 @@ PROBE = "vllm/tools/kernel_lookup.py"
 LOOKUPS = f'''\
 import importlib
 import importlib as il
+import sys
 from importlib import import_module
 
 try:
@@ -78,10 +79,28 @@ def module_global():
     return _FLASH.{OLD}
 
 
+def sys_modules():
+    return sys.modules["{FLASH_MODULE}"].{OLD}
+
+
+def sys_modules_get():
+    mod = sys.modules.get("{FLASH_MODULE}")
+    return getattr(mod, "{OLD}")
+
+
 def not_an_exporter():
     return getattr(importlib.import_module("vllm.platforms"), "{OLD}", None)
 '''
-READS_THE_KERNEL = ("direct", "through_a_local", "attribute", "relative", "dunder_import", "module_global")
+READS_THE_KERNEL = (
+    "direct",
+    "through_a_local",
+    "attribute",
+    "relative",
+    "dunder_import",
+    "module_global",
+    "sys_modules",
+    "sys_modules_get",
+)
 
 
 @pytest.fixture
@@ -181,8 +200,9 @@ COMPUTED = f"looks up {OLD} on a module imported by a name computed at run time"
             8,
             f"looks up {OLD} on a name that may be {FLASH_MODULE}",
         ),
+        (f"def probe(name):\n    import sys\n\n    return sys.modules[name].{OLD}\n", 7, COMPUTED),
     ],
-    ids=["variable", "f-string", "dunder-import", "or-another-value"],
+    ids=["variable", "f-string", "dunder-import", "or-another-value", "sys-modules"],
 )
 def test_a_lookup_whose_module_the_migration_cannot_know_is_refused(repo, lookup, line, why):
     add(repo, PROBE, f"import importlib\n\n\n{lookup}")
@@ -202,11 +222,12 @@ def test_the_gate_alone_reports_a_lookup_left_behind(repo):
         f'def direct():\n    return getattr(importlib.import_module("{FLASH_MODULE}"), "{OLD}")\n\n\n'
         f'def through_a_local():\n    mod = import_module("{FLASH_MODULE}")\n    x = hasattr(mod, "{OLD}")\n'
         f"    return x, mod.{OLD}\n\n\n"
-        f'def elsewhere(mod):\n    return getattr(mod, "{OLD}")\n'
+        f'def elsewhere(mod):\n    return getattr(mod, "{OLD}")\n\n\n'
+        f'def listed():\n    import sys\n\n    return sys.modules["{FLASH_MODULE}"].{OLD}\n'
     )
     new = next(r.new for r in facts.renamed if r.old == OLD)
     found, _ = gate.check_references(repo / PROBE, "vllm.tools.kernel_lookup", "vllm.tools", leftover, facts)
-    assert sorted(f.line for f in found) == [6, 11, 12]  # not the lookup on a parameter (line 16)
+    assert sorted(f.line for f in found) == [6, 11, 12, 22]  # not the lookup on a parameter (line 16)
     assert all(f"{OLD!r}" in f.what and FLASH_MODULE in f.what and new in f.what for f in found)
     renamed = leftover.replace(f'"{OLD}"', f'"{new}"').replace(f".{OLD}", f".{new}")
     assert gate.check_references(repo / PROBE, "vllm.tools.kernel_lookup", "vllm.tools", renamed, facts)[0] == []

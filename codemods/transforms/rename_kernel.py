@@ -14,7 +14,7 @@ from .base import Command, Operation, code_of, operation
 
 _ATTRIBUTE_FUNCTIONS = frozenset({"builtins.getattr", "builtins.hasattr", "builtins.setattr"})
 # A file can import a module named by a string only through these (the text prefilter, then the callees).
-_BY_STRING = re.compile(r"\b(import_module|__import__)\b")
+_BY_STRING = re.compile(r"\b(import_module|__import__|sys\.modules)\b")
 _IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "importlib.__import__"})
 _CALLEES = sorted({name.rsplit(".", 1)[1] for name in _ATTRIBUTE_FUNCTIONS | _IMPORTERS})  # as the file spells them
 # In the set of modules an expression may be: one named at run time, and a value that is no such import.
@@ -30,9 +30,9 @@ class RenameKernel(Operation):
     names). In an exporter, string literals equal to `old` are renamed too (lazy-export
     tables, `__all__`); anywhere, dotted strings `exporter.old` and the name argument of
     `getattr` / `hasattr` on an exporter module. A module imported by a literal string
-    (`importlib.import_module("exporter")`, `__import__("exporter", fromlist=[...])`, directly
-    or through a name assigned from it) counts as the exporter: `getattr(mod, "old")` and
-    `mod.old` are renamed, and refused where the module's name is computed at run time.
+    (`importlib.import_module("exporter")`, `__import__("exporter", fromlist=[...])`,
+    `sys.modules["exporter"]`, directly or through a name assigned from it) counts as the exporter:
+    `getattr(mod, "old")` and `mod.old` are renamed, and refused where the module's name is computed at run time.
     """
 
     old: str
@@ -147,12 +147,14 @@ class _Rename(Command):
 
     @functools.cached_property
     def by_string(self) -> bool:
-        """Whether the file may import a module by a string at all (the text names import_module or __import__)."""
+        """Whether the file may look a module up by a string at all (the text names import_module, __import__ or
+        sys.modules)."""
         return bool(_BY_STRING.search(self.context.versions.code(self.context.wrapper.module)))
 
     def imported(self, node: cst.BaseExpression) -> frozenset[str]:
         """The modules `node` may be where it is an import of a module named by a string (`import_module("a.b")`,
-        `__import__(...)`), an attribute of one (a submodule), or a name assigned from one; empty where it is none.
+        `__import__(...)`, `sys.modules["a.b"]`, `sys.modules.get("a.b")`), an attribute of one (a submodule), or a
+        name assigned from one; empty where it is none.
         _COMPUTED stands for a module named at run time, _OTHER for another value a name may hold."""
         if isinstance(node, cst.Attribute):
             return frozenset(
@@ -160,6 +162,12 @@ class _Rename(Command):
             )
         if isinstance(node, cst.NamedExpr):
             return self.imported(node.value)
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            listed = "sys.modules" in self.fqns(node.value)
+            return frozenset({_literal(node.slice[0].slice.value) or _COMPUTED}) if listed else frozenset()
+        if isinstance(node, cst.Call) and "sys.modules.get" in self.fqns(node.func):
+            name = _literal(node.args[0].value) if node.args else None
+            return frozenset({name or _COMPUTED})
         if isinstance(node, cst.Call):
             return frozenset({self._import_of(node)}) if self.fqns(node.func) & _IMPORTERS else frozenset()
         if not isinstance(node, cst.Name) or (scope := self.scopes.get(node)) is None:
