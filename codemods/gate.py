@@ -258,7 +258,7 @@ def _computed_names(path: Path, tree: ast.Module, bound: Mapping[str, set[str]],
             )
 
 
-_BY_STRING = re.compile(r"\b(import_module|__import__|sys\.modules)\b")
+_BY_STRING = re.compile(r"\b(import_module|__import__|modules)\b")  # modules: sys.modules, sys aliased too
 _ATTRIBUTE_FUNCTIONS = ("getattr", "hasattr", "setattr")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -268,9 +268,9 @@ def _looked_up_by_string(
 ) -> Iterable[Finding]:
     """The old name read off an exporter that the code imports by a literal string: `getattr` / `hasattr` /
     `setattr(<import>, "old")` and `<import>.old`, where <import> is `importlib.import_module("exporter")`,
-    `__import__("exporter", fromlist=[...])`, `sys.modules["exporter"]` (`module_named_by`), an attribute of one (a
-    submodule), or a name assigned from one in the
-    same function (or an enclosing one, or at module level, where the function does not bind the name itself)."""
+    `__import__("exporter", fromlist=[...])`, `sys.modules["exporter"]` (`module_named_by`), an attribute of one
+    (a submodule), or a name assigned from one in the same function (or an enclosing one, or at module level, where
+    the function does not bind the name itself)."""
     renamed = {(exporter, r.old): r for r in facts.renamed for exporter in r.exporters}
     if not renamed:
         return

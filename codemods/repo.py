@@ -498,17 +498,20 @@ _IMPORTERS = {"importlib.import_module", "importlib.__import__", "__import__"}
 def module_named_by(node: ast.AST, bound: Mapping[str, set[str]], module: str, package: str) -> str | None:
     """The module an expression looks up by a literal name: `importlib.import_module("a.b")` (relative ones under
     their package), `__import__("a.b", fromlist=[...])` (without a fromlist: `a`), `sys.modules["a.b"]`,
-    `sys.modules.get("a.b")`; None for anything else (`bound` as in `qualified_names`)."""
+    `sys.modules.get("a.b")` (or `__name__`: `module`); None for anything else (`bound` as in `qualified_names`)."""
+
+    def key_names(key: ast.expr | None) -> str | None:  # a literal, or the module's own __name__
+        if isinstance(key, ast.Name) and key.id == "__name__":
+            return module
+        return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
     if isinstance(node, ast.Subscript):
-        key = node.slice
-        listed = "sys.modules" in qualified_names(node.value, bound)
-        return key.value if listed and isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+        return key_names(node.slice) if "sys.modules" in qualified_names(node.value, bound) else None
     if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
         return None
     callee = qualified_names(node.func, bound) | ({node.func.id} if isinstance(node.func, ast.Name) else set())
     if "sys.modules.get" in callee:
-        key = node.args[0] if node.args else None
-        return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+        return key_names(node.args[0] if node.args else None)
     if not callee & _IMPORTERS:
         return None
     by_path = "importlib.import_module" in callee

@@ -1418,8 +1418,29 @@ MUTANTS = (
     Mutant(
         "gate: a module looked up in sys.modules hides a stale lookup",
         "codemods/repo.py",
-        '        listed = "sys.modules" in qualified_names(node.value, bound)',
-        "        listed = False",
+        'return key_names(node.slice) if "sys.modules" in qualified_names(node.value, bound) else None',
+        "return None",
         ("tests/test_codemod_string_references.py", "-k", "gate_alone"),
+    ),
+    Mutant(
+        "rename: a name assigned from sys.modules[...] is no module looked up by name",
+        "codemods/transforms/rename_kernel.py",
+        "if isinstance(base, (cst.Call, cst.Subscript)) else set()",
+        "if isinstance(base, cst.Call) else set()",
+        ("tests/test_codemod_string_references.py", "-k", "renamed_and_resolve"),
+    ),
+    Mutant(
+        "rename: sys.modules[__name__] is a module named at run time",
+        "codemods/transforms/rename_kernel.py",
+        '        if isinstance(key, cst.Name) and key.value == "__name__":',
+        "        if False:",
+        ("tests/test_codemod_string_references.py", "-k", "renamed_and_resolve"),
+    ),
+    Mutant(
+        "lift launches: a layer that writes a block mixes after its MLP without the new block",
+        "migrate/triton_lifts/launches.py",
+        "        yield (valid + 1, False, -1, True) if writes else (valid, True, -1, True)",
+        "        yield (valid, False, -1, True) if writes else (valid, True, -1, True)",
+        ("tests/test_lift_launches.py", "-k", "profile"),
     ),
 )

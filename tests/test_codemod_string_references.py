@@ -39,6 +39,7 @@ LOOKUPS = f'''\
 import importlib
 import importlib as il
 import sys
+import sys as _sys
 from importlib import import_module
 
 try:
@@ -88,6 +89,15 @@ def sys_modules_get():
     return getattr(mod, "{OLD}")
 
 
+def sys_modules_local():
+    mod = _sys.modules["{FLASH_MODULE}"]
+    return mod.{OLD}
+
+
+def own_module():
+    return getattr(sys.modules[__name__], "{OLD}", None)
+
+
 def not_an_exporter():
     return getattr(importlib.import_module("vllm.platforms"), "{OLD}", None)
 '''
@@ -100,6 +110,7 @@ READS_THE_KERNEL = (
     "module_global",
     "sys_modules",
     "sys_modules_get",
+    "sys_modules_local",
 )
 
 
@@ -163,7 +174,8 @@ def test_lookups_by_string_are_renamed_and_resolve_on_the_migrated_exporter(repo
     kernel = singleton_name(exporter)
     assert kernel != OLD  # the migration renamed the singleton
     assert [line for line in probe.splitlines() if re.search(rf"\b{OLD}\b", line)] == [
-        f'    return getattr(importlib.import_module("vllm.platforms"), "{OLD}", None)'
+        f'    return getattr(sys.modules[__name__], "{OLD}", None)',  # the probe itself exports no kernel
+        f'    return getattr(importlib.import_module("vllm.platforms"), "{OLD}", None)',
     ]
     assert f'fromlist=["{kernel}"]' in probe
     results = executed(probe, exporter, monkeypatch)

@@ -13,8 +13,9 @@ from libcst.codemod import CodemodContext
 from .base import Command, Operation, code_of, operation
 
 _ATTRIBUTE_FUNCTIONS = frozenset({"builtins.getattr", "builtins.hasattr", "builtins.setattr"})
-# A file can import a module named by a string only through these (the text prefilter, then the callees).
-_BY_STRING = re.compile(r"\b(import_module|__import__|sys\.modules)\b")
+# A file can look a module up by a string only through these (the text prefilter, then the callees; `modules`:
+# sys.modules under any alias of sys).
+_BY_STRING = re.compile(r"\b(import_module|__import__|modules)\b")
 _IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "importlib.__import__"})
 _CALLEES = sorted({name.rsplit(".", 1)[1] for name in _ATTRIBUTE_FUNCTIONS | _IMPORTERS})  # as the file spells them
 # In the set of modules an expression may be: one named at run time, and a value that is no such import.
@@ -164,10 +165,9 @@ class _Rename(Command):
             return self.imported(node.value)
         if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             listed = "sys.modules" in self.fqns(node.value)
-            return frozenset({_literal(node.slice[0].slice.value) or _COMPUTED}) if listed else frozenset()
+            return frozenset({self._module_name(node.slice[0].slice.value)}) if listed else frozenset()
         if isinstance(node, cst.Call) and "sys.modules.get" in self.fqns(node.func):
-            name = _literal(node.args[0].value) if node.args else None
-            return frozenset({name or _COMPUTED})
+            return frozenset({self._module_name(node.args[0].value if node.args else None)})
         if isinstance(node, cst.Call):
             return frozenset({self._import_of(node)}) if self.fqns(node.func) & _IMPORTERS else frozenset()
         if not isinstance(node, cst.Name) or (scope := self.scopes.get(node)) is None:
@@ -178,7 +178,7 @@ class _Rename(Command):
             while isinstance(base, cst.Attribute):
                 base = base.value
             if not (isinstance(value, cst.Name) and value.value == "None"):  # `mod = None` before the import
-                modules |= (self.imported(value) if isinstance(base, cst.Call) else set()) or {_OTHER}
+                modules |= (self.imported(value) if isinstance(base, (cst.Call, cst.Subscript)) else set()) or {_OTHER}
         return frozenset(modules) if modules - {_OTHER} else frozenset()
 
     @functools.cached_property
@@ -188,6 +188,12 @@ class _Rename(Command):
         collector = _Assignments()
         self.context.wrapper.module.visit(collector)
         return collector.values
+
+    def _module_name(self, key: cst.BaseExpression | None) -> str:
+        """The module a `sys.modules` key names: a literal, or this module's `__name__`; else _COMPUTED."""
+        if isinstance(key, cst.Name) and key.value == "__name__":
+            return self.context.full_module_name
+        return _literal(key) or _COMPUTED
 
     def _import_of(self, call: cst.Call, whole: bool = False) -> str:
         """The module a call of import_module / __import__ returns (`whole`: the one it imports, which __import__
