@@ -71,11 +71,11 @@ def serve(root: Path, cache: Path, warm: bool, launches: int, seed: int) -> None
     print(json.dumps({**host, "cache": str(cache), "cache_manager": manager, "warm": warm}), flush=True)
     for family, spec, tree, config in serving_trees(root):
         kernel = spec.kernel.name
-        compiled = compiles.compiled[kernel]
+        before = (compiles.compiled[kernel], compiles.loaded[kernel])
         if warm:
             with lifts.MetaAllocations():
                 tree.registered_keys(config)
-        warmed, loaded = compiles.compiled[kernel] - compiled, compiles.loaded[kernel]
+        at_warm = (compiles.compiled[kernel], compiles.loaded[kernel])
         seen = compiles.compiled[kernel]
 
         def cold(kernel: str = kernel) -> int:
@@ -89,8 +89,8 @@ def serve(root: Path, cache: Path, warm: bool, launches: int, seed: int) -> None
             "family": family,
             "kernel": kernel,
             "config": repr(config),
-            "warmup_compiles": warmed if warm else None,
-            "loaded_from_cache": compiles.loaded[kernel] - loaded,
+            "warmup": {"compiles": at_warm[0] - before[0], "loads": at_warm[1] - before[1]} if warm else None,
+            "loaded_by_launches": compiles.loaded[kernel] - at_warm[1],
             **by_range,
         }
         print(json.dumps(line), flush=True)

@@ -12,11 +12,15 @@ from tree_forks import copy_033
 from typer.testing import CliRunner
 
 from zerojit.migrate.cli import app
-from zerojit.migrate.triton_lifts.launches import SERVING, launch_coverage
+from zerojit.migrate.engine_trees.releases import vllm_tree
+from zerojit.migrate.engine_trees.sources import EngineSources
+from zerojit.migrate.fla_layer_norm.engine_kernel import triton_stub
+from zerojit.migrate.triton_lifts.launches import SERVING, attn_res_calls, launch_coverage
 
 pytestmark = pytest.mark.release_tree
 
 POST_CONV = "vllm/third_party/flash_linear_attention/ops/fused_gdn_prefill_post_conv.py"
+ATTN_RES = "vllm.models.kimi_k3.nvidia.ops.attn_res"
 
 
 @pytest.fixture(scope="module")
@@ -29,15 +33,26 @@ def lifted(tmp_path_factory):
 
 def test_in_range_launches_of_every_lifted_kernel_ask_only_for_warmed_keys(lifted):
     lines = list(launch_coverage(lifted, launches=40, seed=1))
-    assert [line["family"] for line in lines] == [f for f, (_, configs) in SERVING.items() for _ in configs]
+    assert [line["family"] for line in lines] == [f for f, served in SERVING.items() for _ in served.configs]
     for line in lines:
-        assert line["warmed_keys"] > 0, line
-        assert line["in range"]["launches"] >= 36, line
+        ranges = {"in range", "beyond"} if line["family"] == "kimi-k3-attn-res" else {"in range"}
+        assert line.keys() - {"family", "config", "warmed_keys"} == ranges, line
+        assert sum(line[r]["launches"] for r in ranges) == 40 and line["warmed_keys"] > 0, line
         assert line["in range"]["compiles"] == 0, line
-    # Launches past the legacy step's profiles (prefill-sized batches, one valid block) find keys nobody warmed:
-    # the check sees a cold key when there is one.
-    beyond = [line["beyond"] for line in lines if "beyond" in line]
-    assert beyond and all(b["compiles"] > 0 for b in beyond)
+    # A Kimi-K3 forward launches attn_res variants the legacy step never warmed (and so neither does the lift,
+    # which keeps its keys): the check sees a cold key when there is one.
+    assert all(line["beyond"]["compiles"] > 0 for line in lines if line["family"] == "kimi-k3-attn-res")
+
+
+@pytest.mark.parametrize("layers, block_size", [(61, 6), (27, 12), (8, 4)])
+def test_each_profile_the_legacy_step_warms_is_a_call_of_the_kimi_forward(layers, block_size):
+    """The forward's calls are read off the model's code by hand; the legacy step's profiles, written by vLLM for
+    the same model, must be among them (the release's own function, run from its tree)."""
+    sources = EngineSources(vllm_tree("0.33.0"), "vllm", (ATTN_RES,), {"vllm.triton_utils": triton_stub()})
+    with sources.installed():
+        profiles = sources.module(ATTN_RES).get_attn_res_triton_warmup_profiles
+    max_blocks = -(-layers // block_size)
+    assert set(profiles(max_blocks)) <= set(attn_res_calls(layers, block_size, max_blocks))
 
 
 def test_a_provider_that_drops_a_key_class_leaves_in_range_launches_cold(lifted, tmp_path):

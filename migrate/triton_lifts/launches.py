@@ -1,38 +1,23 @@
 """Random launches of the lifted kernels through vLLM's own launchers, for zero-JIT checks of a migrated tree.
 
-Each launch is drawn the way the engine calls the launcher (the layer's facts, the runner's request and token
-counts), "in range" where its shape stays in the key classes the legacy step warmed (token and request counts,
-cache slots, attn_res profiles drawn at random) and "beyond" where it leaves them (prefill-sized attn_res
-batches, one-block profiles: what neither the legacy step nor the lift warms). `launch_coverage` records the
-keys on the CPU; bench/lifted_launches.py makes the same launches on a GPU.
+Each launch is drawn the way the engine calls the launcher: the layer's facts, the runner's request and token
+counts, cache slots, and for attn_res the calls a Kimi-K3 forward makes layer by layer. A launch is "in range"
+where its shape stays in the key classes the legacy step warmed, and "beyond" where it leaves them (what neither
+the legacy step nor the lift warms: the lift keeps the legacy keys). The GDN launches use fresh, aligned tensors
+(the decode path's); the mixed prefill+decode path's slices are not drawn. `launch_coverage` records the keys
+on the CPU; bench/lifted_launches.py makes the same launches on a GPU.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from . import equivalence as lifts
-
-SERVING = {  # each family's equivalence adapter and the serving configurations launched
-    "fla-fused-post-conv": (
-        lifts.FusedPostConvEquivalence,
-        [lifts.GdnTritonConfig(), lifts.GdnTritonConfig(model="qwen3.5-moe", tp_size=2, dtype="fp16")],
-    ),
-    "fla-sigmoid-gating": (
-        lifts.SigmoidGatingEquivalence,
-        [lifts.GdnTritonConfig(), lifts.GdnTritonConfig(model="qwen3.5-moe", tp_size=2, dtype="fp16")],
-    ),
-    "mamba-batch-memcpy": (lifts.BatchMemcpyEquivalence, [lifts.MambaConfig()]),
-    "kimi-k3-attn-res": (
-        lifts.AttnResEquivalence,
-        [lifts.KimiConfig(), lifts.KimiConfig(model="kimi-k3-small", attn_res_block_size=12, dtype="fp16")],
-    ),
-}
 
 
 def _real(meta: torch.Tensor, blocks: int | None = None) -> torch.Tensor:
@@ -42,8 +27,8 @@ def _real(meta: torch.Tensor, blocks: int | None = None) -> torch.Tensor:
 
 
 def _gdn_layer(tree: Any, config: Any) -> tuple[Any, int, int, torch.Tensor, torch.Tensor]:
-    """The first GDN layer of the family's runner as its registration read it (meta tensors), its K and V head
-    counts on this rank, and its A_log and dt_bias as CUDA tensors."""
+    """A GDN layer of the family's runner, built the way the one the registration read was (meta tensors), its K
+    and V head counts on this rank, and its A_log and dt_bias as CUDA tensors."""
     worker = tree.family.worker(config, tree.state.vllm_config, None)
     layer = next(iter(worker.model_runner.compilation_config.static_forward_context.values()))
     heads = (layer.num_k_heads // layer.tp_size, layer.num_v_heads // layer.tp_size)
@@ -90,81 +75,116 @@ def _sigmoid_gating(module: Any, tree: Any, config: Any, rng: random.Random, cou
 
 
 def _batch_memcpy(module: Any, tree: Any, config: Any, rng: random.Random, count: int):
-    slot, slots = 1 << 18, 64  # each copy of a batch writes a slot of its own: programs run concurrently
+    """Copies between two buffers, and within one where a copy's target starts below its source and overlaps it
+    (the kernel's left-overlap case); each copy of a batch owns its slot, as the programs run concurrently. The
+    whole target buffer is compared with the copies made one by one in torch."""
+    slot, slots = 1 << 18, 64
     source = torch.randint(0, 256, (slot * slots,), dtype=torch.uint8, device="cuda")
-    target = torch.zeros_like(source)
+    target = torch.randint(0, 256, (slot * slots,), dtype=torch.uint8, device="cuda")
 
     def pointers(tensor: torch.Tensor, offsets: list[int]) -> torch.Tensor:
         return torch.tensor([tensor.data_ptr() + o for o in offsets], dtype=torch.uint64, device="cuda")
 
     for _ in range(count):
-        copies = rng.randint(1, slots)
+        copies, within = rng.randint(1, slots), rng.random() < 0.5
         sizes = [rng.randint(1, slot // 4) for _ in range(copies)]
-        starts = [rng.randrange(0, source.numel() - size) for size in sizes]
-        ends = [i * slot + rng.randrange(0, slot - size) for i, size in enumerate(sizes)]
+        dst_offsets = [i * slot + rng.randrange(0, slot // 2) for i in range(copies)]
+        if within:  # overlapping and starting above the target, in the copy's own slot
+            src_offsets = [d + rng.randint(1, size) for d, size in zip(dst_offsets, sizes, strict=True)]
+        else:
+            src_offsets = [rng.randrange(0, source.numel() - size) for size in sizes]
+        origin = target if within else source
+        expected = None if target.is_meta else target.clone()
+        for src, dst, size in zip(src_offsets, dst_offsets, sizes, strict=True) if expected is not None else ():
+            expected[dst : dst + size] = (expected if within else source)[src : src + size].clone()
         module.batch_memcpy(
-            pointers(source, starts), pointers(target, ends), torch.tensor(sizes, dtype=torch.int32, device="cuda")
+            pointers(origin, src_offsets),
+            pointers(target, dst_offsets),
+            torch.tensor(sizes, dtype=torch.int32, device="cuda"),
         )
-        for start, end, size in zip(starts, ends, sizes, strict=True) if not target.is_meta else ():
-            assert torch.equal(target[end : end + size], source[start : start + size]), "a copy is wrong"
+        if expected is not None:
+            assert torch.equal(target, expected), "batch_memcpy copied wrong bytes"
         yield "in range"
 
 
+def attn_res_calls(layers: int, block_size: int, max_blocks: int) -> Iterator[tuple[int, bool, int, bool]]:
+    """(num_blocks, has delta, block_write_idx, has output norm) of each attn_res call of a Kimi-K3 forward on one
+    pipeline rank: each decoder layer mixes its blocks before attention (layer 0 has no delta yet) and after the
+    MLP (a layer that writes a block starts a new prefix), then the model mixes them for its output."""
+    for index in range(layers):
+        writes, valid = index % block_size == 0, -(-index // block_size)
+        yield valid, index > 0, index // block_size if writes else -1, True
+        yield (valid + 1, False, -1, True) if writes else (valid, True, -1, True)
+    yield max_blocks, True, -1, False
+
+
 def _attn_res(module: Any, tree: Any, config: Any, rng: random.Random, count: int):
+    """Every other launch a profile of the legacy step's, with a decode batch (1..255 tokens: the step warmed
+    one); the others a call of the model's forward, at decode or prefill size, in range only where it is both."""
     text = tree.state.vllm_config.model_config.hf_text_config
     hidden, dtype = text.hidden_size, tree.state.vllm_config.model_config.dtype
     max_blocks = -(-text.num_hidden_layers // text.attn_res_block_size)
     profiles = module.get_attn_res_triton_warmup_profiles(max_blocks)
+    forward = list(attn_res_calls(text.num_hidden_layers, text.attn_res_block_size, max_blocks))
     norm, qk, output_norm = (torch.randn(hidden, dtype=dtype, device="cuda") for _ in range(3))
+    eps = float(text.rms_norm_eps)
     for index in range(count):
-        beyond = index % 10 == 9  # one launch in ten leaves the warmed key classes
-        tokens = rng.randint(256, 4096) if beyond and index % 20 == 9 else rng.randint(1, 255)
-        num_blocks, has_delta, write, apply_output_norm = rng.choice(profiles)
-        if beyond and index % 20 == 19:
-            num_blocks, write = 1, -1  # the first layers' residual: one valid block
+        from_forward = index % 2 == 1
+        call = rng.choice(forward if from_forward else profiles)
+        tokens = rng.randint(256, 4096) if from_forward and rng.random() < 0.2 else rng.randint(1, 255)
+        num_blocks, has_delta, write, has_output_norm = call
         prefix = torch.randn(tokens, hidden, dtype=dtype, device="cuda")
-        blocks = torch.randn(tokens, max_blocks, hidden, dtype=dtype, device="cuda")
         module.attn_res(
             prefix,
             torch.randn_like(prefix) if has_delta else None,
-            blocks,
+            torch.randn(tokens, max_blocks, hidden, dtype=dtype, device="cuda"),
             norm,
             qk,
-            output_norm if apply_output_norm else None,
+            output_norm if has_output_norm else None,
             num_blocks=num_blocks,
             block_write_idx=write,
-            eps=float(text.rms_norm_eps),
-            output_norm_eps=float(text.rms_norm_eps) if apply_output_norm else 0.0,
+            eps=eps,
+            output_norm_eps=eps if has_output_norm else 0.0,
         )
-        yield "beyond" if beyond else "in range"
+        yield "in range" if call in profiles and tokens < 256 else "beyond"
 
 
-LAUNCHES = {
-    "fla-fused-post-conv": _post_conv,
-    "fla-sigmoid-gating": _sigmoid_gating,
-    "mamba-batch-memcpy": _batch_memcpy,
-    "kimi-k3-attn-res": _attn_res,
+class Served(NamedTuple):
+    equivalence: type  # the family's key-equivalence adapter: how its tree runs
+    configs: list  # the serving configurations launched
+    launches: Callable[..., Iterator[str]]  # (kernel module, tree, config, rng, count) -> each launch's range
+
+
+_GDN_CONFIGS = [lifts.GdnTritonConfig(), lifts.GdnTritonConfig(model="qwen3.5-moe", tp_size=2, dtype="fp16")]
+SERVING = {
+    "fla-fused-post-conv": Served(lifts.FusedPostConvEquivalence, _GDN_CONFIGS, _post_conv),
+    "fla-sigmoid-gating": Served(lifts.SigmoidGatingEquivalence, _GDN_CONFIGS, _sigmoid_gating),
+    "mamba-batch-memcpy": Served(lifts.BatchMemcpyEquivalence, [lifts.MambaConfig()], _batch_memcpy),
+    "kimi-k3-attn-res": Served(
+        lifts.AttnResEquivalence,
+        [lifts.KimiConfig(), lifts.KimiConfig(model="kimi-k3-small", attn_res_block_size=12, dtype="fp16")],
+        _attn_res,
+    ),
 }
 
 
 def serving_trees(root: Path, families: Iterable[str] = SERVING):
     """(family, spec, the migrated tree as the family runs it, serving configuration), for each configuration."""
     for family in families:
-        equivalence, configs = SERVING[family]
-        adapter = equivalence(migrated_tree=root)
-        for config in configs:
+        adapter = SERVING[family].equivalence(migrated_tree=root)
+        for config in SERVING[family].configs:
             yield family, adapter.spec, adapter.migrated, config
 
 
 def launched(family: str, spec: Any, tree: Any, config: Any, rng: random.Random, launches: int, cold) -> dict:
-    """Launch counts and how many of them `cold()` saw compile, by whether the launch stays in the warmed key
-    classes (`cold()`: compiles since it was last asked, read after each launch)."""
+    """Launch counts and how many of them `cold()` saw compile, by whether the launch stays in the legacy step's
+    key classes (`cold()`: compiles since it was last asked, read after each launch)."""
     by_range: dict[str, dict[str, int]] = {}
 
     def run() -> None:
         module = tree.sources.module(spec.kernel.module)
         cold()
-        for where in LAUNCHES[family](module, tree, config, rng, launches):  # each yield follows one launch
+        for where in SERVING[family].launches(module, tree, config, rng, launches):  # each yield follows one launch
             counts = by_range.setdefault(where, {"launches": 0, "compiles": 0})
             counts["launches"] += 1
             counts["compiles"] += cold()
