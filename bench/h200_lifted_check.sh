@@ -8,7 +8,7 @@
 #      configuration;
 #   2. from the CPU bake, moved here and made read-only, with zerojit's relocatable cache manager, no warmup,
 #      LAUNCHES launches;
-#   3. control: an empty cache, no warmup, 100 launches (what compiles when nothing was warmed).
+#   3. control: an empty cache, no warmup, 20 launches (what compiles when nothing was warmed).
 set -euo pipefail
 LIFTED=$(realpath "$1") BAKE=$(realpath "$2") WHEELS=$(realpath "$3") LAUNCHES=${LAUNCHES:-2000}
 cd "$(dirname "$0")/.."
@@ -23,4 +23,4 @@ serve() { python3 "$repo/bench/lifted_launches.py" serve "$tree" "$@"; }
 serve "$warmed" --warm --launches "$LAUNCHES" | tee "$OUT/serve_warmed_here.jsonl"
 TRITON_CACHE_MANAGER=zerojit.contract.backends.triton_cache:RelocatableCacheManager \
   serve "$shipped" --launches "$LAUNCHES" | tee "$OUT/serve_moved_cpu_bake.jsonl"
-serve "$empty" --launches 100 | tee "$OUT/serve_cold.jsonl"
+serve "$empty" --launches 20 | tee "$OUT/serve_cold.jsonl"
