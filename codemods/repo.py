@@ -492,7 +492,7 @@ def import_bindings(table: Mapping[str, tuple[str, str | None]]) -> dict[str, se
     return {name: {f"{home}.{attribute}" if attribute else home} for name, (home, attribute) in table.items()}
 
 
-_IMPORTERS = {"importlib.import_module", "importlib.__import__", "__import__"}
+_IMPORTERS = {"importlib.import_module", "importlib.__import__", "builtins.__import__", "__import__"}
 
 
 def module_named_by(node: ast.AST, bound: Mapping[str, set[str]], module: str, package: str) -> str | None:

@@ -235,11 +235,12 @@ def test_the_gate_alone_reports_a_lookup_left_behind(repo):
         f'def through_a_local():\n    mod = import_module("{FLASH_MODULE}")\n    x = hasattr(mod, "{OLD}")\n'
         f"    return x, mod.{OLD}\n\n\n"
         f'def elsewhere(mod):\n    return getattr(mod, "{OLD}")\n\n\n'
-        f'def listed():\n    import sys\n\n    return sys.modules["{FLASH_MODULE}"].{OLD}\n'
+        f'def listed():\n    import sys\n\n    return sys.modules["{FLASH_MODULE}"].{OLD}\n\n\n'
+        f'def builtin():\n    import builtins\n\n    return builtins.__import__("{FLASH_MODULE}", fromlist=["x"]).{OLD}\n'
     )
     new = next(r.new for r in facts.renamed if r.old == OLD)
     found, _ = gate.check_references(repo / PROBE, "vllm.tools.kernel_lookup", "vllm.tools", leftover, facts)
-    assert sorted(f.line for f in found) == [6, 11, 12, 22]  # not the lookup on a parameter (line 16)
+    assert sorted(f.line for f in found) == [6, 11, 12, 22, 28]  # not the lookup on a parameter (line 16)
     assert all(f"{OLD!r}" in f.what and FLASH_MODULE in f.what and new in f.what for f in found)
     renamed = leftover.replace(f'"{OLD}"', f'"{new}"').replace(f".{OLD}", f".{new}")
     assert gate.check_references(repo / PROBE, "vllm.tools.kernel_lookup", "vllm.tools", renamed, facts)[0] == []

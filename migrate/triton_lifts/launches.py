@@ -48,23 +48,23 @@ def _post_conv(module: Any, tree: Any, config: Any, rng: random.Random, count: i
 
 def _sigmoid_gating(module: Any, tree: Any, config: Any, rng: random.Random, count: int):
     layer, h, hv, a_log, dt_bias = _gdn_layer(tree, config)
-    k, v = layer.head_k_dim, layer.head_v_dim
     conv_state, ssm_meta = layer.kv_cache
+    dtype = conv_state.dtype
     max_reqs = tree.state.vllm_config.scheduler_config.max_num_seqs
     state = _real(ssm_meta, blocks=max_reqs + 1).mul_(0.01)  # block 0 is the null block, as in vLLM
     for _ in range(count):
         reqs = rng.randint(1, max_reqs)
-        q, kk = (torch.randn(1, reqs, h, k, dtype=conv_state.dtype, device="cuda") for _ in range(2))
-        a, b = (torch.randn(reqs, hv, dtype=conv_state.dtype, device="cuda") for _ in range(2))
+        query, key = (torch.randn(1, reqs, h, layer.head_k_dim, dtype=dtype, device="cuda") for _ in range(2))
+        a, b = (torch.randn(reqs, hv, dtype=dtype, device="cuda") for _ in range(2))
         slots = torch.tensor(rng.sample(range(1, max_reqs + 1), reqs), dtype=torch.int32, device="cuda")
         module.fused_sigmoid_gating_delta_rule_update(
             A_log=a_log,
             a=a,
             b=b,
             dt_bias=dt_bias,
-            q=q,
-            k=kk,
-            v=torch.randn(1, reqs, hv, v, dtype=conv_state.dtype, device="cuda"),
+            q=query,
+            k=key,
+            v=torch.randn(1, reqs, hv, layer.head_v_dim, dtype=dtype, device="cuda"),
             initial_state=state,
             inplace_final_state=True,
             cu_seqlens=torch.arange(reqs + 1, dtype=torch.int32, device="cuda"),
