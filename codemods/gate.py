@@ -27,7 +27,7 @@ from pathlib import Path
 from pyflakes import checker as pyflakes_checker
 from pyflakes import messages
 
-from .repo import absolute_module, module_named_by, qualified_names
+from .repo import IMPORTERS, absolute_module, callee_names, module_named_by, qualified_names
 from .syntax import where
 
 # What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823, F405).
@@ -240,8 +240,8 @@ def _computed_names(path: Path, tree: ast.Module, bound: Mapping[str, set[str]],
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
             continue
-        callee = qualified_names(node.func, bound) | ({node.func.id} if isinstance(node.func, ast.Name) else set())
-        if callee & {"importlib.import_module", "__import__"} and not isinstance(node.args[0], ast.Constant):
+        callee = callee_names(node.func, bound)
+        if callee & IMPORTERS and not isinstance(node.args[0], ast.Constant):
             yield Finding(
                 path, node.lineno, "imports a module by a computed name; check it names nothing the migration deletes"
             )

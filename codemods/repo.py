@@ -492,7 +492,13 @@ def import_bindings(table: Mapping[str, tuple[str, str | None]]) -> dict[str, se
     return {name: {f"{home}.{attribute}" if attribute else home} for name, (home, attribute) in table.items()}
 
 
-_IMPORTERS = {"importlib.import_module", "importlib.__import__", "builtins.__import__", "__import__"}
+IMPORTERS = {"importlib.import_module", "importlib.__import__", "builtins.__import__", "__import__"}  # by a name
+
+
+def callee_names(func: ast.expr, bound: Mapping[str, set[str]]) -> set[str]:
+    """What a call's callee may be: its qualified names, and a bare name as written (a builtin such as
+    `__import__` or `getattr` binds no import)."""
+    return qualified_names(func, bound) | ({func.id} if isinstance(func, ast.Name) else set())
 
 
 def module_named_by(node: ast.AST, bound: Mapping[str, set[str]], module: str, package: str) -> str | None:
@@ -509,10 +515,10 @@ def module_named_by(node: ast.AST, bound: Mapping[str, set[str]], module: str, p
         return key_names(node.slice) if "sys.modules" in qualified_names(node.value, bound) else None
     if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
         return None
-    callee = qualified_names(node.func, bound) | ({node.func.id} if isinstance(node.func, ast.Name) else set())
+    callee = callee_names(node.func, bound)
     if "sys.modules.get" in callee:
         return key_names(node.args[0] if node.args else None)
-    if not callee & _IMPORTERS:
+    if not callee & IMPORTERS:
         return None
     by_path = "importlib.import_module" in callee
     args = dict(zip(("name", "package") if by_path else ("name", "globals", "locals", "fromlist", "level"), node.args))

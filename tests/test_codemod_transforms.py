@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from zerojit.codemods import gate
 from zerojit.codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameKernel, apply
 from zerojit.codemods.transforms.insert_registration import joined_into_registration_if
 
@@ -496,3 +497,12 @@ def test_a_search_filter_joins_only_an_if_that_holds_every_registration_of_the_c
     assert joined_into_registration_if(nested, ["c"]) == joined
     siblings = "if a:\n    x.register_warmup()\nif b:\n    y.register_warmup()\n"
     assert joined_into_registration_if(siblings, ["c"]) is None
+
+
+@pytest.mark.parametrize("importer", ["importlib.import_module", "importlib.__import__", "builtins.__import__"])
+def test_the_gate_warns_about_a_module_imported_by_a_computed_name_whichever_importer(tmp_path, importer):
+    facts = gate.Facts(frozenset({"pkg.warmup"}), frozenset(), ())
+    # The file names the deleted module's leaf (the gate reads only files that could refer to it).
+    source = f"import builtins\nimport importlib\n\n\ndef load(leaf='warmup'):\n    return {importer}(leaf)\n"
+    _, warnings = gate.check_references(tmp_path / "probe.py", "pkg.probe", "pkg", source, facts)
+    assert [(w.line, w.what.split(";")[0]) for w in warnings] == [(6, "imports a module by a computed name")]
