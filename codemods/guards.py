@@ -237,7 +237,7 @@ def runner_config_field(modules: RepoModules, attribute: str) -> str | None:
         )
         if init is None:
             continue
-        stores = [s for name, s in self_stores(node) if name == attribute]
+        stores = _self_stores_of(modules, runner, node).get(attribute, [])
         held = [
             s.value.attr
             for s in stores
@@ -251,6 +251,18 @@ def runner_config_field(modules: RepoModules, attribute: str) -> str | None:
             return None
         fields.add(held[0])
     return fields.pop() if len(fields) == 1 else None
+
+
+def _self_stores_of(modules: RepoModules, cls: str, node: ast.ClassDef) -> dict[str, list[ast.stmt]]:
+    """The statements of the class that store each `self.x`, by `x`: one walk of a runner class (the engine's is
+    thousands of lines) per run, however many of its attributes the gates read."""
+    key = ("self stores", cls)
+    if key not in modules.memo:
+        found: dict[str, list[ast.stmt]] = {}
+        for name, statement in self_stores(node):
+            found.setdefault(name, []).append(statement)
+        modules.memo[key] = found
+    return modules.memo[key]
 
 
 def canonical(modules: RepoModules, node: ast.expr, frame: Frame, depth: int = 0) -> ast.expr:

@@ -90,17 +90,20 @@ def _exported(modules: RepoModules, module: str, name: str) -> int:
 
 def _unread_fields(repo: Path, path: Path, before: ast.Module, tree: ast.Module) -> list[str]:
     """Dataclass fields of the file read (through a parameter annotated with the class) before, not after."""
-    found = []
-    for cls in (
+    classes = [
         n
         for n in tree.body
         if isinstance(n, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in n.decorator_list)
-    ):
+    ]
+    if not classes:
+        return []
+    found = []
+    was, now = _field_reads(before, [c.name for c in classes]), _field_reads(tree, [c.name for c in classes])
+    for cls in classes:
         fields = {
             n.target.id: n.lineno for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
         }
-        was, now = _field_reads(before, cls.name), _field_reads(tree, cls.name)
-        for field in sorted(set(fields) & (was - now)):
+        for field in sorted(set(fields) & (was[cls.name] - now[cls.name])):
             found.append(
                 f"{where(repo, path, fields[field])}: {cls.name}.{field} is still filled "
                 "but nothing reads it any more (the removed legacy step did)"
@@ -108,10 +111,11 @@ def _unread_fields(repo: Path, path: Path, before: ast.Module, tree: ast.Module)
     return found
 
 
-def _field_reads(tree: ast.Module, cls: str) -> set[str]:
-    """Attributes read off a parameter or local annotated with `cls` (`config: cls`, `cls | None`)."""
-    names = re.compile(rf"\b{re.escape(cls)}\b")
-    reads = set()
+def _field_reads(tree: ast.Module, classes: list[str]) -> dict[str, set[str]]:
+    """For each class, the attributes read off a parameter or local annotated with it (`config: cls`,
+    `cls | None`); each function walked once for them all."""
+    names = {cls: re.compile(rf"\b{re.escape(cls)}\b") for cls in classes}
+    reads: dict[str, set[str]] = {cls: set() for cls in classes}
     for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         body = list(ast.walk(function))
         annotated = [(a.arg, a.annotation) for a in (*function.args.posonlyargs, *function.args.args)]
@@ -119,14 +123,16 @@ def _field_reads(tree: ast.Module, cls: str) -> set[str]:
         annotated += [
             (n.target.id, n.annotation) for n in body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
         ]
-        typed = {name for name, annotation in annotated if annotation and names.search(ast.unparse(annotation))}
-        if typed:
-            reads |= {
-                n.attr
-                for n in body
-                if isinstance(n, ast.Attribute)
-                and isinstance(n.ctx, ast.Load)
-                and isinstance(n.value, ast.Name)
-                and n.value.id in typed
-            }
+        annotations = [(name, ast.unparse(annotation)) for name, annotation in annotated if annotation]
+        for cls, word in names.items():
+            typed = {name for name, annotation in annotations if word.search(annotation)}
+            if typed:
+                reads[cls] |= {
+                    n.attr
+                    for n in body
+                    if isinstance(n, ast.Attribute)
+                    and isinstance(n.ctx, ast.Load)
+                    and isinstance(n.value, ast.Name)
+                    and n.value.id in typed
+                }
     return reads

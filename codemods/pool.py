@@ -12,6 +12,7 @@ runs once planning ends, on every file. Workers receive and return small frozen 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import shlex
 import subprocess
@@ -82,7 +83,8 @@ def transform(job: TransformJob) -> TransformResult:
     violations: list[gate.Finding] = []
     if edit.source != file.source:
         try:
-            original = job.style.lint(file.path, file.source)
+            # ruff's findings on the original: linted once, and only if asked (a clean migrated file never asks)
+            original = functools.cache(functools.partial(job.style.lint, file.path, file.source))
             source = style.restyle(job.style, file.path, file.source, edit.source, original)
             if job.format_command:
                 source = _format(job.format_command, job.repo, file.path, source)

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tomllib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from .errors import MigrationError
@@ -205,12 +205,14 @@ def _apply(source: str, edits: Iterable[tuple[int, int, int, int, str]]) -> str:
     return source
 
 
-def sort_imports(style: Style, path: Path, before: str, after: str, original: Sequence[Diagnostic]) -> str:
+def sort_imports(
+    style: Style, path: Path, before: str, after: str, original: Callable[[], Sequence[Diagnostic]]
+) -> str:
     """`after` with ruff's import sorting, except in the blocks whose kept lines `before` had unsorted (I001)."""
     unsorted = [d for d in style.lint(path, after, "I") if d.code == "I001" and d.edits]
     if not unsorted:
         return after
-    theirs = [(d.line, d.end_line) for d in original if d.code == "I001"]
+    theirs = [(d.line, d.end_line) for d in original() if d.code == "I001"]
     kept = _kept(before, after)
     edits = [
         edit
@@ -231,10 +233,10 @@ def _first_difference(a: str, b: str) -> int:
     return min(len(a.splitlines()), len(b.splitlines())) + 1
 
 
-def restyle(style: Style, path: Path, before: str, after: str, original: Sequence[Diagnostic]) -> str:
+def restyle(style: Style, path: Path, before: str, after: str, original: Callable[[], Sequence[Diagnostic]]) -> str:
     """The migrated file in the repo's style: imports sorted (where the original's were), the changed ranges formatted.
 
-    original: ruff's findings on `before` (its unsorted import blocks keep their order).
+    original: ruff's findings on `before` (its unsorted import blocks keep their order), asked for only when needed.
     Ranges are formatted last to first, so the earlier ones keep their line numbers; ruff
     widens a range to whole statements, and a widening that reached up into an earlier range
     has formatted that part of it already.
@@ -252,8 +254,11 @@ def restyle(style: Style, path: Path, before: str, after: str, original: Sequenc
     return source
 
 
-def check(style: Style, path: Path, before: str, after: str, original: Sequence[Diagnostic]) -> list[Finding]:
-    """The gate's ruff half: findings in `after` that `before` did not have (original: ruff's findings on before).
+def check(
+    style: Style, path: Path, before: str, after: str, original: Callable[[], Sequence[Diagnostic]]
+) -> list[Finding]:
+    """The gate's ruff half: findings in `after` that `before` did not have (original: ruff's findings on before,
+    asked for only when `after` has some).
 
     Lint findings are compared as a multiset of (code, message); a new one is reported where
     the migration changed lines when it can be. Formatting: a changed range ruff format would
@@ -262,7 +267,7 @@ def check(style: Style, path: Path, before: str, after: str, original: Sequence[
     ranges = changed_ranges(before, after)
     changed = {line for start, end in ranges for line in range(start, end + 1)}
     found = style.lint(path, after)
-    new = Counter(d.key for d in found) - Counter(d.key for d in original)
+    new = Counter(d.key for d in found) - Counter(d.key for d in original()) if found else Counter()
     findings = []
     for key, count in new.items():
         candidates = sorted((d for d in found if d.key == key), key=lambda d: (d.line not in changed, d.line))

@@ -748,6 +748,20 @@ MUTANTS = (
         ("tests/test_codemod_variations.py", "-k", "dispatch_the_base"),
     ),
     Mutant(
+        "style gate: the original's findings never asked for (every kept finding reads as new)",
+        "codemods/style.py",
+        "    new = Counter(d.key for d in found) - Counter(d.key for d in original()) if found else Counter()\n",
+        "    new = Counter(d.key for d in found)\n",
+        ("tests/test_codemod_style.py", "-k", "finds_new"),
+    ),
+    Mutant(
+        "leftovers: a dataclass field read before and after reads as unread",
+        "codemods/leftovers.py",
+        "        for field in sorted(set(fields) & (was[cls.name] - now[cls.name])):\n",
+        "        for field in sorted(set(fields) & was[cls.name]):\n",
+        ("tests/test_migration_gates.py", "-k", "pr_body"),
+    ),
+    Mutant(
         "leftovers: a public helper with no caller left goes unsaid",
         "codemods/leftovers.py",
         "        if uses - own == 0 and own <= 1 + _exported(modules, home, defined):",
@@ -1026,8 +1040,8 @@ MUTANTS = (
     Mutant(
         "registration: attributes a method of the class sets, called from the constructor, are not sets",
         "codemods/transforms/insert_registration.py",
-        "            if isinstance(method, cst.FunctionDef) and method.name.value in called\n",
-        "            if isinstance(method, cst.FunctionDef) and method.name.value in called and False\n",
+        "        return set().union(*(self._set_by_method(name) for name in called))\n",
+        "        return set()\n",
         ("tests/test_codemod_variations.py", "-k", "rewrote_or_moved"),
     ),
     Mutant(

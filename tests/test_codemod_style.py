@@ -8,6 +8,7 @@ finding, untouched lines identical), never the inserted text.
 """
 
 import ast
+import functools
 import importlib.util
 import json
 import os
@@ -225,7 +226,7 @@ def test_restyle_formats_the_written_lines_of_a_fork_and_nothing_else(tmp_path):
         (repo / "pkg" / name).write_text(text)
     path = repo / "pkg" / "after.py"
     settings = style.repo_style(repo, ["pkg"])
-    original = settings.lint(path, before)
+    original = functools.partial(settings.lint, path, before)
     result = style.restyle(settings, path, before, after, original)
     (repo / "pkg" / "result.py").write_text(result)
     removed, added = changed_lines(before, result)
@@ -240,7 +241,7 @@ def test_restyle_formats_the_written_lines_of_a_fork_and_nothing_else(tmp_path):
         path,
         before.replace("\n", "\r\n"),
         after.replace("\n", "\r\n"),
-        settings.lint(path, before.replace("\n", "\r\n")),
+        functools.partial(settings.lint, path, before.replace("\n", "\r\n")),
     )
     assert crlf == result.replace("\n", "\r\n")  # a CRLF file keeps its line endings
 
@@ -252,10 +253,13 @@ def test_the_gate_reports_what_ruff_finds_new_where_the_migration_wrote_it(tmp_p
     before = "def f(self):\n    return self.size\n"
     after = 'def f(self):\n    print("x")\n    return getattr(self, "size")\n'
     settings = style.repo_style(repo, ["pkg"])
-    found = style.check(settings, path, before, after, settings.lint(path, before))
+    found = style.check(settings, path, before, after, functools.partial(settings.lint, path, before))
     assert [(f.line, f.what.split(" ")[:2]) for f in found] == [(3, ["ruff", "B009"])]
+    kept = 'def f(self):\n    return getattr(self, "size")\n'  # B009 in the original, kept by the migration
+    grown = kept + "\n\ndef g():\n    pass\n"
+    assert style.check(settings, path, kept, grown, functools.partial(settings.lint, path, kept)) == []
     unformatted = "def f(self):\n    return self.size\n\n\n\n\ndef g():\n    return [1,2]\n"
-    found = style.check(settings, path, before, unformatted, settings.lint(path, before))
+    found = style.check(settings, path, before, unformatted, functools.partial(settings.lint, path, before))
     assert {f.line for f in found} == {3} and all("ruff format" in f.what for f in found)
 
 

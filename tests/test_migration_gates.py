@@ -232,6 +232,13 @@ def test_the_pr_body_and_summary_state_the_intended_differences_and_what_is_left
     helper_line = 1 + next(i for i, line in enumerate(guard) if line.startswith("def warmup_layer_norm_fwd("))
     assert f"layernorm_guard.py:{helper_line}: warmup_layer_norm_fwd() is public and kept" in text
     assert "_QwenGDNWarmupConfig.norm_before_gate is still filled but nothing reads it" in text
+    # A field a step the migration keeps still reads (`config.<field>` outside the removed step) is no leftover.
+    steps = ast.parse((repo / QWEN_STEPS).read_text())
+    kept = [f for f in steps.body if isinstance(f, ast.FunctionDef) and f.name != FLA.legacy.step]
+    read = {
+        n.attr for f in kept for n in ast.walk(f) if isinstance(n, ast.Attribute) and ast.unparse(n.value) == "config"
+    }
+    assert read and not [field for field in read if f"_QwenGDNWarmupConfig.{field} is still filled" in text]
     row = next(line for line in text.splitlines() if line.startswith("| `fla-layer-norm` |"))
     assert "vllm 0.33.0" in row and row.split("|")[4].strip() == "0"  # mismatches, from the key check
     for said in ("model_type in _QWEN_MODEL_TYPES", "warmup_layer_norm_fwd() is public and kept"):

@@ -88,6 +88,7 @@ class _Insert(Command):
         self.helper: str | None = None
         self.helper_body: list[cst.BaseStatement] = []
         self.helper_args: list[str] = []
+        self._set_by: dict[tuple[int, str], set[str]] = {}  # (class node's id, method) -> the `self.x` it sets
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.name.value != self.op.cls:
@@ -273,14 +274,17 @@ class _Insert(Command):
             for call in nodes(statement, cst.Call)
             if isinstance(call.func, cst.Attribute) and is_self(call.func.value)
         }
-        return {
-            name
-            for method in self.class_node.body.body
-            if isinstance(method, cst.FunctionDef) and method.name.value in called
-            for line in nodes(method, cst.SimpleStatementLine)
-            for name in assigned_names(line)
-            if name.startswith("self.")
-        }
+        return set().union(*(self._set_by_method(name) for name in called))
+
+    def _set_by_method(self, name: str) -> set[str]:
+        """The `self.x` the class's methods of that name assign (each read once: every statement of a constructor
+        asks)."""
+        key = (id(self.class_node), name)
+        if key not in self._set_by:
+            methods = [m for m in self.class_node.body.body if isinstance(m, cst.FunctionDef) and m.name.value == name]
+            lines = [line for method in methods for line in nodes(method, cst.SimpleStatementLine)]
+            self._set_by[key] = {n for line in lines for n in assigned_names(line) if n.startswith("self.")}
+        return self._set_by[key]
 
     def _say_where(self, late: dict, lines) -> None:
         """The warning for a block placed without its anchor: where it goes, and why there."""
