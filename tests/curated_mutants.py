@@ -1451,6 +1451,13 @@ MUTANTS = (
         ("tests/test_codemod_string_references.py", "-k", "renamed_and_resolve"),
     ),
     Mutant(
+        "lift launches: a mixed batch's prefill slices drawn from the batch's start (always aligned)",
+        "migrate/triton_lifts/launches.py",
+        "        decodes = rng.randint(1, max_reqs) if index % 2 else 0\n",
+        "        decodes = 0\n",
+        ("tests/test_lift_launches.py", "-k", "in_range"),
+    ),
+    Mutant(
         "lift launches: a layer that writes a block mixes after its MLP without the new block",
         "migrate/triton_lifts/launches.py",
         "        yield (valid + 1, False, -1, True) if writes else (valid, True, -1, True)",

@@ -35,13 +35,17 @@ def test_in_range_launches_of_every_lifted_kernel_ask_only_for_warmed_keys(lifte
     lines = list(launch_coverage(lifted, launches=40, seed=1))
     assert [line["family"] for line in lines] == [f for f, served in SERVING.items() for _ in served.configs]
     for line in lines:
-        ranges = {"in range", "beyond"} if line["family"] == "kimi-k3-attn-res" else {"in range"}
+        # Beyond the legacy step's key classes: a Kimi-K3 forward's attn_res calls, and at Qwen3-Next TP8 (32 V
+        # heads, 4 a rank: 8-byte rows of `a` and `b`) a mixed batch's prefill slices after an odd decode count.
+        beyond = line["family"] == "kimi-k3-attn-res" or (
+            line["family"] == "fla-fused-post-conv" and "qwen3-next" in line["config"] and "tp_size=8" in line["config"]
+        )
+        ranges = {"in range", "beyond"} if beyond else {"in range"}
         assert line.keys() - {"family", "config", "warmed_keys"} == ranges, line
         assert sum(line[r]["launches"] for r in ranges) == 40 and line["warmed_keys"] > 0, line
         assert line["in range"]["compiles"] == 0, line
-    # A Kimi-K3 forward launches attn_res variants the legacy step never warmed (and so neither does the lift,
-    # which keeps its keys): the check sees a cold key when there is one.
-    assert all(line["beyond"]["compiles"] > 0 for line in lines if line["family"] == "kimi-k3-attn-res")
+        # Neither the legacy step nor the lift (which keeps its keys) warms those: the check sees them cold.
+        assert not beyond or line["beyond"]["compiles"] > 0, line
 
 
 @pytest.mark.parametrize("layers, block_size", [(61, 6), (27, 12), (8, 4)])
@@ -56,12 +60,12 @@ def test_each_profile_the_legacy_step_warms_is_a_call_of_the_kimi_forward(layers
 
 
 def test_a_provider_that_drops_a_key_class_leaves_in_range_launches_cold(lifted, tmp_path):
-    """A lifted provider that forgets the length-2 class (the legacy step warmed 1, 2 and 16 tokens): a length
-    that is neither 1 nor a multiple of 16 compiles, once per serving configuration."""
+    """A lifted provider that forgets the length-2 class (the legacy step warmed 1, 2 and 16 tokens): an aligned
+    launch of a length that is neither 1 nor a multiple of 16 compiles, once per serving configuration."""
     narrowed = shutil.copytree(lifted, tmp_path / "tree")
     module = narrowed / POST_CONV
     source = module.read_text()
     assert source.count("WarmupChoices(1, 2, 16)") == 1
     module.write_text(source.replace("WarmupChoices(1, 2, 16)", "WarmupChoices(1, 16)"))
     lines = list(launch_coverage(narrowed, launches=40, seed=1, families=["fla-fused-post-conv"]))
-    assert [line["in range"]["compiles"] for line in lines] == [1, 1]
+    assert [line["in range"]["compiles"] for line in lines] == [1, 1, 1]

@@ -3,9 +3,10 @@
 Each launch is drawn the way the engine calls the launcher: the layer's facts, the runner's request and token
 counts, cache slots, and for attn_res the calls a Kimi-K3 forward makes layer by layer. A launch is "in range"
 where its shape stays in the key classes the legacy step warmed, and "beyond" where it leaves them (what neither
-the legacy step nor the lift warms: the lift keeps the legacy keys). The GDN launches use fresh, aligned tensors
-(the decode path's); the mixed prefill+decode path's slices are not drawn. `launch_coverage` records the keys
-on the CPU; bench/lifted_launches.py makes the same launches on a GPU.
+the legacy step nor the lift warms: the lift keeps the legacy keys). A GDN prefill is drawn alone or after the
+decodes of a mixed batch, as a row slice of the batch's tensors. `launch_coverage` records the keys on the CPU
+(a meta tensor's address counts its offset, so a slice's alignment shows); bench/lifted_launches.py makes the
+same launches on a GPU.
 """
 
 from __future__ import annotations
@@ -36,14 +37,20 @@ def _gdn_layer(tree: Any, config: Any) -> tuple[Any, int, int, torch.Tensor, tor
 
 
 def _post_conv(module: Any, tree: Any, config: Any, rng: random.Random, count: int):
+    """A prefill of 1..8192 tokens (the three key classes mixed). Every other one follows the decodes of a mixed
+    batch: the GDN layer passes the prefill part as row slices (`a_non_spec[num_decode_tokens:]`), which start
+    off a 16-byte boundary where a row is not a multiple of 16 bytes (2 * HV bytes for `a` and `b`). Triton keys
+    a pointer's alignment and the legacy step warmed aligned tensors: such a launch is "beyond"."""
     layer, h, hv, a_log, dt_bias = _gdn_layer(tree, config)
     k, v, dtype = layer.head_k_dim, layer.head_v_dim, layer.get_state_dtype()[0]
-    for _ in range(count):
+    max_reqs = tree.state.vllm_config.scheduler_config.max_num_seqs
+    for index in range(count):
         length = rng.choice((1, 2, 16 * rng.randint(1, 512), rng.randint(1, 8192)))
-        conv = torch.randn(length, 2 * h * k + hv * v, dtype=dtype, device="cuda")
-        a, b = (torch.randn(length, hv, dtype=dtype, device="cuda") for _ in range(2))
+        decodes = rng.randint(1, max_reqs) if index % 2 else 0
+        conv = torch.randn(decodes + length, 2 * h * k + hv * v, dtype=dtype, device="cuda")[decodes:]
+        a, b = (torch.randn(decodes + length, hv, dtype=dtype, device="cuda")[decodes:] for _ in range(2))
         module.fused_post_conv_prep(conv, a, b, a_log, dt_bias, h, k, v)
-        yield "in range"
+        yield "in range" if all(t.data_ptr() % 16 == 0 for t in (conv, a, b)) else "beyond"
 
 
 def _sigmoid_gating(module: Any, tree: Any, config: Any, rng: random.Random, count: int):
@@ -157,7 +164,10 @@ class Served(NamedTuple):
 
 _GDN_CONFIGS = [lifts.GdnTritonConfig(), lifts.GdnTritonConfig(model="qwen3.5-moe", tp_size=2, dtype="fp16")]
 SERVING = {
-    "fla-fused-post-conv": Served(lifts.FusedPostConvEquivalence, _GDN_CONFIGS, _post_conv),
+    # Qwen3-Next at TP8 has 4 V heads a rank: a mixed batch's prefill slices of `a` and `b` can be misaligned.
+    "fla-fused-post-conv": Served(
+        lifts.FusedPostConvEquivalence, [*_GDN_CONFIGS, lifts.GdnTritonConfig(tp_size=8)], _post_conv
+    ),
     "fla-sigmoid-gating": Served(lifts.SigmoidGatingEquivalence, _GDN_CONFIGS, _sigmoid_gating),
     "mamba-batch-memcpy": Served(lifts.BatchMemcpyEquivalence, [lifts.MambaConfig()], _batch_memcpy),
     "kimi-k3-attn-res": Served(
