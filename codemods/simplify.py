@@ -16,7 +16,7 @@ import ast
 import copy
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from .lift.tables import COMPARE
 
@@ -77,29 +77,90 @@ def _unparsed(node: ast.expr) -> str:
     return word.join(f"({ast.unparse(v)})" if isinstance(v, loose) else _unparsed(v) for v in node.values)
 
 
-def bound_once(values: list[ast.expr], taken: Iterable[str], names: list[str]) -> tuple[list[str], list[ast.expr]]:
+def bound_once(
+    values: list[ast.expr],
+    taken: Iterable[str],
+    names: list[str],
+    hints: Mapping[str, str] | None = None,
+    total: Callable[[ast.expr], bool] = lambda expression: False,
+) -> tuple[list[str], list[ast.expr]]:
     """Statements naming each subexpression the `values` share, and the values reading those names instead.
 
     `names`: a name for each value (its keyword), which a shared expression takes from the first value that is
-    that expression, else from what it computes. Every value is evaluated, in order, so an expression is named
-    only where its first occurrence always runs (not in an arm of `x if c else y`, nor past the first operand of
-    `and`/`or`, nor in a comprehension or lambda, whose names are their own).
+    that expression; else the keyword it is passed as wherever it is one (`strides=`); else from what it
+    computes. `hints`: names the code the values came from gave expressions (ast.dump -> the launcher's local),
+    taken first for any that computes, whatever its size (`head_sequences`, read in three arms, not its
+    comparisons). Every value is evaluated, in order, after the statements, so an expression is named only where
+    its first occurrence always runs (not in an arm of `x if c else y`, nor past the first operand of `and`/`or`,
+    nor in a comprehension or lambda, whose names are their own); a statement counts as such an occurrence.
+    `total`: what computes without raising wherever it is computed (arithmetic of integers), named from a branch
+    too.
     """
     values = [copy.deepcopy(v) for v in values]
     used = set(taken) | {n.id for v in values for n in ast.walk(v) if isinstance(n, ast.Name)}
-    statements = []
-    while (shared := _largest_shared(ast.Tuple(values, ast.Load()))) is not None:
-        first = next(found for v in values if (found := _occurrence(v, shared, unconditional=True)))
-        if not first[1]:
-            break  # first computed in a branch: computing it up front could fail where the branch is not taken
+    named: list[tuple[str, ast.expr]] = []  # (name, expression), each evaluated before the values
+    hints = hints or {}
+
+    def first(dump: str) -> tuple[ast.expr, bool]:
+        return next(found for e in [*(e for _, e in named), *values] if (found := _occurrence(e, dump, True)))
+
+    def name(dump: str, expression: ast.expr, wanted: str | None) -> None:
+        nonlocal named, values
+        chosen = _fresh(wanted or _name_for(expression), used)
+        used.add(chosen)
+        named = [(n, _Named(dump, chosen, None).visit(e)) for n, e in named] + [(chosen, expression)]
+        values = [_Named(dump, chosen, None).visit(v) for v in values]
+
+    def everything() -> ast.Tuple:
+        return ast.Tuple([*(e for _, e in named), *values], ast.Load())
+
+    for dump, hint in hints.items():
+        occurrences = [n for n in _outside_scopes(everything()) if ast.dump(n) == dump]
+        if len(occurrences) > 1 and computes(occurrences[0]) and first(dump)[1]:
+            name(dump, first(dump)[0], hint)
+    skipped: set[str] = set()  # shared, but first computed in a branch: computing it up front could fail
+    while (shared := _largest_shared(everything(), skip=skipped)) is not None:
+        expression, always = first(shared)
+        if not always and not total(expression):
+            skipped.add(shared)
+            continue
         whole = [n for n, v in zip(names, values) if ast.dump(v) == shared]
-        name = _fresh(whole[0] if whole else _name_for(first[0]), used)
-        used.add(name)
-        statements.append((name, f"{name} = {ast.unparse(first[0])}"))
-        values = [_Named(shared, name, None).visit(v) for v in values]
-    # In the order the values first read them (a shared value holds no other: each was named in the values only).
-    first = {n.id: i for i, v in reversed(list(enumerate(values))) for n in ast.walk(v) if isinstance(n, ast.Name)}
-    return [line for name, line in sorted(statements, key=lambda s: first[s[0]])], values
+        name(shared, expression, whole[0] if whole else _keyword_for(values, shared))
+    return [f"{n} = {ast.unparse(e)}" for n, e in _in_reading_order(named, values)], values
+
+
+def _keyword_for(values: list[ast.expr], dump: str) -> str | None:
+    """The keyword an expression is passed as, where every call that passes it passes it as that one keyword."""
+    keywords = {
+        k.arg
+        for v in values
+        for call in _outside_scopes(v)
+        if isinstance(call, ast.Call)
+        for k in call.keywords
+        if ast.dump(k.value) == dump
+    }
+    return keywords.pop() if len(keywords) == 1 and None not in keywords else None
+
+
+def _in_reading_order(named: list[tuple[str, ast.expr]], values: list[ast.expr]) -> list[tuple[str, ast.expr]]:
+    """The named expressions in the order the values first read them, each after the ones it reads."""
+    reads = {name: {n.id for n in ast.walk(e) if isinstance(n, ast.Name)} for name, e in named}
+    expressions = dict(named)
+    ordered: list[tuple[str, ast.expr]] = []
+
+    def place(name: str) -> None:
+        if name in expressions and name not in dict(ordered):
+            for read in sorted(reads[name] & expressions.keys(), key=[n for n, _ in named].index):
+                place(read)
+            ordered.append((name, expressions[name]))
+
+    for value in values:
+        for node in ast.walk(value):
+            if isinstance(node, ast.Name):
+                place(node.id)
+    for name, _ in named:
+        place(name)
+    return ordered
 
 
 def attribute_form(expression: ast.expr) -> str:
@@ -170,9 +231,11 @@ def repeats(code: str) -> bool:
     return _largest_shared(ast.parse(code, mode="eval").body) is not None
 
 
-def _largest_shared(tree: ast.AST, smallest: int = SHARED_SIZE, computed: bool = False) -> str | None:
+def _largest_shared(
+    tree: ast.AST, smallest: int = SHARED_SIZE, computed: bool = False, skip: Iterable[str] = ()
+) -> str | None:
     """The ast.dump of the largest subexpression of at least `smallest` nodes that occurs twice or more (with
-    `computed`: of at least SHARED_SIZE, or of `smallest` if it calls or operates)."""
+    `computed`: of at least SHARED_SIZE, or of `smallest` if it calls or operates), less those in `skip`."""
 
     def worth(node: ast.expr) -> bool:
         n = size(node)
@@ -180,7 +243,7 @@ def _largest_shared(tree: ast.AST, smallest: int = SHARED_SIZE, computed: bool =
 
     counts = Counter(ast.dump(n) for n in _outside_scopes(tree) if worth(n))
     sizes = {ast.dump(n): size(n) for n in _outside_scopes(tree)}
-    shared = [dump for dump, count in counts.items() if count > 1]
+    shared = [dump for dump, count in counts.items() if count > 1 and dump not in skip]
     return max(shared, key=lambda dump: sizes[dump], default=None)
 
 

@@ -2,13 +2,14 @@
 the way a maintainer answers it: the migrated release tree is lint-clean, and its provider warms in Triton's
 own keys exactly what the legacy step did."""
 
+import ast
 import itertools
 import json
 import types
 
 import pytest
 import torch
-from tree_forks import changed_files, copy_033, draft_fields, ruff_findings
+from tree_forks import changed_files, copy_033, draft_fields, repeated, ruff_findings
 from typer.testing import CliRunner
 
 from zerojit.codemods.spec import load_specs
@@ -91,6 +92,21 @@ def test_the_recurrent_kda_draft_answered_migrates_a_fresh_tree_lint_clean(kda_l
         compile((repo / rel).read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
         assert [f for f in ruff_findings(repo / rel) if f not in ruff_findings(vllm_tree("0.33.0") / rel)] == [], rel
     assert "fused_recurrent_kda_fwd_kernel[" not in (repo / KDA_KERNEL).read_text()
+
+
+def test_the_recurrent_kda_provider_reads_as_its_launcher_does(kda_lifted):
+    """The launcher picks its tile by `head_sequences = H * N`, N being one less than the step's
+    `torch.arange(0, num_tokens + 1, tokens_per_sequence)`: with `num_tokens = num_sequences * tokens_per_sequence`
+    that is the sequence count. The provider says so, each value once, the views' strides named as passed."""
+    _, _, repo = kda_lifted
+    source = (repo / KDA_KERNEL).read_text()
+    provider = next(
+        ast.unparse(f) for f in ast.parse(source).body if isinstance(f, ast.FunctionDef) and f.name.endswith("_inputs")
+    )
+    assert repeated(provider) == {}
+    for said in ("head_sequences = h * num_sequences", "shape=(num_sequences + 1,)", "strides=strides"):
+        assert said in provider, said
+    assert "BV=4 if head_sequences <= 48 else 8 if head_sequences <= 96" in provider
 
 
 def test_the_recurrent_kda_provider_warms_in_tritons_own_keys_what_the_legacy_step_did(kda_lifted):

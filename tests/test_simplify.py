@@ -95,10 +95,48 @@ def test_values_two_inputs_share_are_named_once_in_the_order_they_are_read():
         "z": "make(dtype, shape=(n, hv))",
         "w": "make(dtype, shape=(n, h, k)) if flag else None",
     }
-    values = [ast.parse(code, mode="eval").body for code in codes.values()]
-    statements, rewritten = simplify.bound_once(values, taken={"n", "h", "k", "hv", "dtype", "flag"}, names=list(codes))
+    statements, rewritten = bound(codes, {"n", "h", "k", "hv", "dtype", "flag"})
     assert statements == ["x = make(dtype, shape=(n, h, k))", "y = make(dtype, shape=(n, hv))"]
-    assert [ast.unparse(v) for v in rewritten] == ["x", "y", "y", "x if flag else None"]
+    assert rewritten == ["x", "y", "y", "x if flag else None"]
+
+
+def bound(codes: dict[str, str], taken: set[str], hints: dict[str, str] | None = None) -> tuple[list, list[str]]:
+    """simplify.bound_once on the values `codes` (keyword -> code), hints by code; the values as code."""
+    values = [ast.parse(code, mode="eval").body for code in codes.values()]
+    hints = {ast.dump(ast.parse(code, mode="eval").body): name for code, name in (hints or {}).items()}
+    statements, rewritten = simplify.bound_once(values, taken, list(codes), hints)
+    return statements, [ast.unparse(v) for v in rewritten]
+
+
+def test_a_value_the_launcher_named_takes_its_name_and_a_keyword_names_what_it_passes():
+    """The recurrent KDA launcher's tile choice: `head_sequences = H * N` read in three arms of a chain and one
+    test; the q, k and v views passed the same strides. Values stay what they were (brute force)."""
+    codes = {
+        "BV": "4 if h * n <= 48 else 8 if h * n <= 96 else 16 if h * n <= 192 else 8",
+        "num_stages": "4 if h * n <= 48 else 3",
+        "q": "make(dtype, strides=(h * d * t, h * d, d, 1))",
+        "k": "make(dtype, aligned=a, strides=(h * d * t, h * d, d, 1))",
+    }
+    statements, rewritten = bound(codes, {"h", "n", "d", "t", "a", "dtype"}, {"h * n": "head_sequences"})
+    assert statements == ["head_sequences = h * n", "strides = (h * d * t, h * d, d, 1)"]
+    assert rewritten[0] == (
+        "4 if head_sequences <= 48 else 8 if head_sequences <= 96 else 16 if head_sequences <= 192 else 8"
+    )
+    for h, n in itertools.product((1, 3, 8, 64), (1, 7, 30)):
+        local = {"h": h, "n": n, "head_sequences": h * n}
+        assert [evaluate(v, local) for v in rewritten[:2]] == [evaluate(c, local) for c in list(codes.values())[:2]]
+
+
+def test_a_value_first_computed_in_a_branch_is_named_where_a_statement_computes_it_first():
+    """`(h + 1) * (n + 1)` is in an arm of `BV`, and in the shared test named first: each statement runs before
+    the values, so naming it there is safe; the later statement comes after the one it reads."""
+    codes = {
+        "BV": "4 if (h + 1) * (n + 1) * 2 <= 48 else 8 if (h + 1) * (n + 1) <= 96 else 8",
+        "num_stages": "4 if (h + 1) * (n + 1) * 2 <= 48 else 3",
+    }
+    statements, rewritten = bound(codes, {"h", "n"})
+    assert statements == ["value_2 = (h + 1) * (n + 1)", "value = value_2 * 2 <= 48"]
+    assert rewritten == ["4 if value else 8 if value_2 <= 96 else 8", "4 if value else 3"]
 
 
 def test_a_gate_that_says_a_lookup_twice_says_it_once():

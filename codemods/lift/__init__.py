@@ -20,7 +20,8 @@ refused with the line and why (`LiftError`), never approximated.
 
 The package, one concern a module: `tables` (the names it knows), `values` (symbolic values), `layout` (stride
 algebra), `evaluator` (expressions), `provider` (the step's statements), `dispatcher` (the launch), `emit` (the
-source it writes) and `plan` (the pipeline, `plan_lift`).
+source it writes), `polynomials` (its integer sizes written as what they are) and `plan` (the pipeline,
+`plan_lift`).
 """
 
 from .dispatcher import launched_kernels

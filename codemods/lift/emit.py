@@ -7,8 +7,9 @@ import ast
 from .. import simplify
 from ..engines import Engine
 from ..syntax import Place, loads
+from . import polynomials
 from .tables import EXPANDABLE
-from .values import LiftError
+from .values import LiftError, parse_expr
 
 
 def read_by(statements: list[str], used: str) -> list[str]:
@@ -41,15 +42,28 @@ def provider(
     parameters: tuple[str, ...],
     statements: list[str],
     values: list[str],
+    launcher_names: dict[str, str] | None = None,
 ) -> str:
     """The provider: keyword-only parameters (what the registration passes), its statements, one `dict` return
-    (a value two inputs share computed once, named: simplify.bound_once). No docstring: upstream's have none."""
+    (an exact division written as its quotient: lift.polynomials; a value two inputs share computed once, named:
+    simplify.bound_once, by the launcher's name for it where it had one: `launcher_names`, code -> name). No
+    docstring: upstream's have none."""
     header = f"def {name}(*, {', '.join(parameters)}):" if parameters else f"def {name}():"
     call = ast.parse(f"dict({', '.join(values)})", mode="eval").body
     # Names the provider reads or binds (a value's keyword is not one: `a=a` reads as upstream writes it).
     taken = set(parameters) | {n.id for n in ast.walk(ast.parse("\n".join(statements))) if isinstance(n, ast.Name)}
     taken |= loads(call)
-    shared, inputs = simplify.bound_once([k.value for k in call.keywords], taken, [k.arg for k in call.keywords])
+    definitions = {
+        s.targets[0].id: s.value
+        for s in ast.parse("\n".join(statements)).body
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+    }
+    returned = [k.value for k in call.keywords]
+    written = polynomials.quotients(returned, definitions, returned)
+    hinted = polynomials.quotients([parse_expr(code) for code in launcher_names or {}], definitions, returned)
+    hints = {ast.dump(e): local for e, local in zip(hinted, (launcher_names or {}).values())}
+    total = polynomials.total(definitions)
+    shared, inputs = simplify.bound_once(written, taken, [k.arg for k in call.keywords], hints, total)
     statements = [*statements, *shared]
     values = [
         text if ast.dump(v) == ast.dump(k.value) else f"{k.arg}={ast.unparse(v)}"

@@ -7,7 +7,7 @@ import dataclasses
 import symtable
 
 from ..repo import RepoModules
-from ..syntax import module_names
+from ..syntax import module_names, parameters, stores
 from . import emit
 from .dispatcher import (
     check_copies,
@@ -25,7 +25,7 @@ from .dispatcher import (
 from .evaluator import Scope, bind_call, parameter_defaults
 from .provider import Lift
 from .tables import LOGGING, SAME_TENSOR
-from .values import DEVICE, Device, Facts, LiftError, MaybeTensor, Tensor, Unknown
+from .values import DEVICE, Device, Facts, LiftError, MaybeTensor, Tensor, Unknown, Value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +86,9 @@ def plan_lift(
     read = emit.provider_reads(modules.where(step_module, step_def), statements, values)
     # What the step read that only the launcher's other kernels use is not this provider's to take.
     used = {name: what for name, what in lift.parameters.items() if name in read}
-    provider = emit.provider(provider_name, tuple(used), statements, values)
+    provider = emit.provider(
+        provider_name, tuple(used), statements, values, _launcher_names(launcher_def, launcher_scope)
+    )
     kinds = {name: launcher_scope.env.get(name) for name in inputs}
     tensors = {name: isinstance(v, MaybeTensor) for name, v in kinds.items() if isinstance(v, (Tensor, MaybeTensor))}
     # The kernel as the launcher names it (an import's alias where another module defines it), at module level:
@@ -331,3 +333,14 @@ def check_step(modules: RepoModules, module: str, step: ast.FunctionDef, wanted:
             f"{step.name} also runs `{ast.unparse(func)}(...)`, which the "
             "migration would delete with the step; move it out of the step first",
         )
+
+
+def _launcher_names(launcher_def: ast.FunctionDef, scope: Scope) -> dict[str, str]:
+    """The locals the launcher computes (`head_sequences = H * N`, `heads, num_cus = ...`), by what each holds as the
+    provider writes it: a value the provider reads twice takes the launcher's name for it."""
+    assigned = set(stores(launcher_def)) - set(parameters(launcher_def))
+    return {
+        value.code: name
+        for name, value in scope.env.items()
+        if name in assigned and isinstance(value, Value) and not value.fixed and not value.code.isidentifier()
+    }
