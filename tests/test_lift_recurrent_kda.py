@@ -104,7 +104,8 @@ def test_the_recurrent_kda_provider_reads_as_its_launcher_does(kda_lifted):
         ast.unparse(f) for f in ast.parse(source).body if isinstance(f, ast.FunctionDef) and f.name.endswith("_inputs")
     )
     assert repeated(provider) == {}
-    for said in ("head_sequences = h * num_sequences", "shape=(num_sequences + 1,)", "strides=strides"):
+    readable = ("head_sequences = h * num_sequences", "shape=(num_sequences + 1,)", "strides=strides")
+    for said in (*readable, "state[slice(None, 1)]"):
         assert said in provider, said
     assert "BV=4 if head_sequences <= 48 else 8 if head_sequences <= 96" in provider
 

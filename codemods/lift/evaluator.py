@@ -127,10 +127,8 @@ class Scope:
             return Value(ast.unparse(ast.Subscript(parse_expr(holder.code), parse_expr(index.code))))
         if isinstance(holder, Value) and isinstance(node.slice, ast.Slice):  # a value the registration passes
             # Written `x[slice(a, b)]`: vLLM's helper expands a provider's expressions by AST, and takes no `a:b`.
-            bounds = ", ".join(
-                "None" if part is None else self.plain(part).code
-                for part in (node.slice.lower, node.slice.upper, node.slice.step)
-            )
+            parts = [node.slice.lower, node.slice.upper] + ([node.slice.step] if node.slice.step else [])
+            bounds = ", ".join("None" if part is None else self.plain(part).code for part in parts)
             return Value(f"{ast.unparse(parse_expr(holder.code))}[slice({bounds})]")
         raise self.refuse(node, f"the lift cannot translate the subscript `{ast.unparse(node)}`")
 
