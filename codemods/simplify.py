@@ -146,21 +146,21 @@ def _in_reading_order(named: list[tuple[str, ast.expr]], values: list[ast.expr])
     """The named expressions in the order the values first read them, each after the ones it reads."""
     reads = {name: {n.id for n in ast.walk(e) if isinstance(n, ast.Name)} for name, e in named}
     expressions = dict(named)
-    ordered: list[tuple[str, ast.expr]] = []
+    ordered: dict[str, ast.expr] = {}
 
     def place(name: str) -> None:
-        if name in expressions and name not in dict(ordered):
-            for read in sorted(reads[name] & expressions.keys(), key=[n for n, _ in named].index):
+        if name in expressions and name not in ordered:
+            for read in sorted(reads[name] & expressions.keys(), key=list(expressions).index):
                 place(read)
-            ordered.append((name, expressions[name]))
+            ordered[name] = expressions[name]
 
     for value in values:
         for node in ast.walk(value):
             if isinstance(node, ast.Name):
                 place(node.id)
-    for name, _ in named:
+    for name in expressions:
         place(name)
-    return ordered
+    return list(ordered.items())
 
 
 def attribute_form(expression: ast.expr) -> str:

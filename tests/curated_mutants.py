@@ -1488,7 +1488,7 @@ MUTANTS = (
     Mutant(
         "provider names: a statement placed before the one it reads",
         "codemods/simplify.py",
-        "            for read in sorted(reads[name] & expressions.keys(), key=[n for n, _ in named].index):\n",
+        "            for read in sorted(reads[name] & expressions.keys(), key=list(expressions).index):\n",
         "            for read in ():\n",
         ("tests/test_simplify.py", "-k", "statement_computes"),
     ),
