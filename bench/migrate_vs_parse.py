@@ -2,7 +2,7 @@
 
 Both sides use the same number of processes (-j). The migrations, each on the tree where it
 has work to do: fa4-mla-prefill + inkling-rel-attention on vLLM 0.29.0; fla-layer-norm,
-mamba-batch-memcpy, the three other Triton lifts and ll-bf16-router-gemm on 0.33.0; rocm-nvfp4
+mamba-batch-memcpy, the four other Triton lifts and ll-bf16-router-gemm on 0.33.0; rocm-nvfp4
 on 0.33.0 with the bundled legacy layout wired in. The parse side parses every `.py` of the same
 tree with libcst. A dry run is `migrate` without writing and without --verify-keys; each is timed
 `--repeat` times and the median is shown. The goal is a ratio (parse / dry run) of 30x or
@@ -37,6 +37,7 @@ RUNS = (  # (tree, families migrated in one run)
     ("0.33.0", ("fla-fused-post-conv",)),
     ("0.33.0", ("fla-sigmoid-gating",)),
     ("0.33.0", ("kimi-k3-attn-res",)),
+    ("0.33.0", ("kimi-k3-recurrent-kda",)),
     ("0.33.0", ("ll-bf16-router-gemm",)),
     ("0.33.0 + ROCm layout", ("rocm-nvfp4",)),
 )

@@ -31,6 +31,7 @@ FAMILIES = (
     "fla-sigmoid-gating",
     "mamba-batch-memcpy",
     "kimi-k3-attn-res",
+    "kimi-k3-recurrent-kda",
     "ll-bf16-router-gemm",
 )
 

@@ -1472,6 +1472,13 @@ MUTANTS = (
         ("tests/test_lift_polynomials.py",),
     ),
     Mutant(
+        "lift: int arithmetic guarded like what can raise (None where the step returned early)",
+        "codemods/lift/provider.py",
+        "            guard = None if dynamic or total else self.guard(found.code)\n",
+        "            guard = None if dynamic else self.guard(found.code)\n",
+        ("tests/test_lift_recurrent_kda.py", "-k", "tritons_own_keys"),
+    ),
+    Mutant(
         "provider names: the launcher's names for values ignored",
         "codemods/simplify.py",
         "    for dump, hint in hints.items():\n",

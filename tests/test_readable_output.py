@@ -20,6 +20,7 @@ FAMILIES = [
     "fla-sigmoid-gating",
     "mamba-batch-memcpy",
     "kimi-k3-attn-res",
+    "kimi-k3-recurrent-kda",
 ]
 
 
@@ -183,7 +184,13 @@ def test_no_lift_makes_a_module_import_a_private_name_of_another_package(tmp_pat
     """A dispatcher registered from another module is public (upstream imports private dispatchers only within
     a package): the layers import what the lifts wrote by its public name."""
     repo = copy_033(tmp_path / "vllm")
-    lifts = ("fla-fused-post-conv", "fla-sigmoid-gating", "mamba-batch-memcpy", "kimi-k3-attn-res")
+    lifts = (
+        "fla-fused-post-conv",
+        "fla-sigmoid-gating",
+        "mamba-batch-memcpy",
+        "kimi-k3-attn-res",
+        "kimi-k3-recurrent-kda",
+    )
     result = migrate(repo, [migration_specs()[family] for family in lifts])
     new = {}
     for change in (c for c in result.changes if c.after):

@@ -67,6 +67,11 @@ LIFTS = {
         "vllm/model_executor/warmup/kimi_k3_triton_warmup.py",
         "vllm/models/kimi_k3/nvidia/model.py",
     },
+    "kimi-k3-recurrent-kda": {
+        "vllm/models/kimi_k3/nvidia/ops/third_party/kda/fused_recurrent.py",
+        "vllm/model_executor/warmup/kimi_k3_triton_warmup.py",
+        "vllm/models/kimi_k3/nvidia/kda.py",
+    },
 }
 DELETED = {"mamba-batch-memcpy": {"vllm/model_executor/warmup/mamba_triton_warmup.py"}}
 
@@ -99,8 +104,16 @@ def test_each_lift_alone_then_again_is_a_no_op(tmp_path, family):
 # step launches lengths 1, 2 and 16, one in each of Triton's integer classes (== 1, not a multiple of 16, a multiple
 # of 16, which become part of the key), so three variants; the memcpy and the decode update steps launch once. The
 # attention residual of a 27-layer model in blocks of 12 has ceil(27 / 12) = 3 blocks: its profiles are 2 and 3
-# blocks read, a write of block 2, and all 3 read without the output norm, each a different constexpr set.
-LEGACY_VARIANTS = {"fla-fused-post-conv": 3, "fla-sigmoid-gating": 1, "mamba-batch-memcpy": 1, "kimi-k3-attn-res": 4}
+# blocks read, a write of block 2, and all 3 read without the output norm, each a different constexpr set. The
+# recurrent KDA step with 8 heads tries 1, 48 // 8 + 1 = 7 and 96 // 8 + 1 = 13 sequences: 8, 56 and 104
+# head-sequences, one in each of the launcher's tile buckets (<= 48, <= 96, <= 192), so three variants.
+LEGACY_VARIANTS = {
+    "fla-fused-post-conv": 3,
+    "fla-sigmoid-gating": 1,
+    "mamba-batch-memcpy": 1,
+    "kimi-k3-attn-res": 4,
+    "kimi-k3-recurrent-kda": 3,
+}
 
 
 @pytest.mark.parametrize("family", list(LIFTS))

@@ -10,6 +10,7 @@ from typing import Any
 from .. import simplify
 from ..repo import RepoModules
 from ..syntax import exits, function_import, loads, stores
+from . import polynomials
 from .evaluator import Scope
 from .tables import LOGGING, NO_VALUE, SAME_TENSOR
 from .values import (
@@ -280,7 +281,9 @@ class Lift:
         ):
             local = self.fresh(name)
             dynamic = bool(self.depends(found.code) & self.dynamic)
-            guard = None if dynamic else self.guard(found.code)
+            # Arithmetic of int(...) locals cannot raise where a guard fails: it needs none.
+            total = polynomials.total({n: parse_expr(c) for n, c in self.local_code.items()})(parse_expr(found.code))
+            guard = None if dynamic or total else self.guard(found.code)
             self.statements.append(f"{local} = {found.code}" + (f" if {guard} else None" if guard else ""))
             self.local_code[local] = found.code
             if dynamic:

@@ -34,7 +34,7 @@ from zerojit.migrate.fla_layer_norm.engine_kernel import triton_stub
 from zerojit.migrate.fla_layer_norm.equivalence import MODELS, SCHEDULERS, TP_SIZES, GdnConfig
 from zerojit.migrate.fla_layer_norm.legacy import GdnEngine
 
-from .specs import ATTN_RES, BATCH_MEMCPY, FUSED_POST_CONV, SIGMOID_GATING
+from .specs import ATTN_RES, BATCH_MEMCPY, FUSED_POST_CONV, RECURRENT_KDA, SIGMOID_GATING
 
 ARCH = "sm90"  # the compile-only driver's target: part of every key, the same on both sides
 
@@ -340,10 +340,13 @@ class KimiEngine:
         compilation = vllm_config.compilation_config
         if config.kda_layers:  # building the model imported the KDA module (the warmup looks in sys.modules)
             kda = importlib.import_module(self.kda_module)
-            compilation.static_forward_context["model.layers.0.self_attn"] = kda.KimiK3DeltaAttention()
+            compilation.static_forward_context["model.layers.0.self_attn"] = self.kda_layer(kda, config, vllm_config)
         worker = vllm_worker(vllm_config, registry, compilation_config=compilation)
         worker.model_config = vllm_config.model_config
         return worker
+
+    def kda_layer(self, kda: types.ModuleType, config: KimiConfig, vllm_config: Any) -> Any:
+        return kda.KimiK3DeltaAttention()
 
     def construct(self, config: KimiConfig, vllm_config: Any, tree: TreeWarmup) -> None:
         # What the constructor set before the registration: the block count, as it computes it with one pipeline
@@ -387,3 +390,77 @@ class AttnResEquivalence(TritonKeyEquivalence):
                 "attn_res, and the model registers it"
             )
         return super().intended(config, legacy, migrated)
+
+
+@dataclasses.dataclass(frozen=True)
+class KdaConfig(KimiConfig):
+    """A Kimi-K3 server with speculative decoding: the tokens it drafts and the KDA heads on this rank."""
+
+    num_spec: int = 1
+    kda_heads: int = 8
+
+
+KDA_HEAD_DIM = 128
+
+
+class KdaEngine(KimiEngine):
+    """Kimi-K3's runner whose KDA layer has what the recurrent step and the layer's registration read: its
+    speculative tokens, heads, gate parameters and a bound KV cache (the recurrent state of 5 slots). The kernel
+    calls FLA's `exp`, which its ops module binds to Triton's: that module runs for real."""
+
+    real_modules = (*KimiEngine.real_modules, "vllm.third_party.flash_linear_attention.ops.op")
+
+    def stubs(self, state: types.SimpleNamespace) -> dict[str, dict[str, Any]]:
+        import triton.language as tl
+        from triton.language.extra import libdevice
+
+        stubs = super().stubs(state)
+        stubs["vllm.triton_utils"] = {**stubs["vllm.triton_utils"], "tldevice": libdevice}
+        # What the ops module reads of FLA's utils (which ask the GPU its name on import): Triton's own answer.
+        stubs["vllm.third_party.flash_linear_attention.ops.utils"] = {"is_gather_supported": hasattr(tl, "gather")}
+        return stubs
+
+    def kda_layer(self, kda: types.ModuleType, config: KdaConfig, vllm_config: Any) -> Any:
+        """The layer as its constructor and `bind_kv_cache` left it (the class is the tree's: its registration runs)."""
+        layer = kda.KimiK3DeltaAttention.__new__(kda.KimiK3DeltaAttention)
+        heads = config.kda_heads
+        layer.num_spec, layer.local_num_heads, layer.head_dim = config.num_spec, heads, KDA_HEAD_DIM
+        state = torch.empty(5, heads, KDA_HEAD_DIM, KDA_HEAD_DIM, device="meta")
+        layer.kv_cache = [torch.empty(5, heads * KDA_HEAD_DIM, device="meta"), state]
+        layer.A_log = torch.empty(heads, device="meta")
+        layer.dt_bias = torch.empty(heads * KDA_HEAD_DIM, device="meta")
+        layer.gate_lower_bound, layer.model_config = -5.0, vllm_config.model_config
+        return layer
+
+    def construct(self, config: KdaConfig, vllm_config: Any, tree: TreeWarmup) -> None:
+        self.worker(config, vllm_config, None)
+        for layer in vllm_config.compilation_config.static_forward_context.values():
+            tree.constructor_registrations("KimiK3DeltaAttention", {"self": layer, "kv_cache": layer.kv_cache})
+
+
+def _kda_grid() -> list[KdaConfig]:
+    return [
+        KdaConfig(dtype=dtype, kda_layers=layers, enable_jit_warmup=jit, num_spec=spec, kda_heads=heads)
+        for dtype, layers, jit, spec, heads in itertools.product(
+            ("bf16", "fp16"), (True, False), (True, False), (0, 1, 3), (2, 8, 64)
+        )
+    ]
+
+
+class RecurrentKdaEquivalence(TritonKeyEquivalence):
+    family = RECURRENT_KDA.family
+    spec = RECURRENT_KDA
+    engine = KdaEngine()
+    legacy_release = "0.33.0"
+    grids = {"full": _kda_grid, "smoke": lambda: _kda_grid()[::6]}
+    example = KdaConfig(num_spec=3, kda_heads=8)
+
+    def strategy(self):
+        return st.builds(
+            KdaConfig,
+            dtype=st.sampled_from(("bf16", "fp16")),
+            kda_layers=st.booleans(),
+            enable_jit_warmup=st.booleans(),
+            num_spec=st.sampled_from((0, 1, 2, 3, 7)),
+            kda_heads=st.sampled_from((1, 2, 4, 8, 16, 64)),
+        )

@@ -177,10 +177,58 @@ ATTN_RES = MigrationSpec(
     lift=Lift(launcher="attn_res"),
 )
 
-SPECS = (FUSED_POST_CONV, BATCH_MEMCPY, SIGMOID_GATING, ATTN_RES)
+# Kimi-K3's recurrent KDA kernel runs only under speculative decoding. Each KDA layer registers once its KV cache
+# is bound, checking that cache as the step did; the step's other checks are the provider's `_when`.
+_ON_ITS_CACHE = "checked where the layer registers, on its own bound KV cache (num_spec: the provider's _when)"
+RECURRENT_KDA = MigrationSpec(
+    family="kimi-k3-recurrent-kda",
+    legacy=Legacy(
+        module="vllm.model_executor.warmup.kimi_k3_triton_warmup",
+        function="kimi_k3_triton_warmup",
+        step="_warm_recurrent_kda",
+        orchestrator_module=VLLM.orchestrator,
+    ),
+    kernel=Kernel(
+        module="vllm.models.kimi_k3.nvidia.ops.third_party.kda.fused_recurrent", name="fused_recurrent_kda_fwd_kernel"
+    ),
+    registration=Registration(
+        module="vllm.models.kimi_k3.nvidia.kda",
+        classes="KimiK3DeltaAttention",
+        method="bind_kv_cache",
+        code="""state = self.kv_cache[1] if len(self.kv_cache) >= 2 else None
+if isinstance(state, torch.Tensor) and state.numel():
+    fused_recurrent_kda_fwd_dispatch.register_warmup(
+        num_spec=self.num_spec,
+        kv_cache=self.kv_cache,
+        local_num_heads=self.local_num_heads,
+        head_dim=self.head_dim,
+        input_dtype=self.model_config.dtype,
+        A_log=self.A_log,
+        dt_bias=self.dt_bias,
+        gate_lower_bound=self.gate_lower_bound,
+    )""",
+        intended_differences=[
+            ("layer is not None", "each KDA layer registers itself; the legacy warmup found the first"),
+            *(
+                (condition, _ON_ITS_CACHE)
+                for condition in (
+                    "not num_speculative_tokens <= 0",
+                    "isinstance(kv_cache, (list, tuple))",
+                    "not len(kv_cache) < 2",
+                    "isinstance(state, torch.Tensor)",
+                    "state.numel()",
+                )
+            ),
+        ],
+    ),
+    lift=Lift(launcher="fused_recurrent_kda_fwd"),
+)
+
+SPECS = (FUSED_POST_CONV, BATCH_MEMCPY, SIGMOID_GATING, ATTN_RES, RECURRENT_KDA)
 EQUIVALENCES = {
     FUSED_POST_CONV.family: "zerojit.migrate.triton_lifts.equivalence:FusedPostConvEquivalence",
     BATCH_MEMCPY.family: "zerojit.migrate.triton_lifts.equivalence:BatchMemcpyEquivalence",
     SIGMOID_GATING.family: "zerojit.migrate.triton_lifts.equivalence:SigmoidGatingEquivalence",
     ATTN_RES.family: "zerojit.migrate.triton_lifts.equivalence:AttnResEquivalence",
+    RECURRENT_KDA.family: "zerojit.migrate.triton_lifts.equivalence:RecurrentKdaEquivalence",
 }
