@@ -117,10 +117,10 @@ def _polynomial(node: ast.expr, definitions: Mapping[str, ast.expr], depth: int 
             product[tuple(sorted(a + b))] += x * y
         return {term: c for term, c in product.items() if c}
     sign = 1 if isinstance(node.op, ast.Add) else -1
-    total = Counter(left)
+    summed = Counter(left)
     for term, c in right.items():
-        total[term] += sign * c
-    return {term: c for term, c in total.items() if c}
+        summed[term] += sign * c
+    return {term: c for term, c in summed.items() if c}
 
 
 def _divided(dividend: Polynomial, divisor: Polynomial) -> Polynomial | None:

@@ -394,7 +394,8 @@ class AttnResEquivalence(TritonKeyEquivalence):
 
 @dataclasses.dataclass(frozen=True)
 class KdaConfig(KimiConfig):
-    """A Kimi-K3 server with speculative decoding: the tokens it drafts and the KDA heads on this rank."""
+    """A Kimi-K3 server: the tokens it drafts per step (0: no speculative decoding) and the KDA heads on this
+    rank."""
 
     num_spec: int = 1
     kda_heads: int = 8
