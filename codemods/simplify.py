@@ -116,8 +116,10 @@ def bound_once(
 
     for dump, hint in hints.items():
         occurrences = [n for n in _outside_scopes(everything()) if ast.dump(n) == dump]
-        if len(occurrences) > 1 and computes(occurrences[0]) and first(dump)[1]:
-            name(dump, first(dump)[0], hint)
+        if len(occurrences) > 1 and computes(occurrences[0]):
+            expression, always = first(dump)
+            if always:
+                name(dump, expression, hint)
     skipped: set[str] = set()  # shared, but first computed in a branch: computing it up front could fail
     while (shared := _largest_shared(everything(), skip=skipped)) is not None:
         expression, always = first(shared)

@@ -34,11 +34,7 @@ def quotients(
 def total(definitions: Mapping[str, ast.expr]) -> Callable[[ast.expr], bool]:
     """Whether an expression computes without raising wherever it is computed: a polynomial, with no division, of
     names assigned `int(...)` (a size that may be None where a guard drops the case does not count)."""
-    ints = {
-        name
-        for name, value in definitions.items()
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "int"
-    }
+    ints = _int_locals(definitions)
 
     def computes_anywhere(expression: ast.expr) -> bool:
         polynomial = _polynomial(expression, {})
@@ -63,11 +59,7 @@ def _integers(values: list[ast.expr], definitions: Mapping[str, ast.expr]) -> se
         for element in keyword.value.elts
         if isinstance(element, ast.Name)
     }
-    found |= {
-        name
-        for name, value in definitions.items()
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "int"
-    }
+    found |= _int_locals(definitions)
     while True:
         more = {
             name
@@ -79,6 +71,15 @@ def _integers(values: list[ast.expr], definitions: Mapping[str, ast.expr]) -> se
         if not more:
             return found
         found |= more
+
+
+def _int_locals(definitions: Mapping[str, ast.expr]) -> set[str]:
+    """The locals assigned `int(...)`."""
+    return {
+        name
+        for name, value in definitions.items()
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "int"
+    }
 
 
 class _Quotients(ast.NodeTransformer):
