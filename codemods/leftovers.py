@@ -5,7 +5,9 @@ since something outside the repo may import it. A reviewer still needs to hear o
   * a public function or class the removed code called or imported, that nothing in the repo
     names any more (e.g. 0.33.0's `warmup_layer_norm_fwd`, once its only caller is gone);
   * a field of a dataclass of a changed module that the removed code read and nothing reads now
-    (e.g. `_QwenGDNWarmupConfig.norm_before_gate`): still filled, never used.
+    (e.g. `_QwenGDNWarmupConfig.norm_before_gate`): still filled, never used;
+  * a function the removal left with nothing to do (a fork's second caller of the legacy step): its callers
+    still call it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def leftovers(modules: RepoModules, changed: Mapping[Path, tuple[str, str]], tex
         gone = _used_names(was) - _used_names(now)
         found += _orphaned_helpers(modules, module, was, gone, texts)
         found += _unread_fields(modules.repo, path, was, now)
+        found += _emptied_functions(modules.repo, path, was, now)
     return list(dict.fromkeys(found))
 
 
@@ -86,6 +89,29 @@ def _exported(modules: RepoModules, module: str, name: str) -> int:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             return int(any(isinstance(e, ast.Constant) and e.value == name for e in getattr(node.value, "elts", ())))
     return 0
+
+
+def _emptied_functions(repo: Path, path: Path, before: ast.Module, tree: ast.Module) -> list[str]:
+    """Functions of the file that did something before and now do nothing (a docstring or `pass` is all that is
+    left): the removed legacy call was their whole body, and what calls them still does."""
+    did = {f.name for f in ast.walk(before) if _is_function(f) and not _does_nothing(f)}
+    return [
+        f"{where(repo, path, f.lineno)}: {f.name}() does nothing any more (the removed legacy call was all it did); "
+        "remove it and its calls, or give it work"
+        for f in ast.walk(tree)
+        if _is_function(f) and f.name in did and _does_nothing(f)
+    ]
+
+
+def _is_function(node: ast.AST) -> bool:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
+def _does_nothing(function: ast.FunctionDef) -> bool:
+    return all(
+        isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        for s in function.body
+    )
 
 
 def _unread_fields(repo: Path, path: Path, before: ast.Module, tree: ast.Module) -> list[str]:

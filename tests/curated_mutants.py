@@ -762,6 +762,13 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "pr_body"),
     ),
     Mutant(
+        "leftovers: a function the removal emptied goes unsaid",
+        "codemods/leftovers.py",
+        "        found += _emptied_functions(modules.repo, path, was, now)\n",
+        "",
+        ("tests/test_migration_gates.py", "-k", "second_caller"),
+    ),
+    Mutant(
         "leftovers: a public helper with no caller left goes unsaid",
         "codemods/leftovers.py",
         "        if uses - own == 0 and own <= 1 + _exported(modules, home, defined):",

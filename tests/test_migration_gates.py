@@ -9,7 +9,7 @@ import ast
 import json
 
 import pytest
-from tree_forks import GATE_LINEAR, GDN_LAYER, ORCHESTRATOR, copy_033, edit, make_dispatch_traceable, replace_file
+from tree_forks import GATE_LINEAR, GDN_LAYER, ORCHESTRATOR, add, copy_033, edit, make_dispatch_traceable, replace_file
 from typer.testing import CliRunner
 
 from zerojit.codemods.runner import MigrationError, migrate
@@ -17,7 +17,13 @@ from zerojit.codemods.spec import SpecError
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
 from zerojit.migrate.fla_layer_norm.spec import SPEC as FLA
-from zerojit.migrate.triton_lifts.specs import BATCH_MEMCPY, FUSED_POST_CONV, QWEN_GDN_SEARCH, SIGMOID_GATING
+from zerojit.migrate.triton_lifts.specs import (
+    BATCH_MEMCPY,
+    FUSED_POST_CONV,
+    QWEN_GDN_SEARCH,
+    RECURRENT_KDA,
+    SIGMOID_GATING,
+)
 
 pytestmark = pytest.mark.release_tree
 
@@ -245,6 +251,25 @@ def test_the_pr_body_and_summary_state_the_intended_differences_and_what_is_left
         assert said in " ".join(result.output.split())  # the CLI summary says it too
     again = runner.invoke(app, ["migrate", "fla-layer-norm", "--repo", str(repo), "--pr-body", str(body)])
     assert again.exit_code == 2 and f"--pr-body {body} exists; zerojit never writes over a file" in again.output
+
+
+def test_a_second_caller_the_removal_leaves_with_nothing_to_do_is_named_for_a_human(tmp_path):
+    """A fork calls the legacy step from a public function of its own too: the call goes with the step, which
+    leaves that function a docstring that its callers still call. The run says where it is."""
+    repo = copy_033(tmp_path / "tree")
+    kimi = "vllm/model_executor/warmup/kimi_k3_triton_warmup.py"
+    fork = (repo / kimi).read_text() + (
+        '\n\ndef warm_kda_for_tests(layer, dtype) -> None:\n    """Warm the step alone."""\n'
+        "    _warm_recurrent_kda(layer, dtype)\n"
+    )
+    add(repo, kimi, fork)
+    result = migrate(repo, [RECURRENT_KDA])
+    after = next(c.after for c in result.changes if c.path == repo / kimi)  # the line as the migrated file has it
+    line = 1 + after.splitlines().index("def warm_kda_for_tests(layer, dtype) -> None:")
+    assert [f for f in result.leftovers if "does nothing" in f] == [
+        f"{kimi}:{line}: warm_kda_for_tests() does nothing any more (the removed legacy call was all it did); "
+        "remove it and its calls, or give it work"
+    ]
 
 
 def test_an_unreadable_legacy_call_is_refused_not_guessed(tmp_path):
