@@ -20,6 +20,8 @@ import torch
 
 from . import equivalence as lifts
 
+MAX_SPEC_REQUESTS = 256  # vLLM's default max_num_seqs
+
 
 def _real(meta: torch.Tensor, blocks: int | None = None) -> torch.Tensor:
     """A random CUDA tensor with a meta tensor's dtype and strides (`blocks` first-dimension rows)."""
@@ -156,6 +158,55 @@ def _attn_res(module: Any, tree: Any, config: Any, rng: random.Random, count: in
         yield "in range" if call in profiles and tokens < 256 else "beyond"
 
 
+def _recurrent_kda(module: Any, tree: Any, config: Any, rng: random.Random, count: int):
+    """Speculative decode steps of 1..MAX_SPEC_REQUESTS requests of `num_spec + 1` tokens, launched as the KDA
+    layer launches them: q, k and v split from the short convolution's fresh output, the raw gate its own
+    projection, beta a column of the layer's packed projection (rows padded to 16 elements), and each token its
+    own state slot. Every other step shares its batch with prefills or plain decodes: the gate, beta and output
+    are row slices of the batch's, starting after the other tokens where those come first."""
+    worker = tree.family.worker(config, tree.state.vllm_config, None)
+    layer = next(iter(worker.model_runner.compilation_config.static_forward_context.values()))
+    h, d, tokens_per_request = layer.local_num_heads, layer.head_dim, layer.num_spec + 1
+    dtype = layer.model_config.dtype
+    width = 4 * h * d + d + h
+    width += -width % 16
+    state = _real(layer.kv_cache[1], blocks=MAX_SPEC_REQUESTS * tokens_per_request + 1).mul_(0.01)
+    a_log, dt_bias = _real(layer.A_log), _real(layer.dt_bias)
+    for index in range(count):
+        requests = rng.randint(1, MAX_SPEC_REQUESTS)
+        tokens = requests * tokens_per_request
+        others = rng.randint(1, 512) if index % 2 else 0
+        start = others if rng.random() < 0.5 else 0
+        rows = slice(start, start + tokens)
+        projected = torch.randn(tokens + others, width, dtype=dtype, device="cuda")
+        beta = projected[:, 4 * h * d + d : 4 * h * d + d + h].unsqueeze(0)[:, rows]
+        gate = torch.randn(1, tokens + others, h, d, dtype=dtype, device="cuda")[:, rows]
+        out = torch.empty(1, tokens + others, h, d, dtype=dtype, device="cuda")[:, rows]
+        q, k, v = (
+            x.view(1, tokens, h, d)
+            for x in torch.randn(tokens, 3 * h * d, dtype=dtype, device="cuda").split(h * d, dim=-1)
+        )
+        slots = rng.sample(range(1, state.shape[0]), tokens)
+        module.fused_recurrent_kda(
+            q=q,
+            k=k,
+            v=v,
+            raw_g=gate,
+            raw_beta=beta,
+            A_log=a_log,
+            dt_bias=dt_bias,
+            lower_bound=layer.gate_lower_bound,
+            initial_state=state,
+            cu_seqlens=torch.arange(0, tokens + 1, tokens_per_request, dtype=torch.int32, device="cuda"),
+            ssm_state_indices=torch.tensor(slots, dtype=torch.int32, device="cuda").view(requests, -1),
+            num_accepted_tokens=torch.tensor(
+                [rng.randint(1, tokens_per_request) for _ in range(requests)], dtype=torch.int32, device="cuda"
+            ),
+            out=out,
+        )
+        yield "in range" if all(t.data_ptr() % 16 == 0 for t in (gate, beta, out)) else "beyond"
+
+
 class Served(NamedTuple):
     equivalence: type  # the family's key-equivalence adapter: how its tree runs
     configs: list  # the serving configurations launched
@@ -174,6 +225,11 @@ SERVING = {
         lifts.AttnResEquivalence,
         [lifts.KimiConfig(), lifts.KimiConfig(model="kimi-k3-small", attn_res_block_size=12, dtype="fp16")],
         _attn_res,
+    ),
+    "kimi-k3-recurrent-kda": Served(
+        lifts.RecurrentKdaEquivalence,
+        [lifts.KdaConfig(num_spec=3, kda_heads=8), lifts.KdaConfig(dtype="fp16", num_spec=1, kda_heads=2)],
+        _recurrent_kda,
     ),
 }
 
