@@ -114,9 +114,12 @@ def bound_once(
     def everything() -> ast.Tuple:
         return ast.Tuple([*(e for _, e in named), *values], ast.Load())
 
-    for dump, hint in hints.items():
+    for dump, hint in sorted(hints.items(), key=lambda item: -len(item[0])):  # a name's parts after it
         occurrences = [n for n in _outside_scopes(everything()) if ast.dump(n) == dump]
-        if len(occurrences) > 1 and computes(occurrences[0]):
+        if not occurrences or not computes(occurrences[0]):
+            continue
+        read_inside = _chooses(occurrences[0]) and all(ast.dump(v) != dump for v in values)
+        if len(occurrences) > 1 or read_inside:
             expression, always = first(dump)
             if always:
                 name(dump, expression, hint)
@@ -129,6 +132,12 @@ def bound_once(
         whole = [n for n, v in zip(names, values) if ast.dump(v) == shared]
         name(shared, expression, whole[0] if whole else _keyword_for(values, shared))
     return [f"{n} = {ast.unparse(e)}" for n, e in _in_reading_order(named, values)], values
+
+
+def _chooses(expression: ast.expr) -> bool:
+    """A choice between values by conditions (`a if c else b if d else e`): inside another value, named as the
+    launcher names it, it reads as one line even where it is read once (passed as it is, it stays)."""
+    return isinstance(expression, ast.IfExp) and isinstance(expression.orelse, ast.IfExp)
 
 
 def _keyword_for(values: list[ast.expr], dump: str) -> str | None:

@@ -127,6 +127,19 @@ def test_a_value_the_launcher_named_takes_its_name_and_a_keyword_names_what_it_p
         assert [evaluate(v, local) for v in rewritten[:2]] == [evaluate(c, local) for c in list(codes.values())[:2]]
 
 
+def test_a_choice_the_launcher_named_is_named_where_a_value_reads_it_once_and_its_parts_after_it():
+    """The ROCm MTP launcher's V tile, `BV = 32 if heads < num_cus else 64 if heads <= 4 * num_cus else V`, read
+    once in the provider's `sum_sq` shape: named as the launcher names it, read as `v // BV`; `heads`, a part of it
+    the launcher also names, is named inside it. A one-arm choice read once, and a choice passed as it is, stay."""
+    tile = "32 if r * hv < cus else 64 if r * hv <= 4 * cus else v"
+    stages = "4 if t <= 48 else 3 if t <= 96 else 2"
+    codes = {"sum_sq": f"make(shape=(t, hv, v // ({tile})))", "heads": "r * hv", "w": "2 if t == 1 else 4"}
+    hints = {tile: "BV", "r * hv": "heads", "2 if t == 1 else 4": "warps", stages: "num_stages"}
+    statements, rewritten = bound({**codes, "num_stages": stages}, {"r", "hv", "cus", "v", "t"}, hints)
+    assert statements == ["heads = r * hv", "BV = 32 if heads < cus else 64 if heads <= 4 * cus else v"]
+    assert rewritten == ["make(shape=(t, hv, v // BV))", "heads", "2 if t == 1 else 4", stages]
+
+
 def test_a_value_first_computed_in_a_branch_is_named_where_a_statement_computes_it_first():
     """`(h + 1) * (n + 1)` is in an arm of `BV`, and in the shared test named first: each statement runs before
     the values, so naming it there is safe; the later statement comes after the one it reads."""
