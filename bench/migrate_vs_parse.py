@@ -38,6 +38,7 @@ RUNS = (  # (tree, families migrated in one run)
     ("0.33.0", ("fla-sigmoid-gating",)),
     ("0.33.0", ("kimi-k3-attn-res",)),
     ("0.33.0", ("kimi-k3-recurrent-kda",)),
+    ("0.33.0", ("fla-gdn-mtp-update", "fla-gdn-mtp-rmsnorm")),
     ("0.33.0", ("ll-bf16-router-gemm",)),
     ("0.33.0 + ROCm layout", ("rocm-nvfp4",)),
 )

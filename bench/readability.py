@@ -32,6 +32,8 @@ FAMILIES = (
     "mamba-batch-memcpy",
     "kimi-k3-attn-res",
     "kimi-k3-recurrent-kda",
+    "fla-gdn-mtp-update",
+    "fla-gdn-mtp-rmsnorm",
     "ll-bf16-router-gemm",
 )
 

@@ -490,6 +490,20 @@ MUTANTS = (
         ("tests/test_simplify.py",),
     ),
     Mutant(
+        "simplify: a choice the launcher named is named only where it is read twice",
+        "codemods/simplify.py",
+        "        if len(occurrences) > 1 or read_inside:",
+        "        if len(occurrences) > 1:",
+        ("tests/test_simplify.py",),
+    ),
+    Mutant(
+        "registration: two registrations joined under one gate bind their shared facts twice",
+        "codemods/transforms/insert_registration.py",
+        "                    added = _not_bound_in(added, earlier.body.body)",
+        "                    added = list(added)",
+        ("tests/test_lift_together.py", "-k", "one_if"),
+    ),
+    Mutant(
         "simplify: `not a < b` becomes `a > b`",
         "codemods/simplify.py",
         "    ast.Lt: ast.GtE,",
@@ -1012,8 +1026,8 @@ MUTANTS = (
     Mutant(
         "registration: two registrations under one gate get an `if` each",
         "codemods/transforms/insert_registration.py",
-        "            and following.test.deep_equals(self.block.test)",
-        "            and False",
+        "    ) and first.test.deep_equals(second.test)",
+        "    ) and False",
         ("tests/test_migration_gates.py", "-k", "model_search"),
     ),
     Mutant(
@@ -1488,8 +1502,8 @@ MUTANTS = (
     Mutant(
         "provider names: the launcher's names for values ignored",
         "codemods/simplify.py",
-        "    for dump, hint in hints.items():\n",
-        "    for dump, hint in {}.items():\n",
+        "    for dump, hint in sorted(hints.items(), key=lambda item: -len(item[0])):",
+        "    for dump, hint in sorted({}.items(), key=lambda item: -len(item[0])):",
         ("tests/test_simplify.py", "-k", "launcher_named"),
     ),
     Mutant(

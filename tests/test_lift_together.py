@@ -7,12 +7,13 @@ keys are checked against the release's own step: Triton's JIT hook records what 
 migrated providers expand to through the tree's own `_DecoratedTritonJitKernel`.
 """
 
+import dataclasses
 import itertools
 import json
 
 import pytest
 import torch
-from tree_forks import GDN_LAYER, copy_033, draft_fields, edit, ruff_findings
+from tree_forks import GDN_LAYER, changed_files, copy_033, draft_fields, edit, repeated, ruff_findings
 from typer.testing import CliRunner
 
 from zerojit.codemods.runner import MigrationError, migrate
@@ -21,6 +22,7 @@ from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.engine_trees.warmup import TreeWarmup
+from zerojit.migrate.families import equivalence_adapter, key_equivalence
 from zerojit.migrate.triton_lifts.equivalence import (
     GdnTritonConfig,
     GdnTritonEngine,
@@ -305,3 +307,55 @@ def test_the_two_providers_warm_in_tritons_own_keys_what_the_legacy_step_did(ans
         assert sorted(name for name, _ in set(before)) == sorted(KERNELS * len(tried)), case
         counts.add(len(tried))
     assert len(cases) >= 16 and counts == {1, 2, 3}  # the limit cuts none, one or two of them
+
+
+# The pair built in: the same kernels, registered from the spec's own answer under one `if`.
+BUILT_IN = ("fla-gdn-mtp-update", "fla-gdn-mtp-rmsnorm")
+
+
+@pytest.fixture(scope="module")
+def built_in(tmp_path_factory):
+    repo = copy_033(tmp_path_factory.mktemp("mtp-built-in") / "tree")
+    result = runner.invoke(app, ["migrate", *BUILT_IN, "--repo", str(repo), "--write"])
+    assert result.exit_code == 0, result.output
+    return repo
+
+
+def test_the_built_in_pair_registers_both_kernels_in_one_if_binding_what_both_read_once(built_in):
+    changed, deleted, _ = changed_files(built_in, vllm_tree("0.33.0"))
+    assert changed == {MTP, QWEN_WARMUP, GDN_LAYER} and not deleted
+    layer = (built_in / GDN_LAYER).read_text()
+    override = layer[layer.index("    def bind_kv_cache(") :].split("\n\n\n")[0]
+    # ROCm only (CUDA runs vLLM's own op for the fused decode), under the layer's own switch: one `if`, each fact
+    # both registrations read bound once inside it.
+    assert override.count("        if current_platform.is_rocm() and self.enable_fused_gdn_spec_decode:\n") == 1
+    for binding in ("ssm_state = ", "num_compute_units = ", "hv = ", "max_num_reqs = ", "conv_dim = "):
+        assert override.count(f"\n            {binding}") == 1, binding
+    assert "gdn_mtp_update_dispatch.register_warmup(" in override
+    assert "gdn_mtp_gated_rmsnorm_dispatch.register_warmup(" in override
+    assert "bind_kv_cache" not in {function for function, _ in repeated(layer).values()}
+    for rel in changed:
+        assert [f for f in ruff_findings(built_in / rel) if f not in ruff_findings(vllm_tree("0.33.0") / rel)] == []
+    again = runner.invoke(app, ["migrate", *BUILT_IN, "--repo", str(built_in), "--write"])
+    assert again.exit_code == 0 and "0 changed" in again.output, again.output
+
+
+def test_one_built_in_kernel_of_the_pair_alone_is_refused(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    result = runner.invoke(app, ["migrate", BUILT_IN[1], "--repo", str(repo), "--write"])
+    assert result.exit_code != 0 and "also launches _gdn_mtp_update_kernel" in result.output
+    assert changed_files(repo, vllm_tree("0.33.0"))[:2] == (set(), set())
+
+
+# Qwen3.5-MoE at TP4 holds 16 V heads a rank; with 304 compute units the step tries 1, ceil(304 / 16) = 19 and
+# 4 * 304 // 16 + 1 = 77 requests (the smallest that select each V tile), all under 256 requests: 3 keys a kernel.
+@pytest.mark.parametrize("family", BUILT_IN)
+def test_each_built_in_kernel_warms_in_tritons_own_keys_what_the_legacy_step_did(built_in, family):
+    report = key_equivalence(family, "full", legacy_tree=vllm_tree("0.33.0"), migrated_tree=built_in)
+    assert report.configs > 0 and report.mismatches == [], report.to_dict()["details"][:2]
+    assert all(not d.config.enable_jit_warmup and d.migrated == 0 for d in report.diffs)
+    adapter = type(equivalence_adapter(family))(legacy_tree=vllm_tree("0.33.0"), migrated_tree=built_in)
+    legacy = adapter.legacy_keys(adapter.example)
+    assert len(legacy) == 3 and adapter.migrated_keys(adapter.example) == legacy
+    on_cuda = dataclasses.replace(adapter.example, rocm=False)  # vLLM's own op runs there: neither side warms
+    assert adapter.legacy_keys(on_cuda) == adapter.migrated_keys(on_cuda) == set()

@@ -14,13 +14,14 @@ from zerojit.codemods.runner import migrate
 from zerojit.codemods.transforms.lift_kernel import _read_in_place
 from zerojit.migrate.families import migration_specs
 
-FAMILIES = [
-    "fla-layer-norm",
-    "fla-fused-post-conv",
-    "fla-sigmoid-gating",
-    "mamba-batch-memcpy",
-    "kimi-k3-attn-res",
-    "kimi-k3-recurrent-kda",
+RUNS = [  # built-in migrations, each run with those it must move with (one launcher's kernels)
+    ("fla-layer-norm",),
+    ("fla-fused-post-conv",),
+    ("fla-sigmoid-gating",),
+    ("mamba-batch-memcpy",),
+    ("kimi-k3-attn-res",),
+    ("kimi-k3-recurrent-kda",),
+    ("fla-gdn-mtp-update", "fla-gdn-mtp-rmsnorm"),
 ]
 
 
@@ -142,10 +143,10 @@ def test_a_dispatcher_computes_in_its_return_what_only_the_return_reads_once(cas
 
 
 @pytest.mark.release_tree
-@pytest.mark.parametrize("family", FAMILIES)
-def test_a_migration_repeats_no_expression_and_adds_no_needless_pass(tmp_path, family):
+@pytest.mark.parametrize("families", RUNS, ids="+".join)
+def test_a_migration_repeats_no_expression_and_adds_no_needless_pass(tmp_path, families):
     repo = copy_033(tmp_path / "vllm")
-    result = migrate(repo, [migration_specs()[family]])
+    result = migrate(repo, [migration_specs()[family] for family in families])
     assert result.changes
     new = {
         (str(change.path.relative_to(repo)), function, count)
@@ -190,6 +191,8 @@ def test_no_lift_makes_a_module_import_a_private_name_of_another_package(tmp_pat
         "mamba-batch-memcpy",
         "kimi-k3-attn-res",
         "kimi-k3-recurrent-kda",
+        "fla-gdn-mtp-update",
+        "fla-gdn-mtp-rmsnorm",
     )
     result = migrate(repo, [migration_specs()[family] for family in lifts])
     new = {}

@@ -428,12 +428,13 @@ def test_the_survey_gives_every_kernel_a_verdict_and_lifts_exactly_the_kernels_t
     report = json.loads(result.stdout)
     kernels = {k["name"]: k for w in report["warmups"] for k in w["kernels"]}
     verdicts = {name: k["verdict"] for name, k in kernels.items()}
-    # The ROCm MTP decode launcher's two kernels lift together (test_lift_together.py migrates their drafts).
+    # The ROCm MTP decode launcher's two kernels lift together (test_lift_together.py migrates their drafts, and
+    # the built-in pair): each draft names its own dispatcher, as each built-in spec does.
     together = {
         "_gdn_mtp_update_kernel": "_gdn_mtp_gated_rmsnorm_kernel",
         "_gdn_mtp_gated_rmsnorm_kernel": "_gdn_mtp_update_kernel",
     }
-    lifted = {spec.kernel.name for spec in LIFT_SPECS} | set(together) | {"fused_recurrent_kda_fwd_kernel"}
+    lifted = {spec.kernel.name for spec in LIFT_SPECS}
     assert {name for name, v in verdicts.items() if v == "lift"} == lifted
     assert {name for name, v in verdicts.items() if v == "spec"} == {"_LAYER_NORM_FWD_KERNEL", "ll_bf16_gemm_kernel"}
     counts = report["counts"]["kernels"]
@@ -441,8 +442,10 @@ def test_the_survey_gives_every_kernel_a_verdict_and_lifts_exactly_the_kernels_t
     assert counts["spec"] + counts["lift"] >= 8
     for name, other in together.items():
         assert kernels[name]["lifted_with"] == [other] and kernels[name]["dispatcher"] != kernels[other]["dispatcher"]
-    for spec in LIFT_SPECS:  # a launcher of one kernel: the spec's default dispatcher name
-        assert kernels[spec.kernel.name]["lifted_with"] == []
+    for spec in LIFT_SPECS:  # the spec's dispatcher name (a launcher of one kernel: the default)
+        assert kernels[spec.kernel.name]["lifted_with"] == (
+            [together[spec.kernel.name]] if spec.lift.dispatcher else []
+        )
         assert kernels[spec.kernel.name]["dispatcher"] == spec.kernel_name
     for kernel in kernels.values():
         assert kernel["reasons"], kernel["name"]  # why manual, or what to confirm
@@ -454,7 +457,8 @@ def test_the_survey_gives_every_kernel_a_verdict_and_lifts_exactly_the_kernels_t
         assert kernels[spec.kernel.name]["step"] == ":".join(spec.legacy.warming())
 
 
-@pytest.mark.parametrize("spec", LIFT_SPECS, ids=lambda s: s.family)
+# A launcher of one kernel each (the MTP pair's drafts, answered and migrated together: test_lift_together.py).
+@pytest.mark.parametrize("spec", [s for s in LIFT_SPECS if not s.lift.dispatcher], ids=lambda s: s.family)
 def test_a_lift_draft_loads_is_refused_until_answered_then_migrates_as_the_built_in_lift(tmp_path, spec):
     drafts = tmp_path / "drafts"
     assert (

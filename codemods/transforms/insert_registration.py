@@ -355,24 +355,22 @@ class _Insert(Command):
         return updated.with_changes(body=self._joined(body))
 
     def _joined(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-        """The gated block joined with an `if` right after it on the same test (another kernel's registration
-        under the same gate), as one would write both: one `if`, both registrations inside."""
+        """The gated block joined with an `if` right before or after it on the same test (another kernel's
+        registration under the same gate), as one would write both: one `if`, both registrations inside. Where the
+        block comes second, a local it binds as the first already did is bound once (registrations of kernels
+        launched together read the same facts)."""
         index = next((i for i, statement in enumerate(body) if statement is self.block), None)
-        if index is None or index + 1 == len(body) or not isinstance(self.block, cst.If):
+        if index is None or not isinstance(self.block, cst.If):
             return body
-        following = body[index + 1]
-        if not (
-            isinstance(following, cst.If)
-            and following.orelse is None
-            and following.test.deep_equals(self.block.test)
-            and isinstance(following.body, cst.IndentedBlock)
-        ):
-            return body
-        inner = [*self.block.body.body, *following.body.body]
-        joined = following.with_changes(
-            body=following.body.with_changes(body=inner), leading_lines=self.block.leading_lines
-        )
-        return [*body[:index], joined, *body[index + 2 :]]
+        for first, second in ((index - 1, index), (index, index + 1)):
+            if first >= 0 and second < len(body) and _same_gate(body[first], body[second]):
+                earlier, later = body[first], body[second]
+                added = later.body.body
+                if later is self.block:
+                    added = _not_bound_in(added, earlier.body.body)
+                joined = earlier.with_changes(body=earlier.body.with_changes(body=[*earlier.body.body, *added]))
+                return [*body[:first], joined, *body[second + 1 :]]
+        return body
 
     def _block(self, before_return: bool = False) -> list[cst.BaseStatement]:
         """What goes at one place: the block, or a call of the helper method that holds it (right above a
@@ -507,6 +505,27 @@ class _Insert(Command):
                 f"insert_after {self.op.insert_after!r} matches a statement that is not in an indented block",
             )
         return module
+
+
+def _same_gate(first: cst.BaseStatement, second: cst.BaseStatement) -> bool:
+    return all(
+        isinstance(s, cst.If) and s.orelse is None and isinstance(s.body, cst.IndentedBlock) for s in (first, second)
+    ) and first.test.deep_equals(second.test)
+
+
+def _not_bound_in(statements: Sequence[cst.BaseStatement], above: Sequence[cst.BaseStatement]):
+    """`statements` less each `x = ...` that `above` already runs as it is, binding x there once."""
+    written = {normalized(code_of(s.with_changes(leading_lines=[]))) for s in above}
+    bound = [name for s in above for name in assigned_names(s)]
+    return [
+        s
+        for s in statements
+        if not (
+            len(names := assigned_names(s)) == 1
+            and bound.count(*names) == 1
+            and normalized(code_of(s.with_changes(leading_lines=[]))) in written
+        )
+    ]
 
 
 def _helper_name(kernel: str) -> str:

@@ -34,7 +34,7 @@ from zerojit.migrate.fla_layer_norm.engine_kernel import triton_stub
 from zerojit.migrate.fla_layer_norm.equivalence import MODELS, SCHEDULERS, TP_SIZES, GdnConfig
 from zerojit.migrate.fla_layer_norm.legacy import GdnEngine
 
-from .specs import ATTN_RES, BATCH_MEMCPY, FUSED_POST_CONV, RECURRENT_KDA, SIGMOID_GATING
+from .specs import ATTN_RES, BATCH_MEMCPY, FUSED_POST_CONV, MTP_NORM, MTP_UPDATE, RECURRENT_KDA, SIGMOID_GATING
 
 ARCH = "sm90"  # the compile-only driver's target: part of every key, the same on both sides
 
@@ -161,6 +161,16 @@ def _gdn_grid() -> list[GdnTritonConfig]:
     ]
 
 
+def _gdn_draws() -> dict[str, Any]:
+    return dict(
+        model=st.sampled_from(tuple(MODELS)),
+        tp_size=st.sampled_from(TP_SIZES),
+        dtype=st.sampled_from(("bf16", "fp16")),
+        enable_jit_warmup=st.booleans(),
+        scheduler=st.sampled_from(SCHEDULERS),
+    )
+
+
 class GdnTritonEquivalence(TritonKeyEquivalence):
     engine = GdnTritonEngine()
     legacy_release = "0.33.0"
@@ -168,14 +178,7 @@ class GdnTritonEquivalence(TritonKeyEquivalence):
     grids = {"full": _gdn_grid, "smoke": lambda: _gdn_grid()[::7]}
 
     def strategy(self):
-        return st.builds(
-            GdnTritonConfig,
-            model=st.sampled_from(tuple(MODELS)),
-            tp_size=st.sampled_from(TP_SIZES),
-            dtype=st.sampled_from(("bf16", "fp16")),
-            enable_jit_warmup=st.booleans(),
-            scheduler=st.sampled_from(SCHEDULERS),
-        )
+        return st.builds(GdnTritonConfig, **_gdn_draws())
 
 
 class FusedPostConvEquivalence(GdnTritonEquivalence):
@@ -187,6 +190,105 @@ class SigmoidGatingEquivalence(GdnTritonEquivalence):
     family = SIGMOID_GATING.family
     spec = SIGMOID_GATING
     engine = BoundGdnTritonEngine()
+
+
+@dataclasses.dataclass(frozen=True)
+class MtpConfig(GdnTritonConfig):
+    """A Qwen GDN server with MTP speculative decoding: the tokens it drafts (0: none), on ROCm or not (the
+    platform's answer; Triton's keys are still taken for ARCH on both sides). `num_sms`: the GPU's compute units."""
+
+    num_spec: int = 1
+    rocm: bool = True
+    num_sms: int = 304
+
+
+class _MtpPlatform(VllmPlatform):
+    def is_rocm(self) -> bool:
+        return self._state.config.rocm
+
+    def num_compute_units(self, device_id: int = 0) -> int:
+        return self._state.config.num_sms
+
+
+class MtpEngine(BoundGdnTritonEngine):
+    """GDN layers with the fused MTP decode on (`enable_fused_gdn_spec_decode`, which the layer sets with a
+    speculative config) and the runner's speculative config, on a platform that says whether it is ROCm."""
+
+    def stubs(self, state: types.SimpleNamespace) -> dict[str, dict[str, Any]]:
+        stubs = super().stubs(state)
+        platform = _MtpPlatform(state)
+        platform.device_type = "cuda"  # vLLM's ROCm platform says so too
+        stubs["vllm.platforms"] = {"current_platform": platform}
+        return stubs
+
+    def vllm_config(self, config: MtpConfig) -> types.SimpleNamespace:
+        vllm_config = super().vllm_config(config)
+        drafts = types.SimpleNamespace(num_speculative_tokens=config.num_spec) if config.num_spec else None
+        vllm_config.speculative_config = drafts
+        return vllm_config
+
+    def layer(self, config: MtpConfig, vllm_config: Any) -> types.SimpleNamespace:
+        layer = super().layer(config, vllm_config)
+        shape = config.shape
+        layer.vllm_config, layer.model_config = vllm_config, vllm_config.model_config
+        layer.speculative_config, layer.num_spec = vllm_config.speculative_config, config.num_spec
+        # What the constructor decides (`_fused_gdn_decode_unsupported_reason`, vLLM's default decode kernel): the
+        # fused decode needs a speculative config, the separate (not GQA-interleaved: Qwen3-Next's) layout, K = V =
+        # 128, a SiLU or sigmoid gate and BF16 (the model, so its caches here).
+        layer.enable_fused_gdn_spec_decode = (
+            vllm_config.speculative_config is not None
+            and shape.model_type != "qwen3_next"
+            and shape.head_k_dim == shape.head_v_dim == 128
+            and config.activation in ("silu", "sigmoid")
+            and config.dtype == "bf16"
+        )
+        layer.conv_dim = 2 * shape.num_k_heads * shape.head_k_dim + shape.num_v_heads * shape.head_v_dim
+        return layer
+
+    def worker(self, config: MtpConfig, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
+        worker = super().worker(config, vllm_config, registry)
+        worker.model_runner.speculative_config = vllm_config.speculative_config
+        return worker
+
+
+def _mtp_grid() -> list[MtpConfig]:
+    return [
+        MtpConfig(model=model, tp_size=tp, dtype=dtype, enable_jit_warmup=jit, scheduler=scheduler, **drafts)
+        for model, tp, dtype, jit, scheduler, drafts in itertools.product(
+            MODELS,
+            TP_SIZES[1:],
+            ("bf16", "fp16"),
+            (True, False),
+            SCHEDULERS[:3],
+            (dict(num_spec=1), dict(num_spec=3, num_sms=256), dict(num_spec=0), dict(num_spec=2, rocm=False)),
+        )
+    ]
+
+
+class _MtpEquivalence(TritonKeyEquivalence):
+    engine = MtpEngine()
+    legacy_release = "0.33.0"
+    example = MtpConfig(model="qwen3.5-moe")  # Qwen3-Next's interleaved layout runs no fused decode
+    grids = {"full": _mtp_grid, "smoke": lambda: _mtp_grid()[::9]}
+
+    def strategy(self):
+        return st.builds(
+            MtpConfig,
+            **_gdn_draws(),
+            num_spec=st.sampled_from((0, 1, 2, 3, 5)),
+            rocm=st.booleans(),
+            num_sms=st.sampled_from((80, 256, 304)),
+        )
+
+
+class MtpUpdateEquivalence(_MtpEquivalence):
+    family = MTP_UPDATE.family
+    spec = MTP_UPDATE
+
+
+class MtpNormEquivalence(_MtpEquivalence):
+    family = MTP_NORM.family
+    spec = MTP_NORM
 
 
 # The Mamba-style layers (the engine's MambaBase subclasses) that BATCH_MEMCPY registers from, by model.

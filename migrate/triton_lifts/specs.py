@@ -224,11 +224,99 @@ if isinstance(state, torch.Tensor) and state.numel():
     lift=Lift(launcher="fused_recurrent_kda_fwd"),
 )
 
-SPECS = (FUSED_POST_CONV, BATCH_MEMCPY, SIGMOID_GATING, ATTN_RES, RECURRENT_KDA)
+# ROCm's fused MTP decode of the GDN layer: one launcher (`fused_gdn_decode_post_conv_mtp_triton`) launches the
+# delta-rule update and then the gated RMSNorm epilogue, one dispatcher each; both must move in one run. The layer
+# registers once its KV cache is bound (the update reads the SSM state's block stride), under its own spec-decode
+# switch; CUDA runs vLLM's own op instead of these kernels.
+_MTP_MODULE = "vllm.third_party.flash_linear_attention.ops.fused_gdn_decode_post_conv_mtp"
+_MTP_SHARED = """if current_platform.is_rocm() and self.enable_fused_gdn_spec_decode:
+    ssm_state = self.kv_cache[1]
+    num_compute_units = current_platform.num_compute_units(ssm_state.device.index)
+    hv = self.num_v_heads // self.tp_size
+    max_num_reqs = self.vllm_config.scheduler_config.max_num_seqs
+    conv_dim = self.conv_dim // self.tp_size
+"""
+_MTP_DIFFERENCES = [
+    (
+        "gdn_config.fused_spec_decode",
+        "the layer's own enable_fused_gdn_spec_decode, checked where it registers (the legacy config read it from "
+        "the first layer)",
+    ),
+    (
+        "spec_config is not None",
+        "the layer's enable_fused_gdn_spec_decode holds only with a speculative config",
+    ),
+    (
+        "model_type not in _QWEN_MODEL_TYPES",
+        "every model that builds a QwenGatedDeltaNetAttention layer with the fused MTP decode launches these kernels",
+    ),
+    *QWEN_GDN_SEARCH_AT_BIND,
+]
+
+
+def _mtp(family: str, kernel: str, dispatcher: str, keywords: str) -> MigrationSpec:
+    return MigrationSpec(
+        family=family,
+        legacy=Legacy(
+            module=_QWEN_WARMUP,
+            function="qwen_triton_warmup",
+            step="_warm_fused_gdn_decode_post_conv_mtp_kernel",
+            orchestrator_module=VLLM.orchestrator,
+        ),
+        kernel=Kernel(module=_MTP_MODULE, name=kernel),
+        registration=Registration(
+            module=_QWEN_GDN,
+            classes="QwenGatedDeltaNetAttention",
+            method="bind_kv_cache",
+            code=f"{_MTP_SHARED}    {dispatcher}.register_warmup({keywords}\n    )",
+            intended_differences=_MTP_DIFFERENCES,
+            import_style="module",
+        ),
+        lift=Lift(launcher="fused_gdn_decode_post_conv_mtp_triton", dispatcher=dispatcher),
+    )
+
+
+MTP_UPDATE = _mtp(
+    "fla-gdn-mtp-update",
+    "_gdn_mtp_update_kernel",
+    "gdn_mtp_update_dispatch",
+    """
+        num_compute_units=num_compute_units,
+        hv=hv,
+        num_spec_tokens=self.num_spec,
+        v=self.head_v_dim,
+        state_dtype=ssm_state.dtype,
+        state_stride_token=ssm_state.stride(0),
+        k=self.head_k_dim,
+        max_num_reqs=max_num_reqs,
+        x_dtype=self.model_config.dtype,
+        conv_dim=conv_dim,
+        a_log=self.A_log,
+        dt_bias=self.dt_bias,""",
+)
+MTP_NORM = _mtp(
+    "fla-gdn-mtp-rmsnorm",
+    "_gdn_mtp_gated_rmsnorm_kernel",
+    "gdn_mtp_gated_rmsnorm_dispatch",
+    """
+        num_compute_units=num_compute_units,
+        hv=hv,
+        num_spec_tokens=self.num_spec,
+        norm_weight_dtype=self.norm.weight.dtype,
+        v=self.head_v_dim,
+        max_num_reqs=max_num_reqs,
+        x_dtype=self.model_config.dtype,
+        conv_dim=conv_dim,
+        norm_activation=self.norm.activation,""",
+)
+
+SPECS = (FUSED_POST_CONV, BATCH_MEMCPY, SIGMOID_GATING, ATTN_RES, RECURRENT_KDA, MTP_UPDATE, MTP_NORM)
 EQUIVALENCES = {
     FUSED_POST_CONV.family: "zerojit.migrate.triton_lifts.equivalence:FusedPostConvEquivalence",
     BATCH_MEMCPY.family: "zerojit.migrate.triton_lifts.equivalence:BatchMemcpyEquivalence",
     SIGMOID_GATING.family: "zerojit.migrate.triton_lifts.equivalence:SigmoidGatingEquivalence",
     ATTN_RES.family: "zerojit.migrate.triton_lifts.equivalence:AttnResEquivalence",
     RECURRENT_KDA.family: "zerojit.migrate.triton_lifts.equivalence:RecurrentKdaEquivalence",
+    MTP_UPDATE.family: "zerojit.migrate.triton_lifts.equivalence:MtpUpdateEquivalence",
+    MTP_NORM.family: "zerojit.migrate.triton_lifts.equivalence:MtpNormEquivalence",
 }
