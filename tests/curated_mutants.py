@@ -735,7 +735,7 @@ MUTANTS = (
     ),
     Mutant(
         "gates: a search filter joins an if that holds only some of the registration's calls",
-        "codemods/transforms/insert_registration.py",
+        "codemods/transforms/registration_code.py",
         "    if not holders:\n        return None\n",
         "    holders = holders or list(nodes(module, cst.If))\n",
         ("tests/test_codemod_transforms.py", "-k", "joins_only"),

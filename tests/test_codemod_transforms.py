@@ -10,7 +10,7 @@ import pytest
 
 from zerojit.codemods import gate
 from zerojit.codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameKernel, apply
-from zerojit.codemods.transforms.insert_registration import joined_into_registration_if
+from zerojit.codemods.transforms.registration_code import joined_into_registration_if
 
 
 def src(text):

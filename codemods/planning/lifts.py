@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from .. import guards, lift
 from ..findings import Findings
 from ..spec import MigrationSpec, SpecError
-from ..transforms.insert_registration import with_keywords
 from ..transforms.lift_kernel import LiftKernel
+from ..transforms.registration_code import with_keywords
 
 if TYPE_CHECKING:
     from ..planner import Planner

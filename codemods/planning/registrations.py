@@ -19,7 +19,8 @@ from ..findings import Findings
 from ..repo import RepoModules, absolute_module
 from ..spec import MigrationSpec, SpecError, free_names
 from ..transforms.adopt_contract import RewriteDispatch, adoption, shadowed_state
-from ..transforms.insert_registration import InsertRegistration, joined_into_registration_if, renamed_in
+from ..transforms.insert_registration import InsertRegistration
+from ..transforms.registration_code import joined_into_registration_if, renamed_in
 from . import subclasses
 
 if TYPE_CHECKING:
