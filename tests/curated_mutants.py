@@ -504,6 +504,13 @@ MUTANTS = (
         ("tests/test_lift_together.py", "-k", "one_if"),
     ),
     Mutant(
+        "registration: a binding the first block also changes in a branch is dropped from the second",
+        "codemods/transforms/insert_registration.py",
+        "    bound = [name for s in above for inner in statements_in(s) for name in assigned_names(inner)]",
+        "    bound = [name for s in above for name in assigned_names(s)]",
+        ("tests/test_codemod_transforms.py", "-k", "two_registrations_under_one_gate"),
+    ),
+    Mutant(
         "simplify: `not a < b` becomes `a > b`",
         "codemods/simplify.py",
         "    ast.Lt: ast.GtE,",

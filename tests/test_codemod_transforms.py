@@ -489,6 +489,18 @@ def test_missing_anchors_are_named(tmp_path):
     assert ["no statement starting with 'if nothing:'" in w.why for w in edit.warnings] == [True]
 
 
+def test_two_registrations_under_one_gate_share_an_if_and_a_binding_made_once_and_never_changed(tmp_path):
+    """The second block joins the first's `if`; of its bindings, the one the first makes as it is and nowhere else
+    goes (`size`), the one the first also rebinds in a branch stays (`width`: the second reads the first's)."""
+    first = "width = pick(config)\nif config.wide:\n    width = 2 * width\nsize = measure(config)\n_KERNEL.register_warmup(width, size)"
+    second = "width = pick(config)\nsize = measure(config)\n_OTHER.register_warmup(width, size)"
+    edit = run(tmp_path, "engine.layer", LAYER, [insert(registration=first), insert(registration=second)])
+    block = edit.source[edit.source.index("        if config.enable_jit_warmup:") :]
+    assert block.count("if config.enable_jit_warmup:") == 1
+    assert block.count("width = pick(config)") == 2 and block.count("size = measure(config)") == 1
+    assert block.index("_KERNEL.register_warmup") < block.index("_OTHER.register_warmup")
+
+
 def test_a_search_filter_joins_only_an_if_that_holds_every_registration_of_the_code():
     """The innermost `if` around all the register_warmup calls takes the filter after its own conditions; with
     the calls under two sibling `if`s none holds them all, and nothing is joined (the filter stays in the gate)."""

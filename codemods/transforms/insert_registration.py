@@ -515,9 +515,9 @@ def _same_gate(first: cst.BaseStatement, second: cst.BaseStatement) -> bool:
 
 
 def _not_bound_in(statements: Sequence[cst.BaseStatement], above: Sequence[cst.BaseStatement]):
-    """`statements` less each `x = ...` that `above` already runs as it is, binding x there once."""
+    """`statements` less each `x = ...` that `above` already runs as it is, binding x nowhere else (at any depth)."""
     written = {normalized(code_of(s.with_changes(leading_lines=[]))) for s in above}
-    bound = [name for s in above for name in assigned_names(s)]
+    bound = [name for s in above for inner in statements_in(s) for name in assigned_names(inner)]
     return [
         s
         for s in statements
