@@ -446,14 +446,11 @@ class _Insert(Command):
     def _bound_above(self, statement: cst.BaseStatement) -> bool:
         """The block's `x = ...` is a statement the method already runs at its top level above where the block
         goes (`ssm_state = self.kv_cache[1]` in a fork's bind_kv_cache), binding x once: the block reads that x."""
-        names = assigned_names(statement)
-        if self.exits or self.init is None or len(names) != 1 or any(name.startswith("self.") for name in names):
+        if self.exits or self.init is None or any(name.startswith("self.") for name in assigned_names(statement)):
             return False
         body = list(self.init.body.body)
         end = body.index(top_level(self.init, self.anchor)) + 1 if self.anchor is not None else len(body)
-        written = normalized(code_of(statement.with_changes(leading_lines=[])))
-        once = sum(len(assigned_names(s) & names) for s in statements_in(self.init.body)) == 1
-        return once and any(normalized(code_of(s.with_changes(leading_lines=[]))) == written for s in body[:end])
+        return _bound_once_as(statement, body[:end], body)
 
     def _import_beside(self, statements: list[cst.BaseStatement]) -> bool:
         """Add the kernel's name to a `from <kernel module> import a, b` among the statements (in name order), as
@@ -515,18 +512,24 @@ def _same_gate(first: cst.BaseStatement, second: cst.BaseStatement) -> bool:
 
 
 def _not_bound_in(statements: Sequence[cst.BaseStatement], above: Sequence[cst.BaseStatement]):
-    """`statements` less each `x = ...` that `above` already runs as it is, binding x nowhere else (at any depth)."""
-    written = {normalized(code_of(s.with_changes(leading_lines=[]))) for s in above}
-    bound = [name for s in above for inner in statements_in(s) for name in assigned_names(inner)]
-    return [
-        s
-        for s in statements
-        if not (
-            len(names := assigned_names(s)) == 1
-            and bound.count(*names) == 1
-            and normalized(code_of(s.with_changes(leading_lines=[]))) in written
-        )
-    ]
+    """`statements` less each `x = ...` that `above` already runs as it is."""
+    return [s for s in statements if not _bound_once_as(s, above, above)]
+
+
+def _bound_once_as(
+    statement: cst.BaseStatement, among: Sequence[cst.BaseStatement], scope: Sequence[cst.BaseStatement]
+) -> bool:
+    """`statement` is an `x = ...` that one of `among` already is (comments aside), and `scope` binds x nowhere
+    else at any depth: the x it would bind is there already."""
+    names = assigned_names(statement)
+    if len(names) != 1:
+        return False
+    bound = sum(len(assigned_names(inner) & names) for s in scope for inner in statements_in(s))
+    return bound == 1 and _as_written(statement) in {_as_written(s) for s in among}
+
+
+def _as_written(statement: cst.BaseStatement) -> str:
+    return normalized(code_of(statement.with_changes(leading_lines=[])))
 
 
 def _helper_name(kernel: str) -> str:

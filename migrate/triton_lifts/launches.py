@@ -29,11 +29,16 @@ def _real(meta: torch.Tensor, blocks: int | None = None) -> torch.Tensor:
     return torch.empty_strided(shape, meta.stride(), dtype=meta.dtype, device="cuda").normal_()
 
 
-def _gdn_layer(tree: Any, config: Any) -> tuple[Any, int, int, torch.Tensor, torch.Tensor]:
-    """A GDN layer of the family's runner, built the way the one the registration read was (meta tensors), its K
-    and V head counts on this rank, and its A_log and dt_bias as CUDA tensors."""
+def _first_layer(tree: Any, config: Any) -> Any:
+    """The first layer of the family's runner, built the way the one the registration read was (meta tensors)."""
     worker = tree.family.worker(config, tree.state.vllm_config, None)
-    layer = next(iter(worker.model_runner.compilation_config.static_forward_context.values()))
+    return next(iter(worker.model_runner.compilation_config.static_forward_context.values()))
+
+
+def _gdn_layer(tree: Any, config: Any) -> tuple[Any, int, int, torch.Tensor, torch.Tensor]:
+    """A GDN layer of the family's runner (`_first_layer`), its K and V head counts on this rank, and its A_log
+    and dt_bias as CUDA tensors."""
+    layer = _first_layer(tree, config)
     heads = (layer.num_k_heads // layer.tp_size, layer.num_v_heads // layer.tp_size)
     return layer, *heads, _real(layer.A_log), _real(layer.dt_bias)
 
@@ -164,11 +169,11 @@ def _recurrent_kda(module: Any, tree: Any, config: Any, rng: random.Random, coun
     projection, beta a column of the layer's packed projection (rows padded to 16 elements), and each token its
     own state slot. Every other step shares its batch with prefills or plain decodes: the gate, beta and output
     are row slices of the batch's, starting after the other tokens where those come first."""
-    worker = tree.family.worker(config, tree.state.vllm_config, None)
-    layer = next(iter(worker.model_runner.compilation_config.static_forward_context.values()))
+    layer = _first_layer(tree, config)
     h, d, tokens_per_request = layer.local_num_heads, layer.head_dim, layer.num_spec + 1
     dtype = layer.model_config.dtype
-    width = 4 * h * d + d + h
+    beta_column = 4 * h * d + d  # after q, k, v, the output gate and f_a
+    width = beta_column + h
     width += -width % 16
     state = _real(layer.kv_cache[1], blocks=MAX_SPEC_REQUESTS * tokens_per_request + 1).mul_(0.01)
     a_log, dt_bias = _real(layer.A_log), _real(layer.dt_bias)
@@ -179,7 +184,7 @@ def _recurrent_kda(module: Any, tree: Any, config: Any, rng: random.Random, coun
         start = others if rng.random() < 0.5 else 0
         rows = slice(start, start + tokens)
         projected = torch.randn(tokens + others, width, dtype=dtype, device="cuda")
-        beta = projected[:, 4 * h * d + d : 4 * h * d + d + h].unsqueeze(0)[:, rows]
+        beta = projected[:, beta_column : beta_column + h].unsqueeze(0)[:, rows]
         gate = torch.randn(1, tokens + others, h, d, dtype=dtype, device="cuda")[:, rows]
         out = torch.empty(1, tokens + others, h, d, dtype=dtype, device="cuda")[:, rows]
         q, k, v = (
