@@ -511,6 +511,13 @@ MUTANTS = (
         ("tests/test_codemod_transforms.py", "-k", "two_registrations_under_one_gate"),
     ),
     Mutant(
+        "registration: the registration's own if binds again what the method bound above",
+        "codemods/transforms/insert_registration.py",
+        "            inner = self._not_bound_above(list(body[0].body.body))",
+        "            inner = list(body[0].body.body)",
+        ("tests/test_codemod_transforms.py", "-k", "binding_the_method_makes_above"),
+    ),
+    Mutant(
         "simplify: `not a < b` becomes `a > b`",
         "codemods/simplify.py",
         "    ast.Lt: ast.GtE,",
@@ -708,7 +715,7 @@ MUTANTS = (
     Mutant(
         "registration: a local the method already binds above the block is bound again in it",
         "codemods/transforms/insert_registration.py",
-        "        while len(body) > 1 and self._bound_above(body[0]):\n",
+        "        while len(statements) > 1 and self._bound_above(statements[0]):\n",
         "        while False:\n",
         ("tests/test_migration_gates.py", "-k", "already_binds"),
     ),

@@ -501,6 +501,19 @@ def test_two_registrations_under_one_gate_share_an_if_and_a_binding_made_once_an
     assert block.index("_KERNEL.register_warmup") < block.index("_OTHER.register_warmup")
 
 
+def test_a_binding_the_method_makes_above_is_not_made_again_inside_the_registrations_own_if(tmp_path):
+    """A fork's constructor already binds `version = pick(config)` at its top: the registration's own `if` reads
+    that one instead of binding it again (a line only the tool would write)."""
+    bound = "        self.version = pick(config)\n"
+    assert LAYER.count(bound) == 1
+    layer = LAYER.replace(bound, "        version = pick(config)\n        self.version = version\n")
+    code = "if config.wide:\n    version = pick(config)\n    _KERNEL.register_warmup(version)"
+    edit = run(tmp_path, "engine.layer", layer, [insert(registration=code)])
+    block = edit.source[edit.source.index("if config.wide:") :]
+    assert "version = pick(config)" not in block and "_KERNEL.register_warmup(version)" in block
+    assert edit.source.count("version = pick(config)") == 1
+
+
 def test_a_search_filter_joins_only_an_if_that_holds_every_registration_of_the_code():
     """The innermost `if` around all the register_warmup calls takes the filter after its own conditions; with
     the calls under two sibling `if`s none holds them all, and nothing is joined (the filter stays in the gate)."""

@@ -405,8 +405,11 @@ class _Insert(Command):
             )
             for statement in cst.parse_module(self.registration.strip() + "\n").body
         ]
-        while len(body) > 1 and self._bound_above(body[0]):
-            body = body[1:]
+        body = self._not_bound_above(body)
+        if len(body) == 1 and isinstance(body[0], cst.If) and isinstance(body[0].body, cst.IndentedBlock):
+            # The registration's own `if` (the MTP pair's spec-decode switch): the same, inside it.
+            inner = self._not_bound_above(list(body[0].body.body))
+            body = [body[0].with_changes(body=body[0].body.with_changes(body=inner))]
         lazy = [cst.parse_statement(line + "\n") for line in self.op.inner_imports]
         if self.needs_import and self.op.lazy:
             if not self._import_beside(lazy) and not self._import_beside(body):
@@ -442,6 +445,12 @@ class _Insert(Command):
         body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *body[0].leading_lines])
         self.block = body[-1]
         return body
+
+    def _not_bound_above(self, statements: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """The statements less their leading `x = ...` that the method already runs above the block (one stays)."""
+        while len(statements) > 1 and self._bound_above(statements[0]):
+            statements = statements[1:]
+        return statements
 
     def _bound_above(self, statement: cst.BaseStatement) -> bool:
         """The block's `x = ...` is a statement the method already runs at its top level above where the block
