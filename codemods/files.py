@@ -11,8 +11,10 @@ skipped with a note, or refused where the migration needs it.
 
 from __future__ import annotations
 
+import ast
 import codecs
 import dataclasses
+import functools
 import io
 import os
 import stat
@@ -32,6 +34,12 @@ class SourceFile:
 
     def encode(self, text: str) -> bytes:
         return text.encode(self.encoding)
+
+    @functools.cached_property
+    def tree(self) -> ast.Module:
+        """The text parsed with `ast` (a SyntaxError as `ast.parse` raises it), once: the planner's modules and the
+        repo model it builds share their files, so a file both read is parsed once a run."""
+        return ast.parse(self.text, filename=str(self.path))
 
 
 class UnreadableSource(ValueError):

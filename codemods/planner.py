@@ -29,6 +29,9 @@ from .spec import MigrationSpec, SpecError, normalized
 from .syntax import statements
 from .transforms import Operation
 
+CLASS_HEAD = 640  # a class statement names its bases within 400 characters of its name (subclasses' rule)
+ALIAS_WINDOW = 128  # `Base as Alias`: the name before ` as `, the alias after it
+
 
 @dataclasses.dataclass
 class SourceModule:
@@ -37,7 +40,6 @@ class SourceModule:
     name: str
     source: SourceFile
     package: str
-    _tree: ast.Module | None = None
     _defs: set[str] | None = None
 
     @property
@@ -50,16 +52,28 @@ class SourceModule:
 
     @property
     def parsed(self) -> bool:
-        return self._tree is not None
+        return "tree" in vars(self.source)
 
     @property
     def tree(self) -> ast.Module:
-        if self._tree is None:
-            try:
-                self._tree = ast.parse(self.text, filename=str(self.path))
-            except SyntaxError as exc:
-                raise MigrationError(f"{self.path}:{exc.lineno}: does not parse: {exc.msg}") from None
-        return self._tree
+        try:
+            return self.source.tree
+        except SyntaxError as exc:
+            raise MigrationError(f"{self.path}:{exc.lineno}: does not parse: {exc.msg}") from None
+
+    @functools.cached_property
+    def class_heads(self) -> str:
+        """The text where a class statement can name a base, for subclass searches to scan instead of the whole
+        file (a fifth of its length, found with one `str.find` pass each): the first CLASS_HEAD characters from
+        each `class` keyword, and ALIAS_WINDOW characters around each ` as ` (`import Base as Alias`)."""
+        found = []
+        for word, before, after in (("class", 0, CLASS_HEAD), (" as ", ALIAS_WINDOW, ALIAS_WINDOW)):
+            at = self.text.find(word)
+            while at >= 0:
+                if word != "class" or self.text[at + 5 : at + 6] in (" ", "\t"):
+                    found.append(self.text[max(at - before, 0) : at + after])
+                at = self.text.find(word, at + len(word))
+        return "\n".join(found)
 
     @functools.cached_property
     def classes(self) -> list[ast.ClassDef]:
@@ -164,7 +178,8 @@ class Planner:
         """The static model of the package that holds `module`, built once per run and shared by every spec."""
         package = module.split(".")[0]
         if package not in self._repo_models:
-            self._repo_models[package] = RepoModules(self.repo, package, self.engine)
+            files = {path: m.source for path, m in self.modules_by_path.items()}
+            self._repo_models[package] = RepoModules(self.repo, package, self.engine, files)
         return self._repo_models[package]
 
     def plan(self) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from libcst.helpers import get_absolute_module_from_package
 
 from .engines import DEFAULT_ENGINE, Engine
-from .files import UnreadableSource, read_source, why_skipped
+from .files import SourceFile, UnreadableSource, read_source, why_skipped
 from .syntax import Place, deeper_than, exits, function_import, module_level, parameters, statements, stores, where
 
 
@@ -169,8 +169,11 @@ def method_calls(holder: str, method: str) -> Matcher:
 class RepoModules:
     """The engine package's modules, parsed on demand, with their import tables."""
 
-    def __init__(self, repo: Path, package: str, engine: Engine = DEFAULT_ENGINE):
-        self.repo, self.package, self.engine = repo, package, engine
+    def __init__(
+        self, repo: Path, package: str, engine: Engine = DEFAULT_ENGINE, files: Mapping[Path, SourceFile] | None = None
+    ):
+        """`files`: files already read (the planner's), whose parsed trees the model shares."""
+        self.repo, self.package, self.engine, self.files = repo, package, engine, files or {}
         self._trees: dict[str, ast.Module | None] = {}
         self.unreadable: dict[str, str] = {}  # module -> why its file cannot be read ("path:line: why")
         self._imports: dict[str, dict[str, tuple[str, str | None]]] = {}
@@ -201,7 +204,7 @@ class RepoModules:
         if module not in self._trees:
             path = self.path(module)
             try:
-                self._trees[module] = ast.parse(read_source(path).text, filename=str(path)) if path else None
+                self._trees[module] = (self.files.get(path) or read_source(path)).tree if path else None
             except SyntaxError as exc:
                 self._trees[module] = None
                 where = f"{path}:{exc.lineno}: does not parse" if exc.lineno else f"{path}"  # a null byte: no line

@@ -891,6 +891,13 @@ MUTANTS = (
         ("tests/test_triton_lifts.py", "-k", "override_that_runs_the_parent"),
     ),
     Mutant(
+        "planning: a later subclass search no longer reads the aliases a class statement may name its base by",
+        "codemods/planner.py",
+        '(("class", 0, CLASS_HEAD), (" as ", ALIAS_WINDOW, ALIAS_WINDOW))',
+        '(("class", 0, CLASS_HEAD),)',
+        ("tests/test_codemod_planning_reads.py", "-k", "later_subclass_search"),
+    ),
+    Mutant(
         "lift: a tensor's view is no longer modelled",
         "codemods/lift/evaluator.py",
         '    "view": _view,\n',

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 from collections.abc import Sequence
 
 import libcst as cst
@@ -200,8 +202,31 @@ def statements_in(node: cst.CSTNode) -> list[cst.BaseStatement]:
     return collector.found
 
 
+_KEPT: contextvars.ContextVar[dict[int, tuple[cst.CSTNode, list]] | None] = contextvars.ContextVar("kept", default=None)
+
+
+@contextlib.contextmanager
+def walks_kept():
+    """While it lasts, `nodes` walks each tree once and keeps every node it found: placing a registration reads
+    each statement of a constructor several times (what it sets, changes, calls)."""
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
 def nodes(tree: cst.CSTNode, kinds) -> list:
-    """Every node of `kinds` in `tree` (nested functions included)."""
+    """Every node of `kinds` in `tree` (nested functions included), in source order."""
+    kept = _KEPT.get()
+    if kept is None:
+        return _walk(tree, kinds)
+    if id(tree) not in kept:  # the tree is kept beside its nodes, so its id stays its own
+        kept[id(tree)] = (tree, _walk(tree, cst.CSTNode))
+    return [node for node in kept[id(tree)][1] if isinstance(node, kinds)]
+
+
+def _walk(tree: cst.CSTNode, kinds) -> list:
     found = []
 
     class Collect(cst.CSTVisitor):

@@ -30,6 +30,7 @@ from .constructor import (
     quiet_between,
     statements_in,
     top_level,
+    walks_kept,
 )
 from .registration_code import renamed_in
 
@@ -501,7 +502,8 @@ class _Insert(Command):
                         ),
                         self.alias,
                     )
-        module = super().transform_module_impl(tree)
+        with walks_kept():
+            module = super().transform_module_impl(tree)
         if not self.found_class:
             raise AnchorError(f"class {self.op.cls} not found")
         if self.init is None:

@@ -1,0 +1,108 @@
+"""How planning reads a repo, on small trees: the subclass search's narrowed text, one parse per file shared by the
+planner and its repo model, and the constructor walks kept while a registration is placed."""
+
+import libcst as cst
+from tree_forks import write_tree
+
+from zerojit.codemods.planner import Planner
+from zerojit.codemods.planning.subclasses import direct_subclasses
+from zerojit.codemods.transforms.constructor import nodes, walks_kept
+
+BASES = {
+    "pkg/__init__.py": "",
+    "pkg/base.py": """
+        class Base:
+            def __init__(self):
+                self.ready = True
+
+
+        class Other:
+            def __init__(self):
+                pass
+        """,
+    # the base through an alias, named on a later line of the class statement
+    "pkg/aliased.py": """
+        from pkg.base import Base as Parent
+
+
+        class ViaAlias(
+            Parent,
+        ):
+            def __init__(self):
+                self.size = 1
+        """,
+    "pkg/dotted.py": """
+        from pkg import base
+
+
+        class Dotted(base.Base):
+            def __init__(self):
+                self.size = 2
+        """,
+    # names the base, but in no class statement
+    "pkg/user.py": """
+        from pkg.base import Base
+
+        LAYER = Base()
+        """,
+    "pkg/other_sub.py": """
+        from pkg.base import Other
+
+
+        class OtherSub(Other):
+            def __init__(self):
+                pass
+        """,
+}
+
+
+def test_a_later_subclass_search_reads_only_class_statements_and_aliases_and_finds_what_the_whole_text_shows(tmp_path):
+    repo = write_tree(tmp_path / "repo", BASES)
+    first = Planner(repo, [])  # Base searched first: every file's whole text is read
+    model = first.repo_model("pkg.base")
+    whole_text = sorted(direct_subclasses(first, model, "pkg.base:Base"))
+    assert whole_text == [("pkg.aliased", "ViaAlias"), ("pkg.dotted", "Dotted")]
+    later = Planner(repo, [])
+    model = later.repo_model("pkg.base")
+    assert direct_subclasses(later, model, "pkg.base:Other") == [("pkg.other_sub", "OtherSub")]
+    assert sorted(direct_subclasses(later, model, "pkg.base:Base")) == whole_text  # read off the class heads
+    heads = later.modules["pkg.user"].class_heads
+    assert "Base" not in heads and "LAYER" not in heads  # the file's uses of the name are not read again
+
+
+def test_the_planner_and_its_repo_model_share_one_parse_of_a_file(tmp_path):
+    repo = write_tree(tmp_path / "repo", BASES)
+    planner = Planner(repo, [])
+    model = planner.repo_model("pkg.base")
+    assert model.tree("pkg.aliased") is planner.modules["pkg.aliased"].tree
+    assert planner.modules["pkg.dotted"].tree is model.tree("pkg.dotted")
+    assert planner.modules["pkg.aliased"].parsed and not planner.modules["pkg.user"].parsed
+
+
+CONSTRUCTOR = """
+class Layer(Base):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.size: int = config.size
+        if config.gated:
+            self.gate, self.norm = make(config), Norm(self.size, eps=config.eps)
+        else:
+            self.norm = Norm(self.size)
+        self._build(lambda x: x.view(-1))
+        for name in config.names:
+            setattr(self, name, getattr(config, name))
+        self.norm.weight.data += 1
+"""
+
+
+def test_walks_kept_give_every_kind_the_nodes_a_fresh_walk_gives_in_the_same_order():
+    module = cst.parse_module(CONSTRUCTOR)
+    init = module.body[0].body.body[0]
+    trees = [module, init, *init.body.body]
+    kinds = (cst.Call, cst.Attribute, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign), cst.SimpleStatementLine, cst.If)
+    fresh = [[nodes(tree, kind) for kind in kinds] for tree in trees]
+    with walks_kept():
+        for _ in range(2):  # the second time from what the first walk kept
+            assert [[nodes(tree, kind) for kind in kinds] for tree in trees] == fresh
+    # super() and its __init__, make, Norm twice, _build, view, setattr, getattr: counted by hand
+    assert all(found for found in fresh[0]) and len(fresh[0][0]) == 9
