@@ -13,6 +13,7 @@ since something outside the repo may import it. A reviewer still needs to hear o
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -21,64 +22,92 @@ from .repo import RepoModules, module_name
 from .syntax import where
 
 
-def leftovers(modules: RepoModules, changed: Mapping[Path, tuple[str, str]], texts: Mapping[Path, str]) -> list[str]:
-    """`path:line: what` for each leftover. `modules`: the run's model of the repo as it was; `changed`: path ->
-    (before, after) of each changed file; `texts`: every file of the run as it is after the migration (changed
-    files included, deleted ones not)."""
-    found = []
-    for path, (before, after) in sorted(changed.items()):
+class Leftovers:
+    """The leftovers of a run, read file by file as each transform ends (`add`: the runner's reading then overlaps
+    the workers still running), then counted against the whole repo (`found`)."""
+
+    def __init__(self, modules: RepoModules):
+        """`modules`: the run's model of the repo as it was."""
+        self.modules = modules
+        self._files: dict[Path, tuple[list[_Helper], list[str]]] = {}
+
+    def add(self, path: Path, before: str, after: str) -> None:
+        """A changed file, before and after the migration."""
+        modules = self.modules
         module = module_name(modules.repo, path)[0]
-        was, now = modules.tree(module) or ast.parse(before), ast.parse(after)  # the planner read most already
-        gone = _used_names(was) - _used_names(now)
-        found += _orphaned_helpers(modules, module, was, gone, texts)
-        found += _unread_fields(modules.repo, path, was, now)
-        found += _emptied_functions(modules.repo, path, was, now)
-    return list(dict.fromkeys(found))
+        was = _Read(modules.tree(module) or ast.parse(before))  # the planner read most already
+        now = _Read(ast.parse(after))
+        helpers = _unused_helpers(modules, module, was, was.used - now.used)
+        said = _unread_fields(modules.repo, path, was.tree, now.tree)
+        said += _emptied_functions(modules.repo, path, was, now)
+        self._files[path] = helpers, said
+
+    def found(self, texts: Mapping[Path, str]) -> list[str]:
+        """`path:line: what` for each leftover of the files added, by path. `texts`: every file of the run as it is
+        after the migration (changed files included, deleted ones not)."""
+        found = []
+        for _, (helpers, said) in sorted(self._files.items()):
+            found += [helper.said(self.modules) for helper in helpers if helper.orphaned(self.modules, texts)]
+            found += said
+        return list(dict.fromkeys(found))
 
 
-def _used_names(tree: ast.Module) -> set[str]:
-    """Names a file imports from elsewhere or calls (what removed code may have been the last user of)."""
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            names.add(node.func.id)
-    return names
+class _Read:
+    """What one walk of a file's tree finds: the names it imports from elsewhere or calls (what removed code may
+    have been the last user of), its `from` imports by local name, and its functions."""
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.used: set[str] = set()
+        self.imported: dict[str, str] = {}  # local name -> the name imported
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                self.used.update(alias.name for alias in node.names)
+                self.imported.update((alias.asname or alias.name, alias.name) for alias in node.names)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                self.used.add(node.func.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.append(node)
 
 
-def _orphaned_helpers(
-    modules: RepoModules, module: str, tree: ast.Module, gone: Iterable[str], texts: Mapping[Path, str]
-) -> list[str]:
+@dataclasses.dataclass(frozen=True)
+class _Helper:
+    """A public function or class of the repo that a changed file imported and no longer uses."""
+
+    home: str
+    name: str
+    definition: ast.FunctionDef | ast.ClassDef
+
+    def orphaned(self, modules: RepoModules, texts: Mapping[Path, str]) -> bool:
+        """Nothing in the repo names it any more but its own module (its definition, and `__all__`)."""
+        home_path = modules.path(self.home)
+        if home_path not in texts:
+            return False  # deleted with the legacy module
+        word = re.compile(rf"\b{re.escape(self.name)}\b")
+        uses = sum(len(word.findall(text)) for text in texts.values() if self.name in text)
+        own = len(word.findall(texts[home_path]))
+        return uses - own == 0 and own <= 1 + _exported(modules, self.home, self.name)
+
+    def said(self, modules: RepoModules) -> str:
+        return (
+            f"{modules.where(self.home, self.definition)}: {self.name}() is public and kept, but nothing in the repo "
+            "calls it any more (the removed legacy step was its only caller)"
+        )
+
+
+def _unused_helpers(modules: RepoModules, module: str, was: _Read, gone: Iterable[str]) -> list[_Helper]:
     found = []
-    imported = {
-        alias.asname or alias.name: (node, alias.name)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
     for local in sorted(gone):
-        if local not in imported:
+        if local not in was.imported:
             continue
-        node, name = imported[local]
         source = modules.imports(module).get(local)
-        if source is None or source[1] is None or name.startswith("_"):
+        if source is None or source[1] is None or was.imported[local].startswith("_"):
             continue
         home, defined = modules.resolve(*source)
         definition = modules.definition(home, defined) if defined else None
-        if not isinstance(definition, (ast.FunctionDef, ast.ClassDef)) or not modules.ours(home):
-            continue
-        word = re.compile(rf"\b{re.escape(defined)}\b")
-        uses = sum(len(word.findall(text)) for text in texts.values() if defined in text)
-        home_path = modules.path(home)
-        if home_path not in texts:
-            continue  # deleted with the legacy module
-        own = len(word.findall(texts.get(home_path) or home_path.read_text())) if home_path else 0
-        if uses - own == 0 and own <= 1 + _exported(modules, home, defined):
-            found.append(
-                f"{modules.where(home, definition)}: {defined}() is public and kept, but nothing in the repo "
-                "calls it any more (the removed legacy step was its only caller)"
-            )
+        if isinstance(definition, (ast.FunctionDef, ast.ClassDef)) and modules.ours(home):
+            found.append(_Helper(home, defined, definition))
     return found
 
 
@@ -91,20 +120,16 @@ def _exported(modules: RepoModules, module: str, name: str) -> int:
     return 0
 
 
-def _emptied_functions(repo: Path, path: Path, before: ast.Module, tree: ast.Module) -> list[str]:
+def _emptied_functions(repo: Path, path: Path, before: _Read, after: _Read) -> list[str]:
     """Functions of the file that did something before and now do nothing (a docstring or `pass` is all that is
     left): the removed legacy call was their whole body, and what calls them still does."""
-    did = {f.name for f in ast.walk(before) if _is_function(f) and not _does_nothing(f)}
+    did = {f.name for f in before.functions if not _does_nothing(f)}
     return [
         f"{where(repo, path, f.lineno)}: {f.name}() does nothing any more (the removed legacy call was all it did); "
         "remove it and its calls, or give it work"
-        for f in ast.walk(tree)
-        if _is_function(f) and f.name in did and _does_nothing(f)
+        for f in after.functions
+        if f.name in did and _does_nothing(f)
     ]
-
-
-def _is_function(node: ast.AST) -> bool:
-    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
 def _does_nothing(function: ast.FunctionDef) -> bool:

@@ -123,6 +123,12 @@ def discover(
     return modules, skipped
 
 
+def _shortest(words: set[str]) -> list[str]:
+    """The words no other word of the set is part of: a text holds one of `words` exactly when it holds one of
+    these (`batch_memcpy_kernel` holds `batch_memcpy`), and each word less is a whole-repo search less."""
+    return sorted(w for w in words if not any(other != w and other in w for other in words))
+
+
 class Planner:
     """Turns specs into per-file operations, checking every anchor the specs name.
 
@@ -144,7 +150,7 @@ class Planner:
         self.repo, self.specs, self.engine = repo, specs, engine
         self._repo_models: dict[str, RepoModules] = {}
         self.modules, self.skipped = discover(repo, respect_gitignore, only)
-        words = {word for spec in specs for word in spec.identifiers()}
+        words = _shortest({word for spec in specs for word in spec.identifiers()})
         self.candidates = {name: m for name, m in self.modules.items() if any(w in m.text for w in words)}
         self.ops: dict[str, list[Operation]] = {}
         self.deleted: set[str] = set()

@@ -166,26 +166,31 @@ class Pool:
         transforms: Sequence[TransformJob],
         checks: Sequence[CheckJob],
         facts: gate.Facts,
+        on_result: Callable[[TransformResult], None],
         on_progress: Callable[[int, int], None],
     ) -> tuple[list[TransformResult], list[CheckResult]]:
-        """Every job's result, in job order, with its reference check; on_progress(done, total) as each transform
-        ends."""
+        """Every job's result, in job order, with its reference check; as each transform ends, on_result(result)
+        here (while the workers go on) and on_progress(done, total)."""
         with self._lock:
             self._planning = False
         self.offer(transforms)
+        results: dict[Path, TransformResult] = {}
         if self._executor is None:
-            results: list[TransformResult] = []
-            for job in transforms:
-                results.append(transform(job))
-                on_progress(len(results), len(transforms))
+            for done, job in enumerate(transforms, 1):
+                results[job.file.path] = _with_references(job, transform(job), facts)
+                on_result(results[job.file.path])
+                on_progress(done, len(transforms))
             checked = [check_unchanged(job, facts) for job in checks]
         else:
-            futures = [self._started[job.file.path][1] for job in transforms]
-            checked = list(self._executor.map(check_unchanged, checks, itertools.repeat(facts), chunksize=8))
-            for done, _ in enumerate(as_completed(futures), 1):
+            futures = {self._started[job.file.path][1]: job for job in transforms}
+            checking = self._executor.map(check_unchanged, checks, itertools.repeat(facts), chunksize=8)
+            for done, future in enumerate(as_completed(futures), 1):
+                job = futures[future]
+                results[job.file.path] = _with_references(job, future.result(), facts)
+                on_result(results[job.file.path])
                 on_progress(done, len(transforms))
-            results = [future.result() for future in futures]
-        return [_with_references(job, result, facts) for job, result in zip(transforms, results)], checked
+            checked = list(checking)
+        return [results[job.file.path] for job in transforms], checked
 
 
 def _with_references(job: TransformJob, result: TransformResult, facts: gate.Facts) -> TransformResult:

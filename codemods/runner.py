@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import pool, transaction
 from .errors import MigrationError
-from .leftovers import leftovers
+from .leftovers import Leftovers
 from .planner import Planner, SourceModule
 from .results import FileChange, MigrationResult
 from .spec import MigrationSpec, SpecError
@@ -78,8 +78,16 @@ def migrate(
             for m in planner.candidates.values()
             if m.name not in planner.ops and m.name not in planner.deleted
         ]
+        left = Leftovers(planner.repo_model(specs[0].kernel.module))
+
+        def read_leftovers(result: pool.TransformResult) -> None:
+            module = planner.modules_by_path[result.path]
+            clean = result.edit and not (result.edit.refusals or result.violations)  # else the run is refused
+            if clean and result.edit.source != module.text:
+                left.add(result.path, module.text, result.edit.source)
+
         results, checked = workers.finish(
-            transforms, checks, planner.facts(), on_progress or (lambda done, total: None)
+            transforms, checks, planner.facts(), read_leftovers, on_progress or (lambda done, total: None)
         )
     transformed = [refusal for result in results if result.edit for refusal in result.edit.refusals]
     errors = [result.error for result in results if result.error]
@@ -111,11 +119,9 @@ def migrate(
             + "\n".join(f.render(repo) for f in sorted(violations, key=lambda f: (str(f.path), f.line)))
         )
     warnings += [f.render(repo) for f in notes]
-    after = {c.path: (c.before, c.after) for c in changes if c.after is not None}
     texts = {m.path: m.text for m in planner.modules.values() if m.name not in planner.deleted} | {
-        path: new for path, (_, new) in after.items()
+        c.path: c.after for c in changes if c.after is not None
     }
-    left = planner.leftovers + leftovers(planner.repo_model(specs[0].kernel.module), after, texts)
     parsed = sum(m.parsed for m in planner.modules.values())
     skipped = {path.relative_to(repo).as_posix(): why for path, why in sorted(planner.skipped.items())}
     return MigrationResult(
@@ -129,7 +135,7 @@ def migrate(
         warnings,
         skipped,
         planner.gate_plans,
-        left,
+        planner.leftovers + left.found(texts),
         planner.lifts,
     )
 

@@ -792,15 +792,15 @@ MUTANTS = (
     Mutant(
         "leftovers: a function the removal emptied goes unsaid",
         "codemods/leftovers.py",
-        "        found += _emptied_functions(modules.repo, path, was, now)\n",
+        "        said += _emptied_functions(modules.repo, path, was, now)\n",
         "",
         ("tests/test_migration_gates.py", "-k", "second_caller"),
     ),
     Mutant(
         "leftovers: a public helper with no caller left goes unsaid",
         "codemods/leftovers.py",
-        "        if uses - own == 0 and own <= 1 + _exported(modules, home, defined):",
-        "        if False:",
+        "        return uses - own == 0 and own <= 1 + _exported(modules, self.home, self.name)",
+        "        return False",
         ("tests/test_migration_gates.py", "-k", "pr_body"),
     ),
     # Lifting plain Triton kernels (codemods.lift), caught in Triton's own keys.
@@ -1145,8 +1145,8 @@ MUTANTS = (
     Mutant(
         "pool: the results are every started job's, a file no longer planned included",
         "codemods/pool.py",
-        "futures = [self._started[job.file.path][1] for job in transforms]",
-        "futures = [future for _, future in self._started.values()]",
+        "futures = {self._started[job.file.path][1]: job for job in transforms}",
+        "futures = {future: job for job, future in self._started.values()}",
         ("tests/test_codemod_pool.py",),
     ),
     Mutant(

@@ -27,8 +27,9 @@ def test_a_file_offered_again_with_another_operation_gets_the_result_of_its_last
     with pool.Pool(2) as workers:
         workers.offer([first])  # a worker starts it at once: planning holds the other core
         workers.offer([last])
-        (result,), _ = workers.finish([last], [], NO_FACTS, lambda done, total: None)
-    assert result == pool.transform(last)
+        seen = []
+        (result,), _ = workers.finish([last], [], NO_FACTS, seen.append, lambda done, total: None)
+    assert result == pool.transform(last) and seen == [result]  # told as it ended, in this process
     assert "return _KERNEL, _OTHER" in result.edit.source
 
 
@@ -37,8 +38,9 @@ def test_a_file_no_longer_planned_is_not_part_of_the_results(tmp_path):
     dropped = dataclasses.replace(kept, file=dataclasses.replace(kept.file, path=tmp_path / "pkg" / "gone.py"))
     with pool.Pool(2) as workers:
         workers.offer([dropped, kept])
-        results, _ = workers.finish([kept], [], NO_FACTS, lambda done, total: None)
-    assert [r.path for r in results] == [kept.file.path]
+        seen = []
+        results, _ = workers.finish([kept], [], NO_FACTS, seen.append, lambda done, total: None)
+    assert [r.path for r in results] == [r.path for r in seen] == [kept.file.path]
 
 
 def test_a_run_that_stops_while_planning_leaves_no_callback_error(tmp_path, caplog):
