@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import re
 import symtable
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,27 @@ def holds_anchor(line: str, anchor: str) -> bool:
     """Whether a statement's line holds `anchor` (a spec's insert_after), its annotation aside:
     `self.norm: RMSNormGated = RMSNormGated(` holds `self.norm = RMSNormGated(`."""
     return anchor in line or anchor in _ANNOTATED.sub(r"\1 = ", line, count=1)
+
+
+def source_segment(source: str, node: ast.AST, *, padded: bool = False) -> str | None:
+    """`ast.get_source_segment`, with the source's lines found once: the standard one splits the whole source at
+    every call, and a lift asks for dozens of segments of one kernel file. The segment is cut from the node's own
+    lines, and the standard function reads it there."""
+    if getattr(node, "end_lineno", None) is None or getattr(node, "end_col_offset", None) is None:
+        return None
+    starts = _line_starts(source)
+    first, last = node.lineno - 1, node.end_lineno - 1
+    lines = source[starts[first] : starts[last + 1] if last + 1 < len(starts) else len(source)]
+    place = types.SimpleNamespace(
+        lineno=1, end_lineno=last - first + 1, col_offset=node.col_offset, end_col_offset=node.end_col_offset
+    )
+    return ast.get_source_segment(lines, place, padded=padded)
+
+
+@functools.lru_cache(maxsize=16)
+def _line_starts(source: str) -> list[int]:
+    """Where each line of `source` starts, lines ending as the parser ends them (\\r\\n, \\r or \\n)."""
+    return [0, *(match.end() for match in re.finditer(r"\r\n|\r|\n", source))]
 
 
 def loads(node: ast.AST) -> set[str]:

@@ -1,11 +1,15 @@
 """How planning reads a repo, on small trees: the subclass search's narrowed text, one parse per file shared by the
-planner and its repo model, and the constructor walks kept while a registration is placed."""
+planner and its repo model, the constructor walks kept while a registration is placed, and source segments cut
+from lines found once."""
+
+import ast
 
 import libcst as cst
 from tree_forks import write_tree
 
 from zerojit.codemods.planner import Planner
 from zerojit.codemods.planning.subclasses import direct_subclasses
+from zerojit.codemods.syntax import source_segment
 from zerojit.codemods.transforms.constructor import nodes, walks_kept
 
 BASES = {
@@ -106,3 +110,22 @@ def test_walks_kept_give_every_kind_the_nodes_a_fresh_walk_gives_in_the_same_ord
             assert [[nodes(tree, kind) for kind in kinds] for tree in trees] == fresh
     # super() and its __init__, make, Norm twice, _build, view, setattr, getattr: counted by hand
     assert all(found for found in fresh[0]) and len(fresh[0][0]) == 9
+
+
+SEGMENTS = (
+    "def kernel(x_ptr, n: int = 16, *, BLOCK: tl.constexpr = 128):\n    return f(x_ptr,\n             n)  # done\n",
+    "x = {'é': 1,\r\n     'ß': [2,\r\n           3]}\r\ny = x['é'] if x else None\rz = (y,\r     x)\n",  # \r\n and a bare \r, non-ASCII
+    "class A:\n\tdef m(self):\n\t\treturn (1 +\n\t\t\t2)\n\x0c\ndef after():\n    pass",  # tabs, a form feed, no final newline
+)
+
+
+def test_a_source_segment_is_what_the_standard_library_cuts_for_every_node():
+    for source in SEGMENTS:
+        placed = [n for n in ast.walk(ast.parse(source)) if getattr(n, "end_lineno", None) is not None]
+        assert len(placed) >= 9
+        for node in placed:
+            for padded in (False, True):
+                assert source_segment(source, node, padded=padded) == ast.get_source_segment(
+                    source, node, padded=padded
+                )
+    assert source_segment(SEGMENTS[0], ast.Module(body=[], type_ignores=[])) is None  # a node with no place

@@ -7,7 +7,7 @@ import ast
 
 from ..engines import Engine
 from ..repo import RepoModules
-from ..syntax import Place, loads, stores
+from ..syntax import Place, loads, source_segment, stores
 from .provider import unpacked_names
 from .tables import PURE_BUILTINS, PURE_MATH, TENSOR_FACTS
 from .values import LiftError
@@ -174,7 +174,7 @@ def defaults_the_helper_would_fill(
                     Place(launcher_file, launch.lineno),
                     f"the engine's helper would fill the kernel parameter {name}, which the launch does not pass",
                 )
-            filled.append((name, ast.get_source_segment(kernel_source, defaults[name])))
+            filled.append((name, source_segment(kernel_source, defaults[name])))
     return filled
 
 
@@ -219,8 +219,8 @@ def launch_arguments(launch: ast.Expr, kernel_parameters: list[str], module: str
         raise LiftError(Place(module, launch.lineno), "the launch unpacks its arguments (*args/**kwargs)")
     if len(call.args) > len(kernel_parameters):
         raise LiftError(Place(module, launch.lineno), "the launch passes more arguments than the kernel takes")
-    named = [(name, ast.get_source_segment(source, value)) for name, value in zip(kernel_parameters, call.args)]
-    return named + [(k.arg, ast.get_source_segment(source, k.value)) for k in call.keywords]
+    named = [(name, source_segment(source, value)) for name, value in zip(kernel_parameters, call.args)]
+    return named + [(k.arg, source_segment(source, k.value)) for k in call.keywords]
 
 
 def dispatcher_inputs(

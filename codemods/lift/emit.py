@@ -6,7 +6,7 @@ import ast
 
 from .. import simplify
 from ..engines import Engine
-from ..syntax import Place, loads
+from ..syntax import Place, loads, source_segment
 from . import polynomials
 from .tables import EXPANDABLE
 from .values import LiftError, parse_expr
@@ -85,7 +85,7 @@ def dispatcher(
     are kept; an input the launcher made itself (no annotation) that is a tensor (`tensors`: name -> may be None)
     is annotated as the launcher annotates its tensor parameters, so the signature reads alike throughout."""
     annotations = {
-        a.arg: ast.get_source_segment(source, a.annotation)
+        a.arg: source_segment(source, a.annotation)
         for a in launcher_def.args.args + launcher_def.args.kwonlyargs
         if a.annotation is not None
     }

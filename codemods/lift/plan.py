@@ -7,7 +7,7 @@ import dataclasses
 import symtable
 
 from ..repo import RepoModules
-from ..syntax import module_names, parameters, stores
+from ..syntax import module_names, parameters, source_segment, stores
 from . import emit
 from .dispatcher import (
     check_copies,
@@ -105,7 +105,7 @@ def plan_lift(
     return LiftPlan(
         provider,
         dispatcher,
-        emit.returned(ast.get_source_segment(source, launch.value.func.slice), launch_kwargs),
+        emit.returned(source_segment(source, launch.value.func.slice), launch_kwargs),
         tuple(s.lineno for s in kept),
         tuple(s.lineno for s in removed),
         tuple(unread_names(launcher_def, launches, copied, removed)),

@@ -345,7 +345,7 @@ def _set_from_outside(planner: Planner, attribute: str) -> str | None:
 
 def _holds_anchor(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> bool:
     """Whether the constructor has the statement the registration goes after."""
-    return any(syntax.holds_anchor(line, insert_after) for line in ast.get_source_segment(home.text, init).splitlines())
+    return any(syntax.holds_anchor(line, insert_after) for line in syntax.source_segment(home.text, init).splitlines())
 
 
 def _anchor_line(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> float:

@@ -30,7 +30,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from ..repo import RepoModules
-from ..syntax import self_stores
+from ..syntax import self_stores, source_segment
 from ..traceable_dispatch import KeyFields, NotRewritable, prove, rewrite
 from .base import Command, Operation, code_of, operation
 
@@ -129,7 +129,7 @@ def probe_base_initializer(
     finally:
         sys.modules.pop(name, None)
     source = modules.path(cls_module).read_text()
-    segment = textwrap.dedent(ast.get_source_segment(source, dispatch, padded=True))
+    segment = textwrap.dedent(source_segment(source, dispatch, padded=True))
     if body is not None:  # the tracer reads the parameters and the body, not the annotations of the return
         segment = f"def {dispatch.name}({ast.unparse(dispatch.args)}):\n" + textwrap.indent(body, "    ")
     segment = textwrap.indent(segment, "    ")
