@@ -23,6 +23,10 @@ BASES = {
         class Other:
             def __init__(self):
                 pass
+
+
+        class Unused:
+            pass
         """,
     # the base through an alias, named on a later line of the class statement
     "pkg/aliased.py": """
@@ -69,6 +73,7 @@ def test_a_later_subclass_search_reads_only_class_statements_and_aliases_and_fin
     later = Planner(repo, [])
     model = later.repo_model("pkg.base")
     assert direct_subclasses(later, model, "pkg.base:Other") == [("pkg.other_sub", "OtherSub")]
+    assert direct_subclasses(later, model, "pkg.base:Unused") == []
     assert sorted(direct_subclasses(later, model, "pkg.base:Base")) == whole_text  # read off the class heads
     heads = later.modules["pkg.user"].class_heads
     assert "Base" not in heads and "LAYER" not in heads  # the file's uses of the name are not read again

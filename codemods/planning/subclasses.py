@@ -69,13 +69,14 @@ def direct_subclasses(planner: Planner, modules: RepoModules, base: str) -> list
 def _classes_naming(planner: Planner, modules: RepoModules, parent: str) -> list[tuple[SourceModule, ast.ClassDef]]:
     """The repo's classes whose bases name `parent` (or a name their module imports it as), found once a run.
 
-    The first search reads every file's text; later ones read only where a class statement can name a base
-    (SourceModule.class_heads), which costs about three whole-text searches to gather and a seventh of one to read.
+    The first two searches read every file's text; later ones read only where a class statement can name a base
+    (SourceModule.class_heads), which costs about three whole-text searches to gather and a seventh of one to read:
+    most migrations search once or twice, a registration in many layers (mamba-batch-memcpy) fifteen times.
     """
     key = ("classes naming", parent)
     if key not in modules.memo:
         searched = modules.memo.setdefault(("classes naming",), set())
-        scanned = (lambda m: m.class_heads) if searched else (lambda m: m.text)
+        scanned = (lambda m: m.class_heads) if len(searched) >= 2 else (lambda m: m.text)
         searched.add(parent)
         modules.memo[key] = list(_naming(planner, scanned, parent))
     return modules.memo[key]
