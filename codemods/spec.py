@@ -236,7 +236,11 @@ class Registration:
         kind="pairs",
     )
     gate_imports: tuple[str, ...] = _field(
-        "gate_imports", "`from x import y` lines a written gate or the registration needs", (), kind="strings"
+        "gate_imports",
+        "`from x import y` lines a written gate or the registration needs, added where the site's module lacks them; "
+        "where it imports `y` under another name (`from x import y as z`), the registration reads `z` instead",
+        (),
+        kind="strings",
     )
     import_style: str = _field(
         "import_style",

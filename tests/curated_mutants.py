@@ -898,6 +898,13 @@ MUTANTS = (
         ("tests/test_codemod_planning_reads.py", "-k", "later_subclass_search"),
     ),
     Mutant(
+        "registration: a name the registration imports is written as the spec spells it, not as the site aliases it",
+        "codemods/planning/registrations.py",
+        "                spec = _renamed(spec, bound, local)\n",
+        "                names.append(alias)\n",
+        ("tests/test_lift_together.py", "-k", "another_name"),
+    ),
+    Mutant(
         "lift: a tensor's view is no longer modelled",
         "codemods/lift/evaluator.py",
         '    "view": _view,\n',
@@ -984,8 +991,8 @@ MUTANTS = (
     Mutant(
         "registrations: the spec's vllm_config is written where the constructor names the config otherwise",
         "codemods/planning/registrations.py",
-        "    if own is None or own == name or name not in frame.arguments:\n        return spec\n",
-        "    return spec\n",
+        "    if own is not None and own != name and name in frame.arguments:\n        spec = _renamed(spec, name, own)\n",
+        "",
         ("tests/test_migration_gates.py", "-k", "another_name"),
     ),
     Mutant(

@@ -13,7 +13,16 @@ import json
 
 import pytest
 import torch
-from tree_forks import GDN_LAYER, changed_files, copy_033, draft_fields, edit, repeated, ruff_findings
+from tree_forks import (
+    GDN_LAYER,
+    changed_files,
+    copy_033,
+    draft_fields,
+    edit,
+    repeated,
+    replace_file,
+    ruff_findings,
+)
 from typer.testing import CliRunner
 
 from zerojit.codemods.runner import MigrationError, migrate
@@ -359,3 +368,28 @@ def test_each_built_in_kernel_warms_in_tritons_own_keys_what_the_legacy_step_did
     assert len(legacy) == 3 and adapter.migrated_keys(adapter.example) == legacy
     on_cuda = dataclasses.replace(adapter.example, rocm=False)  # vLLM's own op runs there: neither side warms
     assert adapter.legacy_keys(on_cuda) == adapter.migrated_keys(on_cuda) == set()
+
+
+def test_a_fork_that_imports_the_platform_under_another_name_registers_through_that_name(tmp_path):
+    """`from vllm.platforms import current_platform as platform`: the gate and the compute units read `platform`,
+    the name the layer's module binds, and no second import of the platform is added."""
+    repo = copy_033(tmp_path / "tree")
+    edit(
+        repo,
+        GDN_LAYER,
+        "from vllm.platforms import current_platform\n",
+        "from vllm.platforms import current_platform as platform\n",
+    )
+    replace_file(repo / GDN_LAYER, (repo / GDN_LAYER).read_text().replace("current_platform.", "platform."))
+    forked = (repo / GDN_LAYER).read_text()
+    result = runner.invoke(app, ["migrate", *BUILT_IN, "--repo", str(repo), "--write"])
+    assert result.exit_code == 0, result.output
+    layer = (repo / GDN_LAYER).read_text()
+    override = layer[layer.index("    def bind_kv_cache(") :].split("\n\n\n")[0]
+    assert "        if platform.is_rocm() and self.enable_fused_gdn_spec_decode:\n" in override
+    assert "num_compute_units = platform.num_compute_units(ssm_state.device.index)" in override
+    assert "current_platform" not in layer.replace("import current_platform as platform", "")
+    (tmp_path / "forked.py").write_text(forked)
+    assert [f for f in ruff_findings(repo / GDN_LAYER) if f not in ruff_findings(tmp_path / "forked.py")] == []
+    again = runner.invoke(app, ["migrate", *BUILT_IN, "--repo", str(repo), "--write"])
+    assert again.exit_code == 0 and "0 changed" in again.output, again.output

@@ -143,13 +143,47 @@ def _walrus_names(gate: str) -> set[str]:
 
 def in_site_names(modules: RepoModules, spec: MigrationSpec, module: str, init: ast.FunctionDef) -> MigrationSpec:
     """The spec as this constructor writes it: the engine config under the constructor's own name for it (a fork's
-    `engine_config: VllmConfig`) where the spec's `vllm_config` names nothing there."""
+    `engine_config: VllmConfig`) where the spec's `vllm_config` names nothing there, and a name the registration
+    imports under the module's own alias for it (a fork's `current_platform as platform`)."""
     frame = construction_site.site_frame(modules, module, init)
     own, name = construction_site.config_name(modules, frame), modules.engine.config_parameter
-    if own is None or own == name or name not in frame.arguments:
+    if own is not None and own != name and name in frame.arguments:
+        spec = _renamed(spec, name, own)
+    return _imports_as_aliased(modules, spec, module)
+
+
+def _imports_as_aliased(modules: RepoModules, spec: MigrationSpec, module: str) -> MigrationSpec:
+    """The spec with each name its gate_imports bind read under the alias the module imports it by at its top,
+    that import left out, where the module binds the name itself nowhere."""
+    table, kept = modules.imports(module), []
+    top = {
+        alias.asname or alias.name
+        for statement in syntax.module_level(modules.tree(module) or ast.Module(body=[], type_ignores=[]))
+        if isinstance(statement, ast.ImportFrom)
+        for alias in statement.names
+    }
+    for line in spec.registration.gate_imports:
+        statement = ast.parse(line).body[0]
+        names = []
+        for alias in statement.names:
+            bound = alias.asname or alias.name
+            local = next((n for n in sorted(top) if table[n] == (statement.module, alias.name)), None)
+            if local is None or local == bound or bound in table or modules.definition(module, bound) is not None:
+                names.append(alias)
+            else:
+                spec = _renamed(spec, bound, local)
+        if names:
+            kept.append(
+                line if len(names) == len(statement.names) else ast.unparse(ast.ImportFrom(statement.module, names, 0))
+            )
+    if len(kept) == len(spec.registration.gate_imports):
         return spec
+    return spec.replaced(gate_imports=tuple(kept))
+
+
+def _renamed(spec: MigrationSpec, old: str, new: str) -> MigrationSpec:
     code, gate = spec.registration.code, spec.registration.gate
-    return spec.replaced(registration=renamed_in(code, name, own), gate=gate and renamed_in(gate, name, own))
+    return spec.replaced(registration=renamed_in(code, old, new), gate=gate and renamed_in(gate, old, new))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -270,6 +270,7 @@ def _mtp(family: str, kernel: str, dispatcher: str, keywords: str) -> MigrationS
             method="bind_kv_cache",
             code=f"{_MTP_SHARED}    {dispatcher}.register_warmup({keywords}\n    )",
             intended_differences=_MTP_DIFFERENCES,
+            gate_imports=("from vllm.platforms import current_platform",),  # what the gate's platform is
             import_style="module",
         ),
         lift=Lift(launcher="fused_gdn_decode_post_conv_mtp_triton", dispatcher=dispatcher),
