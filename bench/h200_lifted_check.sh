@@ -3,9 +3,9 @@
 # LIFTED: a tarball of a 0.33.0 tree migrated with the five lift families (--write), its top folder the tree;
 # BAKE: a Triton cache that `bench/lifted_launches.py bake` made on the CPU machine with the host's Triton wheel
 # and Python minor (every key holds the sha256 of libtriton.so, which differs per CPython minor: a venv of pyenv's
-# 3.12 with torch==2.11.0 triton==3.6.0 and zerojit installed, run from outside the checkout);
-# WHEELS: cp312 wheels of what the host lacks (libcst). Three runs of bench/lifted_launches.py serve (RUNS="moved
-# warmed" picks some, in that order):
+# 3.12 with torch==2.11.0 triton==3.6.0 hypothesis tqdm einops and zerojit installed, run from outside the
+# checkout); WHEELS: cp312 wheels of what the host lacks (libcst, hypothesis, sortedcontainers, einops; its image
+# has tqdm). Three runs of bench/lifted_launches.py serve (RUNS="moved warmed" picks some, in that order):
 #   1. warmed through the migrated tree's own registry on this GPU, then LAUNCHES random launches per kernel and
 #      configuration;
 #   2. from the CPU bake, moved here and made read-only, with zerojit's relocatable cache manager, no warmup,
