@@ -499,8 +499,8 @@ MUTANTS = (
     Mutant(
         "registration: two registrations joined under one gate bind their shared facts twice",
         "codemods/transforms/insert_registration.py",
-        "                    added = _not_bound_in(added, earlier.body.body)",
-        "                    added = list(added)",
+        "        added = _not_bound_in(added, above)\n",
+        "        added = list(added)\n",
         ("tests/test_lift_together.py", "-k", "one_if"),
     ),
     Mutant(
@@ -905,6 +905,20 @@ MUTANTS = (
         ("tests/test_lift_together.py", "-k", "another_name"),
     ),
     Mutant(
+        "gate: a carried guard that reads through one the spec drops is written without it",
+        "codemods/planning/registrations.py",
+        "    carried = [a for a in legacy if a in carried or a in guarding or a in through]\n",
+        "    carried = [a for a in legacy if a in carried or a in guarding]\n",
+        ("tests/test_lift_together.py", "-k", "reads_through"),
+    ),
+    Mutant(
+        "registration: two registrations under a site's gate keep an `if` of their own each",
+        "codemods/transforms/insert_registration.py",
+        "    if above and added and _same_gate(above[-1], added[0]):\n",
+        "    if False:\n",
+        ("tests/test_lift_together.py", "-k", "reads_through"),
+    ),
+    Mutant(
         "lift: a tensor's view is no longer modelled",
         "codemods/lift/evaluator.py",
         '    "view": _view,\n',
@@ -1110,8 +1124,8 @@ MUTANTS = (
     Mutant(
         "registrations: a carried search filter comes without the filters it ran after",
         "codemods/planning/registrations.py",
-        "    carried = [a for a in legacy if a in carried or a in guarding]\n",
-        "    carried = [a for a in legacy if a in carried]\n",
+        "    carried = [a for a in legacy if a in carried or a in guarding or a in through]\n",
+        "    carried = [a for a in legacy if a in carried or a in through]\n",
         ("tests/test_migration_gates.py", "-k", "brings_the_filters"),
     ),
     Mutant(

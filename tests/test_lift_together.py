@@ -7,9 +7,12 @@ keys are checked against the release's own step: Triton's JIT hook records what 
 migrated providers expand to through the tree's own `_DecoratedTritonJitKernel`.
 """
 
+import ast
 import dataclasses
 import itertools
 import json
+import textwrap
+import types
 
 import pytest
 import torch
@@ -393,3 +396,34 @@ def test_a_fork_that_imports_the_platform_under_another_name_registers_through_t
     assert [f for f in ruff_findings(repo / GDN_LAYER) if f not in ruff_findings(tmp_path / "forked.py")] == []
     again = runner.invoke(app, ["migrate", *BUILT_IN, "--repo", str(repo), "--write"])
     assert again.exit_code == 0 and "0 changed" in again.output, again.output
+
+
+def test_a_legacy_guard_that_reads_through_one_the_spec_drops_keeps_it_in_front(tmp_path):
+    """A fork's step also asks `spec_config.num_speculative_tokens <= 4`. The spec drops `spec_config is not None`
+    (the layer's switch implies a speculative config), but the new guard reads through it: the written gate checks
+    it first, so a model served without speculative decoding never reads `None.num_speculative_tokens`. Both
+    registrations stay in one `if` of their own inside that gate."""
+    repo = copy_033(tmp_path / "tree")
+    edit(
+        repo,
+        QWEN_WARMUP,
+        "        and spec_config is not None\n",
+        "        and spec_config is not None\n        and spec_config.num_speculative_tokens <= 4\n",
+    )
+    result = runner.invoke(app, ["migrate", *BUILT_IN, "--repo", str(repo), "--write"])
+    assert result.exit_code == 0, result.output
+    layer = (repo / GDN_LAYER).read_text()
+    override = layer[layer.index("    def bind_kv_cache(") :].split("\n\n\n")[0]
+    gate = next(n for n in ast.walk(ast.parse(textwrap.dedent(override))) if isinstance(n, ast.If)).test
+    assert isinstance(gate, ast.BoolOp) and len(gate.values) == 3  # the config bound once, then the two guards
+    drafts = lambda n: types.SimpleNamespace(speculative_config=types.SimpleNamespace(num_speculative_tokens=n))  # noqa: E731
+    for current, holds in (
+        (None, False),
+        (types.SimpleNamespace(speculative_config=None), False),  # served without speculative decoding
+        (drafts(3), True),
+        (drafts(5), False),
+    ):
+        accessor = {"get_current_vllm_config_or_none": lambda current=current: current}
+        assert eval(compile(ast.Expression(gate), "gate", "eval"), accessor) is holds, current
+    assert override.count("if current_platform.is_rocm() and self.enable_fused_gdn_spec_decode:") == 1
+    assert override.count("ssm_state = ") == 1

@@ -181,6 +181,21 @@ def _imports_as_aliased(modules: RepoModules, spec: MigrationSpec, module: str) 
     return spec.replaced(gate_imports=tuple(kept))
 
 
+def _reads_through(guard: guards.Atom, atom: guards.Atom) -> bool:
+    """Whether `atom` reads an attribute or item of what `guard` checks is there (`x is not None`, or `x`)."""
+    test = guard.expression
+    if isinstance(test, ast.Compare) and [type(o) for o in test.ops] == [ast.IsNot]:
+        if not (isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            return False
+        test = test.left
+    elif not isinstance(test, ast.Attribute | ast.Name):
+        return False
+    checked = ast.dump(test)
+    return any(
+        isinstance(n, ast.Attribute | ast.Subscript) and ast.dump(n.value) == checked for n in ast.walk(atom.expression)
+    )
+
+
 def _renamed(spec: MigrationSpec, old: str, new: str) -> MigrationSpec:
     code, gate = spec.registration.code, spec.registration.gate
     return spec.replaced(registration=renamed_in(code, old, new), gate=gate and renamed_in(gate, old, new))
@@ -250,7 +265,16 @@ def gate_for_site(
     carried = [a for a in carried if id(a) not in in_registration]
     last = max((i for i, a in enumerate(searched) if a in carried), default=0)
     guarding = [a for a in searched[:last] if a.expressible and a.canonical not in dropped]
-    carried = [a for a in legacy if a in carried or a in guarding]
+    # A carried guard that reads through what a dropped one checked (`x.y` after `x is not None`) ran only once that
+    # one held: it comes along, before it, whatever made the spec drop it.
+    through = [
+        d
+        for i, d in enumerate(legacy)
+        if d.canonical in dropped
+        and d.expressible
+        and any(_reads_through(d, a) for a in legacy[i + 1 :] if a in carried)
+    ]
+    carried = [a for a in legacy if a in carried or a in guarding or a in through]
     if problems := layer_filter_problems(planner, modules, frame, [a for a in carried if a.at_layer]):
         raise SpecError(f"{spec.family}: " + "\n".join(problems))
     removed = frozenset(filter(None, (spec.legacy.module, spec.legacy.orchestrator_module)))
@@ -279,8 +303,8 @@ def gate_for_site(
             if spec.registration.gate.strip()
             else []
         ),
-        *(ast.parse(text, mode="eval").body for text, _ in outer),
-    ]
+        *(part for text, _ in outer for part in guards.conjuncts(ast.parse(text, mode="eval").body)),
+    ]  # each rendered guard's conjuncts: one that binds the config (`(vllm_config := ...) is not None`) is written once
     joined = lambda parts: " and ".join(dict.fromkeys(parts))  # noqa: E731
     before = _anchor_line(home, init, spec.registration.insert_after)
 

@@ -366,12 +366,11 @@ class _Insert(Command):
             return body
         for first, second in ((index - 1, index), (index, index + 1)):
             if first >= 0 and second < len(body) and _same_gate(body[first], body[second]):
-                earlier, later = body[first], body[second]
-                added = later.body.body
-                if later is self.block:
-                    added = _not_bound_in(added, earlier.body.body)
-                joined = earlier.with_changes(body=earlier.body.with_changes(body=[*earlier.body.body, *added]))
-                return [*body[:first], joined, *body[second + 1 :]]
+                return [
+                    *body[:first],
+                    _one_if(body[first], body[second], body[second] is self.block),
+                    *body[second + 1 :],
+                ]
         return body
 
     def _block(self, before_return: bool = False) -> list[cst.BaseStatement]:
@@ -520,6 +519,20 @@ def _same_gate(first: cst.BaseStatement, second: cst.BaseStatement) -> bool:
     return all(
         isinstance(s, cst.If) and s.orelse is None and isinstance(s.body, cst.IndentedBlock) for s in (first, second)
     ) and first.test.deep_equals(second.test)
+
+
+def _one_if(earlier: cst.If, later: cst.If, bound_once: bool) -> cst.If:
+    """Two `if`s on the same test as one: the later's body after the earlier's, an `if` that opens it joined with
+    one that ends the earlier's the same way (a gate the site adds around the registration's own `if`); with
+    `bound_once`, the later's `x = ...` that the earlier already binds as it is left out."""
+    above, added = earlier.body.body, later.body.body
+    if bound_once:
+        added = _not_bound_in(added, above)
+    if above and added and _same_gate(above[-1], added[0]):
+        body = [*above[:-1], _one_if(above[-1], added[0], bound_once), *added[1:]]
+    else:
+        body = [*above, *added]
+    return earlier.with_changes(body=earlier.body.with_changes(body=body))
 
 
 def _not_bound_in(statements: Sequence[cst.BaseStatement], above: Sequence[cst.BaseStatement]):
