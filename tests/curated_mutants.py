@@ -919,6 +919,13 @@ MUTANTS = (
         ("tests/test_lift_together.py", "-k", "reads_through"),
     ),
     Mutant(
+        "lift: a statement only a dropped tuple value read stays in the launcher",
+        "codemods/lift/dispatcher.py",
+        "        again = unread_after(launcher, launches, copied, found)\n",
+        "        again = removed\n",
+        ("tests/test_triton_lifts.py", "-k", "dropped_tuple_value"),
+    ),
+    Mutant(
         "lift: a tensor's view is no longer modelled",
         "codemods/lift/evaluator.py",
         '    "view": _view,\n',

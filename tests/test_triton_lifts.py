@@ -638,6 +638,26 @@ def test_a_kernel_parameter_the_launch_leaves_to_its_default_keeps_it(tmp_path):
     assert report.mismatches == []
 
 
+def test_a_launch_size_only_a_dropped_tuple_value_read_goes_as_it_does_inside_the_tuple(tmp_path):
+    """A fork writes the block sizes on two lines: `BV` fed only `NV`, which the launcher stops reading once the
+    launch is the dispatcher's (`NK, NV = ...` keeps `NK`); `BV = ...` goes as the release's `BK, BV = ...` loses
+    `BV`, and the dispatcher still computes both."""
+    original, repo = _migrated_fork(
+        tmp_path,
+        "fla-sigmoid-gating",
+        SIGMOID,
+        "    BK, BV = triton.next_power_of_2(K), min(triton.next_power_of_2(V), 32)\n",
+        "    BK = triton.next_power_of_2(K)\n    BV = min(triton.next_power_of_2(V), 32)\n",
+    )
+    text = (repo / SIGMOID).read_text()
+    dispatcher = text[text.index("def fused_sigmoid_gating_delta_rule_update_dispatch(") :]
+    launcher = dispatcher[dispatcher.index("def fused_sigmoid_gating_delta_rule_update(") :]
+    assert "    BK = triton.next_power_of_2(K)\n    NK = triton.cdiv(K, BK)\n" in launcher and "BV" not in launcher
+    assert "BV=BV" in dispatcher[: dispatcher.index("def fused_sigmoid_gating_delta_rule_update(")]
+    report = key_equivalence("fla-sigmoid-gating", "full", legacy_tree=original, migrated_tree=repo)
+    assert report.configs > 0 and report.mismatches == []
+
+
 def test_a_loop_bound_the_step_computes_is_written_where_the_helper_can_read_it(tmp_path):
     """vLLM's helper evaluates a domain with the provider's parameters only: a step local in a range bound is
     written out in the domain."""

@@ -126,15 +126,34 @@ def effect_free(value: ast.expr) -> bool:
     )
 
 
-def unread_after(launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt]) -> list[ast.stmt]:
-    """The copied statements the launcher no longer reads once dispatchers make its `launches`."""
+def unread_statements(
+    launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt]
+) -> tuple[list[ast.stmt], list[tuple[int, str, bool]]]:
+    """The copied statements the launcher no longer reads once dispatchers make its `launches` (`unread_after`),
+    and the names of the `a, b = x, y` it keeps that it no longer reads (`unread_names`), each found again from the
+    other until neither changes: `BV = ...` goes once `NK, NV = cdiv(K, BK), cdiv(V, BV)` drops `NV`."""
+    removed, unread = unread_after(launcher, launches, copied, []), []
+    while True:
+        found = unread_names(launcher, launches, copied, removed)
+        again = unread_after(launcher, launches, copied, found)
+        if (again, found) == (removed, unread):
+            return removed, unread
+        removed, unread = again, found
+
+
+def unread_after(
+    launcher: ast.FunctionDef, launches: list[ast.stmt], copied: list[ast.stmt], unread: list[tuple[int, str, bool]]
+) -> list[ast.stmt]:
+    """The copied statements the launcher no longer reads once dispatchers make its `launches`; `unread`: the names
+    of kept `a, b = x, y` that go with their values (`unread_names`), whose values read nothing any more."""
+    dropped = {(line, name): gone for line, name, gone in unread}
     rest = set().union(*(loads(s) for s in launcher.body if s not in launches and s not in copied))
     staying, removed = list(copied), []
     changed = True
     while changed:
         changed = False
         for statement in list(staying):
-            others = rest.union(*(loads(s) for s in staying if s is not statement))
+            others = rest.union(*(_reads_kept(s, dropped) for s in staying if s is not statement))
             if not set(stores(statement)) & others:
                 staying.remove(statement)
                 removed.append(statement)

@@ -19,8 +19,7 @@ from .dispatcher import (
     launched,
     parameter_names,
     repo_function,
-    unread_after,
-    unread_names,
+    unread_statements,
 )
 from .evaluator import Scope, bind_call, parameter_defaults
 from .provider import Lift
@@ -101,14 +100,14 @@ def plan_lift(
             "dispatcher beside the launcher names the kernel at module level (import it there)",
         )
     dispatcher = emit.dispatcher(dispatcher_name, provider_name, spelled, launcher_def, inputs, source, tensors)
-    removed = unread_after(launcher_def, launches, copied)
+    removed, unread = unread_statements(launcher_def, launches, copied)
     return LiftPlan(
         provider,
         dispatcher,
         emit.returned(source_segment(source, launch.value.func.slice), launch_kwargs),
         tuple(s.lineno for s in kept),
         tuple(s.lineno for s in removed),
-        tuple(unread_names(launcher_def, launches, copied, removed)),
+        tuple(unread),
         launch.lineno,
         launcher_def.lineno,
         f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})",
