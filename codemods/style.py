@@ -254,6 +254,15 @@ def restyle(style: Style, path: Path, before: str, after: str, original: Callabl
     return source
 
 
+def _finding_lines(found: Sequence[Diagnostic], lines: list[str]) -> Counter:
+    """How many lines of each text hold each kind of finding."""
+    return Counter((d.key, _text(lines, d.line)) for d in found)
+
+
+def _text(lines: list[str], number: int) -> str:
+    return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
 def check(
     style: Style, path: Path, before: str, after: str, original: Callable[[], Sequence[Diagnostic]]
 ) -> list[Finding]:
@@ -268,9 +277,19 @@ def check(
     changed = {line for start, end in ranges for line in range(start, end + 1)}
     found = style.lint(path, after)
     new = Counter(d.key for d in found) - Counter(d.key for d in original()) if found else Counter()
+    # A line the migration copied as it was (a comment a dispatcher takes along) brings its finding with it.
+    lines = after.splitlines()
+    was, now = (_finding_lines(original(), before.splitlines()), _finding_lines(found, lines)) if new else ({}, {})
+    copies = {line: count - was[line] for line, count in now.items() if count > was[line] > 0}
+    for (key, _), count in copies.items():
+        new[key] -= count
+    new = +new
     findings = []
     for key, count in new.items():
-        candidates = sorted((d for d in found if d.key == key), key=lambda d: (d.line not in changed, d.line))
+        candidates = sorted(
+            (d for d in found if d.key == key),
+            key=lambda d: ((d.key, _text(lines, d.line)) in copies, d.line not in changed, d.line),
+        )
         findings += [Finding(path, d.line, f"ruff {d.code} {d.message}") for d in candidates[:count]]
     formatted = style.format(path, after)
     if formatted != after:

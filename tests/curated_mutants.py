@@ -926,6 +926,13 @@ MUTANTS = (
         ("tests/test_triton_lifts.py", "-k", "dropped_tuple_value"),
     ),
     Mutant(
+        "style: a line the migration copied as it was counts as a new finding",
+        "codemods/style.py",
+        "        new[key] -= count\n",
+        "        new[key] -= 0\n",
+        ("tests/test_codemod_style.py", "-k", "copies_as_it_was"),
+    ),
+    Mutant(
         "lift: a tensor's view is no longer modelled",
         "codemods/lift/evaluator.py",
         '    "view": _view,\n',

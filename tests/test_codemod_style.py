@@ -263,6 +263,24 @@ def test_the_gate_reports_what_ruff_finds_new_where_the_migration_wrote_it(tmp_p
     assert {f.line for f in found} == {3} and all("ruff format" in f.what for f in found)
 
 
+def test_a_line_the_migration_copies_as_it_was_brings_its_finding_along_a_new_one_is_reported(tmp_path):
+    """A dispatcher takes the launcher's comment with the statement it copies: the comment's E501 is the
+    original's, copied; a long line the migration wrote itself is new."""
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    path = repo / "pkg" / "m.py"
+    comment = "    # " + "long words " * 8 + "the end\n"
+    before = "def f(x):\n" + comment + "    y = x + 1\n    return y\n"
+    copied = "def g(x):\n" + comment + "    y = x + 1\n    return y\n\n\n" + before
+    settings = style.repo_style(repo, ["pkg"])
+    original = functools.partial(settings.lint, path, before)
+    assert [d.code for d in original()] == ["E501"]
+    assert style.check(settings, path, before, copied, original) == []
+    written = copied.replace("    return y\n\n\n", "    return y  # " + "written " * 10 + "end\n\n\n", 1)
+    found = style.check(settings, path, before, written, original)
+    assert [(f.line, f.what.split(" ")[:2]) for f in found] == [(4, ["ruff", "E501"])]
+
+
 @pytest.mark.parametrize(
     "name, text, configured",
     [

@@ -398,20 +398,26 @@ def test_a_fork_that_imports_the_platform_under_another_name_registers_through_t
     assert again.exit_code == 0 and "0 changed" in again.output, again.output
 
 
+def _pair_migrated_in_a_fork(tmp_path, rel: str, old: str, new: str):
+    """A 0.33.0 fork (`old` -> `new` in `rel`) the built-in pair migrated (exit 0)."""
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, rel, old, new)
+    result = runner.invoke(app, ["migrate", *BUILT_IN, "--repo", str(repo), "--write"])
+    assert result.exit_code == 0, result.output
+    return repo
+
+
 def test_a_legacy_guard_that_reads_through_one_the_spec_drops_keeps_it_in_front(tmp_path):
     """A fork's step also asks `spec_config.num_speculative_tokens <= 4`. The spec drops `spec_config is not None`
     (the layer's switch implies a speculative config), but the new guard reads through it: the written gate checks
     it first, so a model served without speculative decoding never reads `None.num_speculative_tokens`. Both
     registrations stay in one `if` of their own inside that gate."""
-    repo = copy_033(tmp_path / "tree")
-    edit(
-        repo,
+    repo = _pair_migrated_in_a_fork(
+        tmp_path,
         QWEN_WARMUP,
         "        and spec_config is not None\n",
         "        and spec_config is not None\n        and spec_config.num_speculative_tokens <= 4\n",
     )
-    result = runner.invoke(app, ["migrate", *BUILT_IN, "--repo", str(repo), "--write"])
-    assert result.exit_code == 0, result.output
     layer = (repo / GDN_LAYER).read_text()
     override = layer[layer.index("    def bind_kv_cache(") :].split("\n\n\n")[0]
     gate = next(n for n in ast.walk(ast.parse(textwrap.dedent(override))) if isinstance(n, ast.If)).test
@@ -427,3 +433,17 @@ def test_a_legacy_guard_that_reads_through_one_the_spec_drops_keeps_it_in_front(
         assert eval(compile(ast.Expression(gate), "gate", "eval"), accessor) is holds, current
     assert override.count("if current_platform.is_rocm() and self.enable_fused_gdn_spec_decode:") == 1
     assert override.count("ssm_state = ") == 1
+
+
+def test_a_fork_that_computes_the_programs_apart_migrates_with_the_comment_each_dispatcher_takes(tmp_path):
+    """`heads, num_cus = ...` on two lines: each dispatcher computes `heads` under the launcher's comment, whose
+    lines the release already writes past 88 columns; copied as they were, they are no new finding."""
+    repo = _pair_migrated_in_a_fork(
+        tmp_path,
+        MTP,
+        "    heads, num_cus = num_requests * HV, num_compute_units(out.device.index)\n",
+        "    heads = num_requests * HV\n    num_cus = num_compute_units(out.device.index)\n",
+    )
+    text = (repo / MTP).read_text()
+    comment = "    # Tile V only while the GPU needs more programs"
+    assert text.count(comment) == 3 and text.count("    heads = num_requests * HV\n") == 3  # launcher, dispatchers
