@@ -272,6 +272,7 @@ def gate_for_site(
         for i, d in enumerate(legacy)
         if d.canonical in dropped
         and d.expressible
+        and not (d.per_layer or d.caught)
         and any(_reads_through(d, a) for a in legacy[i + 1 :] if a in carried)
     ]
     carried = [a for a in legacy if a in carried or a in guarding or a in through]
