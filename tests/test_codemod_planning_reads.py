@@ -8,9 +8,12 @@ import libcst as cst
 from tree_forks import write_tree
 
 from zerojit.codemods.planner import Planner
+from zerojit.codemods.planning.registrations import _imports_as_aliased
 from zerojit.codemods.planning.subclasses import direct_subclasses
+from zerojit.codemods.repo import RepoModules
 from zerojit.codemods.syntax import source_segment
 from zerojit.codemods.transforms.constructor import nodes, walks_kept
+from zerojit.migrate.triton_lifts.specs import MTP_UPDATE
 
 BASES = {
     "pkg/__init__.py": "",
@@ -134,3 +137,23 @@ def test_a_source_segment_is_what_the_standard_library_cuts_for_every_node():
                     source, node, padded=padded
                 )
     assert source_segment(SEGMENTS[0], ast.Module(body=[], type_ignores=[])) is None  # a node with no place
+
+
+def test_a_name_the_spec_imports_is_read_under_the_sites_alias_and_only_that_name_leaves_the_import_line(tmp_path):
+    repo = write_tree(
+        tmp_path / "repo",
+        {
+            "vllm/__init__.py": "",
+            "vllm/platforms/__init__.py": "current_platform = object()\nother = 1\n",
+            "vllm/aliased.py": "from vllm.platforms import current_platform as platform\n",
+            "vllm/plain.py": "from vllm.platforms import current_platform\n",
+        },
+    )
+    modules = RepoModules(repo, "vllm")
+    spec = MTP_UPDATE.replaced(gate_imports=("from vllm.platforms import current_platform, other",))
+    aliased = _imports_as_aliased(modules, spec, "vllm.aliased")
+    assert aliased.registration.gate_imports == ("from vllm.platforms import other",)
+    code = aliased.registration.code
+    assert "if platform.is_rocm() and" in code and "platform.num_compute_units(" in code
+    assert "current_platform" not in code
+    assert _imports_as_aliased(modules, spec, "vllm.plain") is spec  # imported by its own name: nothing to change

@@ -176,9 +176,7 @@ def _imports_as_aliased(modules: RepoModules, spec: MigrationSpec, module: str) 
             kept.append(
                 line if len(names) == len(statement.names) else ast.unparse(ast.ImportFrom(statement.module, names, 0))
             )
-    if len(kept) == len(spec.registration.gate_imports):
-        return spec
-    return spec.replaced(gate_imports=tuple(kept))
+    return spec if tuple(kept) == spec.registration.gate_imports else spec.replaced(gate_imports=tuple(kept))
 
 
 def _reads_through(guard: guards.Atom, atom: guards.Atom) -> bool:
