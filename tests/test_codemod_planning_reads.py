@@ -1,6 +1,6 @@
 """How planning reads a repo, on small trees: the subclass search's narrowed text, one parse per file shared by the
-planner and its repo model, the constructor walks kept while a registration is placed, and source segments cut
-from lines found once."""
+planner and its repo model, the constructor walks kept while a registration is placed, source segments cut from
+lines found once, and a spec's imported names read as the site's module aliases them."""
 
 import ast
 
