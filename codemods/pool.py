@@ -174,23 +174,19 @@ class Pool:
         with self._lock:
             self._planning = False
         self.offer(transforms)
-        results: dict[Path, TransformResult] = {}
         if self._executor is None:
-            for done, job in enumerate(transforms, 1):
-                results[job.file.path] = _with_references(job, transform(job), facts)
-                on_result(results[job.file.path])
-                on_progress(done, len(transforms))
-            checked = [check_unchanged(job, facts) for job in checks]
+            ended = ((job, transform(job)) for job in transforms)
+            checking = map(check_unchanged, checks, itertools.repeat(facts))
         else:
             futures = {self._started[job.file.path][1]: job for job in transforms}
             checking = self._executor.map(check_unchanged, checks, itertools.repeat(facts), chunksize=8)
-            for done, future in enumerate(as_completed(futures), 1):
-                job = futures[future]
-                results[job.file.path] = _with_references(job, future.result(), facts)
-                on_result(results[job.file.path])
-                on_progress(done, len(transforms))
-            checked = list(checking)
-        return [results[job.file.path] for job in transforms], checked
+            ended = ((futures[future], future.result()) for future in as_completed(futures))
+        results: dict[Path, TransformResult] = {}
+        for done, (job, result) in enumerate(ended, 1):
+            results[job.file.path] = _with_references(job, result, facts)
+            on_result(results[job.file.path])
+            on_progress(done, len(transforms))
+        return [results[job.file.path] for job in transforms], list(checking)
 
 
 def _with_references(job: TransformJob, result: TransformResult, facts: gate.Facts) -> TransformResult:
