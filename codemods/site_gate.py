@@ -390,7 +390,16 @@ def render_gate(
         binding, line = config_binding(modules, module, init, where)
         parts.insert(0, binding)
         lines += (line,)
-    return " and ".join(parts), lines
+    return conjunction(parts), lines
+
+
+def conjunction(parts: list[str]) -> str:
+    """Conditions joined by `and`, each once (empty ones left out), in parentheses where one binds looser than `and`
+    (`a or b`)."""
+    unique = list(dict.fromkeys(filter(None, parts)))
+    if len(unique) <= 1:
+        return "".join(unique)
+    return ast.unparse(ast.BoolOp(ast.And(), [ast.parse(part, mode="eval").body for part in unique]))
 
 
 def config_binding(modules: RepoModules, module: str, init: ast.FunctionDef, where: Place) -> tuple[str, str]:

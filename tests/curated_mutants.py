@@ -933,6 +933,13 @@ MUTANTS = (
         ("tests/test_codemod_style.py", "-k", "copies_as_it_was"),
     ),
     Mutant(
+        "gate: conditions are joined as text, an `or` among them unparenthesized",
+        "codemods/site_gate.py",
+        "    return conjunction(parts), lines\n",
+        '    return " and ".join(parts), lines\n',
+        ("tests/test_triton_lifts.py", "-k", "or_keeps_its_parentheses"),
+    ),
+    Mutant(
         "lift: a tensor's view is no longer modelled",
         "codemods/lift/evaluator.py",
         '    "view": _view,\n',

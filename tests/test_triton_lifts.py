@@ -14,6 +14,8 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -656,6 +658,32 @@ def test_a_launch_size_only_a_dropped_tuple_value_read_goes_as_it_does_inside_th
     assert "BV=BV" in dispatcher[: dispatcher.index("def fused_sigmoid_gating_delta_rule_update(")]
     report = key_equivalence("fla-sigmoid-gating", "full", legacy_tree=original, migrated_tree=repo)
     assert report.configs > 0 and report.mismatches == []
+
+
+def test_a_forks_guard_with_an_or_keeps_its_parentheses_beside_the_config_it_reads(tmp_path):
+    """A fork warms the decode kernel only without speculative decoding or with fewer than 8 drafts. The guard reads
+    the engine config the layer gets through the accessor; written after that binding, its `or` stays in
+    parentheses (else a layer with no speculative config would read `None.num_speculative_tokens`)."""
+    _, repo = _migrated_fork(
+        tmp_path,
+        "fla-sigmoid-gating",
+        QWEN_WARMUP,
+        "    if not runner.is_pooling_model:\n",
+        "    spec = runner.speculative_config\n"
+        "    if not runner.is_pooling_model and (spec is None or spec.num_speculative_tokens < 8):\n",
+    )
+    layer = (repo / GDN_LAYER).read_text()
+    override = textwrap.dedent(layer[layer.index("    def bind_kv_cache(") :].split("\n\n\n")[0])
+    gate = next(n for n in ast.walk(ast.parse(override)) if isinstance(n, ast.If)).test
+    drafts = lambda n: types.SimpleNamespace(speculative_config=types.SimpleNamespace(num_speculative_tokens=n))  # noqa: E731
+    for current, holds in (
+        (None, False),
+        (types.SimpleNamespace(speculative_config=None), True),
+        (drafts(3), True),
+        (drafts(9), False),
+    ):
+        accessor = {"get_current_vllm_config_or_none": lambda current=current: current}
+        assert eval(compile(ast.Expression(gate), "gate", "eval"), accessor) is holds, current
 
 
 def test_a_loop_bound_the_step_computes_is_written_where_the_helper_can_read_it(tmp_path):

@@ -304,11 +304,10 @@ def gate_for_site(
         ),
         *(part for text, _ in outer for part in guards.conjuncts(ast.parse(text, mode="eval").body)),
     ]  # each rendered guard's conjuncts: one that binds the config (`(vllm_config := ...) is not None`) is written once
-    joined = lambda parts: " and ".join(dict.fromkeys(parts))  # noqa: E731
     before = _anchor_line(home, init, spec.registration.insert_after)
 
     def simple(parts: list[str]) -> str:
-        return site_gate.simplified(modules, home.name, init, joined(parts), before) if parts else ""
+        return site_gate.simplified(modules, home.name, init, site_gate.conjunction(parts), before) if parts else ""
 
     found = SiteGate(
         spec.registration.gate.strip() if gate and not outer else simple([ast.unparse(part) for part in gate]),
@@ -323,7 +322,7 @@ def gate_for_site(
             str(where),
             tuple(legacy),
             tuple(registry),
-            " and ".join(filter(None, (found.gate, found.inner_gate))),
+            site_gate.conjunction([found.gate, found.inner_gate]),
             found.imports + found.inner_imports,
             tuple(differences),
             tuple(a for a in legacy if a.per_layer or a.at_layer),
