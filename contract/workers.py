@@ -55,6 +55,7 @@ Task = tuple[Callable[..., Any], tuple]  # a picklable function and its argument
 _SETUP_ENV = "ZEROJIT_FORKSERVER_SETUP"  # what the forkserver runs as it starts, read by this module's import
 _PARENT_ENV = "ZEROJIT_FORKSERVER_PARENT"  # the process the server dies with (set when its main thread started it)
 _prepared: Setup | None = None
+_PREPARING = threading.Lock()  # two threads' first pools start one server
 _server_dies_with_us = False  # the server was started by the main thread, so it dies with this process
 _NO_DEVICE = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}  # compile-only workers need no GPU
 QUANTUM = 0.25  # seconds a time-sliced compile runs before the ones that waited take their turn
@@ -65,9 +66,17 @@ START_METHODS = ("forkserver", "spawn")  # how `Workers` start: forks of one set
 
 def prepare(setup: Setup) -> None:
     """Start the forkserver now with `setup` run in it (once per process; a later, different setup is ignored)."""
-    global _prepared, _server_dies_with_us
-    if _prepared is not None:
-        return
+    global _prepared
+    with _PREPARING:
+        if _prepared is None:
+            _start_server(setup)
+            _prepared = setup
+            atexit.register(_stop_server)
+
+
+def _start_server(setup: Setup) -> None:
+    """Start the forkserver, handing it `setup` through its environment (it runs it as it imports this module)."""
+    global _server_dies_with_us
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     server_env = {_SETUP_ENV: base64.b64encode(pickle.dumps(setup)).decode(), **_NO_DEVICE}
@@ -84,8 +93,6 @@ def prepare(setup: Setup) -> None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    _prepared = setup
-    atexit.register(_stop_server)
 
 
 def _stop_server() -> None:
@@ -196,7 +203,8 @@ class Workers:
                 process = self._context.Process(
                     target=_serve, args=(self._setup, there, self.forked), daemon=True, name="zerojit-compile-worker"
                 )
-                process.start()
+                with _REAPING:
+                    process.start()
                 there.close()
             except BaseException as exc:  # noqa: BLE001 - map reports it for the tasks no worker took
                 self._start_error = exc
@@ -215,8 +223,7 @@ class Workers:
                             self.first_started = self.first_started or time.perf_counter()
                             self._arrived.put(_Worker(process, here))
                             continue
-                process.kill()
-                process.join()
+                _reap(process, kill=True)
                 here.close()
                 self._gave_up(1)
 
@@ -240,7 +247,7 @@ class Workers:
 
     def _lost(self, worker: _Worker, replace: int) -> str:
         """A worker ended: why, and another starts in its place while `replace` (a map's process count) wants it."""
-        worker.process.join()
+        _reap(worker.process)
         worker.connection.close()
         with self._lock:
             self.processes -= 1
@@ -253,7 +260,8 @@ class Workers:
         `processes`: how many workers may hold these tasks at once (default `running`; more are
         time-sliced to `running` at any instant, if the pool time-slices, else it holds `running`).
         """
-        self.grow(min(processes if processes and self.sliced else self.running, len(tasks)))
+        wanted = min(processes if processes and self.sliced else self.running, len(tasks))
+        self.grow(wanted)
         pending = collections.deque(enumerate(tasks))
         results: list[Any] = [None] * len(tasks)
         busy: dict[Any, tuple[_Worker, int]] = {}  # connection -> worker, task index
@@ -268,7 +276,7 @@ class Workers:
                         worker.connection.send(task)
                     except (OSError, EOFError):  # it ended while idle: the task waits for another
                         pending.appendleft((index, task))
-                        self._lost(worker, replace=self.processes + 1)
+                        self._lost(worker, replace=wanted)
                         continue
                     except Exception as exc:  # noqa: BLE001 - the task cannot be sent (pickling); the worker stays
                         results[index] = TaskFailed(f"{type(exc).__name__}: {exc}")
@@ -294,13 +302,12 @@ class Workers:
                         results[index] = connection.recv()
                         self._idle.append(worker)
                     except (EOFError, OSError):
-                        results[index] = WorkerLost(self._lost(worker, replace=self.processes + 1 if pending else 0))
+                        results[index] = WorkerLost(self._lost(worker, replace=wanted if pending else 0))
                 slices.turn()
         finally:
             slices.release()
             for worker, index in busy.values():  # cancelled or interrupted: what they compile is nobody's now
-                worker.process.kill()
-                worker.process.join()
+                _reap(worker.process, kill=True)
                 results[index] = WorkerLost("cancelled")
             for index, _ in pending:
                 results[index] = WorkerLost("cancelled")
@@ -325,10 +332,8 @@ class Workers:
             except OSError:
                 pass  # it ended already
         for worker in self._idle:
-            worker.process.join(timeout=10)
-            if worker.process.is_alive():
-                worker.process.kill()
-                worker.process.join()
+            if not _reap(worker.process, timeout=10):
+                _reap(worker.process, kill=True)
             worker.connection.close()
         self._idle = []
 
@@ -423,6 +428,21 @@ def _serve(setup: Setup, connection: Any, forked: bool) -> None:
 
 
 _READY = "ready"  # a worker's first word: set up, and armed to die with its parent
+_REAPING = threading.Lock()  # held while a worker starts or its exit code is read: see _reap
+
+
+def _reap(process: multiprocessing.process.BaseProcess, timeout: float | None = None, *, kill: bool = False) -> bool:
+    """Wait (up to `timeout`) for `process` to end, killed first with `kill`, and read its exit code; False if it
+    still runs. Its end is awaited outside the lock, its code read inside: `Process.start()` (in a starter
+    thread) reads the code of every child that ended, and of two threads reading one forkserver child's code,
+    the second finds the pipe drained and records 255 over the first's real code (-9 for a kill)."""
+    if kill:
+        process.kill()
+    if not multiprocessing.connection.wait([process.sentinel], timeout):
+        return False
+    with _REAPING:
+        process.join()
+    return True
 
 
 def _server_pid() -> int | None:

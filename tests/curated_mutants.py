@@ -192,6 +192,20 @@ MUTANTS = (
         ("tests/test_workers.py", "-k", "dies"),
     ),
     Mutant(
+        "workers: each replacement grows the pool by one more",
+        "contract/workers.py",
+        "results[index] = WorkerLost(self._lost(worker, replace=wanted if pending else 0))",
+        "results[index] = WorkerLost(self._lost(worker, replace=self.processes + 1 if pending else 0))",
+        ("tests/test_workers.py", "-k", "dies"),
+    ),
+    Mutant(
+        "workers: exit codes read while another thread starts a worker",
+        "contract/workers.py",
+        "    with _REAPING:\n        process.join()",
+        "    process.join()",
+        ("tests/test_workers.py", "-k", "two_threads"),
+    ),
+    Mutant(
         "workers: a task that raises ends its worker",
         "contract/workers.py",
         "        except BaseException as exc:  # noqa: BLE001 - the task's failure, not the worker's",

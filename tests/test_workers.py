@@ -12,13 +12,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from zerojit.contract.executor import start_workers
-from zerojit.contract.workers import TaskFailed, WorkerLost, Workers
+from zerojit.contract.workers import TaskFailed, WorkerLost, Workers, prepare
 
 CPU_SECONDS = 1.0
 NO_SETUP = (int, ())  # a setup that does nothing
@@ -74,8 +75,27 @@ def test_a_worker_that_dies_loses_only_its_task_and_another_takes_its_place():
     """Two workers, three of whose tasks kill their worker: every other task still runs (replacements start)."""
     with Workers(2, forked_setup()) as workers:
         results = workers.map([(die, ()), (int, ("3",)), (die, ()), (die, ()), (int, ("4",)), (int, ("5",))])
-    assert all(isinstance(results[i], WorkerLost) and "exit code -9" in str(results[i]) for i in (0, 2, 3))
+        assert workers.processes <= 2, "a replacement takes one lost worker's place, no more"
+    assert all(isinstance(results[i], WorkerLost) and "exit code -9" in str(results[i]) for i in (0, 2, 3)), results
     assert [results[i] for i in (1, 4, 5)] == [3, 4, 5]
+
+
+def test_pools_in_two_threads_losing_workers_report_each_ones_real_exit_code():
+    """Starting a worker reads the exit code of every ended child of this process: one pool's starts, racing
+    another's reads, once turned some -9s into 255s. Three rounds of two pools, 12 kills each."""
+    prepare(forked_setup())  # from this (main) thread, before the pools' threads ask for the server
+
+    def kills(results: list) -> None:
+        with Workers(2, forked_setup()) as workers:
+            results.extend(workers.map([(die, ())] * 12))
+
+    for _ in range(3):
+        here, there = [], []
+        other = threading.Thread(target=kills, args=(there,))
+        other.start()
+        kills(here)
+        other.join()
+        assert all("exit code -9" in str(lost) for lost in here + there), here + there
 
 
 def test_a_task_that_raises_fails_alone_and_its_worker_carries_on():
