@@ -295,8 +295,9 @@ def gate_atoms(modules: RepoModules, gates: tuple[Gate, ...], frame: Frame) -> l
     for gate in gates:
         condition = gate.test if gate.holds_when else negated(gate.test)
         spelled = {ast.dump(gate.test), ast.dump(condition)}
+        tested = frame if gate.assigned is None else dataclasses.replace(frame, assigned=gate.assigned)
         for part in conjuncts(condition):
-            form = canonical(modules, part, frame)
+            form = canonical(modules, part, tested)
             text = ast.unparse(form)
             reads_model = any(f"{WORKER}.{state}" in text for state in modules.engine.model_state)
             per_layer = SELF in text or (reads_model and search_call(modules, form) is not None)

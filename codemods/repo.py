@@ -44,6 +44,9 @@ def absolute_module(package: str, module: str | None, level: int) -> str:
 class Gate:
     test: ast.expr
     holds_when: bool  # False: the call sits in the `else` of `test`, or after `if test: return`
+    # The `name = value` statements run before the test (None: those of the call it gates). A local the function
+    # binds again after its test (`n = min(n, 8)`) reads here as it was when tested.
+    assigned: dict[str, ast.expr] | None = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,10 +85,11 @@ def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionD
                         if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)
                     }
                 )
-                visit(statement.body, function, gates + (Gate(statement.test, True),), dict(assigned))
-                visit(statement.orelse, function, gates + (Gate(statement.test, False),), dict(assigned))
+                tested = dict(assigned)
+                visit(statement.body, function, gates + (Gate(statement.test, True, tested),), dict(assigned))
+                visit(statement.orelse, function, gates + (Gate(statement.test, False, tested),), dict(assigned))
                 if exits(statement.body) and not statement.orelse:
-                    gates += (Gate(statement.test, False),)
+                    gates += (Gate(statement.test, False, tested),)
                 continue
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue  # not run by this function

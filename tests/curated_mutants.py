@@ -171,6 +171,13 @@ MUTANTS = (
         ("tests/test_registry_and_executor.py", "-k", "one_key_per_backend_variant"),
     ),
     Mutant(
+        "guards: a guard reads its locals as the call sees them, not as they were when tested",
+        "codemods/guards.py",
+        "        tested = frame if gate.assigned is None else dataclasses.replace(frame, assigned=gate.assigned)",
+        "        tested = frame",
+        ("tests/test_migration_gates.py", "-k", "binds_again"),
+    ),
+    Mutant(
         "workers: no time slicing (every process in flight compiles at once)",
         "contract/workers.py",
         "            elif position >= self.running and worker not in self.stopped:",

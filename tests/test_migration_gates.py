@@ -976,3 +976,26 @@ def test_a_carried_filter_brings_the_filters_it_ran_after(tmp_path):
     )
     gate = router_gate(repo, LL_BF16_ROUTER_GEMM.replaced(registration=code))
     assert gate[-3:] == ["self.input_size % 8 == 0", "self.output_size <= 1024", "self.input_size // 8 <= 512"]
+
+
+MAMBA_STEPS = "vllm/model_executor/warmup/mamba_triton_warmup.py"
+KIMI_STEPS = "vllm/model_executor/warmup/kimi_k3_triton_warmup.py"
+
+
+def test_a_guard_on_a_local_the_step_binds_again_below_it_reads_the_value_it_tested(tmp_path):
+    """`device = runner.device; if device.type != "cuda": return; ...; device = torch.device(...)`: the guard tested
+    the runner's device, whatever `device` names at the call. Kimi-K3's block count clamped below its guard
+    (`max_blocks = min(max_blocks, 8)`) is the provider's to refuse (the registration does not pass the clamp), not
+    a guard the site cannot read."""
+    repo = copy_033(tmp_path / "tree")
+    guard = "    if not _has_mamba_style_cache(runner):\n        return\n"
+    edit(repo, MAMBA_STEPS, guard, guard + "    device = torch.device(device.type, torch.cuda.current_device())\n")
+    output = " ".join(written(repo, "mamba-batch-memcpy").output.split())
+    assert "`device.type == 'cuda'` (`worker.model_runner.device.type == 'cuda'`)" in output
+    assert "current_device" not in output
+
+    repo = copy_033(tmp_path / "kimi")
+    guard = "    if max_blocks < 2:\n        return\n"
+    edit(repo, KIMI_STEPS, guard, guard + "    max_blocks = min(max_blocks, 8)\n")
+    message = refused(repo, "kimi-k3-attn-res")
+    assert "(the step's min(max_blocks, 8))" in message and "binds to something other than" not in message
