@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a lent H200 host (one `device` call): the built-in Triton lifts of vLLM 0.33.0 on Triton's real driver.
-# LIFTED: a tarball of a 0.33.0 tree migrated with the five lift families (--write), its top folder the tree;
+# LIFTED: a tarball of a 0.33.0 tree migrated with the lift families (--write), its top folder the tree;
 # BAKE: a Triton cache that `bench/lifted_launches.py bake` made on the CPU machine with the host's Triton wheel
 # and Python minor (every key holds the sha256 of libtriton.so, which differs per CPython minor: a venv of pyenv's
 # 3.12 with torch==2.11.0 triton==3.6.0 hypothesis tqdm einops and zerojit installed, run from outside the

@@ -36,6 +36,7 @@ RUNS = (  # (tree, families migrated in one run)
     ("0.33.0", ("mamba-batch-memcpy",)),
     ("0.33.0", ("fla-fused-post-conv",)),
     ("0.33.0", ("fla-sigmoid-gating",)),
+    ("0.33.0", ("mamba-causal-conv1d",)),
     ("0.33.0", ("kimi-k3-attn-res",)),
     ("0.33.0", ("kimi-k3-recurrent-kda",)),
     ("0.33.0", ("fla-gdn-mtp-update", "fla-gdn-mtp-rmsnorm")),

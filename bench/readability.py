@@ -29,6 +29,7 @@ FAMILIES = (
     "fla-layer-norm",
     "fla-fused-post-conv",
     "fla-sigmoid-gating",
+    "mamba-causal-conv1d",
     "mamba-batch-memcpy",
     "kimi-k3-attn-res",
     "kimi-k3-recurrent-kda",

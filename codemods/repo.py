@@ -18,7 +18,17 @@ from libcst.helpers import get_absolute_module_from_package
 
 from .engines import DEFAULT_ENGINE, Engine
 from .files import SourceFile, UnreadableSource, read_source, why_skipped
-from .syntax import Place, deeper_than, exits, function_import, module_level, parameters, statements, stores, where
+from .syntax import (
+    Place,
+    body_stores,
+    deeper_than,
+    exits,
+    function_import,
+    module_level,
+    parameters,
+    statements,
+    where,
+)
 
 
 def module_name(repo: Path, path: Path) -> tuple[str, str]:
@@ -326,7 +336,7 @@ class RepoModules:
     def _locals_of(self, function: ast.FunctionDef) -> set[str]:
         """The names a function binds itself (its parameters and the names it assigns), kept per function."""
         if id(function) not in self._locals:
-            self._locals[id(function)] = (function, set(parameters(function)) | set(stores(function)))
+            self._locals[id(function)] = (function, set(parameters(function)) | set(body_stores(function)))
         return self._locals[id(function)][1]
 
     def reaches(self, module: str, name: str | None, wanted: tuple[str, str], depth: int = 3) -> int:

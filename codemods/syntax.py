@@ -60,8 +60,26 @@ def parameters(function: ast.FunctionDef) -> list[str]:
 
 
 def stores(node: ast.AST) -> list[str]:
-    """The names `node` binds, in order (a name bound twice is listed twice)."""
-    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+    """The names `node` binds where it runs, in order (a name bound twice is listed twice). A function defined
+    there binds its name; what its body binds is its own (`body_stores`)."""
+    if isinstance(node, _DEFINITIONS):
+        return [node.name]
+    functions = (*_DEFINITIONS, ast.Lambda)
+    inner = {id(n) for f in ast.walk(node) if isinstance(f, functions) for n in ast.walk(f) if n is not f}
+    return [
+        n.name if isinstance(n, _DEFINITIONS) else n.id
+        for n in ast.walk(node)
+        if id(n) not in inner
+        and (isinstance(n, _DEFINITIONS) or isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    ]
+
+
+def body_stores(function: ast.FunctionDef) -> list[str]:
+    """The names a function's body binds: its locals, less its parameters."""
+    return [name for statement in function.body for name in stores(statement)]
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def self_stores(node: ast.AST) -> Iterator[tuple[str, ast.stmt]]:

@@ -178,6 +178,27 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "binds_again"),
     ),
     Mutant(
+        "lift: a launcher's own grid function is refused, not handed to the dispatcher",
+        "codemods/lift/plan.py",
+        '            return "None"',
+        "            raise value.error",
+        ("tests/test_triton_lifts.py", "-k", "grid_with_its_own"),
+    ),
+    Mutant(
+        "removals: a device synchronization keeps an otherwise empty legacy module",
+        "codemods/planning/removals.py",
+        'return func.attr == "synchronize" or',
+        "return",
+        ("tests/test_triton_lifts.py", "-k", "qwen_warmup_goes"),
+    ),
+    Mutant(
+        "syntax: a nested function's locals count as the enclosing function's",
+        "codemods/syntax.py",
+        "        if id(n) not in inner",
+        "        if True",
+        ("tests/test_codemod_planning_reads.py", "-k", "function_defined_inside"),
+    ),
+    Mutant(
         "workers: no time slicing (every process in flight compiles at once)",
         "contract/workers.py",
         "            elif position >= self.running and worker not in self.stopped:",

@@ -3,6 +3,7 @@ planner and its repo model, the constructor walks kept while a registration is p
 lines found once, and a spec's imported names read as the site's module aliases them."""
 
 import ast
+import symtable
 
 import libcst as cst
 from tree_forks import write_tree
@@ -11,7 +12,7 @@ from zerojit.codemods.planner import Planner
 from zerojit.codemods.planning.registrations import _imports_as_aliased
 from zerojit.codemods.planning.subclasses import direct_subclasses
 from zerojit.codemods.repo import RepoModules
-from zerojit.codemods.syntax import source_segment
+from zerojit.codemods.syntax import body_stores, source_segment, stores
 from zerojit.codemods.transforms.constructor import nodes, walks_kept
 from zerojit.migrate.triton_lifts.specs import MTP_UPDATE
 
@@ -157,3 +158,28 @@ def test_a_name_the_spec_imports_is_read_under_the_sites_alias_and_only_that_nam
     assert "if platform.is_rocm() and" in code and "platform.num_compute_units(" in code
     assert "current_platform" not in code
     assert _imports_as_aliased(modules, spec, "vllm.plain") is spec  # imported by its own name: nothing to change
+
+
+def test_a_function_defined_inside_another_binds_its_name_there_and_keeps_its_own_locals():
+    """What a statement binds where it runs, as Python's own scopes say (symtable): a nested `def` binds its name in
+    the enclosing function, the names its body and a lambda's bind are theirs."""
+    code = (
+        "def launch(x, metadata):\n"
+        "    if metadata is None:\n"
+        "        def num_program(META):\n"
+        "            tot = 0\n"
+        "            return tot\n"
+        "    else:\n"
+        "        num_program = metadata.num_program\n"
+        "    def grid(META):\n"
+        "        width = META['BLOCK']\n"
+        "        return (num_program(META), width)\n"
+        "    key = lambda kept: kept\n"
+        "    (n := 1)\n"
+        "    return grid, key, n\n"
+    )
+    function = ast.parse(code).body[0]
+    table = symtable.symtable(code, "launch.py", "exec").get_children()[0]
+    assigned = {s.get_name() for s in table.get_symbols() if s.is_assigned() and not s.is_parameter()}
+    assert set(body_stores(function)) == assigned == {"num_program", "grid", "key", "n"}
+    assert stores(function.body[1]) == ["grid"] and stores(function) == ["launch"]

@@ -18,6 +18,7 @@ RUNS = [  # built-in migrations, each run with those it must move with (one laun
     ("fla-layer-norm",),
     ("fla-fused-post-conv",),
     ("fla-sigmoid-gating",),
+    ("mamba-causal-conv1d",),
     ("mamba-batch-memcpy",),
     ("kimi-k3-attn-res",),
     ("kimi-k3-recurrent-kda",),

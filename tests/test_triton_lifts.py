@@ -38,6 +38,7 @@ from zerojit.migrate.triton_lifts.equivalence import (
     compile_only_triton,
 )
 from zerojit.migrate.triton_lifts.specs import BATCH_MEMCPY, FUSED_POST_CONV, QWEN_GDN_SEARCH
+from zerojit.migrate.triton_lifts.specs import CAUSAL_CONV1D as CAUSAL_CONV1D_SPEC
 from zerojit.migrate.triton_lifts.specs import SPECS as LIFT_SPECS
 
 pytestmark = pytest.mark.release_tree
@@ -47,6 +48,7 @@ QWEN_WARMUP = "vllm/model_executor/warmup/qwen_triton_warmup.py"
 POST_CONV = "vllm/third_party/flash_linear_attention/ops/fused_gdn_prefill_post_conv.py"
 SIGMOID = "vllm/third_party/flash_linear_attention/ops/fused_sigmoid_gating.py"
 MAMBA_UTILS = "vllm/v1/worker/mamba_utils.py"
+CAUSAL_CONV1D = "vllm/model_executor/layers/mamba/ops/causal_conv1d.py"
 ATTN_RES = "vllm/models/kimi_k3/nvidia/ops/attn_res.py"
 ATTN_RES_MODULE = "vllm.models.kimi_k3.nvidia.ops.attn_res"
 MAMBA_LAYERS = {
@@ -62,6 +64,7 @@ MAMBA_LAYERS = {
 LIFTS = {
     "fla-fused-post-conv": {POST_CONV, QWEN_WARMUP, GDN_LAYER},
     "fla-sigmoid-gating": {SIGMOID, QWEN_WARMUP, GDN_LAYER},
+    "mamba-causal-conv1d": {CAUSAL_CONV1D, QWEN_WARMUP, GDN_LAYER},
     # The standalone module warmed only this kernel: it goes, and so does its call in the orchestrator.
     "mamba-batch-memcpy": {MAMBA_UTILS, *MAMBA_LAYERS, "vllm/model_executor/warmup/kernel_warmup.py"},
     "kimi-k3-attn-res": {
@@ -108,10 +111,12 @@ def test_each_lift_alone_then_again_is_a_no_op(tmp_path, family):
 # attention residual of a 27-layer model in blocks of 12 has ceil(27 / 12) = 3 blocks: its profiles are 2 and 3
 # blocks read, a write of block 2, and all 3 read without the output norm, each a different constexpr set. The
 # recurrent KDA step with 8 heads tries 1, 48 // 8 + 1 = 7 and 96 // 8 + 1 = 13 sequences: 8, 56 and 104
-# head-sequences, one in each of the launcher's tile buckets (<= 48, <= 96, <= 192), so three variants.
+# head-sequences, one in each of the launcher's tile buckets (<= 48, <= 96, <= 192), so three variants. The causal
+# conv1d step launches one token of one sequence.
 LEGACY_VARIANTS = {
     "fla-fused-post-conv": 3,
     "fla-sigmoid-gating": 1,
+    "mamba-causal-conv1d": 1,
     "mamba-batch-memcpy": 1,
     "kimi-k3-attn-res": 4,
     "kimi-k3-recurrent-kda": 3,
@@ -132,14 +137,14 @@ def test_each_lift_warms_in_tritons_own_keys_what_the_legacy_step_did(lifted_033
     assert len(legacy) == LEGACY_VARIANTS[family] and adapter.migrated_keys(adapter.example) == legacy
 
 
-def _launch_keys(tree, config, call):
+def _launch_keys(tree, config, call, module=FUSED_POST_CONV.kernel.module):
     """Triton's keys for what `call(module)` launches, with the lifted kernel's module loaded from `tree`."""
 
     compile_only_triton()
 
     def run():
         with triton_backend.jit_keys_recorded() as recorded, MetaAllocations():
-            call(tree.sources.module(FUSED_POST_CONV.kernel.module))
+            call(tree.sources.module(module))
         return recorded
 
     return tree.within(config, run)
@@ -245,6 +250,69 @@ def test_the_launcher_launches_what_it_did_before_the_lift(lifted_033):
     before = _launch_keys(adapter.legacy, config, launches)
     after = _launch_keys(adapter.migrated, config, launches)
     assert len(before) == 8 and after == before
+
+
+def test_a_launcher_that_computes_its_grid_with_its_own_function_passes_it_to_the_dispatcher(lifted_033):
+    """`causal_conv1d_fn` launches with `grid`, a function of its own that fills the batch buffers from the
+    sequence lengths as Triton calls it: the launcher keeps it and hands it to the dispatcher, the provider (whose
+    warmup launches nothing) passes None. Batches of other lengths and counts than the step's one token launch
+    what they did before."""
+    text = (lifted_033 / CAUSAL_CONV1D).read_text()
+    launcher = text[text.index("def causal_conv1d_fn(") :]
+    assert "def grid(META):" in launcher and "        grid=grid,\n" in launcher
+    provider = text[text.index("def _causal_conv1d_fn_warmup_inputs(") : text.index("def causal_conv1d_fn_dispatch(")]
+    assert "        grid=None,\n" in provider
+    adapter = equivalence_adapter("mamba-causal-conv1d")
+    adapter = type(adapter)(legacy_tree=vllm_tree("0.33.0"), migrated_tree=lifted_033)
+    dim, width = 2 * 8 * 128 + 16 * 128, 4
+
+    def launches(module):
+        for lengths in ((1,), (5, 3), (64, 1, 17)):
+            for dtype in (torch.bfloat16, torch.float16):
+                starts = [0]
+                for length in lengths:
+                    starts.append(starts[-1] + length)
+                module.causal_conv1d_fn(
+                    torch.empty(starts[-1], dim, dtype=dtype, device="cuda").t(),  # channel-last (dim, tokens)
+                    torch.empty(dim, width, dtype=dtype, device="cuda"),
+                    None,
+                    torch.empty(8, dim, width - 1, dtype=dtype, device="cuda"),
+                    torch.tensor(starts, dtype=torch.int32, device="cuda"),
+                    cache_indices=torch.tensor(range(len(lengths)), dtype=torch.int32, device="cuda"),
+                    has_initial_state=torch.tensor([True] * len(lengths), dtype=torch.bool, device="cuda"),
+                )
+
+    config = GdnTritonConfig(tp_size=2)
+    before = _launch_keys(adapter.legacy, config, launches, CAUSAL_CONV1D_SPEC.kernel.module)
+    after = _launch_keys(adapter.migrated, config, launches, CAUSAL_CONV1D_SPEC.kernel.module)
+    assert len(before) == 6 and after == before
+
+
+def test_with_every_qwen_step_migrated_in_one_run_the_qwen_warmup_goes_with_its_call(tmp_path):
+    """Every `_warm_*` step `qwen_triton_warmup` calls (read off the release) has a built-in migration; run
+    together, what is left of the function is its guards, its config search, a log line and a device
+    synchronization: the module goes, and the orchestrator neither imports nor calls it."""
+    release = vllm_tree("0.33.0")
+    entry = next(
+        n
+        for n in ast.parse((release / QWEN_WARMUP).read_text()).body
+        if isinstance(n, ast.FunctionDef) and n.name == "qwen_triton_warmup"
+    )
+    steps = {
+        c.func.id for c in ast.walk(entry) if isinstance(c, ast.Call) and getattr(c.func, "id", "").startswith("_warm_")
+    }
+    qwen = [s for s in migration_specs().values() if s.legacy.function == "qwen_triton_warmup"]
+    assert {s.legacy.step for s in qwen} == steps and len(steps) == 5
+    repo = copy_033(tmp_path / "tree")
+    result = runner.invoke(app, ["migrate", *(s.family for s in qwen), "--repo", str(repo), "--write", "-j", "2"])
+    assert result.exit_code == 0, result.output
+    _, deleted, _ = changed_files(repo, release)
+    assert deleted == {QWEN_WARMUP}
+    orchestrator = (repo / "vllm/model_executor/warmup/kernel_warmup.py").read_text()
+    assert (
+        "qwen_triton_warmup" not in orchestrator
+        and "qwen_triton_warmup" in (release / "vllm/model_executor/warmup/kernel_warmup.py").read_text()
+    )
 
 
 def test_a_value_two_provider_inputs_share_is_named_plainly(lifted_033):

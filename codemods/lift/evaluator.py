@@ -225,6 +225,9 @@ class Scope:
                 return optional.test if is_not else Value(negated_code(optional.test.code))
             if any(isinstance(v, (Tensor, Device, Sequence)) for v in values):
                 return Value(repr(is_not), is_not)  # a tensor, device or sequence is never None
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and all(v is DEVICE for v in values):
+            same = isinstance(node.ops[0], ast.Eq)  # the provider's tensors all live on the one device it warms
+            return Value(repr(same), same)
         if all(
             isinstance(v, Value)
             and v.fixed
@@ -502,8 +505,11 @@ def _data_ptr(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: lis
 
 
 def _to(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: list[Any], keywords) -> Tensor | None:
-    if not set(keywords) <= {"dtype"} or not (args or keywords):
+    """`.to(dtype)` or `.to(device)`: torch keeps the strides (its default memory format preserves them)."""
+    if not set(keywords) <= {"dtype", "device"} or not (args or keywords):
         return None
+    if args and args[0] is DEVICE or not args and "dtype" not in keywords:
+        return tensor
     dtype = args[0] if args else scope.plain(keywords["dtype"])
     return Tensor(dtype, tensor.shape, tensor.strides)
 

@@ -7,7 +7,7 @@ import dataclasses
 import symtable
 
 from ..repo import RepoModules
-from ..syntax import module_names, parameters, source_segment, stores
+from ..syntax import body_stores, loads, module_names, parameters, source_segment
 from . import emit
 from .dispatcher import (
     check_copies,
@@ -277,9 +277,13 @@ def _launch_kwargs(
 
 
 def _input_code(modules: RepoModules, launcher_module: str, scope: Scope, launch: ast.Expr, name: str) -> str:
-    """What the provider passes for the dispatcher input `name`: the launch's value of it, as code."""
+    """What the provider passes for the dispatcher input `name`: the launch's value of it, as code. A grid the
+    launcher computes with a function of its own (`def grid(META)`, which may fill buffers as Triton calls it) is
+    None: the helper warms a kernel without launching it, so it never reads the grid."""
     value = scope.env.get(name)
     if isinstance(value, Unknown):
+        if name not in _argument_names(launch) and _a_function(scope, name):
+            return "None"
         raise value.error
     if value is None:
         raise LiftError(
@@ -288,6 +292,19 @@ def _input_code(modules: RepoModules, launcher_module: str, scope: Scope, launch
     if isinstance(value, Device):
         raise LiftError(modules.where(launcher_module, launch), f"the launch passes a device ({name})")
     return value.code() if isinstance(value, (Tensor, MaybeTensor)) else scope._as_value(launch, value).code
+
+
+def _argument_names(launch: ast.Expr) -> set[str]:
+    """The names the launch's arguments read (not its grid)."""
+    call = launch.value
+    return set().union(*map(loads, [*call.args, *(k.value for k in call.keywords)]))
+
+
+def _a_function(scope: Scope, name: str) -> bool:
+    """`name` is a function the launcher defines (at its top level or in a branch)."""
+    return any(
+        isinstance(n, ast.FunctionDef) and n.name == name for n in ast.walk(scope.function) if n is not scope.function
+    )
 
 
 def _called_name(func: ast.expr) -> str | None:
@@ -337,7 +354,7 @@ def check_step(modules: RepoModules, module: str, step: ast.FunctionDef, wanted:
 def _launcher_names(launcher_def: ast.FunctionDef, scope: Scope) -> dict[str, str]:
     """The locals the launcher computes (`head_sequences = H * N`, `heads, num_cus = ...`), by what each holds as the
     provider writes it: a value the provider reads twice takes the launcher's name for it."""
-    assigned = set(stores(launcher_def)) - set(parameters(launcher_def))
+    assigned = set(body_stores(launcher_def)) - set(parameters(launcher_def))
     return {
         value.code: name
         for name, value in scope.env.items()

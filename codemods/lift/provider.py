@@ -152,6 +152,9 @@ class Lift:
                 continue  # a docstring
             if isinstance(statement, (ast.Import, ast.ImportFrom, ast.Assert, ast.Pass, ast.Global)):
                 continue
+            if isinstance(statement, ast.FunctionDef):  # a closure (a grid function): only a call would run it
+                scope.env[statement.name] = Unknown(scope.refuse(statement, f"{statement.name} is a local function"))
+                continue
             if (
                 isinstance(statement, ast.Assign)
                 and len(statement.targets) == 1

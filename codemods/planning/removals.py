@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from .. import syntax
 from ..findings import Findings
+from ..lift.tables import PURE_BUILTINS
 from ..spec import MigrationSpec, SpecError
 from ..transforms.remove_legacy_call import RemoveLegacyCalls
 
@@ -53,15 +54,8 @@ def _plan_legacy(planner: Planner, findings: Findings, legacy_name: str, specs: 
         elif s.legacy.step and not planner.migrated(s):
             raise SpecError(f"{s.family}: legacy_step {s.legacy.step!r} not found in {legacy_name}")
     whole = any(not s.legacy.step for s in specs)
-    left = (
-        []
-        if whole
-        else [
-            s
-            for s in entry.body
-            if not _calls_one_of(s, steps) and not syntax.is_docstring(s) and not _idle(s, legacy.defs)
-        ]
-    )
+    helpers = {n.name: n for n in legacy.tree.body if isinstance(n, ast.FunctionDef)}
+    left = [] if whole else [s for s in entry.body if not syntax.is_docstring(s) and not _idle(s, helpers, steps)]
     if left:
         findings.add(legacy_name, RemoveLegacyCalls(frozenset(f"{legacy_name}.{step}" for step in steps)))
         findings.deleted_functions |= {f"{legacy_name}.{step}" for step in steps}
@@ -85,20 +79,31 @@ def _plan_orchestrator_step(planner: Planner, findings: Findings, spec: Migratio
         findings.deleted_functions.add(f"{orchestrator.name}.{step}")
 
 
-def _idle(statement: ast.stmt, legacy_defs: set[str]) -> bool:
-    """A statement that does nothing once the steps are gone: a local read from its arguments or the legacy
-    module's own helpers, a log line, an early return guarding what is no longer there."""
+def _idle(statement: ast.stmt, helpers: dict[str, ast.FunctionDef], steps: set[str]) -> bool:
+    """A statement that does nothing once the steps are gone: a call of one of them, a local read from its
+    arguments, builtins or the legacy module's own helpers, a log line, a device synchronization (nothing of the
+    module's is left to wait for) or a call of a helper that only does such things, an early return or an `if`
+    around what is no longer there."""
     if isinstance(statement, (ast.Pass, ast.Return)) and getattr(statement, "value", None) is None:
+        return True
+    if _calls_one_of(statement, steps):
         return True
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         func = statement.value.func
-        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "logger"
+        if isinstance(func, ast.Attribute):
+            return func.attr == "synchronize" or isinstance(func.value, ast.Name) and func.value.id == "logger"
+        helper = helpers.get(func.id) if isinstance(func, ast.Name) else None
+        rest = {name: node for name, node in helpers.items() if node is not helper}  # a helper calling itself
+        return helper is not None and all(_idle(inner, rest, steps) for inner in helper.body)
     if isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets):
         calls = [n for n in ast.walk(statement.value) if isinstance(n, ast.Call)]
-        return all(isinstance(c.func, ast.Name) and c.func.id in legacy_defs for c in calls)
+        return all(isinstance(c.func, ast.Name) and c.func.id in helpers.keys() | _READS for c in calls)
     if isinstance(statement, ast.If) and not statement.orelse:
-        return all(_idle(inner, legacy_defs) for inner in statement.body)
+        return all(_idle(inner, helpers, steps) for inner in statement.body)
     return False
+
+
+_READS = PURE_BUILTINS | {"getattr", "hasattr", "isinstance"}  # builtins a local may be read with
 
 
 def _calls_one_of(statement: ast.stmt, names: set[str]) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from ..syntax import parameters, stores
+from ..syntax import body_stores, parameters, stores
 from .base import code_of
 
 _BRANCHING = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
@@ -108,7 +108,7 @@ def locals_read(code: str, method: cst.FunctionDef) -> list[str]:
     """The names `code` reads that `method` binds (its parameters, locals and imports, not `self`), in the order
     read."""
     function = ast.parse(cst.Module(body=[method]).code).body[0]
-    bound = {*stores(function), *_imports(function), *parameters(function)} - {"self"}
+    bound = {*body_stores(function), *_imports(function), *parameters(function)} - {"self"}
     tree = ast.parse(code)
     own = {*stores(tree), *_imports(tree)}
     read = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]

@@ -463,6 +463,9 @@ class VllmPlatform:
     def is_xpu(self) -> bool:
         return False
 
+    def is_cpu(self) -> bool:
+        return False
+
     def get_device_capability(self, device_id: int = 0) -> DeviceCapability:
         return DeviceCapability(device_capability(self._arch()))
 

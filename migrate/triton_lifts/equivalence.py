@@ -34,7 +34,16 @@ from zerojit.migrate.fla_layer_norm.engine_kernel import triton_stub
 from zerojit.migrate.fla_layer_norm.equivalence import MODELS, SCHEDULERS, TP_SIZES, GdnConfig
 from zerojit.migrate.fla_layer_norm.legacy import GdnEngine
 
-from .specs import ATTN_RES, BATCH_MEMCPY, FUSED_POST_CONV, MTP_NORM, MTP_UPDATE, RECURRENT_KDA, SIGMOID_GATING
+from .specs import (
+    ATTN_RES,
+    BATCH_MEMCPY,
+    CAUSAL_CONV1D,
+    FUSED_POST_CONV,
+    MTP_NORM,
+    MTP_UPDATE,
+    RECURRENT_KDA,
+    SIGMOID_GATING,
+)
 
 ARCH = "sm90"  # the compile-only driver's target: part of every key, the same on both sides
 
@@ -60,6 +69,8 @@ class GdnTritonEngine(GdnEngine):
         layer = super().layer(config, vllm_config)
         dtype = torch_dtype(config.dtype)
         layer.get_state_dtype = lambda: (dtype, dtype)  # what the layer's KV cache is allocated with
+        shape = config.shape  # the constructor's conv_dim: q and k of every key head, then v, before the TP split
+        layer.conv_dim = 2 * shape.num_k_heads * shape.head_k_dim + shape.num_v_heads * shape.head_v_dim
         return layer
 
     def worker(self, config: Any, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
@@ -90,13 +101,15 @@ def _paged(cache: list[torch.Tensor]) -> list[torch.Tensor]:
 
 class MetaAllocations(TorchFunctionMode):
     """Tensors engine code allocates on the GPU are allocated on the meta device instead: shapes, dtypes and
-    strides only, which is all Triton's key reads of a tensor (a meta tensor's address is 0, so aligned)."""
+    strides only, which is all Triton's key reads of a tensor (a meta tensor's address is 0, so aligned). A
+    tensor made from data (`torch.tensor([0, 1])`, a batch's start offsets) stays on the CPU with its values,
+    which engine code may read on the host (a launcher's grid from the sequence lengths)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         device = kwargs.get("device")
         if device is not None and torch.device(device).type == "cuda":
-            kwargs["device"] = "meta"
+            kwargs["device"] = "cpu" if func is torch.tensor else "meta"
         return func(*args, **kwargs)
 
 
@@ -192,6 +205,19 @@ class SigmoidGatingEquivalence(GdnTritonEquivalence):
     engine = BoundGdnTritonEngine()
 
 
+class CausalConv1dEngine(BoundGdnTritonEngine):
+    """The bound GDN layers, and the attention backends' block ids the step and the launcher pass (constexprs of
+    the key), read from the tree."""
+
+    real_modules = (*BoundGdnTritonEngine.real_modules, "vllm.v1.attention.backends.utils")
+
+
+class CausalConv1dEquivalence(GdnTritonEquivalence):
+    family = CAUSAL_CONV1D.family
+    spec = CAUSAL_CONV1D
+    engine = CausalConv1dEngine()
+
+
 @dataclasses.dataclass(frozen=True)
 class MtpConfig(GdnTritonConfig):
     """A Qwen GDN server with MTP speculative decoding: the tokens it drafts (0: none), on ROCm or not (the
@@ -242,7 +268,6 @@ class MtpEngine(BoundGdnTritonEngine):
             and config.activation in ("silu", "sigmoid")
             and config.dtype == "bf16"
         )
-        layer.conv_dim = 2 * shape.num_k_heads * shape.head_k_dim + shape.num_v_heads * shape.head_v_dim
         return layer
 
     def worker(self, config: MtpConfig, vllm_config: Any, registry: Any) -> types.SimpleNamespace:

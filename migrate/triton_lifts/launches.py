@@ -88,6 +88,36 @@ def _sigmoid_gating(module: Any, tree: Any, config: Any, rng: random.Random, cou
         yield "in range"
 
 
+def _causal_conv1d(module: Any, tree: Any, config: Any, rng: random.Random, count: int):
+    """A prefill batch of 1..8 sequences of 1..512 tokens each, channel-last as the GDN layer passes it, on the
+    layer's conv state (the cache layout the registration read, one slot a sequence). The legacy step warmed one
+    token: the output `torch.empty_like(x)` is then contiguous, its token stride 1; with more tokens it keeps
+    x's layout, a stride of the conv width that Triton keys apart. A batch of more than one token is "beyond"."""
+    layer = _first_layer(tree, config)
+    conv_meta = layer.kv_cache[0]
+    dim, width, dtype = conv_meta.shape[1], layer.conv_kernel_size, conv_meta.dtype
+    weight = torch.randn(dim, width, dtype=dtype, device="cuda")
+    for _ in range(count):
+        lengths = [rng.choice((1, rng.randint(1, 512))) for _ in range(rng.choice((1, rng.randint(1, 8))))]
+        starts = [0]
+        for length in lengths:
+            starts.append(starts[-1] + length)
+        states = _real(conv_meta, blocks=len(lengths) + 1)
+        module.causal_conv1d_fn(
+            torch.randn(starts[-1], dim, dtype=dtype, device="cuda").t(),
+            weight,
+            None,
+            states,
+            torch.tensor(starts, dtype=torch.int32, device="cuda"),
+            cache_indices=torch.tensor(
+                rng.sample(range(1, len(lengths) + 1), len(lengths)), dtype=torch.int32, device="cuda"
+            ),
+            has_initial_state=torch.tensor([rng.random() < 0.5 for _ in lengths], dtype=torch.bool, device="cuda"),
+            activation="silu",
+        )
+        yield "in range" if starts[-1] == 1 else "beyond"
+
+
 def _batch_memcpy(module: Any, tree: Any, config: Any, rng: random.Random, count: int):
     """Copies between two buffers, and within one where a copy's target starts below its source and overlaps it
     (the kernel's left-overlap case); each copy of a batch owns its slot, as the programs run concurrently. The
@@ -225,6 +255,7 @@ SERVING = {
         lifts.FusedPostConvEquivalence, [*_GDN_CONFIGS, lifts.GdnTritonConfig(tp_size=8)], _post_conv
     ),
     "fla-sigmoid-gating": Served(lifts.SigmoidGatingEquivalence, _GDN_CONFIGS, _sigmoid_gating),
+    "mamba-causal-conv1d": Served(lifts.CausalConv1dEquivalence, _GDN_CONFIGS, _causal_conv1d),
     "mamba-batch-memcpy": Served(lifts.BatchMemcpyEquivalence, [lifts.MambaConfig()], _batch_memcpy),
     "kimi-k3-attn-res": Served(
         lifts.AttnResEquivalence,

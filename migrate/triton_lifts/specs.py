@@ -10,6 +10,13 @@ from zerojit.codemods.spec import Kernel, Legacy, Lift, MigrationSpec, Registrat
 
 _QWEN_WARMUP = "vllm.model_executor.warmup.qwen_triton_warmup"
 _QWEN_GDN = "vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn"
+
+
+def _qwen_step(step: str) -> Legacy:
+    """A step of the standalone Qwen GDN warmup."""
+    return Legacy(module=_QWEN_WARMUP, function="qwen_triton_warmup", step=step, orchestrator_module=VLLM.orchestrator)
+
+
 _MODEL_TYPES = (
     "model_type not in _QWEN_MODEL_TYPES",
     "every model that builds a QwenGatedDeltaNetAttention layer launches this kernel, so each layer "
@@ -31,12 +38,7 @@ QWEN_GDN_SEARCH_AT_BIND = (
 
 FUSED_POST_CONV = MigrationSpec(
     family="fla-fused-post-conv",
-    legacy=Legacy(
-        module=_QWEN_WARMUP,
-        function="qwen_triton_warmup",
-        step="_warm_fused_post_conv_kernel",
-        orchestrator_module=VLLM.orchestrator,
-    ),
+    legacy=_qwen_step("_warm_fused_post_conv_kernel"),
     kernel=Kernel(
         module="vllm.third_party.flash_linear_attention.ops.fused_gdn_prefill_post_conv", name="_fused_post_conv_kernel"
     ),
@@ -106,12 +108,7 @@ BATCH_MEMCPY = MigrationSpec(
 # calls inside the capture window for registrations that depend on KV-cache strides), with the bound state's facts.
 SIGMOID_GATING = MigrationSpec(
     family="fla-sigmoid-gating",
-    legacy=Legacy(
-        module=_QWEN_WARMUP,
-        function="qwen_triton_warmup",
-        step="_warm_fused_sigmoid_gating_delta_rule_update_kernel",
-        orchestrator_module=VLLM.orchestrator,
-    ),
+    legacy=_qwen_step("_warm_fused_sigmoid_gating_delta_rule_update_kernel"),
     kernel=Kernel(
         module="vllm.third_party.flash_linear_attention.ops.fused_sigmoid_gating",
         name="fused_sigmoid_gating_delta_rule_update_kernel",
@@ -144,6 +141,34 @@ fused_sigmoid_gating_delta_rule_update_dispatch.register_warmup(
         import_style="module",
     ),
     lift=Lift(launcher="fused_sigmoid_gating_delta_rule_update"),
+)
+
+# The GDN layer's causal conv1d prefill (`causal_conv1d_fn`, which every Mamba-style layer calls; the legacy step
+# warmed it only for Qwen GDN layers). Its compile key reads the conv state's strides, which the KV-cache allocator
+# decides: the layer registers in bind_kv_cache with the bound state as the kernel sees it (token-major unless
+# the engine lays conv states dim-first). The launcher computes its grid with a function of its own that fills
+# the per-program batch buffers as Triton calls it: the dispatcher takes that grid from the launcher.
+CAUSAL_CONV1D = MigrationSpec(
+    family="mamba-causal-conv1d",
+    legacy=_qwen_step("_warm_causal_conv1d_fwd_kernel"),
+    kernel=Kernel(module="vllm.model_executor.layers.mamba.ops.causal_conv1d", name="_causal_conv1d_fwd_kernel"),
+    registration=Registration(
+        module=_QWEN_GDN,
+        classes="QwenGatedDeltaNetAttention",
+        method="bind_kv_cache",
+        code="""conv_state = self.kv_cache[0]
+if not is_conv_state_dim_first():
+    conv_state = conv_state.transpose(-1, -2)
+causal_conv1d_fn_dispatch.register_warmup(
+    conv_dim=self.conv_dim // self.tp_size,
+    conv_dtype=conv_state.dtype,
+    conv_kernel_size=self.conv_kernel_size,
+    conv_state=conv_state,
+)""",
+        intended_differences=[_MODEL_TYPES, *QWEN_GDN_SEARCH_AT_BIND],
+        import_style="module",
+    ),
+    lift=Lift(launcher="causal_conv1d_fn"),
 )
 
 # Kimi-K3's attention residual: the model (KimiLinearModel) launches it from every decoder layer when its
@@ -257,12 +282,7 @@ _MTP_DIFFERENCES = [
 def _mtp(family: str, kernel: str, dispatcher: str, keywords: str) -> MigrationSpec:
     return MigrationSpec(
         family=family,
-        legacy=Legacy(
-            module=_QWEN_WARMUP,
-            function="qwen_triton_warmup",
-            step="_warm_fused_gdn_decode_post_conv_mtp_kernel",
-            orchestrator_module=VLLM.orchestrator,
-        ),
+        legacy=_qwen_step("_warm_fused_gdn_decode_post_conv_mtp_kernel"),
         kernel=Kernel(module=_MTP_MODULE, name=kernel),
         registration=Registration(
             module=_QWEN_GDN,
@@ -311,11 +331,21 @@ MTP_NORM = _mtp(
         norm_activation=self.norm.activation,""",
 )
 
-SPECS = (FUSED_POST_CONV, BATCH_MEMCPY, SIGMOID_GATING, ATTN_RES, RECURRENT_KDA, MTP_UPDATE, MTP_NORM)
+SPECS = (
+    FUSED_POST_CONV,
+    BATCH_MEMCPY,
+    SIGMOID_GATING,
+    CAUSAL_CONV1D,
+    ATTN_RES,
+    RECURRENT_KDA,
+    MTP_UPDATE,
+    MTP_NORM,
+)
 EQUIVALENCES = {
     FUSED_POST_CONV.family: "zerojit.migrate.triton_lifts.equivalence:FusedPostConvEquivalence",
     BATCH_MEMCPY.family: "zerojit.migrate.triton_lifts.equivalence:BatchMemcpyEquivalence",
     SIGMOID_GATING.family: "zerojit.migrate.triton_lifts.equivalence:SigmoidGatingEquivalence",
+    CAUSAL_CONV1D.family: "zerojit.migrate.triton_lifts.equivalence:CausalConv1dEquivalence",
     ATTN_RES.family: "zerojit.migrate.triton_lifts.equivalence:AttnResEquivalence",
     RECURRENT_KDA.family: "zerojit.migrate.triton_lifts.equivalence:RecurrentKdaEquivalence",
     MTP_UPDATE.family: "zerojit.migrate.triton_lifts.equivalence:MtpUpdateEquivalence",
