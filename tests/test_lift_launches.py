@@ -35,10 +35,9 @@ def test_in_range_launches_of_every_lifted_kernel_ask_only_for_warmed_keys(lifte
     lines = list(launch_coverage(lifted, launches=40, seed=1))
     assert [line["family"] for line in lines] == [f for f, served in SERVING.items() for _ in served.configs]
     for line in lines:
-        # Beyond the legacy step's key classes: a Kimi-K3 forward's attn_res calls, a causal conv1d prefill of more
-        # than the step's one token (its output's token stride is then x's, not 1), and at Qwen3-Next TP8 (32 V
+        # Beyond the legacy step's key classes: a Kimi-K3 forward's attn_res calls, and at Qwen3-Next TP8 (32 V
         # heads, 4 a rank: 8-byte rows of `a` and `b`) a mixed batch's prefill slices after an odd decode count.
-        beyond = line["family"] in ("kimi-k3-attn-res", "mamba-causal-conv1d") or (
+        beyond = line["family"] == "kimi-k3-attn-res" or (
             line["family"] == "fla-fused-post-conv" and "qwen3-next" in line["config"] and "tp_size=8" in line["config"]
         )
         ranges = {"in range", "beyond"} if beyond else {"in range"}

@@ -70,6 +70,25 @@ def test_chunks_of_a_multiple_have_torchs_strides_and_offsets(r, b, parts):
     assert [_numbers(t, sizes) for t in chunks] == [_torch(t) for t in x.chunk(parts, dim=-1)]
 
 
+@settings(max_examples=60, deadline=None)
+@given(r=st.integers(2, 4), a=st.integers(1, 6), b=st.integers(2, 6))
+def test_an_empty_like_has_the_strides_torch_gives_on_the_cpu_as_on_the_gpu(r, a, b):
+    """A transposed tensor keeps its strides (also where a dimension has one element, which a meta tensor's
+    `empty_like` lays out compact instead), a split part gets compact ones: checked against CPU tensors. (A size
+    known only by name is taken as more than one: torch skips the strides of dimensions of one element.)"""
+    sizes = dict(r=r, a=a, b=b, c=1)
+    x, row = torch.empty(r, a + b, dtype=torch.float16), torch.empty(1, a + b, dtype=torch.float16)
+    scope = _scope(x=_packed("a + b"), row=Tensor(Value("torch.float16"), (Value("1", 1), Value("a + b"))))
+    for code, real in (
+        ("x.t()", x.t()),
+        ("row.t()", row.t()),
+        ("x.split([a, b], dim=-1)[1]", x.split([a, b], dim=-1)[1]),
+        ("x", x),
+    ):
+        made = scope.value(ast.parse(f"torch.empty_like({code})", mode="eval").body)
+        assert _numbers(made, sizes)[:2] == _torch(torch.empty_like(real))[:2], code
+
+
 def test_a_view_across_non_contiguous_dimensions_and_an_uncountable_split_are_refused():
     scope = _scope(x=_packed("a + b * c"))
     with pytest.raises(LiftError, match="cannot match"):  # (r, b*c) of a wider row: merging r with it is a copy
@@ -84,3 +103,17 @@ def test_as_strided_takes_the_shape_and_strides_given():
     scope = _scope(x=Tensor(Value("torch.bfloat16"), (Value("2 * 60", 120),)))
     written = scope.value(ast.parse("x.as_strided((2, r, b, a), (60, b * a, a, 1))", mode="eval").body)
     assert _numbers(written, sizes) == _torch(x.as_strided((2, 3, 5, 4), (60, 20, 4, 1)))
+
+
+def test_the_key_harness_makes_an_empty_like_of_a_gpu_tensor_as_the_gpu_does():
+    """MetaAllocations (the key checks' stand-in for CUDA memory) gives `empty_like` the strides a CPU or CUDA
+    tensor gets, where meta's own differs (a dimension of one element)."""
+    from zerojit.migrate.triton_lifts.equivalence import MetaAllocations
+
+    cases = [lambda d: torch.empty(1, 48, device=d).t(), lambda d: torch.empty(6, 48, device=d)[:, 8:20]]
+    cases += [lambda d: torch.empty(6, 48, device=d).t(), lambda d: torch.empty(2, 1, 3, device=d).transpose(0, 2)]
+    for make in cases:
+        with MetaAllocations():
+            made = torch.empty_like(make("cuda"))
+        assert made.is_meta and made.stride() == torch.empty_like(make("cpu")).stride()
+    assert torch.empty_like(cases[0]("meta")).stride() != torch.empty_like(cases[0]("cpu")).stride()

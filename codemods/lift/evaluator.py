@@ -12,7 +12,7 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .layout import parts, reshaped, transposed
+from .layout import like, parts, reshaped, transposed
 from .tables import (
     COMPARE,
     NEW_TENSORS,
@@ -354,10 +354,10 @@ class Scope:
 
     def _torch_tensor(self, node: ast.Call, name: str, keywords: dict[str, ast.expr]) -> Tensor:
         if name in TORCH_LIKE:
-            like = self.value(node.args[0])
-            if not isinstance(like, Tensor):
+            model = self.value(node.args[0])
+            if not isinstance(model, Tensor):
                 raise self.refuse(node, f"`torch.{name}` of something that is not a tensor")
-            return Tensor(self.plain(keywords["dtype"]) if "dtype" in keywords else like.dtype, like.shape)
+            return like(model, self.plain(keywords["dtype"]) if "dtype" in keywords else model.dtype)
         dtype = self._dtype(node, keywords)
         if name == "tensor":
             data = self.value(node.args[0]) if node.args else None

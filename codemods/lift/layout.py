@@ -5,6 +5,7 @@ torch on meta tensors."""
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 from collections import Counter
 from typing import Any
@@ -108,3 +109,27 @@ def transposed(tensor: Tensor, first: int, second: int) -> Tensor:
     shape[first], shape[second] = shape[second], shape[first]
     strides[first], strides[second] = strides[second], strides[first]
     return Tensor(tensor.dtype, tuple(shape), tuple(strides))
+
+
+def like(tensor: Tensor, dtype: Value) -> Tensor:
+    """`torch.empty_like(tensor)` (and the other `*_like`): torch keeps the strides of a tensor whose elements fill
+    its extent exactly (non-overlapping and dense, a transposed one too: `x.t()` of a `(1, n)` tensor keeps
+    `(1, n)`, which Triton keys apart from the `(1, 1)` a meta tensor's `empty_like` gives); another it lays out
+    compact, in row-major order as the lift's views are."""
+    if tensor.strides is None or not _dense(tensor.shape, tensor.strides):
+        return Tensor(dtype, tensor.shape)
+    return Tensor(dtype, tensor.shape, tensor.strides)
+
+
+def _dense(shape: tuple[Value, ...], strides: tuple[Value, ...]) -> bool:
+    """Some order of the dimensions of more than one element (c10 skips those) has the compact strides."""
+    dimensions = [i for i, size in enumerate(shape) if not (size.fixed and size.known < 2)]
+    for order in itertools.permutations(dimensions):  # innermost first
+        required = Value("1", 1)
+        for i in order:
+            if not _same_size(strides[i], required):
+                break
+            required = binary(ast.Mult(), shape[i], required)
+        else:
+            return True
+    return False
