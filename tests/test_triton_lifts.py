@@ -262,6 +262,8 @@ def test_a_launcher_that_computes_its_grid_with_its_own_function_passes_it_to_th
     assert "def grid(META):" in launcher and "        grid=grid,\n" in launcher
     provider = text[text.index("def _causal_conv1d_fn_warmup_inputs(") : text.index("def causal_conv1d_fn_dispatch(")]
     assert "        grid=None,\n" in provider
+    # The step's config annotates its conv state `torch.Tensor`: the launcher's `conv_states is not None` holds.
+    assert "conv_state.stride(0)," in provider and "is not None" not in provider
     adapter = equivalence_adapter("mamba-causal-conv1d")
     adapter = type(adapter)(legacy_tree=vllm_tree("0.33.0"), migrated_tree=lifted_033)
     dim, width = 2 * 8 * 128 + 16 * 128, 4

@@ -92,7 +92,10 @@ class Scope:
         if isinstance(holder, MaybeTensor):
             holder = holder.tensor
         if isinstance(holder, Facts):
-            return self.lift.parameter(f"{holder.name}.{node.attr}", node.attr)
+            found = self.lift.parameter(f"{holder.name}.{node.attr}", node.attr)
+            if node.attr in holder.tensors:
+                self.lift.tensors.add(found.code)
+            return found
         if isinstance(holder, Tensor):
             if node.attr == "dtype":
                 return holder.dtype
@@ -223,7 +226,10 @@ class Scope:
             optional = next((v for v in values if isinstance(v, MaybeTensor)), None)
             if optional is not None:  # present in the cases its test holds for
                 return optional.test if is_not else Value(negated_code(optional.test.code))
-            if any(isinstance(v, (Tensor, Device, Sequence)) for v in values):
+            if any(
+                isinstance(v, (Tensor, Device, Sequence)) or getattr(v, "code", None) in self.lift.tensors
+                for v in values
+            ):
                 return Value(repr(is_not), is_not)  # a tensor, device or sequence is never None
         if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and all(v is DEVICE for v in values):
             same = isinstance(node.ops[0], ast.Eq)  # the provider's tensors all live on the one device it warms

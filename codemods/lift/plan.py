@@ -199,7 +199,9 @@ def _run_to_launch(
     for argument in step_def.args.posonlyargs + step_def.args.args + step_def.args.kwonlyargs:
         annotation = ast.unparse(argument.annotation) if argument.annotation else ""
         step_scope.env[argument.arg] = (
-            DEVICE if argument.arg == "device" or "device" in annotation else Facts(argument.arg)
+            DEVICE
+            if argument.arg == "device" or "device" in annotation
+            else Facts(argument.arg, _tensor_fields(modules, step_module, argument.annotation))
         )
     wanted = modules.resolve(launcher_module, launcher)
 
@@ -304,6 +306,23 @@ def _a_function(scope: Scope, name: str) -> bool:
     """`name` is a function the launcher defines (at its top level or in a branch)."""
     return any(
         isinstance(n, ast.FunctionDef) and n.name == name for n in ast.walk(scope.function) if n is not scope.function
+    )
+
+
+def _tensor_fields(modules: RepoModules, module: str, annotation: ast.expr | None) -> frozenset[str]:
+    """The fields a step parameter's class (`config: _QwenGDNWarmupConfig`, a dataclass of the step's module)
+    annotates as `torch.Tensor`, so never None."""
+    spelled = annotation.value if isinstance(annotation, ast.Constant) else annotation
+    name = spelled if isinstance(spelled, str) else ast.unparse(spelled) if spelled is not None else ""
+    node = modules.definition(module, name) if name.isidentifier() else None  # the step's own module's class
+    if not isinstance(node, ast.ClassDef):
+        return frozenset()
+    return frozenset(
+        s.target.id
+        for s in node.body
+        if isinstance(s, ast.AnnAssign)
+        and isinstance(s.target, ast.Name)
+        and ast.unparse(s.annotation) == "torch.Tensor"
     )
 
 

@@ -41,6 +41,7 @@ class Lift:
         self.local_code: dict[str, str] = {}  # provider local -> the expression it is assigned
         self.guards: list[str] = []  # the case-independent `_when` conditions so far
         self.choices: dict[str, tuple] = {}  # a `WarmupChoices` local of literal values -> those values
+        self.tensors: set[str] = set()  # provider parameters the step's annotations say are tensors (never None)
         self.launcher_def: ast.FunctionDef | None = None
 
     # -- names -------------------------------------------------------------------------------------------

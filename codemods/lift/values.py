@@ -83,9 +83,11 @@ class MaybeTensor:
 
 @dataclasses.dataclass(frozen=True)
 class Facts:
-    """A step parameter read through its attributes (`config.h`): each attribute is a provider parameter."""
+    """A step parameter read through its attributes (`config.h`): each attribute is a provider parameter.
+    `tensors`: the attributes its class annotates as a tensor (never None)."""
 
     name: str
+    tensors: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
