@@ -29,6 +29,7 @@ import torch
 
 from zerojit.migrate.triton_lifts import equivalence as lifts
 from zerojit.migrate.triton_lifts.launches import launch_coverage, launched, serving_trees
+from zerojit.migrate.triton_lifts.meta_memory import MetaAllocations
 
 
 class Compiles:
@@ -48,7 +49,7 @@ def bake(root: Path, cache: Path) -> None:
     triton_backend.configure(lifts.ARCH, cache)
     for family, _, tree, config in serving_trees(root):
         started = time.perf_counter()
-        with lifts.MetaAllocations():
+        with MetaAllocations():
             tree.registered_keys(config)
         seconds = round(time.perf_counter() - started, 2)
         print(json.dumps({"bake": family, "config": repr(config), "seconds": seconds}), flush=True)
@@ -74,7 +75,7 @@ def serve(root: Path, cache: Path, warm: bool, launches: int, seed: int) -> None
         kernel = spec.kernel.name
         before = (compiles.compiled[kernel], compiles.loaded[kernel])
         if warm:
-            with lifts.MetaAllocations():
+            with MetaAllocations():
                 tree.registered_keys(config)
         at_warm = (compiles.compiled[kernel], compiles.loaded[kernel])
         seen = compiles.compiled[kernel]

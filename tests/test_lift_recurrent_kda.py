@@ -19,7 +19,8 @@ from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.engine_trees.warmup import TreeWarmup
 from zerojit.migrate.families import equivalence_adapter
-from zerojit.migrate.triton_lifts.equivalence import KimiConfig, MetaAllocations, compile_only_triton
+from zerojit.migrate.triton_lifts.equivalence import KimiConfig, compile_only_triton
+from zerojit.migrate.triton_lifts.meta_memory import MetaAllocations
 from zerojit.migrate.triton_lifts.specs import RECURRENT_KDA
 
 pytestmark = pytest.mark.release_tree

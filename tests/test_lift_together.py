@@ -38,9 +38,9 @@ from zerojit.migrate.families import equivalence_adapter, key_equivalence
 from zerojit.migrate.triton_lifts.equivalence import (
     GdnTritonConfig,
     GdnTritonEngine,
-    MetaAllocations,
     compile_only_triton,
 )
+from zerojit.migrate.triton_lifts.meta_memory import MetaAllocations
 from zerojit.migrate.triton_lifts.specs import QWEN_GDN_SEARCH_AT_BIND
 
 pytestmark = pytest.mark.release_tree

@@ -108,7 +108,7 @@ def test_as_strided_takes_the_shape_and_strides_given():
 def test_the_key_harness_makes_an_empty_like_of_a_gpu_tensor_as_the_gpu_does():
     """MetaAllocations (the key checks' stand-in for CUDA memory) gives `empty_like` the strides a CPU or CUDA
     tensor gets, where meta's own differs (a dimension of one element)."""
-    from zerojit.migrate.triton_lifts.equivalence import MetaAllocations
+    from zerojit.migrate.triton_lifts.meta_memory import MetaAllocations
 
     cases = [lambda d: torch.empty(1, 48, device=d).t(), lambda d: torch.empty(6, 48, device=d)[:, 8:20]]
     cases += [lambda d: torch.empty(6, 48, device=d).t(), lambda d: torch.empty(2, 1, 3, device=d).transpose(0, 2)]

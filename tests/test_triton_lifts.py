@@ -34,9 +34,9 @@ from zerojit.migrate.families import equivalence_adapter, key_equivalence, migra
 from zerojit.migrate.triton_lifts.equivalence import (
     FusedPostConvEquivalence,
     GdnTritonConfig,
-    MetaAllocations,
     compile_only_triton,
 )
+from zerojit.migrate.triton_lifts.meta_memory import MetaAllocations
 from zerojit.migrate.triton_lifts.specs import BATCH_MEMCPY, FUSED_POST_CONV, QWEN_GDN_SEARCH
 from zerojit.migrate.triton_lifts.specs import CAUSAL_CONV1D as CAUSAL_CONV1D_SPEC
 from zerojit.migrate.triton_lifts.specs import SPECS as LIFT_SPECS

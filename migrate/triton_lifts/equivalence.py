@@ -24,7 +24,6 @@ from typing import Any
 
 import torch
 from hypothesis import strategies as st
-from torch.overrides import TorchFunctionMode
 
 from zerojit.contract.limits import torch_dtype
 from zerojit.migrate.engine_trees.equivalence import TreeEquivalence
@@ -34,6 +33,7 @@ from zerojit.migrate.fla_layer_norm.engine_kernel import triton_stub
 from zerojit.migrate.fla_layer_norm.equivalence import MODELS, SCHEDULERS, TP_SIZES, GdnConfig
 from zerojit.migrate.fla_layer_norm.legacy import GdnEngine
 
+from .meta_memory import MetaAllocations
 from .specs import (
     ATTN_RES,
     BATCH_MEMCPY,
@@ -97,46 +97,6 @@ def _paged(cache: list[torch.Tensor]) -> list[torch.Tensor]:
     page = conv.numel() // conv.shape[0] + ssm.numel() // ssm.shape[0] + 7
     pages = torch.empty(conv.shape[0], page, dtype=conv.dtype, device="meta")
     return [pages.as_strided(tuple(state.shape), (page, *state.stride()[1:])) for state in (conv, ssm)]
-
-
-class MetaAllocations(TorchFunctionMode):
-    """Tensors engine code allocates on the GPU are allocated on the meta device instead: shapes, dtypes and
-    strides only, which is all Triton's key reads of a tensor (a meta tensor's address is 0, so aligned). A
-    tensor made from data (`torch.tensor([0, 1])`, a batch's start offsets) stays on the CPU with its values,
-    which engine code may read on the host (a launcher's grid from the sequence lengths). `torch.empty_like` of a
-    dense meta tensor keeps its strides as CUDA does (meta's own lays a dimension of size 1 out compact: `x.t()`
-    of a `(1, n)` tensor gives `(1, 1)` there, `(1, n)` on the GPU, and Triton keys the two apart)."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
-        device = kwargs.get("device")
-        if device is not None and torch.device(device).type == "cuda":
-            kwargs["device"] = "cpu" if func is torch.tensor else "meta"
-        if (
-            func in _LIKE
-            and _dense_meta(args[0])
-            and kwargs.get("memory_format", torch.preserve_format) is (torch.preserve_format)
-        ):
-            model = args[0]
-            return torch.empty_strided(
-                model.shape, model.stride(), dtype=kwargs.get("dtype") or model.dtype, device="meta"
-            )
-        return func(*args, **kwargs)
-
-
-_LIKE = {torch.empty_like, torch.zeros_like, torch.ones_like, torch.full_like, torch.rand_like, torch.randn_like}
-
-
-def _dense_meta(tensor: Any) -> bool:
-    """A meta tensor whose elements fill its extent exactly (c10's test: dimensions of one element skipped)."""
-    if not (isinstance(tensor, torch.Tensor) and tensor.is_meta):
-        return False
-    required = 1
-    for stride, size in sorted((tensor.stride(i), tensor.shape[i]) for i in range(tensor.dim()) if tensor.shape[i] > 1):
-        if stride != required:
-            return False
-        required *= size
-    return True
 
 
 @functools.cache

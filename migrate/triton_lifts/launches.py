@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import torch
 
 from . import equivalence as lifts
+from .meta_memory import MetaAllocations
 
 MAX_SPEC_REQUESTS = 256  # vLLM's default max_num_seqs
 
@@ -306,7 +307,7 @@ def launch_coverage(
     rng = random.Random(seed)
     for family, spec, tree, config in serving_trees(root, families):
         kernel = spec.kernel.name
-        with triton_backend.jit_keys_recorded() as recorded, lifts.MetaAllocations():
+        with triton_backend.jit_keys_recorded() as recorded, MetaAllocations():
             tree.registered_keys(config)
             warmed = {key for name, key in recorded if name == kernel}
             recorded.clear()
