@@ -38,3 +38,29 @@ def test_every_step_is_planned_once_and_the_lift_that_amends_specs_first():
     planned = [step for group in planning.GROUPS for step in group]
     assert sorted(planned, key=planning.STEPS.index) == list(planning.STEPS)
     assert planned[0] is planning.lifts.plan
+
+
+def test_an_entry_whose_steps_all_go_has_nothing_left_but_reads_logs_and_a_synchronizing_helper():
+    """What keeps a legacy module (and its orchestrator call) once its steps are migrated: a synchronization
+    helper (docstring and all), builtin reads, an `if` around a step and a log line do not; any other call does."""
+    import ast
+
+    from zerojit.codemods.planning.removals import _idle
+
+    module = ast.parse(
+        "def _sync(device):\n"
+        '    """Wait for the warmup launches."""\n'
+        "    if device.type == 'cuda':\n"
+        "        torch.accelerator.synchronize(device)\n"
+        "def entry(runner):\n"
+        "    kind = getattr(runner.config, 'model_type', '') or ''\n"
+        "    tokens = max(1, int(runner.max_num_tokens))\n"
+        "    logger.info('warming %s', kind)\n"
+        "    if not runner.is_pooling_model:\n"
+        "        _warm_decode(runner)\n"
+        "    _sync(runner.device)\n"
+        "    prepare(runner)\n"
+    )
+    helpers = {n.name: n for n in module.body}
+    verdicts = [_idle(s, helpers, {"_warm_decode"}) for s in helpers["entry"].body]
+    assert verdicts == [True, True, True, True, True, False]

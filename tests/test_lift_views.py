@@ -87,6 +87,8 @@ def test_an_empty_like_has_the_strides_torch_gives_on_the_cpu_as_on_the_gpu(r, a
     ):
         made = scope.value(ast.parse(f"torch.empty_like({code})", mode="eval").body)
         assert _numbers(made, sizes)[:2] == _torch(torch.empty_like(real))[:2], code
+    moved = [scope.value(ast.parse(f"x.t().to({to})", mode="eval").body) for to in ("x.device", "'cuda'")]
+    assert all(_numbers(t, sizes) == _torch(x.t()) for t in moved)  # a move to a device keeps the layout
 
 
 def test_a_view_across_non_contiguous_dimensions_and_an_uncountable_split_are_refused():

@@ -514,8 +514,13 @@ def _to(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: list[Any]
     """`.to(dtype)` or `.to(device)`: torch keeps the strides (its default memory format preserves them)."""
     if not set(keywords) <= {"dtype", "device"} or not (args or keywords):
         return None
-    if args and args[0] is DEVICE or not args and "dtype" not in keywords:
-        return tensor
+    if (
+        args
+        and (args[0] is DEVICE or isinstance(getattr(args[0], "known", None), str))
+        or not args
+        and "dtype" not in keywords
+    ):
+        return tensor  # a device, or one named by a string: the provider's tensors are metadata on no device
     dtype = args[0] if args else scope.plain(keywords["dtype"])
     return Tensor(dtype, tensor.shape, tensor.strides)
 

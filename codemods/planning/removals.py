@@ -94,7 +94,7 @@ def _idle(statement: ast.stmt, helpers: dict[str, ast.FunctionDef], steps: set[s
             return func.attr == "synchronize" or isinstance(func.value, ast.Name) and func.value.id == "logger"
         helper = helpers.get(func.id) if isinstance(func, ast.Name) else None
         rest = {name: node for name, node in helpers.items() if node is not helper}  # a helper calling itself
-        return helper is not None and all(_idle(inner, rest, steps) for inner in helper.body)
+        return helper is not None and all(syntax.is_docstring(s) or _idle(s, rest, steps) for s in helper.body)
     if isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets):
         calls = [n for n in ast.walk(statement.value) if isinstance(n, ast.Call)]
         return all(isinstance(c.func, ast.Name) and c.func.id in helpers.keys() | _READS for c in calls)
