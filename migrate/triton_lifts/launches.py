@@ -92,8 +92,8 @@ def _sigmoid_gating(module: Any, tree: Any, config: Any, rng: random.Random, cou
 def _causal_conv1d(module: Any, tree: Any, config: Any, rng: random.Random, count: int):
     """A prefill batch of 1..8 sequences of 1..512 tokens each, channel-last as the GDN layer passes it, on the
     layer's conv state (the cache layout the registration read, one slot a sequence). Every batch keeps the key
-    classes of the legacy step's one token: the output `torch.empty_like(x)` keeps x's token stride, the conv
-    width, whatever the token count."""
+    classes of the legacy step's one token: the output `torch.empty_like(x)` keeps x's token stride (the conv
+    dim), whatever the token count."""
     layer = _first_layer(tree, config)
     conv_meta = layer.kv_cache[0]
     dim, width, dtype = conv_meta.shape[1], layer.conv_kernel_size, conv_meta.dtype

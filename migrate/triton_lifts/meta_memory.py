@@ -24,8 +24,9 @@ class MetaAllocations(TorchFunctionMode):
             kwargs["device"] = "cpu" if func is torch.tensor else "meta"
         if (
             func in _LIKE
+            and args
             and _dense_meta(args[0])
-            and kwargs.get("memory_format", torch.preserve_format) is (torch.preserve_format)
+            and kwargs.get("memory_format", torch.preserve_format) == torch.preserve_format
         ):
             model = args[0]
             return torch.empty_strided(
