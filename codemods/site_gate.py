@@ -18,7 +18,7 @@ from .guards import CONFIG, SELF, Atom, Frame, canonical
 from .repo import RepoModules
 from .simplify import size
 from .spec import MigrationSpec, SpecError
-from .syntax import Place, enclosing_class, parameters
+from .syntax import Place, conjunction, enclosing_class, parameters
 
 
 @dataclasses.dataclass(frozen=True)
@@ -391,15 +391,6 @@ def render_gate(
         parts.insert(0, binding)
         lines += (line,)
     return conjunction(parts), lines
-
-
-def conjunction(parts: list[str]) -> str:
-    """Conditions joined by `and`, each once (empty ones left out), in parentheses where one binds looser than `and`
-    (`a or b`)."""
-    unique = list(dict.fromkeys(filter(None, parts)))
-    if len(unique) <= 1:
-        return "".join(unique)
-    return ast.unparse(ast.BoolOp(ast.And(), [ast.parse(part, mode="eval").body for part in unique]))
 
 
 def config_binding(modules: RepoModules, module: str, init: ast.FunctionDef, where: Place) -> tuple[str, str]:

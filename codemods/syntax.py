@@ -228,3 +228,12 @@ def is_docstring(statement: ast.stmt) -> bool:
         and isinstance(statement.value, ast.Constant)
         and isinstance(statement.value.value, str)
     )
+
+
+def conjunction(parts: list[str]) -> str:
+    """Conditions joined by `and`, each once (empty ones left out), in parentheses where one binds looser than `and`
+    (`a or b`)."""
+    unique = list(dict.fromkeys(filter(None, parts)))
+    if len(unique) <= 1:
+        return "".join(unique)
+    return ast.unparse(ast.BoolOp(ast.And(), [ast.parse(part, mode="eval").body for part in unique]))

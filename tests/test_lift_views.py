@@ -89,6 +89,8 @@ def test_an_empty_like_has_the_strides_torch_gives_on_the_cpu_as_on_the_gpu(r, a
         assert _numbers(made, sizes)[:2] == _torch(torch.empty_like(real))[:2], code
     moved = [scope.value(ast.parse(f"x.t().to({to})", mode="eval").body) for to in ("x.device", "'cuda'")]
     assert all(_numbers(t, sizes) == _torch(x.t()) for t in moved)  # a move to a device keeps the layout
+    cast = scope.value(ast.parse("x.t().to(x.device, torch.float32)", mode="eval").body)
+    assert cast.dtype.code == "torch.float32" and _numbers(cast, sizes) == _torch(x.t().to(torch.float32))
 
 
 def test_a_view_across_non_contiguous_dimensions_and_an_uncountable_split_are_refused():

@@ -9,6 +9,7 @@ the same specializations before and after (the dispatcher is the launch, not a c
 
 import ast
 import dataclasses
+import itertools
 import json
 import os
 import shutil
@@ -271,9 +272,7 @@ def test_a_launcher_that_computes_its_grid_with_its_own_function_passes_it_to_th
     def launches(module):
         for lengths in ((1,), (5, 3), (64, 1, 17)):
             for dtype in (torch.bfloat16, torch.float16):
-                starts = [0]
-                for length in lengths:
-                    starts.append(starts[-1] + length)
+                starts = [0, *itertools.accumulate(lengths)]
                 module.causal_conv1d_fn(
                     torch.empty(starts[-1], dim, dtype=dtype, device="cuda").t(),  # channel-last (dim, tokens)
                     torch.empty(dim, width, dtype=dtype, device="cuda"),

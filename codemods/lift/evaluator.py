@@ -511,18 +511,14 @@ def _data_ptr(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: lis
 
 
 def _to(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: list[Any], keywords) -> Tensor | None:
-    """`.to(dtype)` or `.to(device)`: torch keeps the strides (its default memory format preserves them)."""
+    """`.to(dtype)`, `.to(device)` (the device's value, or named by a string) or both: torch keeps the strides (its
+    default memory format preserves them); the provider's tensors are metadata on no device."""
     if not set(keywords) <= {"dtype", "device"} or not (args or keywords):
         return None
-    if (
-        args
-        and (args[0] is DEVICE or isinstance(getattr(args[0], "known", None), str))
-        or not args
-        and "dtype" not in keywords
-    ):
-        return tensor  # a device, or one named by a string: the provider's tensors are metadata on no device
-    dtype = args[0] if args else scope.plain(keywords["dtype"])
-    return Tensor(dtype, tensor.shape, tensor.strides)
+    dtypes = [a for a in args if a is not DEVICE and not isinstance(getattr(a, "known", None), str)]
+    if "dtype" not in keywords and not dtypes:
+        return tensor  # a move to the device alone: the same tensor
+    return Tensor(scope.plain(keywords["dtype"]) if "dtype" in keywords else dtypes[0], tensor.shape, tensor.strides)
 
 
 TENSOR_METHODS: dict[str, TensorMethod] = {

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import simplify
 from ..repo import RepoModules
-from ..syntax import exits, function_import, loads, stores
+from ..syntax import conjunction, exits, function_import, loads, stores
 from . import polynomials
 from .evaluator import Scope
 from .tables import LOGGING, NO_VALUE, SAME_TENSOR
@@ -270,7 +270,7 @@ class Lift:
         evaluated only where that guard holds."""
         read = self.depends(code)
         conditions = [c for c in self.guards if names_in(c) & read]
-        return " and ".join(f"({c})" if " or " in c else c for c in conditions) or None
+        return conjunction(conditions) or None
 
     def _assign(self, scope: Scope, name: str, value: ast.expr, statement: ast.stmt) -> None:
         try:

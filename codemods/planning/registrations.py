@@ -307,7 +307,7 @@ def gate_for_site(
     before = _anchor_line(home, init, spec.registration.insert_after)
 
     def simple(parts: list[str]) -> str:
-        return site_gate.simplified(modules, home.name, init, site_gate.conjunction(parts), before) if parts else ""
+        return site_gate.simplified(modules, home.name, init, syntax.conjunction(parts), before) if parts else ""
 
     found = SiteGate(
         spec.registration.gate.strip() if gate and not outer else simple([ast.unparse(part) for part in gate]),
@@ -322,7 +322,7 @@ def gate_for_site(
             str(where),
             tuple(legacy),
             tuple(registry),
-            site_gate.conjunction([found.gate, found.inner_gate]),
+            syntax.conjunction([found.gate, found.inner_gate]),
             found.imports + found.inner_imports,
             tuple(differences),
             tuple(a for a in legacy if a.per_layer or a.at_layer),

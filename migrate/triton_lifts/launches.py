@@ -11,6 +11,7 @@ same launches on a GPU.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -100,9 +101,7 @@ def _causal_conv1d(module: Any, tree: Any, config: Any, rng: random.Random, coun
     weight = torch.randn(dim, width, dtype=dtype, device="cuda")
     for _ in range(count):
         lengths = [rng.choice((1, rng.randint(1, 512))) for _ in range(rng.choice((1, rng.randint(1, 8))))]
-        starts = [0]
-        for length in lengths:
-            starts.append(starts[-1] + length)
+        starts = [0, *itertools.accumulate(lengths)]
         states = _real(conv_meta, blocks=len(lengths) + 1)
         module.causal_conv1d_fn(
             torch.randn(starts[-1], dim, dtype=dtype, device="cuda").t(),
