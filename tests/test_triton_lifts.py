@@ -289,6 +289,26 @@ def test_a_launcher_that_computes_its_grid_with_its_own_function_passes_it_to_th
     assert len(before) == 6 and after == before
 
 
+def test_a_grid_the_launcher_assigns_as_a_lambda_is_handed_to_the_dispatcher_too(tmp_path):
+    """A fork writes conv1d's grid function as `grid = lambda META: ...`: the same local function, kept by the
+    launcher and passed on, None in the provider."""
+    repo = copy_033(tmp_path / "tree")
+    grid = (
+        "    def grid(META):\n        return (\n            num_program(META, args),\n"
+        '            triton.cdiv(dim, META["BLOCK_N"]),\n        )\n'
+    )
+    edit(
+        repo,
+        CAUSAL_CONV1D,
+        grid,
+        '    grid = lambda META: (num_program(META, args), triton.cdiv(dim, META["BLOCK_N"]))\n',
+    )
+    text = next(c.after for c in migrate(repo, [CAUSAL_CONV1D_SPEC]).changes if c.path == repo / CAUSAL_CONV1D)
+    launcher = text[text.index("def causal_conv1d_fn(") :]
+    assert "    grid = lambda META:" in launcher and "        grid=grid,\n" in launcher
+    assert "        grid=None,\n" in text[: text.index("def causal_conv1d_fn_dispatch(")]
+
+
 def test_with_every_qwen_step_migrated_in_one_run_the_qwen_warmup_goes_with_its_call(tmp_path):
     """Every `_warm_*` step `qwen_triton_warmup` calls (read off the release) has a built-in migration; run
     together, what is left of the function is its guards, its config search, a log line and a device

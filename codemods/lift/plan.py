@@ -303,9 +303,16 @@ def _argument_names(launch: ast.Expr) -> set[str]:
 
 
 def _a_function(scope: Scope, name: str) -> bool:
-    """`name` is a function the launcher defines (at its top level or in a branch)."""
+    """`name` is a function the launcher defines (at its top level or in a branch): a `def`, or a lambda it
+    assigns (`grid = lambda META: ...`)."""
     return any(
-        isinstance(n, ast.FunctionDef) and n.name == name for n in ast.walk(scope.function) if n is not scope.function
+        isinstance(n, ast.FunctionDef)
+        and n.name == name
+        or isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Lambda)
+        and [ast.unparse(t) for t in n.targets] == [name]
+        for n in ast.walk(scope.function)
+        if n is not scope.function
     )
 
 
