@@ -97,8 +97,8 @@ def open_cache_dir(path: Path, backend: str | None = None) -> CacheDir:
     if backend is not None:
         path = _backend_folder(path, backend)
     if not path.exists():
-        try:
-            path.mkdir(parents=True, mode=0o700)
+        try:  # a peer (another rank of this host) may create it between the check and here
+            path.mkdir(parents=True, mode=0o700, exist_ok=True)
         except OSError as exc:
             raise CacheDirError(f"cannot create cache dir {path}: {exc.strerror or exc}") from None
     _check_trusted(path, path)

@@ -341,6 +341,13 @@ MUTANTS = (
         ("tests/test_cache_trust.py", "-k", "every_folder"),
     ),
     Mutant(
+        "cache: a folder a peer rank created first is an error",
+        "contract/cache.py",
+        "path.mkdir(parents=True, mode=0o700, exist_ok=True)",
+        "path.mkdir(parents=True, mode=0o700)",
+        ("tests/test_cache_trust.py", "-k", "peer_creates"),
+    ),
+    Mutant(
         "triton: a group file of another variant is followed",
         "contract/backends/triton_cache.py",
         'or group.get("variant") != self.key:',

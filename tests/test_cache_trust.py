@@ -165,6 +165,20 @@ def test_a_bake_root_stands_for_its_backend_folder_and_is_never_compiled_beside(
     assert open_cache_dir(tmp_path / "fresh", "triton").path == tmp_path / "fresh"
 
 
+def test_a_cache_dir_a_peer_creates_between_the_check_and_the_mkdir_is_opened(tmp_path, monkeypatch):
+    """Two ranks opening one new cache: the one whose mkdir comes second finds the folder there and uses it."""
+    cache = tmp_path / "cache"
+    mkdir = Path.mkdir
+
+    def peer_first(self, *args, **kwargs):
+        if self == cache and not self.exists():
+            mkdir(self, mode=0o700)  # the peer's mkdir lands first
+        return mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", peer_first)
+    assert open_cache_dir(cache).path == cache
+
+
 def test_a_full_disk_while_recording_is_one_line_and_leaves_no_temporary_file(tmp_path, monkeypatch):
     cache = open_cache_dir(tmp_path / "cache")
     plan = plan_for(PolyKernel(cache_dir=cache.path))
