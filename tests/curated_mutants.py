@@ -311,6 +311,13 @@ MUTANTS = (
         "for key in legacy}",
         (K, "-k", "fa4 and full_grid"),
     ),
+    Mutant(
+        "qwen keys: a model type the legacy list lacks is a mismatch",
+        "migrate/fla_layer_norm/equivalence.py",
+        "        if migrated and not legacy and listed is not None and model_type not in listed:",
+        "        if False:",
+        ("tests/test_triton_lifts.py", "-k", "model_type_the_legacy"),
+    ),
     # Trust: caches, bakes and journals received from elsewhere.
     Mutant(
         "cache: a manifest path outside the cache is followed",
@@ -488,6 +495,13 @@ MUTANTS = (
         "    if removed:  # only removals leave locals unread, and only in the functions they changed",
         "    if False:",
         ("tests/test_vllm033_migrations.py", "-k", "f821"),
+    ),
+    Mutant(
+        "codemods: a local the file had unread already goes with the removal",
+        "codemods/transforms/pipeline.py",
+        "        unread -= unread_before\n",
+        "",
+        ("tests/test_codemod_transforms.py", "-k", "unread_before"),
     ),
     Mutant(
         "codemods: exporter strings not renamed",

@@ -30,6 +30,7 @@ from zerojit.codemods.runner import MigrationError, migrate, write
 from zerojit.codemods.spec import SpecError, load_specs
 from zerojit.contract.backends import triton as triton_backend
 from zerojit.migrate.cli import app
+from zerojit.migrate.engine_trees.equivalence import config_diff
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import equivalence_adapter, key_equivalence, migration_specs
 from zerojit.migrate.triton_lifts.equivalence import (
@@ -221,6 +222,20 @@ def test_keys_check_runs_the_constructor_a_registration_above_what_it_reads_is_a
     assert details and all(d["broken"] and not d["migrated_keys"] for d in details)
     assert f"registers on line {line} " in details[0]["broken"]
     assert "self.A_log is read before" in details[0]["broken"] and "AttributeError" in details[0]["broken"]
+
+
+def test_a_model_type_the_legacy_list_lacks_is_an_intended_difference_read_from_that_tree(lifted_033, tmp_path):
+    """0.30.0's `_QWEN_MODEL_TYPES` had no qwen4_exp, whose models build the GDN layer: its legacy warmup skipped
+    them, and their layers register once migrated. The rule reads the list from the legacy tree: with 0.33.0's
+    list the same model warms the same keys on both sides, with the list less qwen4_exp the difference is stated."""
+    config = GdnTritonConfig(model="qwen4-exp-v72", tp_size=2)
+    adapter = FusedPostConvEquivalence(legacy_tree=vllm_tree("0.33.0"), migrated_tree=lifted_033)
+    assert config_diff(adapter, config) is None
+    legacy = copy_033(tmp_path / "legacy")
+    replace_file(legacy / QWEN_WARMUP, (legacy / QWEN_WARMUP).read_text().replace('        "qwen4_exp",\n', "", 1))
+    diff = config_diff(FusedPostConvEquivalence(legacy_tree=legacy, migrated_tree=lifted_033), config)
+    assert diff is not None and diff.legacy == 0 and diff.migrated > 0
+    assert "skips model type 'qwen4_exp'" in diff.intended
 
 
 def test_the_launcher_launches_what_it_did_before_the_lift(lifted_033):

@@ -137,6 +137,18 @@ class TreeWarmup:
             self._trees[module] = ast.parse(self.sources.file_of(module).read_text(encoding="utf-8"))
         return self._trees[module]
 
+    def constant(self, module: str, name: str) -> Any:
+        """A module-level constant of the tree, read off its source: a literal, or `frozenset`/`set`/`tuple` of one
+        (None when the module or the name is not there)."""
+        if not self.sources.file_of(module).is_file():
+            return None
+        for node in self._tree(module).body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                    return _literal(node.value)
+        return None
+
     def describe(self) -> str:
         """The tree as a report names it: path and the release its `_version.py` states."""
         return f"{self.engine.package} {self.version()} at {self.root}"
@@ -387,6 +399,21 @@ class TreeWarmup:
             raise EngineRunError(f"{site.function.name}(): *args/**kwargs in the call on line {site.call.lineno}")
         args = tuple(self._evaluate(a, site, scope, "an argument") for a in site.call.args)
         return args, {k.arg: self._evaluate(k.value, site, scope, "an argument") for k in site.call.keywords}
+
+
+def _literal(value: ast.expr) -> Any:
+    """A literal's value, through one `frozenset`/`set`/`tuple` call around it; None for anything else."""
+    wrap = None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and len(value.args) == 1 and not value.keywords:
+        wrap = {"frozenset": frozenset, "set": set, "tuple": tuple}.get(value.func.id)
+        if wrap is None:
+            return None
+        value = value.args[0]
+    try:
+        found = ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError):
+        return None
+    return wrap(found) if wrap else found
 
 
 def _defines(statement: ast.stmt) -> set[str]:

@@ -87,7 +87,23 @@ def _full() -> list[GdnConfig]:
     ]
 
 
-class GdnNormEquivalence(TreeEquivalence):
+class QwenModelTypes:
+    """The Qwen migrations' intended difference in which models warm: the legacy function runs only for the model
+    types of its `_QWEN_MODEL_TYPES`; each layer registers wherever a model builds it. A release whose list lacks
+    a model that builds the layer (0.30.0's has no qwen4_exp) warmed nothing for it; its migration does."""
+
+    def intended(self, config, legacy, migrated) -> str | None:
+        listed = self.legacy.constant(self.spec.legacy.module, "_QWEN_MODEL_TYPES")
+        model_type = config.shape.model_type
+        if migrated and not legacy and listed is not None and model_type not in listed:
+            return (
+                f"the legacy warmup skips model type {model_type!r}, which this release's _QWEN_MODEL_TYPES lacks; "
+                "the model builds the layer, which registers it"
+            )
+        return super().intended(config, legacy, migrated)
+
+
+class GdnNormEquivalence(QwenModelTypes, TreeEquivalence):
     family = "fla-layer-norm"
     spec = SPEC
     engine = GdnEngine()
@@ -121,4 +137,4 @@ class GdnNormEquivalence(TreeEquivalence):
                 "JIT warmup is off: vLLM's orchestrator runs the standalone Qwen step regardless, the "
                 "contract's registry does not run"
             )
-        return None
+        return super().intended(config, legacy, migrated)

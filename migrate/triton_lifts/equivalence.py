@@ -30,7 +30,7 @@ from zerojit.migrate.engine_trees.equivalence import TreeEquivalence
 from zerojit.migrate.engine_trees.sources import placeholder
 from zerojit.migrate.engine_trees.warmup import TreeWarmup, VllmPlatform, vllm_worker
 from zerojit.migrate.fla_layer_norm.engine_kernel import triton_stub
-from zerojit.migrate.fla_layer_norm.equivalence import MODELS, SCHEDULERS, TP_SIZES, GdnConfig
+from zerojit.migrate.fla_layer_norm.equivalence import MODELS, SCHEDULERS, TP_SIZES, GdnConfig, QwenModelTypes
 from zerojit.migrate.fla_layer_norm.legacy import GdnEngine
 
 from .meta_memory import MetaAllocations
@@ -170,7 +170,7 @@ def _gdn_draws() -> dict[str, Any]:
     )
 
 
-class GdnTritonEquivalence(TritonKeyEquivalence):
+class GdnTritonEquivalence(QwenModelTypes, TritonKeyEquivalence):
     engine = GdnTritonEngine()
     legacy_release = "0.33.0"
     example = GdnTritonConfig()
@@ -276,7 +276,7 @@ def _mtp_grid() -> list[MtpConfig]:
     ]
 
 
-class _MtpEquivalence(TritonKeyEquivalence):
+class _MtpEquivalence(QwenModelTypes, TritonKeyEquivalence):
     engine = MtpEngine()
     legacy_release = "0.33.0"
     example = MtpConfig(model="qwen3.5-moe")  # Qwen3-Next's interleaved layout runs no fused decode
