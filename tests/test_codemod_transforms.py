@@ -221,6 +221,24 @@ def test_a_local_left_unread_goes_only_from_the_method_the_removal_changed(tmp_p
     assert "        cfg = None\n" in edit.source and "worker.config" not in edit.source
 
 
+def test_a_local_unread_before_the_removal_stays_in_the_function_it_changed(tmp_path):
+    """In the function the removal changed, the local whose only reader it took goes; one nothing read before stays
+    (what the file had unread is not the migration's business)."""
+    source = src("""
+        from engine.warmup.legacy import legacy_warmup
+
+
+        def warm(worker):
+            spare = worker.rank
+            cfg = worker.config
+            legacy_warmup(cfg)
+            return worker
+        """)
+    edit = run(tmp_path, "engine.layers", source, [LEGACY])
+    assert edit.refusals == [] and edit.counts == {"remove_legacy_call": 1, "remove_dead_local": 1}
+    assert "    spare = worker.rank\n" in edit.source and "worker.config" not in edit.source
+
+
 @pytest.mark.parametrize(
     "use, why",
     [

@@ -67,8 +67,10 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
     unread: set[tuple[str, str]] = set()
     if removed:  # only removals leave locals unread, and only in the functions they changed
         codes = FunctionCodes()
-        unread_before = set(dead_locals(_changed_scopes(versions, codes, source_module, module)))
-        unread = set(dead_locals(_changed_scopes(versions, codes, module, source_module))) - unread_before
+        unread = set(dead_locals(_changed_scopes(versions, codes, module, source_module)))
+        # Those the file had unread already stay; mostly there are none to ask about.
+        unread_before = set(dead_locals(_changed_scopes(versions, codes, source_module, module))) if unread else set()
+        unread -= unread_before
     while unread and not refusals:
         command = RemoveDeadLocals(frozenset(unread)).command(context)
         module = command.transform_module(module)
