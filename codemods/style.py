@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .errors import MigrationError
 from .gate import Finding
+from .syntax import kept_lines
 
 LINE_LENGTH = 88  # vLLM's (its pyproject.toml [tool.ruff])
 GATE_RULES = "E,F,W,I,UP,B"
@@ -188,12 +189,6 @@ def changed_ranges(before: str, after: str) -> list[tuple[int, int]]:
     return merged
 
 
-def _kept(before: str, after: str) -> dict[int, int]:
-    """Lines of `after` the migration kept from `before`: after's line number -> before's (1-based)."""
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
-    return {j + k + 1: i + k + 1 for i, j, size in matcher.get_matching_blocks() for k in range(size)}
-
-
 def _apply(source: str, edits: Iterable[tuple[int, int, int, int, str]]) -> str:
     """ruff's fix edits applied (rows and columns 1-based, columns in characters), last first."""
     starts = [0]
@@ -213,7 +208,7 @@ def sort_imports(
     if not unsorted:
         return after
     theirs = [(d.line, d.end_line) for d in original() if d.code == "I001"]
-    kept = _kept(before, after)
+    kept = kept_lines(before, after)
     edits = [
         edit
         for d in unsorted

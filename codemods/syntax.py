@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+import difflib
 import functools
 import re
 import symtable
@@ -237,3 +238,9 @@ def conjunction(parts: list[str]) -> str:
     if len(unique) <= 1:
         return "".join(unique)
     return ast.unparse(ast.BoolOp(ast.And(), [ast.parse(part, mode="eval").body for part in unique]))
+
+
+def kept_lines(before: str, after: str) -> dict[int, int]:
+    """Lines of `after` kept as they were from `before`: after's line number -> before's (1-based)."""
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
+    return {j + k + 1: i + k + 1 for i, j, size in matcher.get_matching_blocks() for k in range(size)}

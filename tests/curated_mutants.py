@@ -504,6 +504,20 @@ MUTANTS = (
         ("tests/test_codemod_transforms.py", "-k", "unread_before"),
     ),
     Mutant(
+        "codemods: a later operation's note keeps the line of the version it ran on",
+        "codemods/transforms/pipeline.py",
+        "    if code is source:\n",
+        "    if True:\n",
+        ("tests/test_lift_together.py", "-k", "returns_before_binding"),
+    ),
+    Mutant(
+        "codemods: a bind_kv_cache return before the parent's call is a path the registration must precede",
+        "codemods/transforms/insert_registration.py",
+        '        if self.op.method == "__init__":\n            return returns\n',
+        "        return returns\n",
+        ("tests/test_lift_together.py", "-k", "returns_before_binding"),
+    ),
+    Mutant(
         "codemods: exporter strings not renamed",
         "codemods/transforms/rename_kernel.py",
         "        if self.in_exporter and value == self.op.old:",
@@ -715,8 +729,8 @@ MUTANTS = (
     Mutant(
         "paths: an early return before the registration is ignored",
         "codemods/transforms/insert_registration.py",
-        "and any(isinstance(small, cst.Return) for small in s.body)\n            and lines[s].start.line < before\n",
-        "and False\n",
+        "        self.exits = [s for s in returns if lines[s].start.line < before]\n",
+        "        self.exits = []\n",
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
     Mutant(

@@ -407,6 +407,50 @@ def _pair_migrated_in_a_fork(tmp_path, rel: str, old: str, new: str):
     return repo
 
 
+def test_a_bind_kv_cache_that_returns_before_binding_registers_after_the_parents_call(tmp_path):
+    """A fork's own `bind_kv_cache` returns early for an empty cache, before the parent binds it. The registrations
+    read the bound cache, so they go after the parent's call (that path binds nothing and registers nothing, said
+    once, at the return's line in the fork though earlier operations moved it), in the order the operations run,
+    each fact bound once."""
+    repo = copy_033(tmp_path / "tree")
+    early = "        if kv_cache.numel() == 0:\n            return\n"
+    edit(
+        repo,
+        GDN_LAYER,
+        "class QwenGatedDeltaNetAttention(GatedDeltaNetAttention):\n",
+        "class QwenGatedDeltaNetAttention(GatedDeltaNetAttention):\n"
+        "    def bind_kv_cache(self, kv_cache: torch.Tensor) -> None:\n"
+        f"{early}        super().bind_kv_cache(kv_cache)\n        self._bound = True\n\n",
+    )
+    forked = (repo / GDN_LAYER).read_text()
+    line = forked[: forked.index(early)].count("\n") + 2
+    result = runner.invoke(
+        app, ["migrate", "fla-sigmoid-gating", "mamba-causal-conv1d", *BUILT_IN, "--repo", str(repo), "--write"]
+    )
+    assert result.exit_code == 0, result.output
+    said = [w for w in result.output.splitlines() if "returns here before the base's bind_kv_cache runs" in w]
+    assert len(said) == 1 and f"{GDN_LAYER}:{line}: " in said[0], said
+    layer = (repo / GDN_LAYER).read_text()
+    override = layer[layer.index("    def bind_kv_cache(") :].split("\n\n    def ")[0]
+    assert override.index(early) < override.index("super().bind_kv_cache(kv_cache)\n        self._bound = True\n")
+    parent = override.index("super().bind_kv_cache(")
+    registrations = [
+        override.index(f"{name}.register_warmup(")
+        for name in (
+            "fused_sigmoid_gating_delta_rule_update_dispatch",
+            "causal_conv1d_fn_dispatch",
+            "gdn_mtp_update_dispatch",
+            "gdn_mtp_gated_rmsnorm_dispatch",
+        )
+    ]
+    assert parent < min(registrations) and registrations == sorted(registrations)
+    assert override.count("ssm_state = ") == 1  # the gating registration's, which the pair then reads
+    for binding in ("num_compute_units = ", "hv = ", "max_num_reqs = ", "conv_dim = "):
+        assert override.count(f"\n            {binding}") == 1, binding
+    (tmp_path / "forked.py").write_text(forked)
+    assert [f for f in ruff_findings(repo / GDN_LAYER) if f not in ruff_findings(tmp_path / "forked.py")] == []
+
+
 def test_a_legacy_guard_that_reads_through_one_the_spec_drops_keeps_it_in_front(tmp_path):
     """A fork's step also asks `spec_config.num_speculative_tokens <= 4`. The spec drops `spec_config is not None`
     (the layer's switch implies a speculative config), but the new guard reads through it: the written gate checks

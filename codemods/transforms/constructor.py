@@ -99,9 +99,10 @@ def assigned_names(statement: cst.BaseStatement) -> set[str]:
     }
 
 
-def calls_init(call: cst.Call) -> bool:
-    """`super().__init__(...)` or `Base.__init__(self, ...)`: the base initializer, which sets what the base holds."""
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "__init__"
+def calls_parent(call: cst.Call, method: str = "__init__") -> bool:
+    """`super().<method>(...)` or `Base.<method>(self, ...)`: the base's own `method` (its initializer, or the
+    `bind_kv_cache` that binds the cache), which sets what the base holds."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == method and not is_self(call.func.value)
 
 
 def locals_read(code: str, method: cst.FunctionDef) -> list[str]:

@@ -19,7 +19,7 @@ from .bindings import MethodBindings
 from .blocks import NO_STATEMENTS
 from .constructor import (
     assigned_names,
-    calls_init,
+    calls_parent,
     changed_attributes,
     first_line,
     holders,
@@ -148,7 +148,7 @@ class _Insert(Command):
         if self.op.insert_after:
             matches = [s for s in statements if holds_anchor(first_line(s), self.op.insert_after)]
             if not matches:  # the fork rewrote or moved it: after what the registration reads, found below
-                bases = [s for s in init.body.body if any(calls_init(c) for c in nodes(s, cst.Call))]
+                bases = [s for s in init.body.body if any(calls_parent(c, self.op.method) for c in nodes(s, cst.Call))]
                 self.guessed = "the base initializer" if bases else "the constructor's start"
                 self.anchor = (bases or init.body.body)[-1 if bases else 0]
             else:
@@ -168,14 +168,14 @@ class _Insert(Command):
         lines = cst.MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
         names = MethodBindings(alone.code, self.context.versions.code(self.context.wrapper.module), self.op.cls)
         self._after_what_it_reads(init, statements, lines)
-        before = lines[self.anchor].end.line if self.anchor else float("inf")
-        self.exits = [
+        returns = [
             s
             for s in statements
-            if isinstance(s, cst.SimpleStatementLine)
-            and any(isinstance(small, cst.Return) for small in s.body)
-            and lines[s].start.line < before
+            if isinstance(s, cst.SimpleStatementLine) and any(isinstance(small, cst.Return) for small in s.body)
         ]
+        returns = self._past_unbound_returns(init, returns, lines)
+        before = lines[self.anchor].end.line if self.anchor else float("inf")
+        self.exits = [s for s in returns if lines[s].start.line < before]
         self._check_exits(init, statements, lines)
         if self.exits and not self.once and not synthetic:
             taken = {m.name.value for m in self.class_node.body.body if isinstance(m, cst.FunctionDef)}
@@ -194,6 +194,28 @@ class _Insert(Command):
                     f"{name} is not bound where the registration goes ({self.op.cls}.{self.op.method}); "
                     "add it to gate_imports or move insert_after",
                 )
+
+    def _past_unbound_returns(self, init: cst.FunctionDef, returns: list[cst.BaseStatement], lines) -> list:
+        """A later construction method (`bind_kv_cache`) that returns before it calls the base's own: that path
+        binds nothing the registration reads, so the registration goes after the base's call (at the method's
+        end, as where it has no such return), and those returns are not paths it must precede (the returns left).
+        A constructor registers on every path (see `_check_exits`)."""
+        if self.op.method == "__init__":
+            return returns
+        parent = next(
+            (s for s in init.body.body if any(calls_parent(c, self.op.method) for c in nodes(s, cst.Call))), None
+        )
+        unbound = [s for s in returns if parent is not None and lines[s].start.line < lines[parent].start.line]
+        if not unbound:
+            return returns
+        if self.anchor is not None and lines[self.anchor].end.line < lines[parent].end.line:
+            self.anchor = parent
+        self.warn(
+            unbound[0],
+            f"{self.op.cls}.{self.op.method} returns here before the base's {self.op.method} runs: that path binds "
+            "nothing the registration reads, and registers nothing",
+        )
+        return [s for s in returns if s not in unbound]
 
     def _after_what_it_reads(self, init: cst.FunctionDef, statements: list[cst.BaseStatement], lines) -> None:
         """Move the insertion point past the statement that first sets each `self.x` and each local of the method
@@ -263,7 +285,7 @@ class _Insert(Command):
         assigned: dict[str, list[cst.BaseStatement]] = {}
         base_init = []
         for statement in (s for s in statements if isinstance(s, cst.SimpleStatementLine)):
-            if any(calls_init(node) for node in nodes(statement, cst.Call)):
+            if any(calls_parent(node, self.op.method) for node in nodes(statement, cst.Call)):
                 base_init.append(lines[statement].start.line)
             for name in assigned_names(statement) | self._set_by_methods(statement):
                 assigned.setdefault(name, []).append(statement)

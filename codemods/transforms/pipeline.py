@@ -11,7 +11,7 @@ import libcst as cst
 from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider, Scope, ScopeProvider
 
 from ..findings import Refusal
-from ..syntax import where
+from ..syntax import kept_lines, where
 from .base import OPERATIONS, Note, Operation
 from .imports import place_new_imports
 from .metadata import FileContext, TreeVersions, outermost_functions, outline_scopes
@@ -50,10 +50,12 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
     references_before = references(module, versions.code(module))
     for op in operations:
         command = op.command(context)
-        module = command.transform_module(module)
+        version, module = module, command.transform_module(module)
         counts[op.name] += command.count
-        refusals += [Refusal(op.name, note.why, where(repo, path, note.line)) for note in command.refusals]
-        warnings += command.warnings
+        notes = _at_source(command.refusals + command.warnings, versions, version, source)
+        refused, warned = notes[: len(command.refusals)], notes[len(command.refusals) :]
+        refusals += [Refusal(op.name, note.why, where(repo, path, note.line)) for note in refused]
+        warnings += [note for note in warned if note not in warnings]  # said once, for all of a file's operations
     module = place_new_imports(source_module, module)
     dead = dead_helpers(references_before, module, versions.code(module))
     while dead and not refusals:
@@ -79,6 +81,16 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
             break  # what is left cannot be removed (a statement holding more than the local): it stays
         unread = set(dead_locals(_changed_scopes(versions, codes, module, source_module))) - unread_before
     return FileEdit(versions.code(module), +counts, refusals, warnings)
+
+
+def _at_source(notes: list[Note], versions: TreeVersions, version: cst.Module, source: str) -> list[Note]:
+    """Notes on lines of a version earlier operations changed, on the file's own lines (a line one of them wrote:
+    the nearest one above that they kept)."""
+    code = versions.code(version) if notes else source
+    if code is source:
+        return notes
+    kept = kept_lines(source, code)
+    return [dataclasses.replace(n, line=kept.get(max((k for k in kept if k <= n.line), default=0), 1)) for n in notes]
 
 
 def _changed_scopes(
