@@ -318,6 +318,20 @@ MUTANTS = (
         "        if False:",
         ("tests/test_triton_lifts.py", "-k", "model_type_the_legacy"),
     ),
+    Mutant(
+        "lift: a launch inside a device context is not found",
+        "codemods/lift/dispatcher.py",
+        "        isinstance(statement, ast.With)\n        and statement.body[0].lineno > statement.lineno\n",
+        "        False\n",
+        ("tests/test_triton_lifts.py", "-k", "device_context"),
+    ),
+    Mutant(
+        "lift keys: a launcher's device context on a meta tensor raises",
+        "migrate/triton_lifts/meta_memory.py",
+        "        torch.cuda.device = _DeviceContext\n",
+        "",
+        ("tests/test_triton_lifts.py", "-k", "device_context"),
+    ),
     # Trust: caches, bakes and journals received from elsewhere.
     Mutant(
         "cache: a manifest path outside the cache is followed",

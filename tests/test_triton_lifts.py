@@ -324,6 +324,30 @@ def test_a_grid_the_launcher_assigns_as_a_lambda_is_handed_to_the_dispatcher_too
     assert "        grid=None,\n" in text[: text.index("def causal_conv1d_fn_dispatch(")]
 
 
+def test_a_launch_inside_a_device_context_is_lifted_where_it_stands(lifted_033, tmp_path):
+    """A fork launches conv1d inside `with torch.cuda.device(x.device):`, as vLLM's rotary and selective-scan
+    launchers do: the dispatcher's call takes the launch's place inside the `with`, the dispatcher and provider are
+    the release's, and the keys check, which runs the fork's launcher on meta tensors, finds the legacy keys."""
+    legacy = copy_033(tmp_path / "legacy")
+    text = (legacy / CAUSAL_CONV1D).read_text()
+    start = text.index("    _causal_conv1d_fwd_kernel[grid](\n")
+    end = text.index("\n    )\n", start) + len("\n    )\n")
+    launch = "    with torch.cuda.device(x.device):\n" + textwrap.indent(text[start:end], "    ")
+    replace_file(legacy / CAUSAL_CONV1D, text[:start] + launch + text[end:])
+    repo = tmp_path / "tree"
+    shutil.copytree(legacy, repo)
+    result = runner.invoke(app, ["migrate", "mamba-causal-conv1d", "--repo", str(repo), "--write"])
+    assert result.exit_code == 0, result.output
+    lifted, released = (tree.read_text() for tree in (repo / CAUSAL_CONV1D, lifted_033 / CAUSAL_CONV1D))
+    assert "    with torch.cuda.device(x.device):\n        causal_conv1d_fn_dispatch(\n" in lifted
+
+    def new_functions(code: str) -> str:
+        return code[code.index("def _causal_conv1d_fn_warmup_inputs(") : code.index("def causal_conv1d_fn(")]
+
+    assert new_functions(lifted) == new_functions(released)
+    assert key_equivalence("mamba-causal-conv1d", "smoke", legacy_tree=legacy, migrated_tree=repo).ok
+
+
 def test_with_every_qwen_step_migrated_in_one_run_the_qwen_warmup_goes_with_its_call(tmp_path):
     """Every `_warm_*` step `qwen_triton_warmup` calls (read off the release) has a built-in migration; run
     together, what is left of the function is its guards, its config search, a log line and a device

@@ -42,6 +42,38 @@ def launched(node: ast.AST) -> ast.expr | None:
     return None
 
 
+def flat_body(launcher: ast.FunctionDef) -> list[ast.stmt]:
+    """The launcher's statements as they run around its launches: a `with` that holds a launch (a device context
+    around it) stands as its context managers alone, then its body in place (a `with` runs its body once, in
+    order); the dispatcher's call goes where the launch was, inside it."""
+    return list(_flattened(launcher.body))
+
+
+def _flattened(body: list[ast.stmt]):
+    for statement in body:
+        if _holds_launch(statement):
+            yield ast.copy_location(ast.With(items=statement.items, body=[]), statement)
+            yield from _flattened(statement.body)
+        else:
+            yield statement
+
+
+def _holds_launch(statement: ast.stmt) -> bool:
+    """A `with` written over several lines whose body launches a kernel (`kernel[grid](...)`), itself or in a
+    `with` inside it."""
+    return (
+        isinstance(statement, ast.With)
+        and statement.body[0].lineno > statement.lineno
+        and any(
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and launched(s.value.func) is not None
+            or _holds_launch(s)
+            for s in statement.body
+        )
+    )
+
+
 def launched_kernels(modules: RepoModules, module: str, launcher: str) -> list[str]:
     """The Triton kernels of the repo that `module.launcher` launches by a name of its module (`kernel[grid](...)`);
     one it launches as another module's attribute is the lift's to refuse or take, by its spec."""
@@ -69,7 +101,7 @@ def unread_names(
         for s in copied
         if s not in removed and isinstance(s, ast.Assign) and len(s.targets) == 1 and unpacked_names(s.targets[0])
     ]
-    kept = [s for s in launcher.body if s not in launches and s not in removed]
+    kept = [s for s in flat_body(launcher) if s not in launches and s not in removed]
     unread: dict[tuple[int, str], bool] = {}
     while True:
         reads = set().union(*(_reads_kept(s, unread) for s in kept))
@@ -147,7 +179,8 @@ def unread_after(
     """The copied statements the launcher no longer reads once dispatchers make its `launches`; `unread`: the names
     of kept `a, b = x, y` that go with their values (`unread_names`), whose values read nothing any more."""
     dropped = {(line, name): gone for line, name, gone in unread}
-    rest = set().union(*(loads(s) for s in launcher.body if s not in launches and s not in copied))
+    body = flat_body(launcher)
+    rest = set().union(*(loads(s) for s in body if s not in launches and s not in copied))
     staying, removed = list(copied), []
     changed = True
     while changed:
@@ -158,7 +191,7 @@ def unread_after(
                 staying.remove(statement)
                 removed.append(statement)
                 changed = True
-    return sorted(removed, key=launcher.body.index)
+    return sorted(removed, key=body.index)
 
 
 def defaults_the_helper_would_fill(
@@ -202,9 +235,10 @@ def check_copies(
 ) -> None:
     """The dispatcher can copy these statements: none of them shares its line with another statement, and none
     sets a name the dispatcher takes as an input (the copy would overwrite what the launcher passes)."""
-    lines = [s.lineno for s in launcher.body]
+    body = flat_body(launcher)
+    lines = [s.lineno for s in body]
     for statement in copied:
-        if lines.count(statement.lineno) > 1 or launcher.body[lines.index(statement.lineno)] is not statement:
+        if lines.count(statement.lineno) > 1 or body[lines.index(statement.lineno)] is not statement:
             raise LiftError(
                 Place(module, statement.lineno),
                 "this line holds several statements; split it before the lift copies one of them",
@@ -223,8 +257,8 @@ def check_copies(
 def launch_statement(
     modules: RepoModules, module: str, launcher: ast.FunctionDef, kernel_module: str, kernel: str
 ) -> ast.Expr | None:
-    """The launcher's top-level `kernel[grid](...)` statement."""
-    for statement in launcher.body:
+    """The launcher's `kernel[grid](...)` statement at its top level, or in a `with` there (`flat_body`)."""
+    for statement in flat_body(launcher):
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             spelled = launched(statement.value.func)
             if spelled is not None and modules.reference(module, spelled) == modules.resolve(kernel_module, kernel):
@@ -247,8 +281,8 @@ def dispatcher_inputs(
 ) -> tuple[list[str], list[ast.stmt]]:
     """The dispatcher's parameters (what the launch reads that the launcher does not compute purely before it)
     and the launcher's statements it copies (those pure computations, in order)."""
-    index = launcher.body.index(launch)
-    before = launcher.body[:index]
+    body = flat_body(launcher)
+    before = body[: body.index(launch)]
     pure_calls = frozenset(PURE_BUILTINS | PURE_MATH | TENSOR_FACTS | set(modules.engine.device_queries))
     definitions: dict[str, list[ast.stmt]] = {}
     for statement in before:

@@ -112,15 +112,24 @@ class _Lift(Command):
         """The launcher calling the dispatchers, and the statements each dispatcher copies (the plans agree on
         what the launcher keeps: each decided it over every launch the migration moves)."""
         plans: tuple[lift.LiftPlan, ...] = self.op.lifted
-        launches = {plan.launch_line: plan for plan in plans}
-        statements, copied = [], {plan: [] for plan in plans}
-        rebuilder = Rebuilder(moved=True)  # what goes is in the dispatcher, comments and all: its gap stays
+        copied = {plan: [] for plan in plans}
         # The launcher as a file of its own: its lines are the file's less a constant, found without a pass over the
         # file (positions start at `def`, as the plan's lines do).
         lines = cst.MetadataWrapper(cst.Module(body=[before]), unsafe_skip_copy=True).resolve(PositionProvider)
         offset = plans[0].launcher_line - lines[before].start.line
-        for original, statement in zip(before.body.body, after.body.body):
-            line = lines[original].start.line + offset
+        place = lambda node: range(lines[node].start.line + offset, lines[node].end.line + offset + 1)  # noqa: E731
+        body = self._body(before.body.body, after.body.body, place, copied)
+        return after.with_changes(body=after.body.with_changes(body=body)), copied
+
+    def _body(self, originals, updated, place, copied: dict) -> list[cst.BaseStatement]:
+        """One block of the launcher as the dispatchers leave it: each launch their call, each copied statement
+        nothing else reads gone; a `with` that holds a launch is such a block too (lift.dispatcher.flat_body)."""
+        plans: tuple[lift.LiftPlan, ...] = self.op.lifted
+        launches = {plan.launch_line: plan for plan in plans}
+        statements = []
+        rebuilder = Rebuilder(moved=True)  # what goes is in the dispatcher, comments and all: its gap stays
+        for original, statement in zip(originals, updated):
+            line = place(original)[0]
             for plan in plans:
                 if line in plan.copied_lines:
                     copied[plan].append(statement)
@@ -130,11 +139,13 @@ class _Lift(Command):
                 self.count += 1
             elif line in plans[0].removed_lines:
                 rebuilder.note(original)
+            elif isinstance(original, cst.With) and any(at in place(original) for at in launches):
+                inner = self._body(original.body.body, statement.body.body, place, copied)
+                statements.append(statement.with_changes(body=statement.body.with_changes(body=inner)))
             else:
                 unread = {name: dropped for at, name, dropped in plans[0].unread if at == line}
                 statements.append(statement.visit(_Unread(unread)) if unread else statement)
-        body = rebuilder.rebuild(before.body.body, statements)
-        return after.with_changes(body=after.body.with_changes(body=body)), copied
+        return rebuilder.rebuild(originals, statements)
 
     def _definitions(self, plan: lift.LiftPlan, copied: list[cst.BaseStatement]) -> list[cst.FunctionDef]:
         spacing = [cst.EmptyLine(), cst.EmptyLine()]

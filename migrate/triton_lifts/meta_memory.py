@@ -15,7 +15,17 @@ class MetaAllocations(TorchFunctionMode):
     tensor made from data (`torch.tensor([0, 1])`, a batch's start offsets) stays on the CPU with its values,
     which engine code may read on the host (a launcher's grid from the sequence lengths). `torch.empty_like` of a
     dense meta tensor keeps its strides as CUDA does (meta's own lays a dimension of size 1 out compact: `x.t()`
-    of a `(1, n)` tensor gives `(1, 1)` there, `(1, n)` on the GPU, and Triton keys the two apart)."""
+    of a `(1, n)` tensor gives `(1, 1)` there, `(1, n)` on the GPU, and Triton keys the two apart). A launcher's
+    `with torch.cuda.device(x.device):` around its launch selects no GPU for a meta tensor's device."""
+
+    def __enter__(self):
+        self._device_context = torch.cuda.device
+        torch.cuda.device = _DeviceContext
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        torch.cuda.device = self._device_context
+        return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
@@ -33,6 +43,14 @@ class MetaAllocations(TorchFunctionMode):
                 model.shape, model.stride(), dtype=kwargs.get("dtype") or model.dtype, device="meta"
             )
         return func(*args, **kwargs)
+
+
+class _DeviceContext(torch.cuda.device):
+    """`torch.cuda.device`, for which a meta device is no device (as -1 is): nothing to select."""
+
+    def __init__(self, device: Any):
+        meta = isinstance(device, (torch.device, str)) and torch.device(device).type == "meta"
+        super().__init__(-1 if meta else device)
 
 
 _LIKE = {torch.empty_like, torch.zeros_like, torch.ones_like, torch.full_like, torch.rand_like, torch.randn_like}
