@@ -332,6 +332,13 @@ MUTANTS = (
         "",
         ("tests/test_triton_lifts.py", "-k", "device_context"),
     ),
+    Mutant(
+        "lift: a type test over a domain of literals is refused",
+        "codemods/lift/evaluator.py",
+        "            known = known or (self.lift.choices.get(subject.code, ()) if isinstance(subject, Value) else ())\n",
+        "",
+        ("tests/test_lift_views.py", "-k", "type_test"),
+    ),
     # Trust: caches, bakes and journals received from elsewhere.
     Mutant(
         "cache: a manifest path outside the cache is followed",

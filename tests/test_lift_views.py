@@ -121,3 +121,31 @@ def test_the_key_harness_makes_an_empty_like_of_a_gpu_tensor_as_the_gpu_does():
             made = torch.empty_like(make("cuda"))
         assert made.is_meta and made.stride() == torch.empty_like(make("cpu")).stride()
     assert torch.empty_like(cases[0]("meta")).stride() != torch.empty_like(cases[0]("cpu")).stride()
+
+
+@pytest.mark.parametrize(
+    "kinds, choices",
+    [
+        ("bool", ("silu", None)),
+        ("str", ("silu", "swish")),
+        ("(str, type(None))", (None,)),
+        ("str", ("silu", None)),
+    ],
+)
+def test_a_type_test_of_a_domain_of_literals_is_decided_where_every_literal_answers_alike(kinds, choices):
+    """`isinstance(activation, bool)` over a step's `for activation in ("silu", None)` (or of one value the tree
+    fixes): Python's answer for each literal; where they differ, or a kind is not a builtin type's name
+    (`type(None)`, which the test would otherwise leave out), the lift refuses."""
+    if len(choices) == 1:  # a value the tree fixes
+        scope = _scope(activation=Value(repr(choices[0]), choices[0]))
+    else:
+        scope = _scope(activation=Value("activation"))
+        scope.lift.choices["activation"] = choices
+    test = ast.parse(f"isinstance(activation, {kinds})", mode="eval").body
+    answers = {isinstance(value, eval(kinds)) for value in choices}
+    if len(answers) > 1 or "type(" in kinds:
+        with pytest.raises(LiftError, match="a type test the lift cannot decide"):
+            scope.value(test)
+    else:
+        (answer,) = answers
+        assert scope.value(test) == Value(repr(answer), answer)

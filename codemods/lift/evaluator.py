@@ -301,12 +301,17 @@ class Scope:
             return self.value(node.args[1])  # typing.cast: the value itself
         if isinstance(func, ast.Name) and func.id == "isinstance" and self.lift.global_is_builtin(self, func.id):
             subject, kinds = self.value(node.args[0]), node.args[1]
-            names = [k.id for k in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]) if isinstance(k, ast.Name)]
+            kinds = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+            names = [k.id if isinstance(k, ast.Name) else None for k in kinds]
             builtin = [
                 getattr(builtins, n) for n in names if n in dir(builtins) and isinstance(getattr(builtins, n), type)
             ]
-            if isinstance(subject, Value) and subject.fixed and len(builtin) == len(names):
-                result = isinstance(subject.known, tuple(builtin))
+            # A value the tree fixes, or a domain of literals every one of which answers alike.
+            known = (subject.known,) if isinstance(subject, Value) and subject.fixed else ()
+            known = known or (self.lift.choices.get(subject.code, ()) if isinstance(subject, Value) else ())
+            answers = {isinstance(value, tuple(builtin)) for value in known}
+            if len(answers) == 1 and len(builtin) == len(names):
+                (result,) = answers
                 return Value(repr(result), result)
             if isinstance(subject, Tensor) and builtin:
                 return Value("False", False)
