@@ -339,6 +339,13 @@ MUTANTS = (
         "",
         ("tests/test_lift_views.py", "-k", "type_test"),
     ),
+    Mutant(
+        "lift: the value set in one branch reads as the other one",
+        "codemods/lift/values.py",
+        "    return {ast.NotEq: body, ast.Eq: orelse}.get(type(compared.ops[0]))",
+        "    return {ast.NotEq: orelse, ast.Eq: body}.get(type(compared.ops[0]))",
+        ("tests/test_simplify.py", "-k", "one_branch"),
+    ),
     # Trust: caches, bakes and journals received from elsewhere.
     Mutant(
         "cache: a manifest path outside the cache is followed",

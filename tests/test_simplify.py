@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from zerojit.codemods import simplify
+from zerojit.codemods.lift.values import Tensor, Value, choice_of
 
 
 def cdiv(a, b):
@@ -198,3 +199,26 @@ def test_only_a_choice_of_literals_has_known_values():
     assert simplify.literal_choices("WarmupChoices(1, 2, 16)") == (1, 2, 16)
     assert simplify.literal_choices("WarmupChoices(*profiles(max_blocks))") is None
     assert simplify.literal_choices("WarmupIntRange(1, 17)") is None
+
+
+@pytest.mark.parametrize("op", ["!=", "==", "<"])
+@pytest.mark.parametrize("body, orelse", list(itertools.permutations(["a", "b", "c", "(b)"], 2)))
+def test_a_value_set_in_one_branch_reads_as_the_one_that_holds_either_way(op, body, orelse):
+    """`b if a != b else a` is `b` (a cast made only where the dtypes differ); whatever choice_of writes means
+    `body if test else orelse` at every point of the grid, and is that short form only where the test compares
+    exactly the two values."""
+    written = choice_of(Value(f"a {op} b"), Value(body), Value(orelse)).code
+    for a, b, c in itertools.product(range(3), repeat=3):
+        point = dict(a=a, b=b, c=c)
+        assert eval(written, {}, point) == eval(f"({body}) if (a {op} b) else ({orelse})", {}, point)
+    short = op in ("!=", "==") and {body.strip("()"), orelse.strip("()")} == {"a", "b"}
+    assert (" if " not in written) == short
+
+
+def test_a_tensor_cast_in_one_branch_keeps_its_layout_with_the_dtype_chosen():
+    shape = (Value("n"), Value("1"))
+    strides = (Value("1"), Value("n"))
+    cast, kept = (Tensor(Value(dtype), shape, strides) for dtype in ("state.dtype", "x_dtype"))
+    assert choice_of(Value("x_dtype != state.dtype"), cast, kept) == cast
+    other = Tensor(Value("state.dtype"), shape)  # another layout too: not one tensor
+    assert choice_of(Value("x_dtype != state.dtype"), other, kept) is None

@@ -144,12 +144,32 @@ def choice_of(test: Value, body: Any, orelse: Any) -> Any:
     if body == orelse:
         return body
     if isinstance(body, Value) and isinstance(orelse, Value):
-        return Value(ast.unparse(ast.IfExp(parse_expr(test.code), parse_expr(body.code), parse_expr(orelse.code))))
+        return _made_equal(test, body, orelse) or Value(
+            ast.unparse(ast.IfExp(parse_expr(test.code), parse_expr(body.code), parse_expr(orelse.code)))
+        )
+    if (
+        isinstance(body, Tensor)
+        and isinstance(orelse, Tensor)
+        and dataclasses.replace(body, dtype=orelse.dtype) == orelse
+    ):
+        return dataclasses.replace(body, dtype=choice_of(test, body.dtype, orelse.dtype))  # a cast in one branch
     if isinstance(body, Tensor) and isinstance(orelse, Value) and orelse.known is None:
         return MaybeTensor(test, body)
     if isinstance(orelse, Tensor) and isinstance(body, Value) and body.known is None:
         return MaybeTensor(Value(negated_code(test.code)), orelse)
     return None
+
+
+def _made_equal(test: Value, body: Value, orelse: Value) -> Value | None:
+    """`b if a != b else a` is `b`, and `a if a == b else b` is `b`: the two values the test compares, the one
+    that holds whichever way it goes (`x = x.to(s.dtype)` only where `x.dtype != s.dtype`). None for any other."""
+    compared = parse_expr(test.code)
+    if not (isinstance(compared, ast.Compare) and len(compared.ops) == 1):
+        return None
+    sides = {ast.unparse(compared.left), ast.unparse(compared.comparators[0])}
+    if {ast.unparse(parse_expr(body.code)), ast.unparse(parse_expr(orelse.code))} != sides or len(sides) != 2:
+        return None
+    return {ast.NotEq: body, ast.Eq: orelse}.get(type(compared.ops[0]))
 
 
 def nested_shape(data: Any) -> tuple[Value, ...] | None:
