@@ -546,6 +546,13 @@ MUTANTS = (
         ("tests/test_lift_together.py", "-k", "returns_before_binding"),
     ),
     Mutant(
+        "codemods: a comment on a local left unread introduces the next statement",
+        "codemods/transforms/remove_dead_local.py",
+        "        self.rebuilder = Rebuilder(owns_comments=True)",
+        "        self.rebuilder = Rebuilder()",
+        ("tests/test_codemod_transforms.py", "-k", "comment_on_a_local"),
+    ),
+    Mutant(
         "codemods: exporter strings not renamed",
         "codemods/transforms/rename_kernel.py",
         "        if self.in_exporter and value == self.op.old:",

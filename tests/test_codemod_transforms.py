@@ -239,6 +239,31 @@ def test_a_local_unread_before_the_removal_stays_in_the_function_it_changed(tmp_
     assert "    spare = worker.rank\n" in edit.source and "worker.config" not in edit.source
 
 
+def test_a_comment_on_a_local_left_unread_goes_with_it_not_onto_the_next_statement(tmp_path):
+    """The comment above a local that only the removed call read is about that call (0.33.0's `# ROCm runs the
+    Triton port ...` above `spec_config = ...`, read only by the removed `if`): it goes with the local instead of
+    introducing the statement after. A section comment, above a blank line, stays (the gap after it goes)."""
+    source = src("""
+        from engine.warmup.legacy import legacy_warmup
+
+
+        def warm(worker):
+            # Warm what the worker serves.
+
+            # Only the drafts' count matters here.
+            drafts = worker.drafts
+            legacy_warmup(drafts)
+            worker.synchronize()
+        """)
+    edit = run(tmp_path, "engine.layers", source, [LEGACY])
+    assert edit.refusals == [] and edit.counts == {"remove_legacy_call": 1, "remove_dead_local": 1}
+    assert edit.source == src("""
+        def warm(worker):
+            # Warm what the worker serves.
+            worker.synchronize()
+        """)
+
+
 @pytest.mark.parametrize(
     "use, why",
     [

@@ -27,11 +27,12 @@ class Rebuilder:
     statement takes the wider of the two gaps (none at the start of a block).
     """
 
-    def __init__(self, moved: bool = False):
+    def __init__(self, moved: bool = False, owns_comments: bool = False):
         """`moved`: the removed statements live on elsewhere with their comments (a lift's dispatcher copies them),
-        so only their gap stays."""
+        so only their gap stays. `owns_comments`: a comment directly above a removed statement is about it, or
+        about the removed code it was computed for (a local nothing reads any more), and goes with it."""
         self.removed: dict[int, Sequence[cst.EmptyLine]] = {}
-        self.moved = moved
+        self.moved, self.owns_comments = moved, owns_comments
 
     def note(self, original: cst.CSTNode) -> None:
         self.removed[id(original)] = getattr(original, "leading_lines", ())
@@ -47,7 +48,9 @@ class Rebuilder:
             node = next(kept)
             if pending and hasattr(node, "leading_lines"):
                 node = node.with_changes(
-                    leading_lines=_merge_leading(pending, node.leading_lines, not result, self.moved)
+                    leading_lines=_merge_leading(
+                        pending, node.leading_lines, not result, self.moved, self.owns_comments
+                    )
                 )
             pending = []
             result.append(node)
@@ -77,7 +80,11 @@ def with_pass(node):
 
 
 def _merge_leading(
-    removed: list[Sequence[cst.EmptyLine]], own: Sequence[cst.EmptyLine], block_start: bool, moved: bool
+    removed: list[Sequence[cst.EmptyLine]],
+    own: Sequence[cst.EmptyLine],
+    block_start: bool,
+    moved: bool,
+    owns_comments: bool,
 ) -> list[cst.EmptyLine]:
     """Leading lines of the statement after removed ones: section comments stay (unless the statements `moved`
     with their comments), the gap is the wider one."""
@@ -99,7 +106,7 @@ def _merge_leading(
     for index, lines in enumerate([] if moved else removed):
         _, section, direct = split(lines)
         kept += section
-        if index == len(removed) - 1 and follows_directly:
+        if index == len(removed) - 1 and follows_directly and not owns_comments:
             kept += direct  # it introduced the code after the call: it stays with that code
     if block_start:
         gap = []

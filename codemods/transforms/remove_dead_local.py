@@ -10,7 +10,7 @@ from libcst.codemod import CodemodContext
 from libcst.metadata import Assignment, FunctionScope, GlobalScope, Scope, ScopeProvider
 
 from .base import Command, Operation, operation
-from .blocks import NO_STATEMENTS
+from .blocks import NO_STATEMENTS, Rebuilder
 from .removal import StatementRemover
 
 # Builtins a dead local's value may call and still be dropped with it (no side effect, nothing else to keep).
@@ -109,6 +109,10 @@ class RemoveDeadLocals(Operation):
 
 class _RemoveDeadLocals(StatementRemover):
     SKIPS = NO_STATEMENTS  # it removes whole statement lines, at any depth
+
+    def __init__(self, context: CodemodContext, op: Operation):
+        super().__init__(context, op)
+        self.rebuilder = Rebuilder(owns_comments=True)  # a comment on the local is about the code it was for
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.targets = {
