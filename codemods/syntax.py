@@ -240,7 +240,13 @@ def conjunction(parts: list[str]) -> str:
     return ast.unparse(ast.BoolOp(ast.And(), [ast.parse(part, mode="eval").body for part in unique]))
 
 
-def kept_lines(before: str, after: str) -> dict[int, int]:
-    """Lines of `after` kept as they were from `before`: after's line number -> before's (1-based)."""
+def kept_lines(before: str, after: str, edited: bool = False) -> dict[int, int]:
+    """Lines of `after` kept as they were from `before`: after's line number -> before's (1-based); `edited`: also
+    the lines of a block edited in place (replaced by as many lines), each where it was."""
     matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
-    return {j + k + 1: i + k + 1 for i, j, size in matcher.get_matching_blocks() for k in range(size)}
+    return {
+        j1 + k + 1: i1 + k + 1
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag == "equal" or (edited and tag == "replace" and i2 - i1 == j2 - j1)
+        for k in range(j2 - j1)
+    }

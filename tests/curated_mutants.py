@@ -328,8 +328,8 @@ MUTANTS = (
     Mutant(
         "lift keys: a launcher's device context on a meta tensor raises",
         "migrate/triton_lifts/meta_memory.py",
-        "        torch.cuda.device = _DeviceContext\n",
-        "",
+        "        self._device_context, torch.cuda.device = torch.cuda.device, _DeviceContext\n",
+        "        self._device_context = torch.cuda.device\n",
         ("tests/test_triton_lifts.py", "-k", "device_context"),
     ),
     Mutant(
@@ -541,7 +541,7 @@ MUTANTS = (
     Mutant(
         "codemods: a bind_kv_cache return before the parent's call is a path the registration must precede",
         "codemods/transforms/insert_registration.py",
-        '        if self.op.method == "__init__":\n            return returns\n',
+        '        if method == "__init__":\n            return returns\n',
         "        return returns\n",
         ("tests/test_lift_together.py", "-k", "returns_before_binding"),
     ),
@@ -551,6 +551,41 @@ MUTANTS = (
         "        self.rebuilder = Rebuilder(owns_comments=True)",
         "        self.rebuilder = Rebuilder()",
         ("tests/test_codemod_transforms.py", "-k", "comment_on_a_local"),
+    ),
+    Mutant(
+        "codemods: a sub-layer's bind_kv_cache counts as the base's",
+        "codemods/transforms/constructor.py",
+        "        and is_self(call.args[0].value)\n",
+        "",
+        ("tests/test_codemod_transforms.py", "-k", "bind_kv_cache"),
+    ),
+    Mutant(
+        "codemods: a later operation's note on a line an earlier one edited names the line above",
+        "codemods/transforms/pipeline.py",
+        "    kept = kept_lines(source, code, edited=True)\n",
+        "    kept = kept_lines(source, code)\n",
+        ("tests/test_codemod_transforms.py", "-k", "edited_it"),
+    ),
+    Mutant(
+        "codemods: a base call in a returning branch above the one every path runs is ignored",
+        "codemods/transforms/insert_registration.py",
+        "        if any(lines[s].start.line < lines[parent].start.line for s in calls):\n",
+        "        if False:\n",
+        ("tests/test_codemod_transforms.py", "-k", "bind_kv_cache"),
+    ),
+    Mutant(
+        "lift: a with that holds no lifted launch keeps the statements the dispatcher copied",
+        "codemods/transforms/lift_kernel.py",
+        "            elif isinstance(original, cst.With) and any(at in place(original) for at in self._edited_lines):",
+        "            elif isinstance(original, cst.With) and any(at in place(original) for at in launches):",
+        ("tests/test_triton_lifts.py", "-k", "leave_a_with"),
+    ),
+    Mutant(
+        "lift keys: a constant bound again is read off its first assignment",
+        "migrate/engine_trees/warmup.py",
+        "        once = len(bound) == 1 and not isinstance(bound[0], ast.AugAssign) and bound[0].value is not None",
+        "        once = bound[0].value is not None",
+        ("tests/test_triton_lifts.py", "-k", "binds_again"),
     ),
     Mutant(
         "codemods: exporter strings not renamed",

@@ -574,3 +574,69 @@ def test_the_gate_warns_about_a_module_imported_by_a_computed_name_whichever_imp
     source = f"import builtins\nimport importlib\n\n\ndef load(leaf='warmup'):\n    return {importer}(leaf)\n"
     _, warnings = gate.check_references(tmp_path / "probe.py", "pkg.probe", "pkg", source, facts)
     assert [(w.line, w.what.split(";")[0]) for w in warnings] == [(6, "imports a module by a computed name")]
+
+
+BIND = insert(
+    method="bind_kv_cache",
+    registration="_KERNEL.register_warmup(self.kv_cache.dtype)",
+    gate="self.enabled",
+    names=frozenset({"_KERNEL"}),
+)
+
+
+@pytest.mark.parametrize("first", ["", "        self.mixer.bind_kv_cache(kv_cache)\n"])
+def test_a_bind_kv_cache_return_before_the_bases_call_is_a_path_that_registers_nothing(tmp_path, first):
+    """An override returns for an empty cache before `super().bind_kv_cache(...)`, which binds what the
+    registration reads: it goes after that call, at the end, and the return is stated. A sub-layer's
+    `self.mixer.bind_kv_cache(...)` above is not the base's call."""
+    source = (
+        "class Layer(Base):\n    def bind_kv_cache(self, kv_cache):\n"
+        f"{first}        if kv_cache.numel() == 0:\n            return\n"
+        "        super().bind_kv_cache(kv_cache)\n        self.bound = True\n"
+    )
+    edit = run(tmp_path, "pkg.layer", source, [BIND])
+    assert edit.refusals == []
+    body = source.split("    def bind_kv_cache(self, kv_cache):\n")[1]
+    assert edit.source.endswith(
+        body + "\n        if self.enabled:\n            _KERNEL.register_warmup(self.kv_cache.dtype)\n"
+    )
+    line = source.splitlines().index("            return") + 1
+    assert [(w.line, "returns here before the base's bind_kv_cache runs" in w.why) for w in edit.warnings] == [
+        (line, True)
+    ]
+
+
+def test_a_bind_kv_cache_that_also_calls_the_base_in_a_returning_branch_is_refused(tmp_path):
+    """One path binds the cache in a branch and returns, another returns before the call every path runs: no one
+    place is after the binding on every path that has one."""
+    source = src("""
+        class Layer(Base):
+            def bind_kv_cache(self, kv_cache):
+                if kv_cache is None:
+                    super().bind_kv_cache(self.default)
+                    return
+                if kv_cache.numel() == 0:
+                    return
+                super().bind_kv_cache(kv_cache)
+        """)
+    edit = run(tmp_path, "pkg.layer", source, [BIND])
+    assert [(r.place.line, "in a branch that may return" in r.reason) for r in edit.refusals] == [(3, True)]
+
+
+def test_a_later_operations_note_names_the_files_own_line_even_where_an_earlier_one_edited_it(tmp_path):
+    """The rename edits `self.fn = KERNEL` in place before the registration's operation warns about that line: the
+    warning names it where the file has it."""
+    source = src("""
+        from pkg.ops import KERNEL
+
+
+        class Layer:
+            def __init__(self, config):
+                self.version = config.version
+                if config.x:
+                    self.fn = KERNEL
+                self.y = 1
+        """)
+    edit = run(tmp_path, "engine.layers", source, [RENAME, insert(insert_after="self.fn = ", kernel_module="pkg.ops")])
+    line = source.splitlines().index("            self.fn = KERNEL") + 1
+    assert [w.line for w in edit.warnings if "inside a branch" in w.why] == [line]

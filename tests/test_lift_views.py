@@ -149,3 +149,12 @@ def test_a_type_test_of_a_domain_of_literals_is_decided_where_every_literal_answ
     else:
         (answer,) = answers
         assert scope.value(test) == Value(repr(answer), answer)
+
+
+def test_a_type_test_of_a_tensor_against_a_kind_that_is_no_builtin_name_is_refused():
+    """`isinstance(x, (int, torch.Tensor))` holds for a tensor: only a test against builtin types alone is decided
+    False for one."""
+    scope = _scope(x=_packed("a"))
+    assert scope.value(ast.parse("isinstance(x, (int, float))", mode="eval").body) == Value("False", False)
+    with pytest.raises(LiftError, match="a type test the lift cannot decide"):
+        scope.value(ast.parse("isinstance(x, (int, torch.Tensor))", mode="eval").body)

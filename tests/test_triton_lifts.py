@@ -238,6 +238,19 @@ def test_a_model_type_the_legacy_list_lacks_is_an_intended_difference_read_from_
     assert "skips model type 'qwen4_exp'" in diff.intended
 
 
+def test_a_constant_the_legacy_module_binds_again_is_not_read_off_its_first_assignment(tmp_path):
+    """`TreeWarmup.constant` reads a module-level literal bound once; one the module changes later (`|=`, another
+    assignment) is not known from its source, and no difference is explained by it."""
+    legacy = copy_033(tmp_path / "legacy")
+    module = "vllm.model_executor.warmup.qwen_triton_warmup"
+    listed = FusedPostConvEquivalence(legacy_tree=legacy).legacy.constant(module, "_QWEN_MODEL_TYPES")
+    assert isinstance(listed, frozenset) and {"qwen3_next", "qwen4_exp"} <= listed
+    text = (legacy / QWEN_WARMUP).read_text()
+    anchor = "\n# Covers L=1 constexpr"
+    replace_file(legacy / QWEN_WARMUP, text.replace(anchor, '\n_QWEN_MODEL_TYPES |= {"qwen5"}\n' + anchor, 1))
+    assert FusedPostConvEquivalence(legacy_tree=legacy).legacy.constant(module, "_QWEN_MODEL_TYPES") is None
+
+
 def test_the_launcher_launches_what_it_did_before_the_lift(lifted_033):
     """The dispatcher is the launch: the launcher's own calls, at lengths the warmup never sampled too, ask Triton
     for exactly the specializations they did before."""
@@ -346,6 +359,25 @@ def test_a_launch_inside_a_device_context_is_lifted_where_it_stands(lifted_033, 
 
     assert new_functions(lifted) == new_functions(released)
     assert key_equivalence("mamba-causal-conv1d", "smoke", legacy_tree=legacy, migrated_tree=repo).ok
+
+
+def test_statements_only_the_launch_reads_leave_a_with_that_holds_no_lifted_launch(tmp_path):
+    """A `with` whose body computes the output strides and calls `hooks[0](x)` (a subscript call the lift reads
+    through like a launch), the launch below it: the strides move into the dispatcher, the `with` keeps the call."""
+    repo = copy_033(tmp_path / "tree")
+    text = (repo / CAUSAL_CONV1D).read_text()
+    start = text.index("    if out.dim() == 2:\n        stride_o_dim")
+    end = text.index("    stride_cache_indices = ", start)
+    held = (
+        "    with torch.cuda.device(x.device):\n" + textwrap.indent(text[start:end], "    ") + "        hooks[0](x)\n"
+    )
+    replace_file(repo / CAUSAL_CONV1D, text[:start] + "    hooks = [print]\n" + held + text[end:])
+    result = runner.invoke(app, ["migrate", "mamba-causal-conv1d", "--repo", str(repo), "--write"])
+    assert result.exit_code == 0, result.output
+    lifted = (repo / CAUSAL_CONV1D).read_text()
+    assert "    with torch.cuda.device(x.device):\n        hooks[0](x)\n" in lifted
+    dispatcher = lifted[lifted.index("def causal_conv1d_fn_dispatch(") : lifted.index("def causal_conv1d_fn(")]
+    assert "        stride_o_dim = out.stride(0)\n" in dispatcher and lifted.count("stride_o_dim = out.stride(0)") == 1
 
 
 def test_with_every_qwen_step_migrated_in_one_run_the_qwen_warmup_goes_with_its_call(tmp_path):

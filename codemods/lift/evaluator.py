@@ -313,8 +313,8 @@ class Scope:
             if len(answers) == 1 and len(builtin) == len(names):
                 (result,) = answers
                 return Value(repr(result), result)
-            if isinstance(subject, Tensor) and builtin:
-                return Value("False", False)
+            if isinstance(subject, Tensor) and builtin and len(builtin) == len(names):
+                return Value("False", False)  # a tensor is no builtin type
             raise self.refuse(node, f"`{ast.unparse(node)}`: a type test the lift cannot decide")
         if (
             isinstance(func, ast.Name)

@@ -23,8 +23,9 @@ class Rebuilder:
 
     A comment directly above a removed statement goes with it when nothing follows in its
     block, a blank line separates it from what follows, or what follows has a comment of its
-    own; otherwise it stays, introducing the next statement. Section comments (above a blank line) stay. The next
-    statement takes the wider of the two gaps (none at the start of a block).
+    own; otherwise it stays, introducing the next statement (unless the remover says the removed statements own
+    their comments). Section comments (above a blank line) stay. The next statement takes the wider of the two
+    gaps (none at the start of a block).
     """
 
     def __init__(self, moved: bool = False, owns_comments: bool = False):

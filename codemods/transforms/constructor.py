@@ -101,8 +101,18 @@ def assigned_names(statement: cst.BaseStatement) -> set[str]:
 
 def calls_parent(call: cst.Call, method: str = "__init__") -> bool:
     """`super().<method>(...)` or `Base.<method>(self, ...)`: the base's own `method` (its initializer, or the
-    `bind_kv_cache` that binds the cache), which sets what the base holds."""
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == method and not is_self(call.func.value)
+    `bind_kv_cache` that binds the cache), which sets what the base holds (not a sub-layer's, `self.x.<method>`)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == method):
+        return False
+    if isinstance(func.value, cst.Call):
+        return isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
+    return (
+        isinstance(func.value, (cst.Name, cst.Attribute))
+        and not is_self(func.value)
+        and bool(call.args)
+        and is_self(call.args[0].value)
+    )
 
 
 def locals_read(code: str, method: cst.FunctionDef) -> list[str]:

@@ -196,24 +196,30 @@ class _Insert(Command):
                 )
 
     def _past_unbound_returns(self, init: cst.FunctionDef, returns: list[cst.BaseStatement], lines) -> list:
-        """A later construction method (`bind_kv_cache`) that returns before it calls the base's own: that path
-        binds nothing the registration reads, so the registration goes after the base's call (at the method's
-        end, as where it has no such return), and those returns are not paths it must precede (the returns left).
-        A constructor registers on every path (see `_check_exits`)."""
-        if self.op.method == "__init__":
+        """The returns left once those of a later construction method (`bind_kv_cache`) above the base's call every
+        path runs go: such a path binds nothing the registration reads, which goes after that call (at the end, as
+        without them). Refused where a branch above calls the base too. A constructor registers on every path."""
+        method = self.op.method
+        if method == "__init__":
             return returns
-        parent = next(
-            (s for s in init.body.body if any(calls_parent(c, self.op.method) for c in nodes(s, cst.Call))), None
-        )
+        calls = [s for s in init.body.body if any(calls_parent(c, method) for c in nodes(s, cst.Call))]
+        parent = next((s for s in calls if isinstance(s, cst.SimpleStatementLine)), None)  # every path runs it
         unbound = [s for s in returns if parent is not None and lines[s].start.line < lines[parent].start.line]
         if not unbound:
+            return returns
+        if any(lines[s].start.line < lines[parent].start.line for s in calls):
+            self.refuse(
+                calls[0],
+                f"{self.op.cls}.{method} calls the base's {method} here, in a branch that may return, and again below "
+                "for every path: no one place follows the binding on every path; migrate this method by hand",
+            )
             return returns
         if self.anchor is not None and lines[self.anchor].end.line < lines[parent].end.line:
             self.anchor = parent
         self.warn(
             unbound[0],
-            f"{self.op.cls}.{self.op.method} returns here before the base's {self.op.method} runs: that path binds "
-            "nothing the registration reads, and registers nothing",
+            f"{self.op.cls}.{method} returns here before the base's {method} runs: that path binds nothing the "
+            "registration reads, and registers nothing",
         )
         return [s for s in returns if s not in unbound]
 

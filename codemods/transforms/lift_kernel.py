@@ -11,6 +11,7 @@ in the launcher reads go.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 
 import libcst as cst
@@ -121,9 +122,17 @@ class _Lift(Command):
         body = self._body(before.body.body, after.body.body, place, copied)
         return after.with_changes(body=after.body.with_changes(body=body)), copied
 
+    @functools.cached_property
+    def _edited_lines(self) -> set[int]:
+        """The launcher's lines the plans change or copy: a `with` that holds one is read through
+        (lift.dispatcher.flat_body reads through every `with` that holds a launch, lifted or not)."""
+        plans: tuple[lift.LiftPlan, ...] = self.op.lifted
+        edited = {line for plan in plans for line in (plan.launch_line, *plan.copied_lines, *plan.removed_lines)}
+        return edited | {line for plan in plans for line, _, _ in plan.unread}
+
     def _body(self, originals, updated, place, copied: dict) -> list[cst.BaseStatement]:
         """One block of the launcher as the dispatchers leave it: each launch their call, each copied statement
-        nothing else reads gone; a `with` that holds a launch is such a block too (lift.dispatcher.flat_body)."""
+        nothing else reads gone; a `with` that holds one of those is such a block too."""
         plans: tuple[lift.LiftPlan, ...] = self.op.lifted
         launches = {plan.launch_line: plan for plan in plans}
         statements = []
@@ -139,7 +148,7 @@ class _Lift(Command):
                 self.count += 1
             elif line in plans[0].removed_lines:
                 rebuilder.note(original)
-            elif isinstance(original, cst.With) and any(at in place(original) for at in launches):
+            elif isinstance(original, cst.With) and any(at in place(original) for at in self._edited_lines):
                 inner = self._body(original.body.body, statement.body.body, place, copied)
                 statements.append(statement.with_changes(body=statement.body.with_changes(body=inner)))
             else:

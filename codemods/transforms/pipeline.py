@@ -84,12 +84,12 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
 
 
 def _at_source(notes: list[Note], versions: TreeVersions, version: cst.Module, source: str) -> list[Note]:
-    """Notes on lines of a version earlier operations changed, on the file's own lines (a line one of them wrote:
-    the nearest one above that they kept)."""
+    """Notes on lines of a version earlier operations changed, on the file's own lines (a line one of them edited
+    in place: where it was; one they added: the nearest one above that they kept)."""
     code = versions.code(version) if notes else source
     if code is source:
         return notes
-    kept = kept_lines(source, code)
+    kept = kept_lines(source, code, edited=True)
     return [dataclasses.replace(n, line=kept.get(max((k for k in kept if k <= n.line), default=0), 1)) for n in notes]
 
 

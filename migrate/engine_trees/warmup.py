@@ -138,16 +138,21 @@ class TreeWarmup:
         return self._trees[module]
 
     def constant(self, module: str, name: str) -> Any:
-        """A module-level constant of the tree, read off its source: a literal, or `frozenset`/`set`/`tuple` of one
-        (None when the module or the name is not there)."""
+        """A module-level constant of the tree, read off its source: a literal, or `frozenset`/`set`/`tuple` of one,
+        bound once (None when the module or the name is not there, or the module binds it again)."""
         if not self.sources.file_of(module).is_file():
             return None
-        for node in self._tree(module).body:
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                    return _literal(node.value)
-        return None
+        bound = [
+            node
+            for node in self._tree(module).body
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            and any(
+                isinstance(t, ast.Name) and t.id == name
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            )
+        ]
+        once = len(bound) == 1 and not isinstance(bound[0], ast.AugAssign) and bound[0].value is not None
+        return _literal(bound[0].value) if once else None
 
     def describe(self) -> str:
         """The tree as a report names it: path and the release its `_version.py` states."""

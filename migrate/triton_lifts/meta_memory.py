@@ -19,9 +19,9 @@ class MetaAllocations(TorchFunctionMode):
     `with torch.cuda.device(x.device):` around its launch selects no GPU for a meta tensor's device."""
 
     def __enter__(self):
-        self._device_context = torch.cuda.device
-        torch.cuda.device = _DeviceContext
-        return super().__enter__()
+        entered = super().__enter__()
+        self._device_context, torch.cuda.device = torch.cuda.device, _DeviceContext
+        return entered
 
     def __exit__(self, *exc):
         torch.cuda.device = self._device_context
