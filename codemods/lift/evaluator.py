@@ -306,14 +306,15 @@ class Scope:
             builtin = [
                 getattr(builtins, n) for n in names if n in dir(builtins) and isinstance(getattr(builtins, n), type)
             ]
+            all_builtin = len(builtin) == len(names)  # else a kind the lift cannot test
             # A value the tree fixes, or a domain of literals every one of which answers alike.
             known = (subject.known,) if isinstance(subject, Value) and subject.fixed else ()
             known = known or (self.lift.choices.get(subject.code, ()) if isinstance(subject, Value) else ())
             answers = {isinstance(value, tuple(builtin)) for value in known}
-            if len(answers) == 1 and len(builtin) == len(names):
+            if len(answers) == 1 and all_builtin:
                 (result,) = answers
                 return Value(repr(result), result)
-            if isinstance(subject, Tensor) and builtin and len(builtin) == len(names):
+            if isinstance(subject, Tensor) and builtin and all_builtin:
                 return Value("False", False)  # a tensor is no builtin type
             raise self.refuse(node, f"`{ast.unparse(node)}`: a type test the lift cannot decide")
         if (

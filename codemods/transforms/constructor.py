@@ -99,7 +99,7 @@ def assigned_names(statement: cst.BaseStatement) -> set[str]:
     }
 
 
-def calls_parent(call: cst.Call, method: str = "__init__") -> bool:
+def calls_parent(call: cst.Call, method: str) -> bool:
     """`super().<method>(...)` or `Base.<method>(self, ...)`: the base's own `method` (its initializer, or the
     `bind_kv_cache` that binds the cache), which sets what the base holds (not a sub-layer's, `self.x.<method>`)."""
     func = call.func
@@ -113,6 +113,11 @@ def calls_parent(call: cst.Call, method: str = "__init__") -> bool:
         and bool(call.args)
         and is_self(call.args[0].value)
     )
+
+
+def base_calls(function: cst.FunctionDef, method: str) -> list[cst.BaseStatement]:
+    """The statements of `function`'s own body that call the base's `method` (`calls_parent`), or hold such a call."""
+    return [s for s in function.body.body if any(calls_parent(c, method) for c in nodes(s, cst.Call))]
 
 
 def locals_read(code: str, method: cst.FunctionDef) -> list[str]:

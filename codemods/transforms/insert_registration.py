@@ -19,6 +19,7 @@ from .bindings import MethodBindings
 from .blocks import NO_STATEMENTS
 from .constructor import (
     assigned_names,
+    base_calls,
     calls_parent,
     changed_attributes,
     first_line,
@@ -148,7 +149,7 @@ class _Insert(Command):
         if self.op.insert_after:
             matches = [s for s in statements if holds_anchor(first_line(s), self.op.insert_after)]
             if not matches:  # the fork rewrote or moved it: after what the registration reads, found below
-                bases = [s for s in init.body.body if any(calls_parent(c, self.op.method) for c in nodes(s, cst.Call))]
+                bases = base_calls(init, self.op.method)
                 self.guessed = "the base initializer" if bases else "the constructor's start"
                 self.anchor = (bases or init.body.body)[-1 if bases else 0]
             else:
@@ -202,7 +203,7 @@ class _Insert(Command):
         method = self.op.method
         if method == "__init__":
             return returns
-        calls = [s for s in init.body.body if any(calls_parent(c, method) for c in nodes(s, cst.Call))]
+        calls = base_calls(init, method)
         parent = next((s for s in calls if isinstance(s, cst.SimpleStatementLine)), None)  # every path runs it
         unbound = [s for s in returns if parent is not None and lines[s].start.line < lines[parent].start.line]
         if not unbound:
