@@ -346,6 +346,13 @@ MUTANTS = (
         "    return {ast.NotEq: orelse, ast.Eq: body}.get(type(compared.ops[0]))",
         ("tests/test_simplify.py", "-k", "one_branch"),
     ),
+    Mutant(
+        "keys: a bind_kv_cache path that returns before binding owes a registration",
+        "migrate/engine_trees/construction.py",
+        'finished = [path for path in paths if path.end != "raise" and (path.bound or not self.binds_later)]',
+        'finished = [path for path in paths if path.end != "raise"]',
+        ("tests/test_lift_together.py", "-k", "returns_before_binding"),
+    ),
     # Trust: caches, bakes and journals received from elsewhere.
     Mutant(
         "cache: a manifest path outside the cache is followed",

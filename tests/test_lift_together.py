@@ -11,6 +11,7 @@ import ast
 import dataclasses
 import itertools
 import json
+import shutil
 import textwrap
 import types
 
@@ -424,6 +425,8 @@ def test_a_bind_kv_cache_that_returns_before_binding_registers_after_the_parents
     )
     forked = (repo / GDN_LAYER).read_text()
     line = forked[: forked.index(early)].count("\n") + 2
+    legacy = tmp_path / "legacy"
+    shutil.copytree(repo, legacy)
     result = runner.invoke(
         app, ["migrate", "fla-sigmoid-gating", "mamba-causal-conv1d", *BUILT_IN, "--repo", str(repo), "--write"]
     )
@@ -449,6 +452,8 @@ def test_a_bind_kv_cache_that_returns_before_binding_registers_after_the_parents
         assert override.count(f"\n            {binding}") == 1, binding
     (tmp_path / "forked.py").write_text(forked)
     assert [f for f in ruff_findings(repo / GDN_LAYER) if f not in ruff_findings(tmp_path / "forked.py")] == []
+    # The keys check runs the fork's bind on every path: the empty-cache one binds nothing, so owes no registration.
+    assert key_equivalence("mamba-causal-conv1d", "smoke", legacy_tree=legacy, migrated_tree=repo).ok
 
 
 def test_a_legacy_guard_that_reads_through_one_the_spec_drops_keeps_it_in_front(tmp_path):

@@ -12,7 +12,8 @@ weights, the GPU). So the constructor's own statements run one at a time, in its
 A statement that registers runs exactly as written. The construction is broken when one raises (it reads an
 attribute the constructor sets only later) or when a path finishes without running one while another path
 does (the registration sits in one arm of a branch, below an early return, or under a condition one path
-fails). A path that ends in `raise`, or in an assertion the stand-ins show false, builds nothing. Where the
+fails). A path that ends in `raise`, or in an assertion the stand-ins show false, builds nothing; nor does one
+of a later construction method (`bind_kv_cache`) that returns before its base's call binds anything. Where the
 serving configuration turns a registration's gate off, it is off on every path alike.
 """
 
@@ -78,6 +79,7 @@ class _Path:
     assigned: dict[str, Any]  # self's attributes set so far
     decisions: tuple[str, ...] = ()
     registered: bool = False
+    bound: bool = False  # a later construction method's base call has run (`ConstructorRun.binds_later`)
     end: str | None = None  # "return" or "raise" once the path has left the constructor
 
     def fork(self, decision: str) -> _Path:
@@ -90,7 +92,7 @@ class _Path:
     def shape(self) -> tuple:
         """What tells this path from another: how it ended, whether it registered, the names it holds, and
         those names' plain values (a number, a string: what a registration may read and pass on)."""
-        return (self.end, self.registered, _held(self.scope), _held(self.assigned))
+        return (self.end, self.registered, self.bound, _held(self.scope), _held(self.assigned))
 
 
 class ConstructorRun:
@@ -111,6 +113,12 @@ class ConstructorRun:
         self.methods = methods
         self.where = f"{path}: {owner}.{function.name}"
         self._registers = registers
+        # A later construction method (`bind_kv_cache`) that calls the base's own: a path that leaves before that
+        # call binds nothing, and registers nothing (the migration registers after it). A constructor's every
+        # path builds the layer.
+        self.binds_later = function.name != "__init__" and any(
+            _calls_base(node, function.name) for node in ast.walk(function)
+        )
         self._code: dict[int, types.CodeType] = {}
 
     def registering(self, node: ast.AST) -> bool:
@@ -138,7 +146,7 @@ class ConstructorRun:
         assigned: dict[str, Any] = {}
         scope = dict(bound, self=_Self(self, bound.get("self"), later, assigned))
         paths = self._block(self.function.body, [_Path(scope, assigned)])
-        finished = [path for path in paths if path.end != "raise"]
+        finished = [path for path in paths if path.end != "raise" and (path.bound or not self.binds_later)]
         registered = [path for path in finished if path.registered]
         shared = {decision for path in registered for decision in path.decisions}
         for path in finished if registered else ():
@@ -201,6 +209,8 @@ class ConstructorRun:
             self._bind_targets(statement, path)
         if registering:
             path.registered = True
+        if self.binds_later and any(_calls_base(node, self.function.name) for node in ast.walk(statement)):
+            path.bound = True
         return [path]
 
     def _branch(self, statement: ast.If, path: _Path) -> list[_Path]:
@@ -314,6 +324,19 @@ def _merged(paths: list[_Path]) -> list[_Path]:
     for path in paths:
         kept.setdefault(path.shape(), path)
     return list(kept.values())
+
+
+def _calls_base(node: ast.AST, method: str) -> bool:
+    """`super().<method>(...)` or `Base.<method>(self, ...)` (codemods.transforms.constructor.calls_parent, read on
+    Python's own tree)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method):
+        return False
+    receiver = node.func.value
+    if isinstance(receiver, ast.Call):
+        return isinstance(receiver.func, ast.Name) and receiver.func.id == "super"
+    first = node.args[0] if node.args else None
+    self_receiver = isinstance(receiver, ast.Name) and receiver.id == "self"
+    return not self_receiver and isinstance(first, ast.Name) and first.id == "self"
 
 
 def _first_line(statement: ast.stmt) -> str:
