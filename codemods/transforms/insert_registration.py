@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -34,6 +33,7 @@ from .constructor import (
     walks_kept,
 )
 from .registration_code import renamed_in
+from .shared_facts import bound_once_as, one_if, same_gate, share_facts
 
 
 @operation("insert_registration")
@@ -371,7 +371,7 @@ class _Insert(Command):
         at_end = self.anchor is None and original is self.init.body and not self.once
         if not at_end and not any(s is self.anchor or id(s) in exits for s in original.body):
             return updated
-        body = []
+        body, block = [], []
         for before, after in zip(original.body, updated.body):
             if id(before) in exits:  # a return that would skip the registration: it runs first
                 body += self._block(before_return=True)
@@ -379,9 +379,12 @@ class _Insert(Command):
                 after = after.with_changes(leading_lines=[cst.EmptyLine(indent=False), *after.leading_lines])
             body.append(after)
             if before is self.anchor:
-                body += self._block()
+                body += (block := self._block())
         if at_end and not (original.body and id(original.body[-1]) in exits):
-            body += self._block()
+            body += (block := self._block())
+        if block and not self.exits and not self.helper:  # one block: what it binds is shared with those above
+            body, block = share_facts(body, block, self.init)
+            self.block = block[-1]
         self.count += 1
         return updated.with_changes(body=self._joined(body))
 
@@ -394,10 +397,10 @@ class _Insert(Command):
         if index is None or not isinstance(self.block, cst.If):
             return body
         for first, second in ((index - 1, index), (index, index + 1)):
-            if first >= 0 and second < len(body) and _same_gate(body[first], body[second]):
+            if first >= 0 and second < len(body) and same_gate(body[first], body[second]):
                 return [
                     *body[:first],
-                    _one_if(body[first], body[second], body[second] is self.block),
+                    one_if(body[first], body[second], body[second] is self.block),
                     *body[second + 1 :],
                 ]
         return body
@@ -488,7 +491,7 @@ class _Insert(Command):
             return False
         body = list(self.init.body.body)
         end = body.index(top_level(self.init, self.anchor)) + 1 if self.anchor is not None else len(body)
-        return _bound_once_as(statement, body[:end], body)
+        return bound_once_as(statement, body[:end], body)
 
     def _import_beside(self, statements: list[cst.BaseStatement]) -> bool:
         """Add the kernel's name to a `from <kernel module> import a, b` among the statements (in name order), as
@@ -542,47 +545,6 @@ class _Insert(Command):
                 f"insert_after {self.op.insert_after!r} matches a statement that is not in an indented block",
             )
         return module
-
-
-def _same_gate(first: cst.BaseStatement, second: cst.BaseStatement) -> bool:
-    return all(
-        isinstance(s, cst.If) and s.orelse is None and isinstance(s.body, cst.IndentedBlock) for s in (first, second)
-    ) and first.test.deep_equals(second.test)
-
-
-def _one_if(earlier: cst.If, later: cst.If, bound_once: bool) -> cst.If:
-    """Two `if`s on the same test as one: the later's body after the earlier's, an `if` that opens it joined with
-    one that ends the earlier's the same way (a gate the site adds around the registration's own `if`); with
-    `bound_once`, the later's `x = ...` that the earlier already binds as it is left out."""
-    above, added = earlier.body.body, later.body.body
-    if bound_once:
-        added = _not_bound_in(added, above)
-    if above and added and _same_gate(above[-1], added[0]):
-        body = [*above[:-1], _one_if(above[-1], added[0], bound_once), *added[1:]]
-    else:
-        body = [*above, *added]
-    return earlier.with_changes(body=earlier.body.with_changes(body=body))
-
-
-def _not_bound_in(statements: Sequence[cst.BaseStatement], above: Sequence[cst.BaseStatement]):
-    """`statements` less each `x = ...` that `above` already runs as it is."""
-    return [s for s in statements if not _bound_once_as(s, above, above)]
-
-
-def _bound_once_as(
-    statement: cst.BaseStatement, among: Sequence[cst.BaseStatement], scope: Sequence[cst.BaseStatement]
-) -> bool:
-    """`statement` is an `x = ...` that one of `among` already is (comments aside), and `scope` binds x nowhere
-    else at any depth: the x it would bind is there already."""
-    names = assigned_names(statement)
-    if len(names) != 1:
-        return False
-    bound = sum(len(assigned_names(inner) & names) for s in scope for inner in statements_in(s))
-    return bound == 1 and _as_written(statement) in {_as_written(s) for s in among}
-
-
-def _as_written(statement: cst.BaseStatement) -> str:
-    return normalized(code_of(statement.with_changes(leading_lines=[])))
 
 
 def _helper_name(kernel: str) -> str:

@@ -1,0 +1,201 @@
+"""Registrations that share a method, written as a maintainer writes them together: one `if` for one gate, and
+each fact they read bound once.
+
+A registration's block binds the facts its call reads (`hv = self.num_v_heads // self.tp_size`).
+Where another registration above it in the same block of the method writes that value in place,
+the binding moves up to just above that registration, which then reads the local too; where a
+statement above binds it the same way already, the block does not bind it again. Only a value
+of attribute reads, subscripts and arithmetic, of names the method never rebinds, moves; only
+above another registration's call, which computes it on every run; and only where nothing in
+between assigns an attribute of `self` that it reads: the local holds what the call read.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+import libcst as cst
+
+from ..spec import normalized
+from ..syntax import body_stores, parameters, self_stores, stores
+from .base import code_of
+from .blocks import Rebuilder, RebuildsBlocks
+from .constructor import assigned_names, statements_in
+
+# What a moved value may hold: reads and arithmetic, nothing that calls or branches.
+_PURE = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.BinOp, ast.UnaryOp)
+_PURE += (ast.expr_context, ast.operator, ast.unaryop)
+
+
+def share_facts(
+    body: Sequence[cst.BaseStatement], block: Sequence[cst.BaseStatement], method: cst.FunctionDef
+) -> tuple[list[cst.BaseStatement], list[cst.BaseStatement]]:
+    """`body`: the statements of the method's block where the registration went, `block` (its statements, in a
+    row) among them; `method`: the method before the registration went in. The body and the block with each
+    binding of the block that another registration above reads in place bound once."""
+    body, block = list(body), list(block)
+    definition = ast.parse(code_of(method)).body[0]
+    rebound = body_stores(definition)
+    mentioned = {n.id for n in ast.walk(definition) if isinstance(n, ast.Name)} | set(parameters(definition))
+    for name, value in _bindings(block):
+        value_tree = ast.parse(value, mode="eval").body
+        binding = normalized(f"{name} = {value}")
+        shorter, dropped = _without(block, binding)
+        if dropped is None or not _moves(value_tree, rebound + stores(ast.parse(_code(block)))):
+            continue
+        start, size = next(i for i, statement in enumerate(body) if statement is block[0]), len(block)
+        if name in mentioned:  # kept where a statement above binds it as the block does, and nothing else does
+            bound = next((i for i in range(start) if as_written(body[i]) == binding), None)
+            if bound is None or rebound.count(name) != 1 or not _quiet(body[bound + 1 : start], value_tree):
+                continue
+        else:
+            first = next((i for i in range(start) if _reads_in_place(body[i], value_tree)), None)
+            if first is None or not _quiet(body[first:start], value_tree):
+                continue
+            renamed = _Renamed(normalized(value), name)
+            earlier = [s.visit(renamed) if _registers(s) else s for s in body[first:start]]
+            moved = dropped.with_changes(leading_lines=earlier[0].leading_lines)
+            body[first:start] = [moved, earlier[0].with_changes(leading_lines=[]), *earlier[1:]]
+            start += 1
+        body[start : start + size] = block = shorter
+    return body, block
+
+
+def same_gate(first: cst.BaseStatement, second: cst.BaseStatement) -> bool:
+    return all(
+        isinstance(s, cst.If) and s.orelse is None and isinstance(s.body, cst.IndentedBlock) for s in (first, second)
+    ) and first.test.deep_equals(second.test)
+
+
+def one_if(earlier: cst.If, later: cst.If, bound_once: bool) -> cst.If:
+    """Two `if`s on the same test as one: the later's body after the earlier's, an `if` that opens it joined with
+    one that ends the earlier's the same way (a gate the site adds around the registration's own `if`); with
+    `bound_once`, the later's `x = ...` that the earlier already binds as it is left out."""
+    above, added = earlier.body.body, later.body.body
+    if bound_once:
+        added = [s for s in added if not bound_once_as(s, above, above)]
+    if above and added and same_gate(above[-1], added[0]):
+        body = [*above[:-1], one_if(above[-1], added[0], bound_once), *added[1:]]
+    else:
+        body = [*above, *added]
+    return earlier.with_changes(body=earlier.body.with_changes(body=body))
+
+
+def bound_once_as(
+    statement: cst.BaseStatement, among: Sequence[cst.BaseStatement], scope: Sequence[cst.BaseStatement]
+) -> bool:
+    """`statement` is an `x = ...` that one of `among` already is (comments aside), and `scope` binds x nowhere
+    else at any depth: the x it would bind is there already."""
+    names = assigned_names(statement)
+    if len(names) != 1:
+        return False
+    bound = sum(len(assigned_names(inner) & names) for s in scope for inner in statements_in(s))
+    return bound == 1 and as_written(statement) in {as_written(s) for s in among}
+
+
+def as_written(statement: cst.BaseStatement) -> str:
+    return normalized(code_of(statement.with_changes(leading_lines=[])))
+
+
+def _bindings(block: Sequence[cst.BaseStatement]) -> list[tuple[str, str]]:
+    """Each `x = <value>` of the block that binds x first, no statement of the block having read x before it: at
+    its top level or in the body of an `if` there, in order."""
+    code = _code(block)
+    found, seen = [], set()
+    for statement in _in_order(ast.parse(code).body):
+        target = statement.targets[0] if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None
+        if isinstance(target, ast.Name) and target.id not in seen | _names(statement.value):
+            found.append((target.id, ast.get_source_segment(code, statement.value)))
+        seen |= _names(statement)
+    return found
+
+
+def _in_order(statements: list[ast.stmt]):
+    """The statements, and those of the `if`s among them, in the order they run (an `if`'s test first)."""
+    for statement in statements:
+        if isinstance(statement, ast.If):
+            yield ast.Expr(statement.test)
+            yield from _in_order(statement.body)
+            yield from _in_order(statement.orelse)
+        else:
+            yield statement
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _moves(value: ast.expr, rebound: list[str]) -> bool:
+    """Reads and arithmetic only, of names bound nowhere in the method or the block (`self`, the module's)."""
+    return all(isinstance(n, _PURE) for n in ast.walk(value)) and not _names(value) & set(rebound)
+
+
+def _reads_in_place(statement: cst.BaseStatement, value: ast.expr) -> bool:
+    """A registration's call statement that computes `value` itself on every run (not under a condition)."""
+    if not _registers(statement):
+        return False
+    dump = ast.dump(value)
+    pending: list[ast.AST] = list(ast.parse(code_of(statement)).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.expr) and ast.dump(node) == dump:
+            return True
+        if not isinstance(node, (ast.IfExp, ast.BoolOp, ast.Lambda, ast.comprehension)):
+            pending += ast.iter_child_nodes(node)
+    return False
+
+
+def _registers(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_warmup"
+        for n in ast.walk(ast.parse(code_of(statement)))
+    )
+
+
+def _quiet(between: Sequence[cst.BaseStatement], value: ast.expr) -> bool:
+    """Nothing in `between` assigns an attribute of `self` that `value` reads."""
+    read = {n.attr for n in ast.walk(value) if isinstance(n, ast.Attribute)}
+    return not any(attribute in read for attribute, _ in self_stores(ast.parse(_code(between))))
+
+
+def _without(
+    block: list[cst.BaseStatement], binding: str
+) -> tuple[list[cst.BaseStatement], cst.SimpleStatementLine | None]:
+    """The block less its first statement written as `binding` (its gap and comments go to the next one), and that
+    statement (None where the block has none: the block as it is)."""
+    head = cst.SimpleStatementLine([cst.Pass()])  # the block is not where a body starts: its first gap stays
+    drop = _Drop(binding)
+    shorter = list(cst.IndentedBlock([head, *block]).visit(drop).body[1:])
+    return shorter, drop.dropped
+
+
+class _Drop(RebuildsBlocks, cst.CSTTransformer):
+    def __init__(self, binding: str):
+        super().__init__()
+        self.binding, self.dropped, self.rebuilder = binding, None, Rebuilder(owns_comments=True)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if self.dropped is None and as_written(original) == self.binding:
+            self.dropped = original.with_changes(leading_lines=[])
+            self.rebuilder.note(original)
+            return cst.RemoveFromParent()
+        return updated
+
+
+class _Renamed(cst.CSTTransformer):
+    """Every expression written as `value` (normalized) read as the local `name` instead."""
+
+    def __init__(self, value: str, name: str):
+        super().__init__()
+        self.value, self.name = value, name
+
+    def on_leave(self, original, updated):
+        updated = super().on_leave(original, updated)
+        if isinstance(updated, cst.BaseExpression) and normalized(code_of(original)) == self.value:
+            return cst.Name(self.name)
+        return updated
+
+
+def _code(statements: Sequence[cst.BaseStatement]) -> str:
+    return cst.Module(body=list(statements)).code
