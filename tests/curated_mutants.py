@@ -660,14 +660,14 @@ MUTANTS = (
     Mutant(
         "registration: a binding the first block also changes in a branch is dropped from the second",
         "codemods/transforms/shared_facts.py",
-        "    bound = sum(len(assigned_names(inner) & names) for s in scope for inner in statements_in(s))",
+        "    bound = sum(len((assigned_names(inner) | _deleted(inner)) & names) for s in scope for inner in statements_in(s))",
         "    bound = sum(len(assigned_names(s) & names) for s in scope)",
         ("tests/test_codemod_transforms.py", "-k", "two_registrations_under_one_gate"),
     ),
     Mutant(
         "shared facts: a later registration binds again what an earlier one computes in place",
         "codemods/transforms/insert_registration.py",
-        "            body, block = share_facts(body, block, self.init)\n",
+        "            body, block = share_facts(body, block, self.init, self._changes)\n",
         "            pass\n",
         ("tests/test_shared_facts.py", "-k", "later_registration_binds"),
     ),
@@ -681,9 +681,30 @@ MUTANTS = (
     Mutant(
         "shared facts: a value moved above a statement that changes what it reads",
         "codemods/transforms/shared_facts.py",
-        "            if first is None or not _quiet(body[first:start], value_tree):\n",
+        "            if first is None or not quiet(body[first:start], value_tree, changes):\n",
         "            if first is None:\n",
-        ("tests/test_shared_facts.py", "-k", "changes_what_it_reads"),
+        ("tests/test_shared_facts.py", "-k", "hoist-past"),
+    ),
+    Mutant(
+        "shared facts: a binding the method made is reused past a statement that changes what it read",
+        "codemods/transforms/insert_registration.py",
+        "        return quiet(body[bound + 1 : end], value, self._changes)\n",
+        "        return True\n",
+        ("tests/test_shared_facts.py", "-k", "reuse-past"),
+    ),
+    Mutant(
+        "shared facts: a method of the class that changes what a value read is not seen",
+        "codemods/transforms/insert_registration.py",
+        "        return set().union(*(changed_attributes(s) for s in inner)) | self._set_by_methods(statement)\n",
+        "        return set().union(*(changed_attributes(s) for s in inner))\n",
+        ("tests/test_shared_facts.py", "-k", "past-a-method"),
+    ),
+    Mutant(
+        "shared facts: a binding the method deletes afterwards is read by the block",
+        "codemods/transforms/shared_facts.py",
+        "    bound = sum(len((assigned_names(inner) | _deleted(inner)) & names) for s in scope for inner in statements_in(s))\n",
+        "    bound = sum(len(assigned_names(inner) & names) for s in scope for inner in statements_in(s))\n",
+        ("tests/test_shared_facts.py", "-k", "deletes"),
     ),
     Mutant(
         "shared facts: a local the method already names is bound above the earlier registration",
@@ -695,7 +716,7 @@ MUTANTS = (
     Mutant(
         "shared facts: a binding made above as the block makes it is made again",
         "codemods/transforms/shared_facts.py",
-        "            if bound is None or rebound.count(name) != 1 or not _quiet(body[bound + 1 : start], value_tree):\n",
+        "            if bound is None or rebound.count(name) != 1 or not quiet(body[bound + 1 : start], value_tree, changes):\n",
         "            if True:\n",
         ("tests/test_shared_facts.py", "-k", "later_registration_binds"),
     ),
@@ -1025,7 +1046,7 @@ MUTANTS = (
         "lift: a launcher's other kernel is left to lose its warmup with the step",
         "codemods/lift/plan.py",
         "        if is_triton_kernel(modules, launcher_module, spelled) and (\n"
-        "            modules.reference(launcher_module, spelled) not in lifted\n"
+        "            kernel_reference(modules, launcher_module, spelled) not in lifted\n"
         "        ):\n",
         "        if False:\n",
         ("tests/test_lift_together.py", "-k", "alone_is_refused"),
@@ -1771,6 +1792,41 @@ MUTANTS = (
         "            for read in sorted(reads[name] & expressions.keys(), key=list(expressions).index):\n",
         "            for read in ():\n",
         ("tests/test_simplify.py", "-k", "statement_computes"),
+    ),
+    Mutant(
+        "lift: a launch through a module-level alias is not read as the kernel's",
+        "codemods/lift/dispatcher.py",
+        "        value = alias_value(modules, *found) if found else None\n",
+        "        value = None\n",
+        ("tests/test_triton_lifts.py", "-k", "alias_is_lifted or alias_of_another"),
+    ),
+    Mutant(
+        "lift: an alias bound to two kernels read as the first",
+        "codemods/lift/dispatcher.py",
+        "    if not values or None in values or len({ast.dump(v) for v in values}) != 1:\n",
+        "    if not values or None in values:\n",
+        ("tests/test_triton_lifts.py", "-k", "another-kernel-on-a-path"),
+    ),
+    Mutant(
+        "lift: an alias a function rebinds through `global` read as the kernel",
+        "codemods/lift/dispatcher.py",
+        "    if any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(tree)):\n",
+        "    if False:\n",
+        ("tests/test_triton_lifts.py", "-k", "rebound-by-a-function"),
+    ),
+    Mutant(
+        "lift: an alias bound on one path only read as the kernel",
+        "codemods/lift/dispatcher.py",
+        "    return values[0] if both_arms or any(b in tree.body for b in bindings) else None\n",
+        "    return values[0]\n",
+        ("tests/test_triton_lifts.py", "-k", "bound-on-one-path"),
+    ),
+    Mutant(
+        "lift: the dispatcher wraps the alias, not the kernel",
+        "codemods/lift/plan.py",
+        "        spelled = value\n    return spelled\n",
+        "        break\n    return spelled\n",
+        ("tests/test_triton_lifts.py", "-k", "alias_is_lifted"),
     ),
     Mutant(
         "lift launches: a mixed batch's prefill slices drawn from the batch's start (always aligned)",

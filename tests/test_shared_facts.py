@@ -8,10 +8,9 @@ them (the expected calls come from that naive text, not from zerojit's output).
 
 import textwrap
 
-import libcst as cst
+import pytest
 
 from zerojit.codemods.transforms import InsertRegistration, apply
-from zerojit.codemods.transforms.shared_facts import share_facts
 
 LAYER = "from engine.ops import _OTHER, _THIRD\n\n\nclass Layer(Base):\n    def bind_kv_cache(self, kv_cache):\n        super().bind_kv_cache(kv_cache)\n"
 FIRST = "_KERNEL.register_warmup(heads=self.num_heads // self.tp_size, dtype=self.kv_cache[0].dtype)"
@@ -111,18 +110,29 @@ def test_a_value_the_earlier_registration_computes_only_under_a_condition_is_not
         assert calls(after, num_heads=8, tp_size=2, spec=spec) == calls(naive, num_heads=8, tp_size=2, spec=spec)
 
 
-def test_a_value_is_not_moved_above_a_statement_that_changes_what_it_reads():
-    """Placement puts a registration after what it reads, so no store follows the earlier call in a migrated
-    method; share_facts keeps the rule on its own for a body that has one."""
-    method = cst.parse_statement("def bind_kv_cache(self, kv_cache):\n    pass\n")
-    body = [cst.parse_statement(f"{line}\n") for line in (FIRST, "self.tp_size = 1")]
-    block = [cst.parse_statement(gated(SECOND) + "\n")]
-    shared, kept = share_facts([*body, *block], block, method)
-    assert cst.Module(shared).code == cst.Module([*body, *block]).code.replace(
-        "_KERNEL.register_warmup(heads=self.num_heads // self.tp_size, dtype=self.kv_cache[0].dtype)",
-        "state = self.kv_cache[0]\n_KERNEL.register_warmup(heads=self.num_heads // self.tp_size, dtype=state.dtype)",
-    ).replace("    state = self.kv_cache[0]\n", "")
-    assert kept[-1] is shared[-1]
+@pytest.mark.parametrize(
+    "above",
+    [
+        # A registration the method already has, then a method of the class that replaces the cache it read.
+        f"{FIRST}\nself._reshape()\n",
+        # The method's own binding, then a method that changes what it read, on some layers only.
+        "heads = self.num_heads // self.tp_size\nself.heads = heads\nif self.spec:\n    self._reshape()\n",
+        # The same, with the attribute assigned in place.
+        "heads = self.num_heads // self.tp_size\nself.heads = heads\nself.tp_size = 1\n",
+    ],
+    ids=["hoist-past-a-method", "reuse-past-a-method", "reuse-past-an-assignment"],
+)
+def test_a_value_is_not_shared_past_a_statement_that_changes_what_it_reads(tmp_path, above):
+    """A later block computes the value again after the change: reusing the earlier one would read the layer
+    as it was before (the fork's method sets `self.tp_size` and `self.kv_cache`)."""
+    reshape = "\n    def _reshape(self):\n        self.tp_size = 1\n        self.kv_cache = self.kv_cache[::-1]\n"
+    source = written(above) + reshape
+    after = migrate(tmp_path, source, [insert(SECOND, gate="self.spec")])
+    assert "            heads = self.num_heads // self.tp_size\n" in after
+    naive = written(above, gated(SECOND)) + reshape
+    for spec in (True, False):
+        facts = dict(num_heads=8, tp_size=2, spec=spec)
+        assert calls(after, **facts) == calls(naive, **facts)
 
 
 def test_a_local_the_method_already_names_is_not_bound_in_its_place(tmp_path):
@@ -131,3 +141,11 @@ def test_a_local_the_method_already_names_is_not_bound_in_its_place(tmp_path):
     after = migrate(tmp_path, source, [insert(FIRST), insert(SECOND, gate="self.spec")])
     assert after.count("heads = self.num_heads // self.tp_size") == 1
     assert "_KERNEL.register_warmup(heads=self.num_heads // self.tp_size," in after
+
+
+def test_a_binding_the_method_deletes_after_it_is_made_again_in_the_block(tmp_path):
+    """The method binds `heads` as the block does, then deletes it: the block binds it again (reading the
+    deleted one would fail to compile in the gate)."""
+    above = "heads = self.num_heads // self.tp_size\nself.heads = heads\ndel heads\nx = 1\n"
+    after = migrate(tmp_path, written(above), [insert(SECOND, gate="self.spec")])
+    assert "            heads = self.num_heads // self.tp_size\n" in after

@@ -1084,3 +1084,69 @@ def test_a_domain_that_reads_what_an_early_return_guarded_is_evaluated_only_wher
 
     assert adapter.migrated.within(adapter.example, lambda: keys(0)) == []
     assert len(adapter.migrated.within(adapter.example, lambda: keys(128))) == 2  # lengths 1 and 2
+
+
+MEMCPY_LAUNCH = "    batch_memcpy_kernel[grid](src_ptrs, dst_ptrs, sizes, BLOCK_SIZE=BLOCK_SIZE)\n"
+MEMCPY_LAUNCHER = "\n\ndef batch_memcpy(src_ptrs, dst_ptrs, sizes):"
+
+
+ALIASES = {  # a module-level alias of the kernel on every path: the launch through it is the kernel's
+    "plain": "_memcpy = batch_memcpy_kernel\n",
+    "annotated": "_memcpy: Any = batch_memcpy_kernel\n",
+    "both-arms": "if current_platform.is_rocm():\n    _memcpy = batch_memcpy_kernel\nelse:\n    _memcpy = batch_memcpy_kernel\n",
+}
+
+
+@pytest.mark.parametrize("alias", list(ALIASES))
+def test_a_kernel_launched_through_a_module_level_alias_is_lifted_as_the_kernel(tmp_path, alias):
+    """`_memcpy[grid](...)` with `_memcpy` the kernel on every path: the launch is the kernel's (it was refused as
+    "no launch at its top level"), the dispatcher wraps the kernel itself (the JIT map then sees it warmed, and
+    an alias bound below the launcher does not matter), the keys are the step's."""
+    fork = copy_033(tmp_path / "fork")
+    header = "from typing import Any\n\nfrom vllm.platforms import current_platform\n"
+    edit(fork, MAMBA_UTILS, MEMCPY_LAUNCHER, f"\n\n{ALIASES[alias]}{MEMCPY_LAUNCHER}")
+    edit(fork, MAMBA_UTILS, MEMCPY_LAUNCH, MEMCPY_LAUNCH.replace("batch_memcpy_kernel[", "_memcpy["))
+    replace_file(fork / MAMBA_UTILS, header + (fork / MAMBA_UTILS).read_text())
+    original = tmp_path / "before"
+    shutil.copytree(fork, original, copy_function=os.link)
+    write(migrate(fork, [BATCH_MEMCPY]))
+    text = (fork / MAMBA_UTILS).read_text()
+    assert "    kernel=batch_memcpy_kernel, warmup_inputs=_batch_memcpy_warmup_inputs\n" in text
+    assert "_memcpy[" not in text
+    if alias == "plain":
+        assert key_equivalence("mamba-batch-memcpy", "smoke", legacy_tree=original, migrated_tree=fork).ok
+
+
+def test_a_launcher_that_also_launches_an_alias_of_another_kernel_is_refused_with_the_line(tmp_path):
+    """The step's one call warms both launches; the alias hid the second kernel, and the lift deleted its warmup
+    with the step (exit 0)."""
+    fork = copy_033(tmp_path / "fork")
+    edit(fork, MAMBA_UTILS, MEMCPY_LAUNCHER, f"\n\n_tiled = _memcpy_u64_tiled\n{MEMCPY_LAUNCHER}")
+    edit(fork, MAMBA_UTILS, MEMCPY_LAUNCH, MEMCPY_LAUNCH + "    _tiled[grid](src_ptrs, dst_ptrs, sizes)\n")
+    line = (fork / MAMBA_UTILS).read_text().splitlines().index("    _tiled[grid](src_ptrs, dst_ptrs, sizes)") + 1
+    with pytest.raises(MigrationError, match=f"mamba_utils.py:{line}: batch_memcpy also launches _tiled"):
+        migrate(fork, [BATCH_MEMCPY])
+
+
+@pytest.mark.parametrize(
+    "aliases",
+    [
+        "_memcpy = batch_memcpy_kernel\nif envs.VLLM_BATCH_INVARIANT:\n    _memcpy = _memcpy_u64_tiled\n",
+        "_memcpy = batch_memcpy_kernel\n\n\ndef use(kernel):\n    global _memcpy\n    _memcpy = kernel\n",
+        "if envs.VLLM_BATCH_INVARIANT:\n    _memcpy = batch_memcpy_kernel\n",
+    ],
+    ids=["another-kernel-on-a-path", "rebound-by-a-function", "bound-on-one-path"],
+)
+def test_an_alias_the_module_does_not_bind_to_the_kernel_on_every_path_is_refused_at_the_launch(tmp_path, aliases):
+    """Which kernel the launch runs is not known: lifting it would wrap one for good (a function that rebinds the
+    alias would stop working). The refusal names the alias at the launch's line."""
+    fork = copy_033(tmp_path / "fork")
+    edit(fork, MAMBA_UTILS, MEMCPY_LAUNCHER, f"\n\n{aliases}{MEMCPY_LAUNCHER}")
+    edit(fork, MAMBA_UTILS, MEMCPY_LAUNCH, MEMCPY_LAUNCH.replace("batch_memcpy_kernel[", "_memcpy["))
+    line = (fork / MAMBA_UTILS).read_text().splitlines().index(
+        MEMCPY_LAUNCH.replace("batch_memcpy_kernel[", "_memcpy[").rstrip()
+    ) + 1
+    with pytest.raises(
+        MigrationError, match=f"mamba_utils.py:{line}: batch_memcpy launches batch_memcpy_kernel as `_memcpy`"
+    ):
+        migrate(fork, [BATCH_MEMCPY])

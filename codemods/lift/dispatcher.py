@@ -7,7 +7,7 @@ import ast
 
 from ..engines import Engine
 from ..repo import RepoModules
-from ..syntax import Place, loads, source_segment, stores
+from ..syntax import Place, loads, module_level, source_segment, stores
 from .provider import unpacked_names
 from .tables import PURE_BUILTINS, PURE_MATH, TENSOR_FACTS
 from .values import LiftError
@@ -21,10 +21,54 @@ def repo_function(modules: RepoModules, module: str, name: str, what: str) -> as
     return node
 
 
+def kernel_reference(modules: RepoModules, module: str, spelled: ast.expr) -> tuple[str, str] | None:
+    """What a name or `module.name` read in `module` refers to in the repo (`RepoModules.reference`), through
+    module-level aliases (`alias_value`): what a launch of it launches."""
+    found = modules.reference(module, spelled)
+    for _ in range(4):
+        value = alias_value(modules, *found) if found else None
+        if value is None:
+            break
+        found = modules.reference(found[0], value)
+    return found
+
+
+def alias_value(modules: RepoModules, module: str, name: str) -> ast.expr | None:
+    """What `module` binds `name` to where it is an alias of another name on every path: each module-level binding
+    of it is `name = <the same name or module.name>` (annotated or not), one at the top level or one in each arm of
+    a top-level `if`, and no function rebinds it (`global`). None where it is anything else."""
+    tree = modules.tree(module) or ast.Module(body=[], type_ignores=[])
+    bindings = [s for s in module_level(tree) if not isinstance(s, ast.If | ast.Try) and name in stores(s)]
+    values = [_aliased(b) for b in bindings]
+    if not values or None in values or len({ast.dump(v) for v in values}) != 1:
+        return None
+    if any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(tree)):
+        return None
+    both_arms = any(
+        isinstance(s, ast.If) and _binds_at_top(s.body, name) and _binds_at_top(s.orelse, name) for s in tree.body
+    )
+    return values[0] if both_arms or any(b in tree.body for b in bindings) else None
+
+
+def _aliased(statement: ast.stmt) -> ast.expr | None:
+    """The name or `module.name` a one-target assignment (annotated or not) binds its target to, else None."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        value = statement.value
+    elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+        value = statement.value
+    else:
+        return None
+    return value if isinstance(value, ast.Name | ast.Attribute) else None
+
+
+def _binds_at_top(block: list[ast.stmt], name: str) -> bool:
+    return any(name in stores(s) for s in block)
+
+
 def is_triton_kernel(modules: RepoModules, module: str, name: str | ast.expr) -> bool:
     """`name` (or a name or `module.name` expression), read in `module`, is a function of the repo decorated as a
-    Triton kernel."""
-    found = modules.reference(module, ast.Name(name, ast.Load()) if isinstance(name, str) else name)
+    Triton kernel (or an alias of one, bound once at module level)."""
+    found = kernel_reference(modules, module, ast.Name(name, ast.Load()) if isinstance(name, str) else name)
     node = modules.definition(*found) if found else None
     return isinstance(node, ast.FunctionDef) and any(
         ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith(("jit", "heuristics", "autotune"))
@@ -261,7 +305,9 @@ def launch_statement(
     for statement in flat_body(launcher):
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             spelled = launched(statement.value.func)
-            if spelled is not None and modules.reference(module, spelled) == modules.resolve(kernel_module, kernel):
+            if spelled is not None and kernel_reference(modules, module, spelled) == modules.resolve(
+                kernel_module, kernel
+            ):
                 return statement
     return None
 

@@ -7,13 +7,16 @@ import dataclasses
 import symtable
 
 from ..repo import RepoModules
-from ..syntax import body_stores, loads, module_names, parameters, source_segment
+from ..syntax import body_stores, loads, module_level, module_names, parameters, source_segment, stores
 from . import emit
 from .dispatcher import (
+    alias_value,
     check_copies,
     defaults_the_helper_would_fill,
     dispatcher_inputs,
+    flat_body,
     is_triton_kernel,
+    kernel_reference,
     launch_arguments,
     launch_statement,
     launched,
@@ -92,7 +95,7 @@ def plan_lift(
     tensors = {name: isinstance(v, MaybeTensor) for name, v in kinds.items() if isinstance(v, (Tensor, MaybeTensor))}
     # The kernel as the launcher names it (an import's alias where another module defines it), at module level:
     # the dispatcher's decorator reads it there.
-    spelled = ast.unparse(launch.value.func.value)  # `kernel`, or `module.kernel`: the dispatcher names it so
+    spelled = ast.unparse(_unaliased(modules, launcher_module, launch.value.func.value))  # `kernel`, `pk.kernel`
     if spelled.split(".")[0] not in module_names(symtable.symtable(source, str(modules.path(launcher_module)), "exec")):
         raise LiftError(
             modules.where(launcher_module, launch),
@@ -146,6 +149,7 @@ def _launches(
     launcher = launcher_def.name
     launch = launch_statement(modules, launcher_module, launcher_def, kernel_module, kernel)
     if launch is None:
+        _refuse_alias(modules, launcher_module, launcher_def, kernel_module, kernel)
         raise LiftError(
             modules.where(launcher_module, launcher_def),
             f"{launcher} has no `{kernel}[grid](...)` statement "
@@ -156,14 +160,14 @@ def _launches(
         spelled = launched(node) if node is not launch.value.func else None
         if spelled is None:
             continue
-        if modules.reference(launcher_module, spelled) == modules.resolve(kernel_module, kernel):
+        if kernel_reference(modules, launcher_module, spelled) == modules.resolve(kernel_module, kernel):
             raise LiftError(
                 modules.where(launcher_module, node),
                 f"{launcher} launches {kernel} here too; the lift moves one "
                 "launch, and the warmup of this one would be lost (put each on the dispatcher by hand)",
             )
         if is_triton_kernel(modules, launcher_module, spelled) and (
-            modules.reference(launcher_module, spelled) not in lifted
+            kernel_reference(modules, launcher_module, spelled) not in lifted
         ):
             name = ast.unparse(spelled)
             raise LiftError(
@@ -182,6 +186,38 @@ def _launches(
             )
         launches.append(found)
     return launches
+
+
+def _unaliased(modules: RepoModules, module: str, spelled: ast.expr) -> ast.expr:
+    """The kernel as the launcher's module names it past its own module-level aliases (`_memcpy = kernel`): the
+    dispatcher wraps the kernel itself, which the JIT map and the survey then see as warmed."""
+    for _ in range(4):
+        value = alias_value(modules, module, spelled.id) if isinstance(spelled, ast.Name) else None
+        if value is None:
+            break
+        spelled = value
+    return spelled
+
+
+def _refuse_alias(
+    modules: RepoModules, module: str, launcher: ast.FunctionDef, kernel_module: str, kernel: str
+) -> None:
+    """Refuse, at the launch, a launch through a name the module binds to the kernel only on some paths."""
+    wanted = modules.resolve(kernel_module, kernel)
+    tree = modules.tree(module)
+    for statement in flat_body(launcher):
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        spelled = launched(call.func) if isinstance(call, ast.Call) else None
+        if not isinstance(spelled, ast.Name):
+            continue
+        bindings = [s for s in module_level(tree) if isinstance(s, ast.Assign | ast.AnnAssign)]
+        if any(spelled.id in stores(b) and b.value and modules.reference(module, b.value) == wanted for b in bindings):
+            raise LiftError(
+                modules.where(module, statement),
+                f"{launcher.name} launches {kernel} as `{spelled.id}`, which its module does not bind to {kernel} on "
+                "every path (under a condition, to another kernel too, or again through `global`): which kernel "
+                f"the launch runs is not known here; launch {kernel} by its own name, or bind the alias once",
+            )
 
 
 def _run_to_launch(

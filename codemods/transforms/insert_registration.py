@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 
 import libcst as cst
@@ -33,7 +34,7 @@ from .constructor import (
     walks_kept,
 )
 from .registration_code import renamed_in
-from .shared_facts import bound_once_as, one_if, same_gate, share_facts
+from .shared_facts import as_written, bound_once_as, one_if, quiet, same_gate, share_facts
 
 
 @operation("insert_registration")
@@ -383,7 +384,7 @@ class _Insert(Command):
         if at_end and not (original.body and id(original.body[-1]) in exits):
             body += (block := self._block())
         if block and not self.exits and not self.helper:  # one block: what it binds is shared with those above
-            body, block = share_facts(body, block, self.init)
+            body, block = share_facts(body, block, self.init, self._changes)
             self.block = block[-1]
         self.count += 1
         return updated.with_changes(body=self._joined(body))
@@ -486,12 +487,22 @@ class _Insert(Command):
 
     def _bound_above(self, statement: cst.BaseStatement) -> bool:
         """The block's `x = ...` is a statement the method already runs at its top level above where the block
-        goes (`ssm_state = self.kv_cache[1]` in a fork's bind_kv_cache), binding x once: the block reads that x."""
+        goes (`ssm_state = self.kv_cache[1]` in a fork's bind_kv_cache), binding x once, and nothing after it
+        changes what it reads: the block reads that x."""
         if self.exits or self.init is None or any(name.startswith("self.") for name in assigned_names(statement)):
             return False
         body = list(self.init.body.body)
         end = body.index(top_level(self.init, self.anchor)) + 1 if self.anchor is not None else len(body)
-        return bound_once_as(statement, body[:end], body)
+        if not bound_once_as(statement, body[:end], body):
+            return False
+        bound = next(i for i, s in enumerate(body[:end]) if as_written(s) == as_written(statement))
+        value = ast.parse(code_of(statement.body[0].value), mode="eval").body
+        return quiet(body[bound + 1 : end], value, self._changes)
+
+    def _changes(self, statement: cst.BaseStatement) -> set[str]:
+        """The `self.x` a statement changes at any depth, itself or through a method of the class it calls."""
+        inner = statements_in(statement)
+        return set().union(*(changed_attributes(s) for s in inner)) | self._set_by_methods(statement)
 
     def _import_beside(self, statements: list[cst.BaseStatement]) -> bool:
         """Add the kernel's name to a `from <kernel module> import a, b` among the statements (in name order), as

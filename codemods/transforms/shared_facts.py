@@ -7,21 +7,22 @@ the binding moves up to just above that registration, which then reads the local
 statement above binds it the same way already, the block does not bind it again. Only a value
 of attribute reads, subscripts and arithmetic, of names the method never rebinds, moves; only
 above another registration's call, which computes it on every run; and only where nothing in
-between assigns an attribute of `self` that it reads: the local holds what the call read.
+between changes an attribute of `self` that it reads (itself or through a method of the class it
+calls): the local holds what the call read.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
 from ..spec import normalized
-from ..syntax import body_stores, parameters, self_stores, stores
+from ..syntax import body_stores, parameters, stores
 from .base import code_of
 from .blocks import Rebuilder, RebuildsBlocks
-from .constructor import assigned_names, statements_in
+from .constructor import assigned_names, nodes, statements_in
 
 # What a moved value may hold: reads and arithmetic, nothing that calls or branches.
 _PURE = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.BinOp, ast.UnaryOp)
@@ -29,14 +30,19 @@ _PURE += (ast.expr_context, ast.operator, ast.unaryop)
 
 
 def share_facts(
-    body: Sequence[cst.BaseStatement], block: Sequence[cst.BaseStatement], method: cst.FunctionDef
+    body: Sequence[cst.BaseStatement],
+    block: Sequence[cst.BaseStatement],
+    method: cst.FunctionDef,
+    changes: Callable[[cst.BaseStatement], set[str]],
 ) -> tuple[list[cst.BaseStatement], list[cst.BaseStatement]]:
     """`body`: the statements of the method's block where the registration went, `block` (its statements, in a
-    row) among them; `method`: the method before the registration went in. The body and the block with each
-    binding of the block that another registration above reads in place bound once."""
+    row) among them; `method`: the method before the registration went in; `changes`: the `self.x` a statement
+    changes, itself or through a method of the class it calls. The body and the block with each binding of the
+    block that another registration above reads in place bound once."""
     body, block = list(body), list(block)
     definition = ast.parse(code_of(method)).body[0]
-    rebound = body_stores(definition)
+    deleted = [n.id for n in ast.walk(definition) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)]
+    rebound = body_stores(definition) + deleted
     mentioned = {n.id for n in ast.walk(definition) if isinstance(n, ast.Name)} | set(parameters(definition))
     for name, value in _bindings(block):
         value_tree = ast.parse(value, mode="eval").body
@@ -47,11 +53,11 @@ def share_facts(
         start, size = next(i for i, statement in enumerate(body) if statement is block[0]), len(block)
         if name in mentioned:  # kept where a statement above binds it as the block does, and nothing else does
             bound = next((i for i in range(start) if as_written(body[i]) == binding), None)
-            if bound is None or rebound.count(name) != 1 or not _quiet(body[bound + 1 : start], value_tree):
+            if bound is None or rebound.count(name) != 1 or not quiet(body[bound + 1 : start], value_tree, changes):
                 continue
         else:
             first = next((i for i in range(start) if _reads_in_place(body[i], value_tree)), None)
-            if first is None or not _quiet(body[first:start], value_tree):
+            if first is None or not quiet(body[first:start], value_tree, changes):
                 continue
             renamed = _Renamed(normalized(value), name)
             earlier = [s.visit(renamed) if _registers(s) else s for s in body[first:start]]
@@ -85,13 +91,20 @@ def one_if(earlier: cst.If, later: cst.If, bound_once: bool) -> cst.If:
 def bound_once_as(
     statement: cst.BaseStatement, among: Sequence[cst.BaseStatement], scope: Sequence[cst.BaseStatement]
 ) -> bool:
-    """`statement` is an `x = ...` that one of `among` already is (comments aside), and `scope` binds x nowhere
-    else at any depth: the x it would bind is there already."""
+    """`statement` is an `x = ...` that one of `among` already is (comments aside), and `scope` binds (or deletes)
+    x nowhere else at any depth: the x it would bind is there already."""
     names = assigned_names(statement)
     if len(names) != 1:
         return False
-    bound = sum(len(assigned_names(inner) & names) for s in scope for inner in statements_in(s))
+    bound = sum(len((assigned_names(inner) | _deleted(inner)) & names) for s in scope for inner in statements_in(s))
     return bound == 1 and as_written(statement) in {as_written(s) for s in among}
+
+
+def _deleted(statement: cst.BaseStatement) -> set[str]:
+    """The names a `del` of the statement line unbinds (as well as any attribute names it mentions)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return set()
+    return {name.value for d in statement.body if isinstance(d, cst.Del) for name in nodes(d.target, cst.Name)}
 
 
 def as_written(statement: cst.BaseStatement) -> str:
@@ -153,10 +166,17 @@ def _registers(statement: cst.BaseStatement) -> bool:
     )
 
 
-def _quiet(between: Sequence[cst.BaseStatement], value: ast.expr) -> bool:
-    """Nothing in `between` assigns an attribute of `self` that `value` reads."""
-    read = {n.attr for n in ast.walk(value) if isinstance(n, ast.Attribute)}
-    return not any(attribute in read for attribute, _ in self_stores(ast.parse(_code(between))))
+def quiet(
+    between: Sequence[cst.BaseStatement], value: ast.expr, changes: Callable[[cst.BaseStatement], set[str]]
+) -> bool:
+    """Nothing in `between` changes an attribute of `self` that `value` reads (`changes`: what a statement
+    changes, as `share_facts` takes it)."""
+    read = {
+        f"self.{n.attr}"
+        for n in ast.walk(value)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+    }
+    return not any(changes(statement) & read for statement in between)
 
 
 def _without(
