@@ -67,7 +67,7 @@ def _binds_at_top(block: list[ast.stmt], name: str) -> bool:
 
 def is_triton_kernel(modules: RepoModules, module: str, name: str | ast.expr) -> bool:
     """`name` (or a name or `module.name` expression), read in `module`, is a function of the repo decorated as a
-    Triton kernel (or an alias of one, bound once at module level)."""
+    Triton kernel (or a module-level alias of one: `alias_value`)."""
     found = kernel_reference(modules, module, ast.Name(name, ast.Load()) if isinstance(name, str) else name)
     node = modules.definition(*found) if found else None
     return isinstance(node, ast.FunctionDef) and any(
