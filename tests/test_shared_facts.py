@@ -18,12 +18,12 @@ SECOND = "heads = self.num_heads // self.tp_size\nstate = self.kv_cache[0]\n_OTH
 THIRD = "scale = self.scale\nheads = self.num_heads // self.tp_size\n_THIRD.register_warmup(heads, scale)"
 
 
-def insert(registration, gate="", insert_after=""):
+def insert(registration, gate=""):
     return InsertRegistration(
         cls="Layer",
         gate=gate,
         registration=registration,
-        insert_after=insert_after,
+        insert_after="",
         kernel_module="engine.ops",
         kernel_name="_KERNEL",
         lazy=False,
