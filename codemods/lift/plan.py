@@ -204,13 +204,12 @@ def _refuse_alias(
 ) -> None:
     """Refuse, at the launch, a launch through a name the module binds to the kernel only on some paths."""
     wanted = modules.resolve(kernel_module, kernel)
-    tree = modules.tree(module)
+    bindings = [s for s in module_level(modules.tree(module)) if isinstance(s, ast.Assign | ast.AnnAssign)]
     for statement in flat_body(launcher):
         call = statement.value if isinstance(statement, ast.Expr) else None
         spelled = launched(call.func) if isinstance(call, ast.Call) else None
         if not isinstance(spelled, ast.Name):
             continue
-        bindings = [s for s in module_level(tree) if isinstance(s, ast.Assign | ast.AnnAssign)]
         if any(spelled.id in stores(b) and b.value and modules.reference(module, b.value) == wanted for b in bindings):
             raise LiftError(
                 modules.where(module, statement),

@@ -495,7 +495,8 @@ class _Insert(Command):
         end = body.index(top_level(self.init, self.anchor)) + 1 if self.anchor is not None else len(body)
         if not bound_once_as(statement, body[:end], body):
             return False
-        bound = next(i for i, s in enumerate(body[:end]) if as_written(s) == as_written(statement))
+        written = as_written(statement)
+        bound = next(i for i, s in enumerate(body[:end]) if as_written(s) == written)
         value = ast.parse(code_of(statement.body[0].value), mode="eval").body
         return quiet(body[bound + 1 : end], value, self._changes)
 
