@@ -125,10 +125,26 @@ def compare(
                 return reason
         return None
 
+    # A legacy guard that requires the registry's switch off: the registry would never compile a registration
+    # under it. The registration drops it, and is warmed when the switch is on instead.
+    switches = {f"not {r.canonical}": r for r in registry}
     for atom in legacy:
         if atom.per_layer or atom.canonical in have:
             continue
         reason = intended(atom)
+        if atom.canonical in switches and not atom.caught:
+            switch = f"`{switches[atom.canonical].written}`"
+            differences.append(
+                Difference(
+                    "dropped",
+                    atom,
+                    reason
+                    or f"the registry compiles registrations only when {switch} holds, so none would compile under "
+                    f"this guard; the kernel is warmed with {switch} on, and with it off compiles in the first "
+                    "requests that use it",
+                )
+            )
+            continue
         if atom.caught:
             differences.append(
                 Difference(
@@ -162,6 +178,7 @@ def compare(
             atom.per_layer
             or atom.canonical in wanted | holds_at_site(frame)
             or atom.canonical in {d.atom.canonical for d in differences}
+            or f"not {atom.canonical}" in {d.atom.canonical for d in differences}
             or (atom not in registry and atom.canonical in {r.canonical for r in registry})
         ):
             continue

@@ -1842,4 +1842,11 @@ MUTANTS = (
         "        yield (valid, False, -1, True) if writes else (valid, True, -1, True)",
         ("tests/test_lift_launches.py", "-k", "profile"),
     ),
+    Mutant(
+        "gates: a legacy guard requiring the registry switch off copied onto the registration",
+        "codemods/site_gate.py",
+        "        if atom.canonical in switches and not atom.caught:\n",
+        "        if False:\n",
+        ("tests/test_migration_gates.py", "-k", "registry_switch_off"),
+    ),
 )

@@ -78,6 +78,19 @@ def test_a_forks_own_orchestrator_gate_goes_with_the_registration(tmp_path):
     assert tests == [condition]  # the same condition, in the layer's own names (it imports current_platform)
 
 
+def test_a_legacy_call_run_only_with_the_registry_switch_off_registers_without_that_guard_and_says_so(tmp_path):
+    """Under `not enable_jit_warmup` a registration would never be compiled (the registry runs only with it on): the
+    guard is dropped and the difference stated, not copied onto the registration."""
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, ORCHESTRATOR, QWEN_CALL, "    if not enable_jit_warmup:\n    " + QWEN_CALL)
+    result = written(repo, "fla-layer-norm")
+    [(tests, _)] = registrations((repo / GDN_LAYER).read_text())
+    assert not any("enable_jit_warmup" in test for test in tests)
+    said = " ".join(result.output.split())
+    assert "the legacy call ran only when `not enable_jit_warmup`" in said
+    assert "ran whatever `enable_jit_warmup`" not in said
+
+
 def test_the_router_gemm_follows_a_forks_capability_gate_and_reads_the_config_without_asserting(tmp_path):
     repo = copy_033(tmp_path / "tree")
     make_dispatch_traceable(repo)
