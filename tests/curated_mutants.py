@@ -1849,4 +1849,11 @@ MUTANTS = (
         "        if False:\n",
         ("tests/test_migration_gates.py", "-k", "registry_switch_off"),
     ),
+    Mutant(
+        "subclass: a store after the parent's constructor read as one before it",
+        "codemods/planning/subclasses.py",
+        "if a in reads and parent and s.lineno > parent.lineno",
+        "if a in reads and parent and s.lineno < parent.lineno",
+        ("tests/test_migration_gates.py", "-k", "replaces_what_the_parents"),
+    ),
 )

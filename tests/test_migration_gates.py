@@ -410,6 +410,31 @@ def test_a_replacing_subclass_that_never_sets_what_the_registration_reads_is_ref
     )
 
 
+def test_a_subclass_that_replaces_what_the_parents_registration_read_after_running_it_is_refused(tmp_path):
+    """The parent's constructor registers with `self.dt_bias`; a subclass that runs it and then replaces dt_bias
+    (an fp32 parameter) would have the kernel warmed for the parent's dtype: refused at the replacing line."""
+    repo = copy_033(tmp_path / "tree")
+    fork = repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py"
+    late = """import torch
+from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention
+
+
+class Fp32DtBias(QwenGatedDeltaNetAttention):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.extra = 1
+        self.dt_bias = torch.nn.Parameter(torch.ones(self.num_v_heads // self.tp_size, dtype=torch.float32))
+"""
+    replace_file(fork, late)
+    line = 1 + next(i for i, text in enumerate(late.splitlines()) if text.startswith("        self.dt_bias ="))
+    why = refused(repo, "fla-fused-post-conv")
+    assert f"fork_gdn.py:{line}: Fp32DtBias.__init__ sets self.dt_bias after running QwenGatedDeltaNetAttention" in why
+    # Set before the parent's constructor runs (which sets it again), or an attribute the registration does not read:
+    # the parent's registration reads what the layer holds.
+    replace_file(fork, late.replace("        self.dt_bias = torch.nn", "        self.other = torch.nn"))
+    written(repo, "fla-fused-post-conv")
+
+
 def test_on_a_fork_the_key_runner_cannot_model_the_pr_body_says_so_and_verify_keys_refuses(tmp_path):
     """The fork reads a field of the HF config that neither the check's stand-in nor vLLM's config classes give a
     value (HF's own config is no vLLM config class with defaults)."""

@@ -84,6 +84,17 @@ def plan(planner: Planner) -> Findings:
                     planner, modules, home.name, name, method
                 )
             ]
+            sited = {(module, cls) for module, cls in constructions}
+            for sub_home, sub, statement, late in subclasses.set_after_parent(
+                planner, modules, home.name, name, method, subclasses.self_reads(spec)
+            ):
+                if (sub_home.name, sub) not in sited and not done:
+                    findings.refuse(
+                        "subclass",
+                        f"{sub}.{method} sets self.{', self.'.join(late)} after running {name}.{method}, whose "
+                        f"registration reads the value it replaces: register in {sub} by hand",
+                        syntax.where(planner.repo, sub_home.path, statement.lineno),
+                    )
             for site_home, site_class, site_init, _anchor in sites[1:]:
                 unset = (
                     subclasses.unset_attributes(modules, site_home.name, site_class, site_init, spec)

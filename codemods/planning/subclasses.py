@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..repo import RepoModules
 from ..spec import MigrationSpec, SpecError
+from ..syntax import self_stores
 from ..transforms.adopt_contract import self_attributes
 
 if TYPE_CHECKING:
@@ -39,7 +40,32 @@ def replacing_subclasses(
     planner: Planner, modules: RepoModules, module: str, name: str, method: str = "__init__"
 ) -> list[tuple[SourceModule, str, ast.FunctionDef]]:
     """Subclasses of `module.name` anywhere in the repo (at any depth) whose `method` never calls the parent's."""
-    wanted, found, queue = {modules.resolve(module, name)}, [], [name]
+    overrides = _overrides(planner, modules, module, name, method)
+    return [(home, cls, own) for home, cls, own, parent in overrides if not parent]
+
+
+def set_after_parent(
+    planner: Planner, modules: RepoModules, module: str, name: str, method: str, reads: set[str]
+) -> list[tuple[SourceModule, str, ast.stmt, list[str]]]:
+    """Subclasses of `module.name` (at any depth) whose `method` runs the parent's, which registers, and then sets
+    `self.x` for an x of `reads` (the registration read the parent's value): each with its first such statement."""
+    found = []
+    for home, cls, own, parent in _overrides(planner, modules, module, name, method):
+        after = sorted(
+            ((s, a) for a, s in self_stores(own) if a in reads and parent and s.lineno > parent.lineno),
+            key=lambda pair: pair[0].lineno,
+        )
+        if after:
+            found.append((home, cls, after[0][0], sorted({a for _, a in after})))
+    return found
+
+
+def _overrides(
+    planner: Planner, modules: RepoModules, module: str, name: str, method: str
+) -> Iterator[tuple[SourceModule, str, ast.FunctionDef, ast.Call | None]]:
+    """Each subclass of `module.name` (at any depth) that defines `method`, with its call of the parent's (None: it
+    never calls it)."""
+    wanted, queue = {modules.resolve(module, name)}, [name]
     while queue:
         for home, node in _classes_naming(planner, modules, queue.pop()):
             own = modules.resolve(home.name, node.name)
@@ -48,9 +74,8 @@ def replacing_subclasses(
             wanted.add(own)
             queue.append(node.name)
             init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
-            if init is not None and not _calls_parent_init(modules, home.name, init, wanted, own, method):
-                found.append((home, node.name, init))
-    return found
+            if init is not None:
+                yield home, node.name, init, _parent_call(modules, home.name, init, wanted, own, method)
 
 
 def direct_subclasses(planner: Planner, modules: RepoModules, base: str) -> list[tuple[str, str]]:
@@ -106,14 +131,19 @@ def unset_attributes(
 ) -> list[str]:
     """`self.x` the registration and gate read that a replacing constructor never sets: neither it, nor an
     `__init__` of a repo class it calls explicitly, nor a class attribute of the class or its repo bases."""
+    reads = self_reads(spec)
+    available = _set_by(modules, module, init, depth=0) | class_names(modules, module, cls, depth=0)
+    return sorted(reads - available)
+
+
+def self_reads(spec: MigrationSpec) -> set[str]:
+    """The x of each `self.x` the registration and its gate read."""
     code = spec.registration.code + "\n" + (spec.registration.gate or "")
-    reads = {
+    return {
         n.attr
         for n in ast.walk(ast.parse(code))
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
     }
-    available = _set_by(modules, module, init, depth=0) | class_names(modules, module, cls, depth=0)
-    return sorted(reads - available)
 
 
 def _set_by(modules: RepoModules, module: str, init: ast.FunctionDef, depth: int) -> set[str]:
@@ -152,11 +182,11 @@ def class_names(modules: RepoModules, module: str, cls: str, depth: int) -> set[
     return names
 
 
-def _calls_parent_init(
+def _parent_call(
     modules: RepoModules, module: str, init: ast.FunctionDef, parents: set, own: tuple, method: str = "__init__"
-) -> bool:
-    """`super().<method>(...)` (or `super(Own, self)`: `super(Parent, self)` skips Parent's), or
-    `Parent.<method>(self, ...)` naming one of `parents`, somewhere in `init` of the class `own`."""
+) -> ast.Call | None:
+    """The first `super().<method>(...)` (or `super(Own, self)`: `super(Parent, self)` skips Parent's), or
+    `Parent.<method>(self, ...)` naming one of `parents`, in `init` of the class `own`."""
     for call in (
         n
         for n in ast.walk(init)
@@ -165,8 +195,8 @@ def _calls_parent_init(
         holder = call.func.value
         if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Name) and holder.func.id == "super":
             if not holder.args or modules.reference(module, holder.args[0]) == own:
-                return True
+                return call
             continue
         if modules.reference(module, holder) in parents:
-            return True
-    return False
+            return call
+    return None
