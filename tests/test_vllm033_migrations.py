@@ -15,7 +15,7 @@ import torch
 from pyflakes import api as pyflakes_api
 from pyflakes import messages
 from pyflakes import reporter as pyflakes_reporter
-from tree_forks import GATE_LINEAR, LL_BF16, edit
+from tree_forks import GATE_LINEAR, LL_BF16, ORCHESTRATOR, edit
 from typer.testing import CliRunner
 
 from zerojit.migrate.cli import app
@@ -148,6 +148,28 @@ def test_a_dispatch_that_cannot_be_rewritten_is_refused_with_both_reasons(tmp_pa
     assert f"{LL_BF16}:{1 + lines.index('    def dispatch(')}:" in text
     assert "require one name: tuned_bs, tuned_splitk = _arch_tuned_configs()" not in text  # the loop comes first
     assert f"rewriting it: {LL_BF16}:{1 + lines.index('        for _ in range(1):')}: `for _ in range(1):`" in text
+
+
+def test_a_fork_whose_forward_serves_more_tokens_than_the_registration_warms_is_refused_by_the_keys_check(tmp_path):
+    """The fork's step warms M = 1..32 and its forward sends up to 32 tokens to ll_bf16, while the built-in registers
+    up to LL_BF16_MAX_TOKENS (16). Where M is in the key (K < 2048, the dotprod kernel) the step's keys for M > 16
+    are missing: `--verify-keys` (the smoke grid) refuses, naming them; nothing is written."""
+    repo = tmp_path / "tree"
+    shutil.copytree(vllm_tree("0.33.0"), repo, copy_function=os.link)
+    edit(repo, ORCHESTRATOR, "_LL_BF16_WARMUP_M_RANGE = range(1, 17)", "_LL_BF16_WARMUP_M_RANGE = range(1, 33)")
+    edit(repo, GATE_LINEAR, "and x.shape[0] <= self.LL_BF16_MAX_TOKENS\n", "and x.shape[0] <= 32\n")
+    before = {p: p.read_bytes() for p in repo.rglob("*.py")}
+    result = runner.invoke(app, ["migrate", "ll-bf16-router-gemm", "--repo", str(repo), "--write", "--verify-keys"])
+    assert result.exit_code == 1, result.output
+    assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before
+    assert "unexplained" in result.output
+    migrated = tmp_path / "migrated"
+    shutil.copytree(repo, migrated, copy_function=os.link)
+    assert runner.invoke(app, ["migrate", "ll-bf16-router-gemm", "--repo", str(migrated), "--write"]).exit_code == 0
+    report = key_equivalence("ll-bf16-router-gemm", "smoke", legacy_tree=repo, migrated_tree=migrated)
+    missing = {k for d in report.diffs if not d.intended for k in d.only_legacy}
+    dotprod = {k.split(",1024,")[0] for k in missing if ",1024," in k}  # the K < 2048 gate's keys, up to M
+    assert {f"ll_bf16_gemm_kernel:dotprod,{m}" for m in range(17, 33)} <= dotprod
 
 
 LOOPING = "        for _ in range(1):\n            tuned_bs, tuned_splitk = _arch_tuned_configs()\n"

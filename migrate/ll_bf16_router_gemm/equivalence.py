@@ -112,12 +112,20 @@ def _grid() -> list[RouterConfig]:
     ]
 
 
+def _smoke() -> list[RouterConfig]:
+    """Every gate set on both archs with the kernel there and JIT warmup on (K < 2048 is where M is in the key: a
+    range the step and the registrations disagree on shows there), then each way it warms nothing on sm90."""
+    grid = _grid()
+    warmed = [c for c in grid if c.cutedsl and c.enable_jit_warmup]
+    return warmed + [c for c in grid if c.arch == "sm90" and c.gates == grid[0].gates and c not in warmed]
+
+
 class RouterGemmEquivalence(TreeEquivalence):
     family = LL_BF16_ROUTER_GEMM.family
     spec = LL_BF16_ROUTER_GEMM
     engine = RouterEngine()
     legacy_release = "0.33.0"
-    grids = {"full": _grid, "smoke": lambda: _grid()[::3]}
+    grids = {"full": _grid, "smoke": _smoke}
 
     def strategy(self):
         shapes = st.tuples(st.sampled_from((1024, 4096, 4100, 7168)), st.sampled_from((128, 256, 384)))
