@@ -7,6 +7,8 @@ indexed (at the read, for an element read once), each early return becomes a con
 key field (a field one branch leaves out takes the key's default), `{}` becomes `dict()`. Laziness is
 kept: a value a branch computes and reads once moves into that branch's arm; one read twice is computed
 only on that branch (`x = ... if guard else None`), so nothing is evaluated that the original would not.
+An `if` that falls through runs what follows it on both of its paths, and a name assigned again gets a
+name of its own.
 
 `prove` checks a rewrite by evaluating both bodies symbolically on every path of their conditions:
 parameters and module names are opaque terms, calls and lookups build terms (deterministic and free of
@@ -20,7 +22,6 @@ import ast
 import builtins
 import copy
 import dataclasses
-import functools
 import itertools
 import keyword
 import re
@@ -148,38 +149,52 @@ class _Writer:
         # it, and an element read once is read as `t[0]`.
         self.unpacked: set[str] = set()
 
-    def block(self, statements: list[ast.stmt]) -> _Block:
-        block = _Block([])
+    def block(self, statements: list[ast.stmt], renames: dict[str, str] | None = None) -> _Block:
+        """The statements up to each path's return. An `if` that falls through runs what follows it on both of its
+        paths; a name a path assigns again takes a fresh name there (`renames`: each name the path assigned, by
+        the name its latest value has), since the traced body binds each name once."""
+        block, renames = _Block([]), dict(renames or {})
+
+        def read(node: ast.expr) -> ast.expr:
+            value = _plain(node, operators=self.operators)
+            return _substitute(value, {old: ast.Name(new) for old, new in renames.items() if old != new})
+
+        def assigned(name: str) -> str:
+            renames[name] = self._fresh(name) if name in renames else name
+            return renames[name]
+
         for index, statement in enumerate(statements):
-            plain = functools.partial(_plain, operators=self.operators)
             match statement:
                 case (
                     ast.Assign(targets=[ast.Name(id=name)], value=value)
                     | ast.AnnAssign(target=ast.Name(id=name), value=value)
                 ) if value is not None:
-                    block.assigns.append((name, plain(value)))
+                    value = read(value)
+                    block.assigns.append((assigned(name), value))
                 case ast.Assign(targets=[ast.Tuple(elts=elts) | ast.List(elts=elts)], value=value) if all(
                     isinstance(e, ast.Name) for e in elts
                 ):
                     # Unpacking any iterable is indexing its tuple (a tuple or list display is one already).
                     whole = self._fresh(_shared_name([e.id for e in elts]))
-                    value = plain(value)
+                    value = read(value)
                     if not isinstance(value, ast.Tuple | ast.List):
                         value = ast.copy_location(ast.Call(ast.Name("tuple"), [value], []), statement)
                     block.assigns.append((whole, value))
                     self.unpacked.add(whole)
+                    names = [assigned(e.id) for e in elts]
                     block.assigns += [
-                        (e.id, ast.copy_location(ast.Subscript(ast.Name(whole), ast.Constant(i)), statement))
-                        for i, e in enumerate(elts)
+                        (name, ast.copy_location(ast.Subscript(ast.Name(whole), ast.Constant(i)), statement))
+                        for i, name in enumerate(names)
                     ]
-                    self.unpacked |= {e.id for e in elts}
+                    self.unpacked |= set(names)
                 case ast.Return(value=ast.Call() as call) if is_key(call):
-                    block.key = plain(call)
+                    block.key = read(call)
                     return block
                 case ast.If(test=test, body=then, orelse=otherwise):
-                    block.test = plain(test)
-                    block.then = self.block(then)
-                    block.otherwise = self.block(otherwise + statements[index + 1 :])
+                    rest = statements[index + 1 :]
+                    block.test = read(test)
+                    block.then = self.block(then + rest, renames)
+                    block.otherwise = self.block(otherwise + rest, renames)
                     return block
                 case ast.Pass():
                     continue
@@ -205,8 +220,9 @@ class _Writer:
             if (guard or name in self.unpacked) and reads[name] == 1:
                 inline[name] = value
                 continue
-            if name in self.bound or (guard and name in self.parameters):
-                raise NotRewritable(value.lineno, f"`{name}` is assigned on more than one path")
+            if name in self.bound or (guard and name in self.parameters):  # another path's: a name of its own
+                inline[name] = ast.Name(self._fresh(name))
+                name = inline[name].id
             self.bound.add(name)
             self.statements.append((name, _guarded(value, guard) if guard else value))
         if block.key is not None:

@@ -1863,4 +1863,18 @@ MUTANTS = (
         "    warmed = [c for c in grid if c.cutedsl and c.enable_jit_warmup and c.gates == grid[0].gates]\n",
         ("tests/test_vllm033_migrations.py", "-k", "serves_more_tokens"),
     ),
+    Mutant(
+        "dispatch rewrite: what follows an `if` that falls through left off its first path",
+        "codemods/traceable_dispatch.py",
+        "block.then = self.block(then + rest, renames)",
+        "block.then = self.block(then, renames)",
+        ("tests/test_traceable_dispatch.py", "-k", "fall_through"),
+    ),
+    Mutant(
+        "dispatch rewrite: a name a path assigns again keeps its name",
+        "codemods/traceable_dispatch.py",
+        "renames[name] = self._fresh(name) if name in renames else name",
+        "renames[name] = name",
+        ("tests/test_traceable_dispatch.py", "-k", "fall_through"),
+    ),
 )
