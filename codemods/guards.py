@@ -200,16 +200,20 @@ class _Canonical(ast.NodeTransformer):
 
 
 class _RunnerConfigs(ast.NodeTransformer):
-    """`@worker.model_runner.<x>_config` as the config's own field the runner holds (`runner_config_field`)."""
+    """`@worker.model_runner.<x>` as what the runner computed it from its config (`runner_config_value`)."""
 
     def __init__(self, modules: RepoModules):
         self.modules = modules
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
         node = self.generic_visit(node)
-        if (held := _of_runner(self.modules, node)) and (field := runner_config_field(self.modules, held)):
-            return ast.Attribute(ast.Name(CONFIG), field)
+        if (held := _of_runner(self.modules, node)) and (value := runner_config_value(self.modules, held)):
+            return value
         return node
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:
+        node = self.generic_visit(node)  # `not runner.is_pooling_model`: `model_config.runner_type != 'pooling'`
+        return negated(node.operand) if isinstance(node.op, ast.Not) else node
 
 
 def _of_runner(modules: RepoModules, node: ast.Attribute) -> str | None:
@@ -225,11 +229,13 @@ def _of_runner(modules: RepoModules, node: ast.Attribute) -> str | None:
     return None
 
 
-def runner_config_field(modules: RepoModules, attribute: str) -> str | None:
-    """The config field the model runner holds as `attribute`, proven from the tree: every runner class of the
-    engine that the tree has sets it once, at its constructor's top level, to `<config parameter>.<field>`, and
-    no other statement of the class assigns it (None: the tree does not say so)."""
-    parameter, fields = modules.engine.config_parameter, set()
+def runner_config_value(modules: RepoModules, attribute: str, depth: int = 0) -> ast.expr | None:
+    """What the model runner holds as `attribute`, over the config (`@config.model_config`,
+    `@config.model_config.runner_type == 'pooling'`), proven from the tree: every runner class of the engine that
+    the tree has sets it once, at its constructor's top level, from the config parameter, from locals and `self.`
+    attributes the constructor set that way, with attribute reads, comparisons and boolean operators, and all of
+    them say the same (None: the tree does not say so)."""
+    parameter, values = modules.engine.config_parameter, {}
     for runner in modules.engine.runner_classes:
         node = modules.definition(*runner.split(":"))
         init = next(
@@ -238,19 +244,50 @@ def runner_config_field(modules: RepoModules, attribute: str) -> str | None:
         if init is None:
             continue
         stores = _self_stores_of(modules, runner, node).get(attribute, [])
-        held = [
-            s.value.attr
-            for s in stores
-            if s in init.body
-            and isinstance(s, ast.Assign)
-            and isinstance(s.value, ast.Attribute)
-            and isinstance(s.value.value, ast.Name)
-            and s.value.value.id == parameter
-        ]
-        if len(stores) != 1 or len(held) != 1 or parameter in local_names(init) or parameter not in parameters(init):
+        if len(stores) != 1 or stores[0] not in init.body or not isinstance(stores[0], ast.Assign | ast.AnnAssign):
             return None
-        fields.add(held[0])
-    return fields.pop() if len(fields) == 1 else None
+        if parameter in local_names(init) or parameter not in parameters(init) or depth > 4:
+            return None
+        value = _from_config(modules, init, stores[0], stores[0].value, depth)
+        if value is None:
+            return None
+        values[ast.dump(value)] = value
+    return next(iter(values.values())) if len(values) == 1 else None
+
+
+def _from_config(
+    modules: RepoModules, init: ast.FunctionDef, store: ast.stmt, node: ast.expr | None, depth: int
+) -> ast.expr | None:
+    """`node`, read in the runner's constructor at `store`, over the config; None where it reads anything else."""
+    parameter = modules.engine.config_parameter
+    match node:
+        case ast.Name(id=name) if name == parameter:
+            return ast.Name(CONFIG)
+        case ast.Name(id=name):  # a local the constructor binds once, by a statement of its own above the store
+            stores = [
+                n for n in ast.walk(init) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+            ]
+            bound = next((s for s in init.body if isinstance(s, ast.Assign) and s.targets == stores), None)
+            if bound is None or bound.lineno >= store.lineno:
+                return None
+            return _from_config(modules, init, bound, bound.value, depth)
+        case ast.Attribute(value=ast.Name(id="self"), attr=attr):
+            return runner_config_value(modules, attr, depth + 1)
+        case ast.Attribute(value=value, attr=attr):
+            inner = _from_config(modules, init, store, value, depth)
+            return None if inner is None else ast.Attribute(inner, attr)
+        case ast.Constant():
+            return node
+        case ast.Compare(left=left, ops=ops, comparators=comparators):
+            parts = [_from_config(modules, init, store, n, depth) for n in (left, *comparators)]
+            return None if None in parts else ast.Compare(parts[0], ops, parts[1:])
+        case ast.BoolOp(op=op, values=operands):
+            parts = [_from_config(modules, init, store, n, depth) for n in operands]
+            return None if None in parts else ast.BoolOp(op, parts)
+        case ast.UnaryOp(op=ast.Not(), operand=operand):
+            inner = _from_config(modules, init, store, operand, depth)
+            return None if inner is None else ast.UnaryOp(ast.Not(), inner)
+    return None
 
 
 def _self_stores_of(modules: RepoModules, cls: str, node: ast.ClassDef) -> dict[str, list[ast.stmt]]:

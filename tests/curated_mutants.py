@@ -1229,8 +1229,8 @@ MUTANTS = (
     Mutant(
         "guards: a runner that sets its config attribute twice is read as holding the engine config's",
         "codemods/guards.py",
-        "if len(stores) != 1 or len(held) != 1",
-        "if len(held) != 1",
+        "        if len(stores) != 1 or stores[0] not in init.body or",
+        "        if stores[0] not in init.body or",
         ("tests/test_migration_gates.py", "-k", "runner_holds"),
     ),
     Mutant(
@@ -1876,5 +1876,12 @@ MUTANTS = (
         "renames[name] = self._fresh(name) if name in renames else name",
         "renames[name] = name",
         ("tests/test_traceable_dispatch.py", "-k", "fall_through"),
+    ),
+    Mutant(
+        "guards: a runner value read through another attribute the runner set from the config not followed",
+        "codemods/guards.py",
+        "            return runner_config_value(modules, attr, depth + 1)\n",
+        "            return None\n",
+        ("tests/test_triton_lifts.py", "-k", "computed_from_the_config"),
     ),
 )

@@ -846,6 +846,26 @@ def test_a_forks_guard_with_an_or_keeps_its_parentheses_beside_the_config_it_rea
         assert eval(compile(ast.Expression(gate), "gate", "eval"), accessor) is holds, current
 
 
+def test_a_guard_on_what_the_runner_computed_from_the_config_is_written_over_the_config(tmp_path):
+    """`runner.is_pooling_model` is, in both of the tree's runners, `model_config.runner_type == "pooling"`, set once
+    in the constructor: a fork that warms the causal conv1d kernel only for other models gets the registration gated
+    on the config the layer reads through the accessor (it was refused: "which only the worker has")."""
+    _, repo = _migrated_fork(
+        tmp_path,
+        "mamba-causal-conv1d",
+        QWEN_WARMUP,
+        "    _warm_causal_conv1d_fwd_kernel(device, gdn_config)\n",
+        "    if not runner.is_pooling_model:\n        _warm_causal_conv1d_fwd_kernel(device, gdn_config)\n",
+    )
+    layer = (repo / GDN_LAYER).read_text()
+    override = textwrap.dedent(layer[layer.index("    def bind_kv_cache(") :].split("\n\n\n")[0])
+    gate = next(n for n in ast.walk(ast.parse(override)) if isinstance(n, ast.If)).test
+    for runner_type, holds in (("generate", True), ("pooling", False), ("draft", True)):
+        config = types.SimpleNamespace(model_config=types.SimpleNamespace(runner_type=runner_type))
+        accessor = {"get_current_vllm_config_or_none": lambda config=config: config}
+        assert eval(compile(ast.Expression(gate), "gate", "eval"), accessor) is holds, runner_type
+
+
 def test_a_loop_bound_the_step_computes_is_written_where_the_helper_can_read_it(tmp_path):
     """vLLM's helper evaluates a domain with the provider's parameters only: a step local in a range bound is
     written out in the domain."""
