@@ -667,7 +667,7 @@ MUTANTS = (
     Mutant(
         "shared facts: a later registration binds again what an earlier one computes in place",
         "codemods/transforms/insert_registration.py",
-        "            body, block = share_facts(body, block, self.init, self._changes)\n",
+        "            body, block = share_facts(body, block, self.init, self._changes, holder)\n",
         "            pass\n",
         ("tests/test_shared_facts.py", "-k", "later_registration_binds"),
     ),
@@ -681,15 +681,15 @@ MUTANTS = (
     Mutant(
         "shared facts: a value moved above a statement that changes what it reads",
         "codemods/transforms/shared_facts.py",
-        "            if first is None or not quiet(body[first:start], value_tree, changes):\n",
-        "            if first is None:\n",
+        "            if first is None or not _pure(value_tree) or not quiet(body[first:start], value_tree, changes):\n",
+        "            if first is None or not _pure(value_tree):\n",
         ("tests/test_shared_facts.py", "-k", "hoist-past"),
     ),
     Mutant(
         "shared facts: a binding the method made is reused past a statement that changes what it read",
-        "codemods/transforms/insert_registration.py",
-        "        return quiet(body[bound + 1 : end], value, self._changes)\n",
-        "        return True\n",
+        "codemods/transforms/shared_facts.py",
+        "            if not quiet(between, value_tree, changes):\n",
+        "            if False:\n",
         ("tests/test_shared_facts.py", "-k", "reuse-past"),
     ),
     Mutant(
@@ -702,8 +702,8 @@ MUTANTS = (
     Mutant(
         "shared facts: a binding the method deletes afterwards is read by the block",
         "codemods/transforms/shared_facts.py",
-        "    bound = sum(len((assigned_names(inner) | _deleted(inner)) & names) for s in scope for inner in statements_in(s))\n",
-        "    bound = sum(len(assigned_names(inner) & names) for s in scope for inner in statements_in(s))\n",
+        "    rebound = body_stores(definition) + deleted\n",
+        "    rebound = body_stores(definition)\n",
         ("tests/test_shared_facts.py", "-k", "deletes"),
     ),
     Mutant(
@@ -716,15 +716,15 @@ MUTANTS = (
     Mutant(
         "shared facts: a binding made above as the block makes it is made again",
         "codemods/transforms/shared_facts.py",
-        "            if bound is None or rebound.count(name) != 1 or not quiet(body[bound + 1 : start], value_tree, changes):\n",
+        "            if bound is None or rebound.count(name) != 1:\n",
         "            if True:\n",
         ("tests/test_shared_facts.py", "-k", "later_registration_binds"),
     ),
     Mutant(
         "registration: the registration's own if binds again what the method bound above",
-        "codemods/transforms/insert_registration.py",
-        "            inner = self._not_bound_above(list(body[0].body.body))",
-        "            inner = list(body[0].body.body)",
+        "codemods/transforms/shared_facts.py",
+        "            yield from _in_order(statement.body)\n",
+        "            pass\n",
         ("tests/test_codemod_transforms.py", "-k", "binding_the_method_makes_above"),
     ),
     Mutant(
@@ -923,11 +923,11 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "joins_its_if"),
     ),
     Mutant(
-        "registration: a local the method already binds above the block is bound again in it",
-        "codemods/transforms/insert_registration.py",
-        "        while len(statements) > 1 and self._bound_above(statements[0]):\n",
-        "        while False:\n",
-        ("tests/test_migration_gates.py", "-k", "already_binds"),
+        "registration: a local the method binds above the statement holding the block is bound again in it",
+        "codemods/transforms/shared_facts.py",
+        "    outer = top[: top.index(holder)] if holder is not None else []",
+        "    outer = []",
+        ("tests/test_codemod_transforms.py", "-k", "holding_the_block"),
     ),
     Mutant(
         "lift: a provider parameter the fork's step reads from the engine config is refused, not passed",
@@ -1883,5 +1883,12 @@ MUTANTS = (
         "            return runner_config_value(modules, attr, depth + 1)\n",
         "            return None\n",
         ("tests/test_triton_lifts.py", "-k", "computed_from_the_config"),
+    ),
+    Mutant(
+        "registration: a block that rebinds a local the method reads after it is written",
+        "codemods/transforms/shared_facts.py",
+        "                found.append((name, statement))\n",
+        "                pass\n",
+        ("tests/test_codemod_transforms.py", "-k", "rebind_a_local"),
     ),
 )

@@ -557,6 +557,48 @@ def test_a_binding_the_method_makes_above_is_not_made_again_inside_the_registrat
     assert edit.source.count("version = pick(config)") == 1
 
 
+WITH_LAYER = src("""
+    from engine.ops import _KERNEL
+
+
+    class Layer:
+        def __init__(self, config):
+            version = pick(config)
+            with ctx():
+                self.fn = make(version)
+                self.pad = version
+            self.width = version
+    """)
+PICKED = "version = pick(config)\n_KERNEL.register_warmup(version)"
+
+
+def test_a_binding_the_method_makes_above_the_statement_holding_the_block_is_read_there(tmp_path):
+    """The anchor sits in a `with` (every path runs it): the block goes there, and reads the `version` the method
+    bound above the `with` rather than binding it again."""
+    edit = run(tmp_path, "engine.layer", WITH_LAYER, [insert(registration=PICKED, insert_after="self.fn = make(")])
+    assert not edit.refusals and edit.source.count("version = pick(config)") == 1
+    block = edit.source[edit.source.index("if config.enable_jit_warmup:") :]
+    assert block.index("_KERNEL.register_warmup(version)") < block.index("self.pad = version")
+
+
+def test_a_block_that_would_rebind_a_local_the_method_reads_after_it_is_refused_at_that_read(tmp_path):
+    """With `config` rebound in between, the block's `version = pick(config)` is not the method's: bound in the
+    block, it would change the `version` that `self.pad` and `self.width` read after it. Refused, naming the first
+    such read; a read after the method binds the name again is its own."""
+    fork = WITH_LAYER.replace("        with ctx():\n", "        config = other(config)\n        with ctx():\n")
+    edit = run(tmp_path, "engine.layer", fork, [insert(registration=PICKED, insert_after="self.fn = make(")])
+    line = 1 + fork.splitlines().index("            self.pad = version")
+    assert [(r.place.line, r.reason.split(",")[0]) for r in edit.refusals] == [
+        (line, "the registration binds `version`")
+    ]
+    rebound = fork.replace(
+        "            self.pad = version\n", "            version = 0\n            self.pad = version\n"
+    )
+    assert not run(
+        tmp_path, "engine.layer", rebound, [insert(registration=PICKED, insert_after="self.fn = make(")]
+    ).refusals
+
+
 def test_a_search_filter_joins_only_an_if_that_holds_every_registration_of_the_code():
     """The innermost `if` around all the register_warmup calls takes the filter after its own conditions; with
     the calls under two sibling `if`s none holds them all, and nothing is joined (the filter stays in the gate)."""

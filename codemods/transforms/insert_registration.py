@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 
 import libcst as cst
@@ -34,7 +33,7 @@ from .constructor import (
     walks_kept,
 )
 from .registration_code import renamed_in
-from .shared_facts import as_written, bound_once_as, one_if, quiet, same_gate, share_facts
+from .shared_facts import clobbered, one_if, same_gate, share_facts
 
 
 @operation("insert_registration")
@@ -384,8 +383,18 @@ class _Insert(Command):
         if at_end and not (original.body and id(original.body[-1]) in exits):
             body += (block := self._block())
         if block and not self.exits and not self.helper:  # one block: what it binds is shared with those above
-            body, block = share_facts(body, block, self.init, self._changes)
+            holder = None if original is self.init.body else top_level(self.init, self.anchor)
+            body, block = share_facts(body, block, self.init, self._changes, holder)
             self.block = block[-1]
+            top = list(self.init.body.body)
+            after = [*original.body[original.body.index(self.anchor) + 1 :]] if self.anchor in original.body else []
+            after += top[top.index(holder) + 1 :] if holder is not None else []
+            for name, statement in clobbered(block, after):
+                self.refuse(
+                    statement,
+                    f"the registration binds `{name}`, which {self.op.cls}.{self.op.method} reads here, after it: "
+                    "the method would read the registration's value; rename it in the registration's code",
+                )
         self.count += 1
         return updated.with_changes(body=self._joined(body))
 
@@ -438,11 +447,6 @@ class _Insert(Command):
             )
             for statement in cst.parse_module(self.registration.strip() + "\n").body
         ]
-        body = self._not_bound_above(body)
-        if len(body) == 1 and isinstance(body[0], cst.If) and isinstance(body[0].body, cst.IndentedBlock):
-            # The registration's own `if` (the MTP pair's spec-decode switch): the same, inside it.
-            inner = self._not_bound_above(list(body[0].body.body))
-            body = [body[0].with_changes(body=body[0].body.with_changes(body=inner))]
         lazy = [cst.parse_statement(line + "\n") for line in self.op.inner_imports]
         if self.needs_import and self.op.lazy:
             if not self._import_beside(lazy) and not self._import_beside(body):
@@ -478,27 +482,6 @@ class _Insert(Command):
         body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *body[0].leading_lines])
         self.block = body[-1]
         return body
-
-    def _not_bound_above(self, statements: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-        """The statements less their leading `x = ...` that the method already runs above the block (one stays)."""
-        while len(statements) > 1 and self._bound_above(statements[0]):
-            statements = statements[1:]
-        return statements
-
-    def _bound_above(self, statement: cst.BaseStatement) -> bool:
-        """The block's `x = ...` is a statement the method already runs at its top level above where the block
-        goes (`ssm_state = self.kv_cache[1]` in a fork's bind_kv_cache), binding x once, and nothing after it
-        changes what it reads: the block reads that x."""
-        if self.exits or self.init is None or any(name.startswith("self.") for name in assigned_names(statement)):
-            return False
-        body = list(self.init.body.body)
-        end = body.index(top_level(self.init, self.anchor)) + 1 if self.anchor is not None else len(body)
-        if not bound_once_as(statement, body[:end], body):
-            return False
-        written = as_written(statement)
-        bound = next(i for i, s in enumerate(body[:end]) if as_written(s) == written)
-        value = ast.parse(code_of(statement.body[0].value), mode="eval").body
-        return quiet(body[bound + 1 : end], value, self._changes)
 
     def _changes(self, statement: cst.BaseStatement) -> set[str]:
         """The `self.x` a statement changes at any depth, itself or through a method of the class it calls."""

@@ -4,11 +4,12 @@ each fact they read bound once.
 A registration's block binds the facts its call reads (`hv = self.num_v_heads // self.tp_size`).
 Where another registration above it in the same block of the method writes that value in place,
 the binding moves up to just above that registration, which then reads the local too; where a
-statement above binds it the same way already, the block does not bind it again. Only a value
-of attribute reads, subscripts and arithmetic, of names the method never rebinds, moves; only
-above another registration's call, which computes it on every run; and only where nothing in
-between changes an attribute of `self` that it reads (itself or through a method of the class it
-calls): the local holds what the call read.
+statement above (beside the block, or in the method's own body above the statement holding it)
+binds it the same way already, the block does not bind it again. Only a value of names the method
+never rebinds is shared, and only where nothing in between changes an attribute of `self` that it
+reads (itself or through a method of the class it calls): the local holds what the block would
+compute. Only a value of attribute reads, subscripts and arithmetic moves, and only above another
+registration's call, which computes it on every run.
 """
 
 from __future__ import annotations
@@ -34,12 +35,16 @@ def share_facts(
     block: Sequence[cst.BaseStatement],
     method: cst.FunctionDef,
     changes: Callable[[cst.BaseStatement], set[str]],
+    holder: cst.BaseStatement | None = None,
 ) -> tuple[list[cst.BaseStatement], list[cst.BaseStatement]]:
     """`body`: the statements of the method's block where the registration went, `block` (its statements, in a
     row) among them; `method`: the method before the registration went in; `changes`: the `self.x` a statement
-    changes, itself or through a method of the class it calls. The body and the block with each binding of the
-    block that another registration above reads in place bound once."""
+    changes, itself or through a method of the class it calls; `holder`: the statement of the method's own body
+    that holds `body` (None: `body` is the method's). The body and the block with each binding of the block that
+    a statement above binds the same way, or another registration above reads in place, bound once."""
     body, block = list(body), list(block)
+    top = list(method.body.body)
+    outer = top[: top.index(holder)] if holder is not None else []  # run before the holder, and so before body
     definition = ast.parse(code_of(method)).body[0]
     deleted = [n.id for n in ast.walk(definition) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)]
     rebound = body_stores(definition) + deleted
@@ -48,16 +53,20 @@ def share_facts(
         value_tree = ast.parse(value, mode="eval").body
         binding = normalized(f"{name} = {value}")
         shorter, dropped = _without(block, binding)
-        if dropped is None or not _moves(value_tree, rebound + stores(ast.parse(_code(block)))):
-            continue
+        if dropped is None or _names(value_tree) & {*rebound, *stores(ast.parse(_code(block)))}:
+            continue  # it reads a name the method or the block binds: not what it read above, maybe
         start, size = next(i for i, statement in enumerate(body) if statement is block[0]), len(block)
         if name in mentioned:  # kept where a statement above binds it as the block does, and nothing else does
-            bound = next((i for i in range(start) if as_written(body[i]) == binding), None)
-            if bound is None or rebound.count(name) != 1 or not quiet(body[bound + 1 : start], value_tree, changes):
+            scope = [*outer, *body[:start]]
+            bound = next((i for i, statement in enumerate(scope) if as_written(statement) == binding), None)
+            if bound is None or rebound.count(name) != 1:
+                continue
+            between = [*outer[bound + 1 :], holder] if bound < len(outer) else scope[bound + 1 :]
+            if not quiet(between, value_tree, changes):
                 continue
         else:
             first = next((i for i in range(start) if _reads_in_place(body[i], value_tree)), None)
-            if first is None or not quiet(body[first:start], value_tree, changes):
+            if first is None or not _pure(value_tree) or not quiet(body[first:start], value_tree, changes):
                 continue
             renamed = _Renamed(normalized(value), name)
             earlier = [s.visit(renamed) if _registers(s) else s for s in body[first:start]]
@@ -66,6 +75,23 @@ def share_facts(
             start += 1
         body[start : start + size] = block = shorter
     return body, block
+
+
+def clobbered(
+    block: Sequence[cst.BaseStatement], after: Sequence[cst.BaseStatement]
+) -> list[tuple[str, cst.BaseStatement]]:
+    """Each local the block binds that a statement running after it reads before binding it again, with that
+    statement: the method there would read the block's value, not its own."""
+    found = []
+    for name in dict.fromkeys(stores(ast.parse(_code(block)))):
+        for statement in after:
+            tree = ast.parse(code_of(statement))
+            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(tree)):
+                found.append((name, statement))
+                break
+            if name in stores(tree):
+                break
+    return found
 
 
 def same_gate(first: cst.BaseStatement, second: cst.BaseStatement) -> bool:
@@ -139,9 +165,9 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _moves(value: ast.expr, rebound: list[str]) -> bool:
-    """Reads and arithmetic only, of names bound nowhere in the method or the block (`self`, the module's)."""
-    return all(isinstance(n, _PURE) for n in ast.walk(value)) and not _names(value) & set(rebound)
+def _pure(value: ast.expr) -> bool:
+    """Reads and arithmetic only: computed above another registration's call, it does what the call did there."""
+    return all(isinstance(n, _PURE) for n in ast.walk(value))
 
 
 def _reads_in_place(statement: cst.BaseStatement, value: ast.expr) -> bool:
