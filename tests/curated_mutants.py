@@ -1891,4 +1891,25 @@ MUTANTS = (
         "                pass\n",
         ("tests/test_codemod_transforms.py", "-k", "rebind_a_local"),
     ),
+    Mutant(
+        "lift: a copied statement's input set again before the launch is read at the launch",
+        "codemods/lift/dispatcher.py",
+        "            if rebound := sorted(n for n in set(stores(later)) & read if not _same_shape(statement, later, n)):\n",
+        "            if rebound := []:\n",
+        ("tests/test_triton_lifts.py", "-k", "again or dtype"),
+    ),
+    Mutant(
+        "lift: a cast that keeps the shape a copied grid read is taken as a change of it",
+        "codemods/lift/dispatcher.py",
+        "    return all(id(n) in shaped for n in nodes if isinstance(n, ast.Name) and n.id == name)\n",
+        "    return False\n",
+        ("tests/test_triton_lifts.py", "-k", "cast_after_the_grid"),
+    ),
+    Mutant(
+        "lift: a function the launcher defines, called at the launch, taken as a dispatcher input",
+        "codemods/lift/dispatcher.py",
+        "node.func.id in local & set(inputs):",
+        "node.func.id in set():",
+        ("tests/test_triton_lifts.py", "-k", "function and defines"),
+    ),
 )

@@ -706,6 +706,34 @@ REFUSED_FORKS = {
         "_FLA_POST_CONV_WARMUP_LENGTHS = (1, 2, 16)\n_FLA_POST_CONV_WARMUP_LENGTHS += (64,)\n",
         "binds 2 times",
     ),
+    "a name the grid was computed from set again before the launch": (
+        "mamba-batch-memcpy",
+        MAMBA_UTILS,
+        "    BLOCK_SIZE = 1024\n",
+        "    BLOCK_SIZE = 1024\n    batch = batch * BLOCK_SIZE  # bytes, for a log line\n",
+        "line 662 computes what the launch reads from batch, which this statement sets again before the launch",
+    ),
+    "a constexpr read off a dtype the launcher casts before the launch": (
+        "mamba-batch-memcpy",
+        MAMBA_UTILS,
+        "    BLOCK_SIZE = 1024\n",
+        "    BLOCK_SIZE = 1024 if sizes.dtype == torch.int32 else 2048\n    sizes = sizes.to(torch.int64)\n",
+        "computes what the launch reads from sizes, which this statement sets again",
+    ),
+    "a grid from a function the launcher defines": (
+        "mamba-batch-memcpy",
+        MAMBA_UTILS,
+        "    batch_memcpy_kernel[grid](",
+        "    def _grid():\n        return (batch,)\n\n    batch_memcpy_kernel[_grid()](",
+        "the launch calls _grid, a function the launcher defines",
+    ),
+    "a walrus in the launch": (
+        "mamba-batch-memcpy",
+        MAMBA_UTILS,
+        "BLOCK_SIZE=BLOCK_SIZE)\n",
+        "BLOCK_SIZE=(block := BLOCK_SIZE))\n",
+        "the launch binds a name with `:=`",
+    ),
     "a second launch of the kernel in the launcher": (
         "fla-fused-post-conv",
         POST_CONV,
@@ -781,6 +809,21 @@ def _migrated_fork(tmp_path, family, rel, old, new):
     shutil.copytree(repo, original, copy_function=os.link)
     assert runner.invoke(app, ["migrate", family, "--repo", str(repo), "--write"]).exit_code == 0
     return original, repo
+
+
+def test_a_cast_after_the_grid_that_keeps_the_shape_it_read_is_lifted(tmp_path):
+    """`sizes = sizes.to(torch.int64)` between `grid = (sizes.shape[0],)` and the launch: the dispatcher computes the
+    grid from the cast tensor, whose shape is the same, and the launch reads the cast one as before."""
+    original, repo = _migrated_fork(
+        tmp_path,
+        "mamba-batch-memcpy",
+        MAMBA_UTILS,
+        "    grid = (batch,)\n    BLOCK_SIZE = 1024\n",
+        "    grid = (sizes.shape[0],)\n    sizes = sizes.to(torch.int64)\n    BLOCK_SIZE = 1024\n",
+    )
+    launcher = (repo / MAMBA_UTILS).read_text()
+    launcher = launcher[launcher.index("def batch_memcpy(") :].split("\n\n\n")[0]
+    assert launcher.index("sizes = sizes.to(torch.int64)") < launcher.index("batch_memcpy_dispatch(")
 
 
 def test_a_kernel_parameter_the_launch_leaves_to_its_default_keeps_it(tmp_path):

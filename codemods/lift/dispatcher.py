@@ -9,7 +9,7 @@ from ..engines import Engine
 from ..repo import RepoModules
 from ..syntax import Place, loads, module_level, source_segment, stores
 from .provider import unpacked_names
-from .tables import PURE_BUILTINS, PURE_MATH, TENSOR_FACTS
+from .tables import PURE_BUILTINS, PURE_MATH, SAME_SHAPE, SHAPE_FACTS, TENSOR_FACTS
 from .values import LiftError
 
 
@@ -296,6 +296,47 @@ def check_copies(
             )
     if lines.count(launch.lineno) > 1:
         raise LiftError(Place(module, launch.lineno), "the launch shares its line with another statement")
+    end = body.index(launch)
+    for statement in copied:  # the dispatcher computes it from the inputs as the launch reads them
+        read = loads(statement.value if isinstance(statement, ast.Assign) else statement)
+        for later in body[body.index(statement) + 1 : end]:
+            if rebound := sorted(n for n in set(stores(later)) & read if not _same_shape(statement, later, n)):
+                raise LiftError(
+                    Place(module, later.lineno),
+                    f"line {statement.lineno} computes what the launch reads from {', '.join(rebound)}, which this "
+                    "statement sets again before the launch: the dispatcher would compute it from the new value. "
+                    "Compute it after this line, or give the new value a name of its own",
+                )
+    local = {s.name for s in body[:end] if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+    local |= {
+        t.id for s in body[:end] if isinstance(s, ast.Assign) and isinstance(s.value, ast.Lambda) for t in s.targets
+    }
+    for node in (n for s in [*copied, launch] for n in ast.walk(s)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in local & set(inputs):
+            raise LiftError(
+                Place(module, node.lineno),
+                f"the launch calls {node.func.id}, a function the launcher defines: the dispatcher would take it as "
+                "an input, which its warmup cannot give. Write what it computes in the launcher",
+            )
+
+
+def _same_shape(reader: ast.stmt, rebinding: ast.stmt, name: str) -> bool:
+    """`reader` reads only the shape of the tensor `name` (`x.shape[0]`, `x.size(1)`, `len(x)`), and `rebinding`
+    is `name = name.<method>(...)` of a method that keeps it (`x = x.to(torch.int64)`): the value is the same."""
+    value = rebinding.value if isinstance(rebinding, ast.Assign) and len(rebinding.targets) == 1 else None
+    if not (
+        isinstance(rebinding.targets[0] if value else None, ast.Name)
+        and isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in SAME_SHAPE
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == rebinding.targets[0].id == name
+    ):
+        return False
+    nodes = list(ast.walk(reader))
+    shaped = {id(n.value) for n in nodes if isinstance(n, ast.Attribute) and n.attr in SHAPE_FACTS}
+    shaped |= {id(n.args[0]) for n in nodes if isinstance(n, ast.Call) and loads(n.func) == {"len"} and n.args}
+    return all(id(n) in shaped for n in nodes if isinstance(n, ast.Name) and n.id == name)
 
 
 def launch_statement(
@@ -316,6 +357,10 @@ def launch_arguments(launch: ast.Expr, kernel_parameters: list[str], module: str
     call = launch.value
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         raise LiftError(Place(module, launch.lineno), "the launch unpacks its arguments (*args/**kwargs)")
+    if any(isinstance(n, ast.NamedExpr) for n in ast.walk(call)):
+        raise LiftError(
+            Place(module, launch.lineno), "the launch binds a name with `:=`; bind it on a line of its own before it"
+        )
     if len(call.args) > len(kernel_parameters):
         raise LiftError(Place(module, launch.lineno), "the launch passes more arguments than the kernel takes")
     named = [(name, source_segment(source, value)) for name, value in zip(kernel_parameters, call.args)]

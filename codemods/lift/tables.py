@@ -13,6 +13,8 @@ SAME_TENSOR = {"contiguous", "zero_", "fill_", "clone", "detach", "normal_", "un
 PURE_BUILTINS = {"int", "float", "bool", "min", "max", "abs", "len", "round"}
 PURE_MATH = {"cdiv", "next_power_of_2", "ceil", "floor", "log2", "prod"}
 TENSOR_FACTS = {"stride", "size", "numel", "dim", "element_size", "is_contiguous", "data_ptr"}
+SHAPE_FACTS = {"shape", "ndim", "size", "numel", "dim"}  # attributes and methods read off a tensor's shape alone
+SAME_SHAPE = SAME_TENSOR | {"to", "float", "half", "bfloat16", "int", "long", "bool", "cuda", "cpu"}
 LOGGING = {"debug", "info", "warning", "warning_once", "info_once", "debug_once", "error", "exception"}
 OPS = {
     ast.Add: operator.add,
