@@ -1912,4 +1912,18 @@ MUTANTS = (
         "node.func.id in set():",
         ("tests/test_triton_lifts.py", "-k", "function and defines"),
     ),
+    Mutant(
+        "registration: a method of the class that changes an attribute of what the registration reads is not a change",
+        "codemods/transforms/insert_registration.py",
+        "            self._set_by[key] = set().union(*map(changed_attributes, lines))\n",
+        '            self._set_by[key] = {n for line in lines for n in assigned_names(line) if n.startswith("self.")}\n',
+        ("tests/test_migration_gates.py", "-k", "changes_an_attribute_of_what_the_registration"),
+    ),
+    Mutant(
+        "subclass: a store into an attribute of what the parent's registration read is not a change of it",
+        "codemods/planning/subclasses.py",
+        "        for target in (t for node in targets if node is not None for t in ast.walk(node)):\n",
+        "        for target in (t for t in targets if t is not None):\n",
+        ("tests/test_migration_gates.py", "-k", "changes_an_attribute_of_what_the_parents"),
+    ),
 )

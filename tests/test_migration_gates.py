@@ -428,7 +428,9 @@ class Fp32DtBias(QwenGatedDeltaNetAttention):
     replace_file(fork, late)
     line = 1 + next(i for i, text in enumerate(late.splitlines()) if text.startswith("        self.dt_bias ="))
     why = refused(repo, "fla-fused-post-conv")
-    assert f"fork_gdn.py:{line}: Fp32DtBias.__init__ sets self.dt_bias after running QwenGatedDeltaNetAttention" in why
+    assert (
+        f"fork_gdn.py:{line}: Fp32DtBias.__init__ changes self.dt_bias after running QwenGatedDeltaNetAttention" in why
+    )
     # Set before the parent's constructor runs (which sets it again), or an attribute the registration does not read:
     # the parent's registration reads what the layer holds.
     replace_file(fork, late.replace("        self.dt_bias = torch.nn", "        self.other = torch.nn"))
@@ -522,6 +524,40 @@ def test_attributes_the_registration_reads_set_below_the_anchor_move_it_after_th
     for attribute in ("self.A_log", "self.dt_bias"):
         assert any(s.startswith(f"{attribute} =") for s in order[:registered]), attribute
     assert any("sets only below insert_after" in w and "self.A_log" in w for w in result.warnings), result.warnings
+
+
+def test_a_method_that_changes_an_attribute_of_what_the_registration_reads_moves_it_after_the_call(tmp_path):
+    """The fork's constructor calls `self._apply_norm_overrides(config)` after building the norm, and that method
+    sets `self.norm.activation` (a constexpr of the layer-norm kernel): the registration goes after the call."""
+    repo = copy_033(tmp_path / "tree")
+    helper = (
+        "    def _apply_norm_overrides(self, config) -> None:\n"
+        "        if getattr(config, 'gdn_norm_activation', None) is not None:\n"
+        "            self.norm.activation = config.gdn_norm_activation\n\n"
+    )
+    edit(repo, GDN_LAYER, "    def get_state_shape(\n", helper + "    def get_state_shape(\n")
+    call = "        self.chunk_gated_delta_rule = ChunkGatedDeltaRule()\n"
+    edit(repo, GDN_LAYER, call, "        self._apply_norm_overrides(config)\n" + call)
+    layer = next(c.after for c in migrate(repo, [FLA]).changes if c.path.name == "qwen_gdn_linear_attn.py")
+    order = [ast.unparse(s) for s in init_of(layer).body]
+    assert order.index("self._apply_norm_overrides(config)") < next(
+        i for i, s in enumerate(order) if "register_warmup" in s
+    )
+
+
+def test_a_subclass_that_changes_an_attribute_of_what_the_parents_registration_read_is_refused(tmp_path):
+    repo = copy_033(tmp_path / "tree")
+    fork = repo / "vllm/model_executor/layers/mamba/gdn/fork_gdn.py"
+    text = (
+        "from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention\n\n\n"
+        "class SigmoidNorm(QwenGatedDeltaNetAttention):\n"
+        "    def __init__(self, *args, **kwargs):\n"
+        "        super().__init__(*args, **kwargs)\n"
+        '        self.norm.activation = "sigmoid"\n'
+    )
+    replace_file(fork, text)
+    why = refused(repo, "fla-layer-norm")
+    assert "fork_gdn.py:7: SigmoidNorm.__init__ changes self.norm after running QwenGatedDeltaNetAttention" in why
 
 
 def test_an_anchor_written_with_an_annotation_is_the_same_anchor(tmp_path):

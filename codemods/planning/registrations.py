@@ -91,7 +91,7 @@ def plan(planner: Planner) -> Findings:
                 if (sub_home.name, sub) not in sited and not done:
                     findings.refuse(
                         "subclass",
-                        f"{sub}.{method} sets self.{', self.'.join(late)} after running {name}.{method}, whose "
+                        f"{sub}.{method} changes self.{', self.'.join(late)} after running {name}.{method}, whose "
                         f"registration reads the value it replaces: register in {sub} by hand",
                         syntax.where(planner.repo, sub_home.path, statement.lineno),
                     )

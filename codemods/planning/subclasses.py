@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from ..repo import RepoModules
 from ..spec import MigrationSpec, SpecError
-from ..syntax import self_stores
 from ..transforms.adopt_contract import self_attributes
 
 if TYPE_CHECKING:
@@ -52,12 +51,22 @@ def set_after_parent(
     found = []
     for home, cls, own, parent in _overrides(planner, modules, module, name, method):
         after = sorted(
-            ((s, a) for a, s in self_stores(own) if a in reads and parent and s.lineno > parent.lineno),
+            ((s, a) for a, s in _changed(own) if a in reads and parent and s.lineno > parent.lineno),
             key=lambda pair: pair[0].lineno,
         )
         if after:
             found.append((home, cls, after[0][0], sorted({a for _, a in after})))
     return found
+
+
+def _changed(function: ast.FunctionDef) -> Iterator[tuple[str, ast.stmt]]:
+    """Each `x` of `self.x` that an assignment in `function` stores or stores into (`self.norm.activation = ...`,
+    `self.cache[0] = ...` change `norm` and `cache`), with its statement."""
+    for statement in ast.walk(function):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
+        for target in (t for node in targets if node is not None for t in ast.walk(node)):
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                yield target.attr, statement
 
 
 def _overrides(

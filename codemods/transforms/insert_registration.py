@@ -308,13 +308,13 @@ class _Insert(Command):
         return set().union(*(self._set_by_method(name) for name in called))
 
     def _set_by_method(self, name: str) -> set[str]:
-        """The `self.x` the class's methods of that name assign (each read once: every statement of a constructor
-        asks)."""
+        """The `self.x` the class's methods of that name change (`changed_attributes`: `self.norm.activation = ...`
+        changes `self.norm`), each read once: every statement of a constructor asks."""
         key = (id(self.class_node), name)
         if key not in self._set_by:
             methods = [m for m in self.class_node.body.body if isinstance(m, cst.FunctionDef) and m.name.value == name]
             lines = [line for method in methods for line in nodes(method, cst.SimpleStatementLine)]
-            self._set_by[key] = {n for line in lines for n in assigned_names(line) if n.startswith("self.")}
+            self._set_by[key] = set().union(*map(changed_attributes, lines))
         return self._set_by[key]
 
     def _say_where(self, late: dict, lines) -> None:
