@@ -1926,4 +1926,11 @@ MUTANTS = (
         "        for target in (t for t in targets if t is not None):\n",
         ("tests/test_migration_gates.py", "-k", "changes_an_attribute_of_what_the_parents"),
     ),
+    Mutant(
+        "construction: a parent's change of what its child's registration read, after building it, not seen",
+        "codemods/planning/subclasses.py",
+        "                if statement.lineno > built[ast.unparse(held.value)] and held.attr in reads:\n",
+        "                if statement.lineno > built[ast.unparse(held.value)] and held.attr in ():\n",
+        ("tests/test_migration_gates.py", "-k", "childs_registration"),
+    ),
 )

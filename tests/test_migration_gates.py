@@ -560,6 +560,22 @@ def test_a_subclass_that_changes_an_attribute_of_what_the_parents_registration_r
     assert "fork_gdn.py:7: SigmoidNorm.__init__ changes self.norm after running QwenGatedDeltaNetAttention" in why
 
 
+def test_a_layer_that_changes_what_its_childs_registration_read_after_building_it_is_refused(tmp_path):
+    """Qwen3-Next's decoder layer builds the GDN layer, then (in the fork) sets its norm's activation, a constexpr
+    the registration in the GDN constructor read before: refused at that line. An attribute the registration does
+    not read migrates."""
+    repo = copy_033(tmp_path / "tree")
+    model = "vllm/model_executor/models/qwen3_next.py"
+    built = "                reduce_results=not self.use_attn_reduce_scatter_for_moe,\n            )\n"
+    late = '            self.linear_attn.norm.activation = "sigmoid"\n'
+    edit(repo, model, built, built + late)
+    line = 1 + (repo / model).read_text().splitlines().index(late.rstrip("\n"))
+    why = refused(repo, "fla-layer-norm")
+    assert f"qwen3_next.py:{line}: this changes self.linear_attn.norm after QwenGatedDeltaNetAttention is built" in why
+    edit(repo, model, late, '            self.linear_attn.label = "sigmoid"\n')
+    written(repo, "fla-layer-norm")
+
+
 def test_an_anchor_written_with_an_annotation_is_the_same_anchor(tmp_path):
     """`self.norm: RMSNormGated = RMSNormGated(` assigns what `self.norm = RMSNormGated(` does: the registration
     goes right after it, as on the release."""

@@ -74,6 +74,17 @@ def _overrides(
 ) -> Iterator[tuple[SourceModule, str, ast.FunctionDef, ast.Call | None]]:
     """Each subclass of `module.name` (at any depth) that defines `method`, with its call of the parent's (None: it
     never calls it)."""
+    for home, node, own, wanted in _subclasses(planner, modules, module, name):
+        init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
+        if init is not None:
+            yield home, node.name, init, _parent_call(modules, home.name, init, wanted, own, method)
+
+
+def _subclasses(
+    planner: Planner, modules: RepoModules, module: str, name: str
+) -> Iterator[tuple[SourceModule, ast.ClassDef, tuple, set]]:
+    """Each subclass of `module.name` in the repo, at any depth, with its qualified name and the classes found so far
+    (`module.name` and the subclasses between it and this one among them)."""
     wanted, queue = {modules.resolve(module, name)}, [name]
     while queue:
         for home, node in _classes_naming(planner, modules, queue.pop()):
@@ -82,9 +93,47 @@ def _overrides(
                 continue
             wanted.add(own)
             queue.append(node.name)
-            init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
-            if init is not None:
-                yield home, node.name, init, _parent_call(modules, home.name, init, wanted, own, method)
+            yield home, node, own, wanted
+
+
+def changed_after_building(
+    planner: Planner, modules: RepoModules, module: str, name: str, reads: set[str]
+) -> list[tuple[SourceModule, ast.stmt, str]]:
+    """Statements of the repo that build `module.name` (or a subclass) as `x = Class(...)` and then, further down the
+    same function, store into `x.<attr>` for an attr of `reads` (`self.linear_attn.norm.activation = ...` after
+    `self.linear_attn = Class(...)`): the registration in its constructor read the value before. Each with the
+    store and what it changes (`self.linear_attn.norm`)."""
+    if not reads:
+        return []
+    classes = {modules.resolve(module, name)} | {own for _, _, own, _ in _subclasses(planner, modules, module, name)}
+    names = {qualified[1] for qualified in classes}
+    found = []
+    for home in (m for m in planner.modules.values() if any(n in m.text for n in names)):
+        for function in (n for n in ast.walk(home.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
+            built = {
+                ast.unparse(s.targets[0]): s.lineno
+                for s in ast.walk(function)
+                if isinstance(s, ast.Assign)
+                and len(s.targets) == 1
+                and isinstance(s.value, ast.Call)
+                and modules.reference(home.name, s.value.func) in classes
+            }
+            for statement, held in _stores_into(function, built):
+                if statement.lineno > built[ast.unparse(held.value)] and held.attr in reads:
+                    found.append((home, statement, ast.unparse(held)))
+    return found
+
+
+def _stores_into(function: ast.FunctionDef, built: dict[str, int]) -> Iterator[tuple[ast.stmt, ast.Attribute]]:
+    """Each assignment of `function` whose target reads through one of the `built` expressions (as written), with the
+    attribute of it that the target goes through (`x.norm` of `x.norm.activation = ...`)."""
+    if not built:
+        return
+    for statement in ast.walk(function):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
+        for node in (t for target in targets if target is not None for t in ast.walk(target)):
+            if isinstance(node, ast.Attribute) and ast.unparse(node.value) in built:
+                yield statement, node
 
 
 def direct_subclasses(planner: Planner, modules: RepoModules, base: str) -> list[tuple[str, str]]:
