@@ -1929,8 +1929,8 @@ MUTANTS = (
     Mutant(
         "construction: a parent's change of what its child's registration read, after building it, not seen",
         "codemods/planning/subclasses.py",
-        "                if statement.lineno > built[ast.unparse(held.value)] and held.attr in reads:\n",
-        "                if statement.lineno > built[ast.unparse(held.value)] and held.attr in ():\n",
+        "if statement.lineno > built.lineno and attribute.attr in reads:",
+        "if statement.lineno > built.lineno and attribute.attr in ():",
         ("tests/test_migration_gates.py", "-k", "childs_registration"),
     ),
 )

@@ -108,31 +108,53 @@ def changed_after_building(
     classes = {modules.resolve(module, name)} | {own for _, _, own, _ in _subclasses(planner, modules, module, name)}
     names = {qualified[1] for qualified in classes}
     found = []
-    for home in (m for m in planner.modules.values() if any(n in m.text for n in names)):
-        for function in (n for n in ast.walk(home.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
-            built = {
-                ast.unparse(s.targets[0]): s.lineno
-                for s in ast.walk(function)
-                if isinstance(s, ast.Assign)
-                and len(s.targets) == 1
-                and isinstance(s.value, ast.Call)
-                and modules.reference(home.name, s.value.func) in classes
-            }
-            for statement, held in _stores_into(function, built):
-                if statement.lineno > built[ast.unparse(held.value)] and held.attr in reads:
-                    found.append((home, statement, ast.unparse(held)))
+    # Only a module whose text stores into `x.<read>` where it wrote `x = <Class>(` is parsed.
+    read = "|".join(map(re.escape, sorted(reads)))
+
+    def stores_into_built(text: str) -> bool:
+        held = set()
+        for call in (f"{n}(" for n in names):
+            at = text.find(call)
+            while at >= 0:  # the line up to the call: `x = ` or `x = module.`
+                line = re.fullmatch(r"\s*([\w.]+)\s*=\s*(?:\w+\.)*", text[text.rfind("\n", 0, at) + 1 : at])
+                held |= {line.group(1)} if line else set()
+                at = text.find(call, at + 1)
+        return any(
+            re.search(rf"\b{re.escape(x)}\.(?:{read})\b[\w.\[\]]*\s*[-+*/%&|^@]?=(?!=)", text)
+            for x in held
+            if any(f"{x}.{r}" in text for r in reads)
+        )
+
+    named = (m for m in planner.modules.values() if any(n in m.text for n in names))
+    for home in (m for m in named if stores_into_built(m.text)):
+        spelled = names | {a for n in names for a in re.findall(rf"\b{re.escape(n)}\s+as\s+(\w+)", home.text)}
+        nodes = list(ast.walk(home.tree))
+        functions = [n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        for built in nodes:
+            if not (
+                isinstance(built, ast.Assign)
+                and len(built.targets) == 1
+                and isinstance(built.value, ast.Call)
+                and getattr(built.value.func, "id", getattr(built.value.func, "attr", None)) in spelled
+                and modules.reference(home.name, built.value.func) in classes
+            ):
+                continue
+            around = [f for f in functions if f.lineno <= built.lineno <= f.end_lineno]
+            function = min(around, key=lambda f: f.end_lineno - f.lineno, default=None)  # the innermost
+            held = ast.unparse(built.targets[0])
+            for statement, attribute in _stores_into(function, held) if function else ():
+                if statement.lineno > built.lineno and attribute.attr in reads:
+                    found.append((home, statement, ast.unparse(attribute)))
     return found
 
 
-def _stores_into(function: ast.FunctionDef, built: dict[str, int]) -> Iterator[tuple[ast.stmt, ast.Attribute]]:
-    """Each assignment of `function` whose target reads through one of the `built` expressions (as written), with the
+def _stores_into(function: ast.FunctionDef, held: str) -> Iterator[tuple[ast.stmt, ast.Attribute]]:
+    """Each assignment of `function` whose target reads through the expression `held` (as written), with the
     attribute of it that the target goes through (`x.norm` of `x.norm.activation = ...`)."""
-    if not built:
-        return
     for statement in ast.walk(function):
         targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
         for node in (t for target in targets if target is not None for t in ast.walk(target)):
-            if isinstance(node, ast.Attribute) and ast.unparse(node.value) in built:
+            if isinstance(node, ast.Attribute) and ast.unparse(node.value) == held:
                 yield statement, node
 
 
