@@ -1922,8 +1922,8 @@ MUTANTS = (
     Mutant(
         "subclass: a store into an attribute of what the parent's registration read is not a change of it",
         "codemods/planning/subclasses.py",
-        "        for target in (t for node in targets if node is not None for t in ast.walk(node)):\n",
-        "        for target in (t for t in targets if t is not None):\n",
+        "            yield from ((statement, node) for target in targets for node in ast.walk(target))\n",
+        "            yield from ((statement, target) for target in targets)\n",
         ("tests/test_migration_gates.py", "-k", "changes_an_attribute_of_what_the_parents"),
     ),
     Mutant(

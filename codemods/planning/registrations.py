@@ -84,21 +84,21 @@ def plan(planner: Planner) -> Findings:
                     planner, modules, home.name, name, method
                 )
             ]
+            reads = set() if done else subclasses.self_reads(spec)  # changed after the registration: read stale
             for built_home, statement, changed in subclasses.changed_after_building(
-                planner, modules, home.name, name, subclasses.self_reads(spec)
+                planner, modules, home.name, name, reads
             ):
-                if not done:
-                    findings.refuse(
-                        "construction",
-                        f"this changes {changed} after {name} is built, and the registration in its {method} read "
-                        "the value before: set it through the constructor, or register after this line by hand",
-                        syntax.where(planner.repo, built_home.path, statement.lineno),
-                    )
+                findings.refuse(
+                    "construction",
+                    f"this changes {changed} after {name} is built, and the registration in its {method} read "
+                    "the value before: set it through the constructor, or register after this line by hand",
+                    syntax.where(planner.repo, built_home.path, statement.lineno),
+                )
             sited = {(module, cls) for module, cls in constructions}
             for sub_home, sub, statement, late in subclasses.set_after_parent(
-                planner, modules, home.name, name, method, subclasses.self_reads(spec)
+                planner, modules, home.name, name, method, reads
             ):
-                if (sub_home.name, sub) not in sited and not done:
+                if (sub_home.name, sub) not in sited:
                     findings.refuse(
                         "subclass",
                         f"{sub}.{method} changes self.{', self.'.join(late)} after running {name}.{method}, whose "

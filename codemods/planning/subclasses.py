@@ -48,6 +48,8 @@ def set_after_parent(
 ) -> list[tuple[SourceModule, str, ast.stmt, list[str]]]:
     """Subclasses of `module.name` (at any depth) whose `method` runs the parent's, which registers, and then sets
     `self.x` for an x of `reads` (the registration read the parent's value): each with its first such statement."""
+    if not reads:
+        return []
     found = []
     for home, cls, own, parent in _overrides(planner, modules, module, name, method):
         after = sorted(
@@ -62,11 +64,18 @@ def set_after_parent(
 def _changed(function: ast.FunctionDef) -> Iterator[tuple[str, ast.stmt]]:
     """Each `x` of `self.x` that an assignment in `function` stores or stores into (`self.norm.activation = ...`,
     `self.cache[0] = ...` change `norm` and `cache`), with its statement."""
+    for statement, node in _in_targets(function):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            yield node.attr, statement
+
+
+def _in_targets(function: ast.FunctionDef) -> Iterator[tuple[ast.stmt, ast.expr]]:
+    """Each node inside the targets of the assignments (`=`, annotated, augmented) in `function`, with the
+    assignment."""
     for statement in ast.walk(function):
-        targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
-        for target in (t for node in targets if node is not None for t in ast.walk(node)):
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                yield target.attr, statement
+        if isinstance(statement, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            yield from ((statement, node) for target in targets for node in ast.walk(target))
 
 
 def _overrides(
@@ -151,11 +160,9 @@ def changed_after_building(
 def _stores_into(function: ast.FunctionDef, held: str) -> Iterator[tuple[ast.stmt, ast.Attribute]]:
     """Each assignment of `function` whose target reads through the expression `held` (as written), with the
     attribute of it that the target goes through (`x.norm` of `x.norm.activation = ...`)."""
-    for statement in ast.walk(function):
-        targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
-        for node in (t for target in targets if target is not None for t in ast.walk(target)):
-            if isinstance(node, ast.Attribute) and ast.unparse(node.value) == held:
-                yield statement, node
+    for statement, node in _in_targets(function):
+        if isinstance(node, ast.Attribute) and ast.unparse(node.value) == held:
+            yield statement, node
 
 
 def direct_subclasses(planner: Planner, modules: RepoModules, base: str) -> list[tuple[str, str]]:
