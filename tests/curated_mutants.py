@@ -653,7 +653,7 @@ MUTANTS = (
     Mutant(
         "registration: two registrations joined under one gate bind their shared facts twice",
         "codemods/transforms/shared_facts.py",
-        "        added = [s for s in added if not bound_once_as(s, above, above)]\n",
+        "        added = [s for s in added if not _bound_once_as(s, above, above)]\n",
         "        added = list(added)\n",
         ("tests/test_lift_together.py", "-k", "one_if"),
     ),
@@ -681,14 +681,14 @@ MUTANTS = (
     Mutant(
         "shared facts: a value moved above a statement that changes what it reads",
         "codemods/transforms/shared_facts.py",
-        "            if first is None or not _pure(value_tree) or not quiet(body[first:start], value_tree, changes):\n",
+        "            if first is None or not _pure(value_tree) or not _quiet(body[first:start], value_tree, changes):\n",
         "            if first is None or not _pure(value_tree):\n",
         ("tests/test_shared_facts.py", "-k", "hoist-past"),
     ),
     Mutant(
         "shared facts: a binding the method made is reused past a statement that changes what it read",
         "codemods/transforms/shared_facts.py",
-        "            if not quiet(between, value_tree, changes):\n",
+        "            if not _quiet(between, value_tree, changes):\n",
         "            if False:\n",
         ("tests/test_shared_facts.py", "-k", "reuse-past"),
     ),

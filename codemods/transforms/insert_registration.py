@@ -386,8 +386,9 @@ class _Insert(Command):
             holder = None if original is self.init.body else top_level(self.init, self.anchor)
             body, block = share_facts(body, block, self.init, self._changes, holder)
             self.block = block[-1]
+            # What runs after the block: the rest of its body, then what follows the statement that holds it.
             top = list(self.init.body.body)
-            after = [*original.body[original.body.index(self.anchor) + 1 :]] if self.anchor in original.body else []
+            after = list(original.body[original.body.index(self.anchor) + 1 :]) if self.anchor in original.body else []
             after += top[top.index(holder) + 1 :] if holder is not None else []
             for name, statement in clobbered(block, after):
                 self.refuse(

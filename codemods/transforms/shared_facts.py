@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from ..spec import normalized
-from ..syntax import body_stores, parameters, stores
+from ..syntax import body_stores, loads, parameters, stores
 from .base import code_of
 from .blocks import Rebuilder, RebuildsBlocks
 from .constructor import assigned_names, nodes, statements_in
@@ -58,15 +58,15 @@ def share_facts(
         start, size = next(i for i, statement in enumerate(body) if statement is block[0]), len(block)
         if name in mentioned:  # kept where a statement above binds it as the block does, and nothing else does
             scope = [*outer, *body[:start]]
-            bound = next((i for i, statement in enumerate(scope) if as_written(statement) == binding), None)
+            bound = next((i for i, statement in enumerate(scope) if _as_written(statement) == binding), None)
             if bound is None or rebound.count(name) != 1:
                 continue
             between = [*outer[bound + 1 :], holder] if bound < len(outer) else scope[bound + 1 :]
-            if not quiet(between, value_tree, changes):
+            if not _quiet(between, value_tree, changes):
                 continue
         else:
             first = next((i for i in range(start) if _reads_in_place(body[i], value_tree)), None)
-            if first is None or not _pure(value_tree) or not quiet(body[first:start], value_tree, changes):
+            if first is None or not _pure(value_tree) or not _quiet(body[first:start], value_tree, changes):
                 continue
             renamed = _Renamed(normalized(value), name)
             earlier = [s.visit(renamed) if _registers(s) else s for s in body[first:start]]
@@ -82,11 +82,12 @@ def clobbered(
 ) -> list[tuple[str, cst.BaseStatement]]:
     """Each local the block binds that a statement running after it reads before binding it again, with that
     statement: the method there would read the block's value, not its own."""
+    names = dict.fromkeys(stores(ast.parse(_code(block))))
+    trees = [(statement, ast.parse(code_of(statement))) for statement in after] if names else []
     found = []
-    for name in dict.fromkeys(stores(ast.parse(_code(block)))):
-        for statement in after:
-            tree = ast.parse(code_of(statement))
-            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(tree)):
+    for name in names:
+        for statement, tree in trees:
+            if name in loads(tree):
                 found.append((name, statement))
                 break
             if name in stores(tree):
@@ -106,7 +107,7 @@ def one_if(earlier: cst.If, later: cst.If, bound_once: bool) -> cst.If:
     `bound_once`, the later's `x = ...` that the earlier already binds as it is left out."""
     above, added = earlier.body.body, later.body.body
     if bound_once:
-        added = [s for s in added if not bound_once_as(s, above, above)]
+        added = [s for s in added if not _bound_once_as(s, above, above)]
     if above and added and same_gate(above[-1], added[0]):
         body = [*above[:-1], one_if(above[-1], added[0], bound_once), *added[1:]]
     else:
@@ -114,7 +115,7 @@ def one_if(earlier: cst.If, later: cst.If, bound_once: bool) -> cst.If:
     return earlier.with_changes(body=earlier.body.with_changes(body=body))
 
 
-def bound_once_as(
+def _bound_once_as(
     statement: cst.BaseStatement, among: Sequence[cst.BaseStatement], scope: Sequence[cst.BaseStatement]
 ) -> bool:
     """`statement` is an `x = ...` that one of `among` already is (comments aside), and `scope` binds (or deletes)
@@ -123,7 +124,7 @@ def bound_once_as(
     if len(names) != 1:
         return False
     bound = sum(len((assigned_names(inner) | _deleted(inner)) & names) for s in scope for inner in statements_in(s))
-    return bound == 1 and as_written(statement) in {as_written(s) for s in among}
+    return bound == 1 and _as_written(statement) in {_as_written(s) for s in among}
 
 
 def _deleted(statement: cst.BaseStatement) -> set[str]:
@@ -133,7 +134,7 @@ def _deleted(statement: cst.BaseStatement) -> set[str]:
     return {name.value for d in statement.body if isinstance(d, cst.Del) for name in nodes(d.target, cst.Name)}
 
 
-def as_written(statement: cst.BaseStatement) -> str:
+def _as_written(statement: cst.BaseStatement) -> str:
     return normalized(code_of(statement.with_changes(leading_lines=[])))
 
 
@@ -192,7 +193,7 @@ def _registers(statement: cst.BaseStatement) -> bool:
     )
 
 
-def quiet(
+def _quiet(
     between: Sequence[cst.BaseStatement], value: ast.expr, changes: Callable[[cst.BaseStatement], set[str]]
 ) -> bool:
     """Nothing in `between` changes an attribute of `self` that `value` reads (`changes`: what a statement
@@ -222,7 +223,7 @@ class _Drop(RebuildsBlocks, cst.CSTTransformer):
         self.binding, self.dropped, self.rebuilder = binding, None, Rebuilder(owns_comments=True)
 
     def leave_SimpleStatementLine(self, original, updated):
-        if self.dropped is None and as_written(original) == self.binding:
+        if self.dropped is None and _as_written(original) == self.binding:
             self.dropped = original.with_changes(leading_lines=[])
             self.rebuilder.note(original)
             return cst.RemoveFromParent()
