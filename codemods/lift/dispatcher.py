@@ -323,16 +323,13 @@ def check_copies(
 def _same_shape(reader: ast.stmt, rebinding: ast.stmt, name: str) -> bool:
     """`reader` reads only the shape of the tensor `name` (`x.shape[0]`, `x.size(1)`, `len(x)`), and `rebinding`
     is `name = name.<method>(...)` of a method that keeps it (`x = x.to(torch.int64)`): the value is the same."""
-    value = rebinding.value if isinstance(rebinding, ast.Assign) and len(rebinding.targets) == 1 else None
-    if not (
-        isinstance(rebinding.targets[0] if value else None, ast.Name)
-        and isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in SAME_SHAPE
-        and isinstance(value.func.value, ast.Name)
-        and value.func.value.id == rebinding.targets[0].id == name
-    ):
-        return False
+    match rebinding:
+        case ast.Assign(
+            targets=[ast.Name(id=target)], value=ast.Call(func=ast.Attribute(value=ast.Name(id=held), attr=method))
+        ) if target == held == name and method in SAME_SHAPE:
+            pass
+        case _:
+            return False
     nodes = list(ast.walk(reader))
     shaped = {id(n.value) for n in nodes if isinstance(n, ast.Attribute) and n.attr in SHAPE_FACTS}
     shaped |= {id(n.args[0]) for n in nodes if isinstance(n, ast.Call) and loads(n.func) == {"len"} and n.args}
