@@ -174,11 +174,12 @@ def compare(
                 "intended_differences with a reason if the site need not check it"
             )
     for atom in migrated + registry:
+        differed = {d.atom.canonical for d in differences}
         if (
             atom.per_layer
             or atom.canonical in wanted | holds_at_site(frame)
-            or atom.canonical in {d.atom.canonical for d in differences}
-            or f"not {atom.canonical}" in {d.atom.canonical for d in differences}
+            or atom.canonical in differed
+            or f"not {atom.canonical}" in differed
             or (atom not in registry and atom.canonical in {r.canonical for r in registry})
         ):
             continue

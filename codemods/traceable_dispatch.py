@@ -148,6 +148,7 @@ class _Writer:
         # The names a tuple assignment bound, and the name given to the tuple: none is assigned where nothing reads
         # it, and an element read once is read as `t[0]`.
         self.unpacked: set[str] = set()
+        self.paths = 1  # what follows an `if` is read on both of its paths: a bound on the copies
 
     def block(self, statements: list[ast.stmt], renames: dict[str, str] | None = None) -> _Block:
         """The statements up to each path's return. An `if` that falls through runs what follows it on both of its
@@ -191,6 +192,9 @@ class _Writer:
                     block.key = read(call)
                     return block
                 case ast.If(test=test, body=then, orelse=otherwise):
+                    self.paths += 1
+                    if self.paths > _PATHS:
+                        raise NotRewritable(statement.lineno, f"more than {_PATHS} paths through dispatch")
                     rest = statements[index + 1 :]
                     block.test = read(test)
                     block.then = self.block(then + rest, renames)

@@ -1933,4 +1933,11 @@ MUTANTS = (
         "if statement.lineno > built.lineno and attribute.attr in ():",
         ("tests/test_migration_gates.py", "-k", "childs_registration"),
     ),
+    Mutant(
+        "dispatch rewrite: no bound on the paths what follows a falling-through `if` is copied onto",
+        "codemods/traceable_dispatch.py",
+        "                    if self.paths > _PATHS:\n",
+        "                    if False:\n",
+        ("tests/test_traceable_dispatch.py", "-k", "more_paths"),
+    ),
 )

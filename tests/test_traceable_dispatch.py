@@ -245,6 +245,17 @@ def test_what_the_rewrite_does_not_take_is_refused_with_its_line(body, line, why
     assert refused.value.line - dispatch.body[0].lineno + 1 == line and why in refused.value.why
 
 
+def test_a_dispatch_with_more_paths_than_the_proof_tries_is_refused_before_it_is_written_out():
+    """Each `if` that falls through doubles the paths the rewrite reads: thirteen are more than the proof tries."""
+    body = "".join(f"if M > {i}:\n    K = K + 1\n" for i in range(13)) + "return self.CompileKey('dotprod', K=K)\n"
+    source = KERNEL.format(body=textwrap.indent(body, " " * 8))
+    cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef))
+    dispatch = next(n for n in cls.body if isinstance(n, ast.FunctionDef))
+    with pytest.raises(NotRewritable) as refused:
+        rewrite(dispatch, KeyFields.of(cls), OPERATORS)
+    assert refused.value.why == "more than 4096 paths through dispatch"
+
+
 def test_the_transform_keeps_the_docstring_and_the_old_bodys_comments_above_the_rewrite(tmp_path):
     release = textwrap.dedent(RELEASE_DISPATCH)
     tail = 'return self.CompileKey(\n    backend="splitk"'
