@@ -43,7 +43,7 @@ mutants: install
 
 # docs/spec-reference.md's field tables, written from the spec's parts (a test fails when they differ).
 spec-reference: install
-	$(PY) -c 'import pathlib; from zerojit.codemods.spec import with_reference_tables as tables; \
+	$(PY) -c 'import pathlib; from zerojit.codemods.spec_reference import with_reference_tables as tables; \
 	doc = pathlib.Path("docs/spec-reference.md"); doc.write_text(tables(doc.read_text()))'
 
 clean:

@@ -28,7 +28,7 @@ import re
 from .findings import PlacedError
 from .repo import CallSite, Gate, RepoModules, call_sites, calls_to, method_calls
 from .spec import MigrationSpec, SpecError
-from .syntax import Place, parameters, self_stores
+from .syntax import Place, conjuncts, negated, parameters, self_stores
 
 CONFIG = "@config"  # the engine's config, however a scope reaches it
 WORKER = "@worker"  # the orchestrator's argument
@@ -93,30 +93,6 @@ class Atom:
         if SELF in text and not self.expressible:
             return "it hands the layer to a call, and what that reads of it is not known where the layer is built"
         return ""
-
-
-def negated(test: ast.expr) -> ast.expr:
-    flips = {
-        ast.Eq: ast.NotEq,
-        ast.NotEq: ast.Eq,
-        ast.In: ast.NotIn,
-        ast.NotIn: ast.In,
-        ast.Is: ast.IsNot,
-        ast.IsNot: ast.Is,
-    }
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return test.operand
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in flips:
-        return ast.Compare(test.left, [flips[type(test.ops[0])]()], test.comparators)
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return ast.BoolOp(ast.And(), [negated(v) for v in test.values])
-    return ast.UnaryOp(ast.Not(), test)
-
-
-def conjuncts(test: ast.expr) -> list[ast.expr]:
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return [part for value in test.values for part in conjuncts(value)]
-    return [test]
 
 
 class _Canonical(ast.NodeTransformer):
@@ -186,6 +162,18 @@ class _Canonical(ast.NodeTransformer):
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> ast.expr:
         return self.visit(node.value)  # `(x := v)` tests v
+
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:
+        """`sys.modules.get("m") is not None` (through a local that holds it, too) as `"m" in sys.modules`."""
+        node = self.generic_visit(node)
+        left, (op, *more), (right, *_) = node.left, node.ops, node.comparators
+        if more or not isinstance(op, (ast.Is, ast.IsNot)) or not isinstance(right, ast.Constant) or right.value:
+            return node
+        named = isinstance(left, ast.Call) and ast.unparse(left.func) == "sys.modules.get" and left.args[:1]
+        if not (named and isinstance(named[0], ast.Constant) and isinstance(named[0].value, str)):
+            return node
+        test = ast.In() if isinstance(op, ast.IsNot) else ast.NotIn()
+        return ast.Compare(named[0], [test], [ast.Attribute(ast.Name("sys"), "modules")])
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         node = self.generic_visit(node)
@@ -524,7 +512,7 @@ def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
     """Every condition under which the legacy warmup of `spec`'s kernel ran, outermost first."""
     atoms: list[Atom] = []
     frame = _step(modules, spec, atoms)
-    kernel_calls = _sites(modules, frame.module, _reaches_kernel(modules, frame.module, spec), frame.function)
+    kernel_calls = _sites(modules, frame.module, _reaches_kernel(modules, frame, spec), frame.function)
     if not kernel_calls:
         raise GuardsUnreadable(
             _where(modules, frame.module, frame.function),
@@ -543,9 +531,12 @@ def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
     return atoms
 
 
-def _reaches_kernel(modules: RepoModules, module: str, spec: MigrationSpec):
-    """A matcher for calls whose callee comes from the kernel's module (the kernel, its methods, its wrappers)."""
+def _reaches_kernel(modules: RepoModules, frame: Frame, spec: MigrationSpec):
+    """A matcher for calls in `frame`'s function whose callee comes from the kernel's module (the kernel, its
+    methods, its wrappers; a function of the module it looks up by name, `sys.modules.get("<module>")`)."""
+    module = frame.module
     table = modules.imports(module)
+    by_name = modules.modules_by_string(module, frame.function)
 
     def matches(call: ast.Call, assigned: dict) -> bool:
         root = call.func
@@ -553,6 +544,8 @@ def _reaches_kernel(modules: RepoModules, module: str, spec: MigrationSpec):
             root = root.value
         if not isinstance(root, ast.Name):
             return False
+        if by_name.get(root.id) == spec.kernel.module:
+            return True
         source = table.get(root.id)
         homes = {source[0], f"{source[0]}.{source[1]}"} if source and source[1] else {source[0] if source else module}
         # A name a package re-exports (`from pkg.ops import launcher`, `ops.launcher`) is its defining module's.

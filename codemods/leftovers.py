@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from .repo import RepoModules, module_name
@@ -35,8 +35,12 @@ class Leftovers:
         """A changed file, before and after the migration."""
         modules = self.modules
         module = module_name(modules.repo, path)[0]
-        was = _Read(modules.tree(module) or ast.parse(before))  # the planner read most already
-        now = _Read(ast.parse(after))
+
+        def lookups(function: ast.FunctionDef) -> dict[str, str]:
+            return modules.modules_by_string(module, function)
+
+        was = _Read(modules.tree(module) or ast.parse(before), lookups)  # the planner read most already
+        now = _Read(ast.parse(after), lookups)
         helpers = _unused_helpers(modules, module, was, was.used - now.used)
         said = _unread_fields(modules.repo, path, was.tree, now.tree)
         said += _emptied_functions(modules.repo, path, was, now)
@@ -54,12 +58,15 @@ class Leftovers:
 
 class _Read:
     """What one walk of a file's tree finds: the names it imports from elsewhere or calls (what removed code may
-    have been the last user of), its `from` imports by local name, and its functions."""
+    have been the last user of), its `from` imports by local name, its calls of a function of a module it looks up
+    by name (`sys.modules.get("m").f()`, as "m.f"), and its functions."""
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, lookups: Callable[[ast.FunctionDef], dict[str, str]]):
+        """`lookups`: the names a function binds to a module it looks up by name, and the module of each."""
         self.tree = tree
         self.used: set[str] = set()
         self.imported: dict[str, str] = {}  # local name -> the name imported
+        self.looked_up: dict[str, tuple[str, str]] = {}  # "m.f" -> (m, f)
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
@@ -69,6 +76,15 @@ class _Read:
                 self.used.add(node.func.id)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.append(node)
+                self._looked_up(node, lookups(node))
+
+    def _looked_up(self, function: ast.FunctionDef, modules: dict[str, str]) -> None:
+        for node in ast.walk(function) if modules else ():
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if isinstance(node.func.value, ast.Name) and node.func.value.id in modules:
+                    home = modules[node.func.value.id]
+                    self.used.add(f"{home}.{node.func.attr}")
+                    self.looked_up[f"{home}.{node.func.attr}"] = (home, node.func.attr)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,10 +115,10 @@ class _Helper:
 def _unused_helpers(modules: RepoModules, module: str, was: _Read, gone: Iterable[str]) -> list[_Helper]:
     found = []
     for local in sorted(gone):
-        if local not in was.imported:
+        if local not in was.imported and local not in was.looked_up:
             continue
-        source = modules.imports(module).get(local)
-        if source is None or source[1] is None or was.imported[local].startswith("_"):
+        source = was.looked_up.get(local) or modules.imports(module).get(local)
+        if source is None or source[1] is None or source[1].startswith("_"):
             continue
         home, defined = modules.resolve(*source)
         definition = modules.definition(home, defined) if defined else None

@@ -15,9 +15,9 @@ import copy
 import dataclasses
 from collections.abc import Iterator
 
-from .guards import SELF, Atom, Frame, GuardsUnreadable, canonical, conjuncts, negated, search_call
+from .guards import SELF, Atom, Frame, GuardsUnreadable, canonical, search_call
 from .repo import RepoModules
-from .syntax import function_import, is_docstring, loads, statements, stores
+from .syntax import conjuncts, function_import, is_docstring, loads, negated, statements, stores
 
 # Loops over these calls walk the model's layers: torch's module tree, or a dict of layers (the engine's forward
 # context maps layer names to layers).

@@ -6,7 +6,7 @@ field named): the `Legacy` warmup that goes, the `Kernel`, the `Registration` th
 base). The built-in specs live beside each family in `migrate/`; your own are TOML files with one flat
 `[[migration]]` table per spec, whose keys are the parts' fields (`MigrationSpec.from_fields`). Each field's
 documentation is written once, here, and docs/spec-reference.md's field tables are generated from it
-(`reference_tables`).
+(codemods.spec_reference).
 """
 
 from __future__ import annotations
@@ -86,6 +86,34 @@ def _parses(key: str, code: str, mode: str) -> None:
         ast.parse(code, mode=mode)
     except SyntaxError as exc:
         raise SpecError(f"spec field {key}={code!r}: not valid Python ({exc.msg})") from None
+
+
+def _from_imports(key: str, lines: tuple[str, ...]) -> None:
+    for line in lines:
+        try:
+            tree = ast.parse(line)
+        except SyntaxError:
+            tree = None
+        if (
+            tree is None
+            or len(tree.body) != 1
+            or not isinstance(tree.body[0], ast.ImportFrom)
+            or tree.body[0].level
+            or any(a.name == "*" for a in tree.body[0].names)
+        ):
+            raise SpecError(f"spec field {key}: {line!r} is not one 'from module import name' line")
+
+
+def _top_level_names(source: str) -> set[str]:
+    """Names a snippet binds at its top level by definition or assignment."""
+    found = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return found
 
 
 def free_names(source: str, mode: str) -> set[str]:
@@ -221,6 +249,14 @@ class Registration:
         "registration also goes before every early `return` that comes before that point",
         "",
     )
+    early_returns: str = _field(
+        "early_returns",
+        "what a `return` of the method above the insertion point means: `register` (the object is still built "
+        "and used, so the registration also goes before it), or `skip` (the method decided against the kernel, as "
+        "a `can_run` check's `return False`: that path registers nothing, as it recorded nothing the legacy "
+        "warmup read)",
+        "register",
+    )
     gate: str = _field(
         "gate",
         "the registration's condition in the site's names; empty: the tree's own guards, read from where the "
@@ -261,6 +297,8 @@ class Registration:
             module, _, cls = self.subclasses_of.rpartition(":")
             _dotted("construction_subclasses_of", module)
             _identifier("construction_subclasses_of", cls)
+        if self.early_returns not in ("register", "skip"):
+            raise SpecError(f"spec field early_returns={self.early_returns!r}: register or skip")
         if self.import_style not in IMPORT_STYLES:
             raise SpecError(f"spec field import_style={self.import_style!r}: one of {', '.join(IMPORT_STYLES)}")
         _parses("registration", self.code, "exec")
@@ -270,19 +308,7 @@ class Registration:
             _parses("intended_differences", condition, "eval")
             if not reason.strip():
                 raise SpecError(f"spec field intended_differences: {condition!r} needs a reason")
-        for line in self.gate_imports:
-            try:
-                tree = ast.parse(line)
-            except SyntaxError:
-                tree = None
-            if (
-                tree is None
-                or len(tree.body) != 1
-                or not isinstance(tree.body[0], ast.ImportFrom)
-                or tree.body[0].level
-                or any(a.name == "*" for a in tree.body[0].names)
-            ):
-                raise SpecError(f"spec field gate_imports: {line!r} is not one 'from module import name' line")
+        _from_imports("gate_imports", self.gate_imports)
 
     def constructions(self) -> list[tuple[str, str]]:
         """(module, class) of every construction site."""
@@ -362,7 +388,35 @@ class Adoption:
         _identifier("contract_base", base)
 
 
-PARTS = {"legacy": Legacy, "kernel": Kernel, "registration": Registration, "lift": Lift, "adoption": Adoption}
+@dataclasses.dataclass(frozen=True)
+class Owner:
+    """A compile unit that no contract object owns (a cached compile function or class method) gets one: the
+    owner's code, a class of the engine's contract base and its object, goes into the kernel's module."""
+
+    code: str = _field(
+        "owner",
+        "module-level code that defines `singleton`: the owner class (its `get_warmup_keys` and a `compile` that "
+        "calls the unit's own compile) and its object; may span lines",
+    )
+    after: str = _field(
+        "owner_after",
+        "the first line of the module-level statement the owner goes after (the compile unit it calls)",
+    )
+    imports: tuple[str, ...] = _field(
+        "owner_imports",
+        "`from x import y` lines the owner needs, added where the kernel's module lacks them",
+        (),
+        kind="strings",
+    )
+
+    def __post_init__(self) -> None:
+        _checked(self)
+        _parses("owner", self.code, "exec")
+        _from_imports("owner_imports", self.imports)
+
+
+PARTS = {part.__name__.lower(): part for part in (Legacy, Kernel, Registration, Lift, Adoption, Owner)}
+OPTIONAL_PARTS = ("lift", "adoption", "owner")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -379,6 +433,7 @@ class MigrationSpec:
     registration: Registration
     lift: Lift | None = None
     adoption: Adoption | None = None
+    owner: Owner | None = None
     confirm: tuple[str, ...] = _field(
         "confirm",
         "what a human must check before the spec may run; `zerojit survey --draft-specs` fills it, and "
@@ -396,20 +451,27 @@ class MigrationSpec:
         object.__setattr__(self, "confirm", tuple(self.confirm))
         for name, part in PARTS.items():
             value = getattr(self, name)
-            if not isinstance(value, part) and not (value is None and name in ("lift", "adoption")):
+            if not isinstance(value, part) and not (value is None and name in OPTIONAL_PARTS):
                 raise SpecError(f"spec part {name}={value!r}: must be a {part.__name__}")
         if self.lift and (self.kernel.private_name or self.adoption):
             raise SpecError(
                 "spec field launcher: a lifted kernel keeps its name and needs no contract base (the "
                 "dispatcher is the contract's); leave private_singleton and contract_base empty"
             )
+        if self.owner and (self.lift or self.adoption):
+            raise SpecError(
+                "spec field owner: a new owner object is the kernel's contract; a lifted kernel or an adopting "
+                "class needs none (leave launcher or contract_base empty)"
+            )
+        if self.owner and self.kernel.name not in _top_level_names(self.owner.code):
+            raise SpecError(f"spec field owner: must define {self.kernel.name} (singleton) at its top level")
         if self.kernel_name not in free_names(self.registration.code, "exec"):
             raise SpecError(f"spec field registration={self.registration.code!r}: must use {self.kernel_name}")
 
     @classmethod
     def from_fields(cls, fields: Mapping[str, Any]) -> MigrationSpec:
-        """A spec from its flat fields, the keys of a TOML `[[migration]]` table (`lift` and `adoption` are made
-        when one of their fields is set); unknown and missing keys are named."""
+        """A spec from its flat fields, the keys of a TOML `[[migration]]` table (an optional part is made when one
+        of its fields is set); unknown and missing keys are named."""
         keys = {f.metadata["key"]: (part, f) for part, kind in PARTS.items() for f in dataclasses.fields(kind)}
         required = {
             key
@@ -425,7 +487,7 @@ class MigrationSpec:
             if key in keys:
                 part, field = keys[key]
                 parts[part][field.name] = value
-        optional = {part: parts[part] if any(parts[part].values()) else None for part in ("lift", "adoption")}
+        optional = {part: parts[part] if any(parts[part].values()) else None for part in OPTIONAL_PARTS}
         if optional["lift"] is not None and not optional["lift"].get("launcher"):
             given = ", ".join(
                 f"{key}={fields[key]!r}" for key, (part, _) in keys.items() if part == "lift" and fields.get(key)
@@ -433,6 +495,14 @@ class MigrationSpec:
             raise SpecError(
                 f"spec field {given}: describes a lifted kernel, which needs launcher (the function launching it)"
             )
+        if optional["owner"] is not None and (
+            absent := [
+                f.metadata["key"]
+                for f in dataclasses.fields(Owner)
+                if f.default is dataclasses.MISSING and not optional["owner"].get(f.name)
+            ]
+        ):
+            raise SpecError(f"spec field {', '.join(absent)}: required with the owner's other fields")
         return cls(
             fields["family"],
             Legacy(**parts["legacy"]),
@@ -492,37 +562,6 @@ class MigrationSpec:
         else:
             words.append(self.legacy.orchestrator_step)
         return tuple(dict.fromkeys(words))
-
-
-REFERENCE_START = "<!-- The field tables below are generated from codemods/spec.py: `make spec-reference`. -->"
-REFERENCE_END = "<!-- End of the generated field tables. -->"
-
-
-def reference_tables() -> str:
-    """docs/spec-reference.md's field tables (the spec's own keys, then one table per part), from the parts' and
-    fields' own documentation."""
-    out = [REFERENCE_START, ""]
-    for name, kind in {"spec": MigrationSpec, **PARTS}.items():
-        out += [f"### `{name}`", "", " ".join(kind.__doc__.split()), ""]
-        out += ["| key | default | meaning |", "|---|---|---|"]
-        for f in (f for f in dataclasses.fields(kind) if "key" in f.metadata):
-            default = "required" if f.default is dataclasses.MISSING else f"`{_toml(f.default)}`"
-            out.append(f"| `{f.metadata['key']}` | {default} | {f.metadata['doc']} |")
-        out.append("")
-    return "\n".join([*out, REFERENCE_END])
-
-
-def with_reference_tables(document: str) -> str:
-    """`document` (docs/spec-reference.md) with its generated field tables brought up to date."""
-    before, start, rest = document.partition(REFERENCE_START)
-    _, end, after = rest.partition(REFERENCE_END)
-    if not (start and end):
-        raise ValueError("the document lacks the generated field tables' start and end lines")
-    return before + reference_tables() + after
-
-
-def _toml(value: Any) -> str:
-    return '""' if value == "" else "[]" if value == () else f'"{value}"'
 
 
 def normalized(code: str) -> str:

@@ -250,3 +250,29 @@ def kept_lines(before: str, after: str, edited: bool = False) -> dict[int, int]:
         if tag == "equal" or (edited and tag == "replace" and i2 - i1 == j2 - j1)
         for k in range(j2 - j1)
     }
+
+
+def negated(test: ast.expr) -> ast.expr:
+    """The test's negation, written as a reader would (a flipped comparison, `not` dropped, De Morgan's `or`)."""
+    flips = {
+        ast.Eq: ast.NotEq,
+        ast.NotEq: ast.Eq,
+        ast.In: ast.NotIn,
+        ast.NotIn: ast.In,
+        ast.Is: ast.IsNot,
+        ast.IsNot: ast.Is,
+    }
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in flips:
+        return ast.Compare(test.left, [flips[type(test.ops[0])]()], test.comparators)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return ast.BoolOp(ast.And(), [negated(v) for v in test.values])
+    return ast.UnaryOp(ast.Not(), test)
+
+
+def conjuncts(test: ast.expr) -> list[ast.expr]:
+    """The parts of an `and`, flattened."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [part for value in test.values for part in conjuncts(value)]
+    return [test]

@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from zerojit.codemods.runner import migrate, write
-from zerojit.codemods.spec import SpecError, load_specs, with_reference_tables
+from zerojit.codemods.spec import SpecError, load_specs
+from zerojit.codemods.spec_reference import with_reference_tables
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs

@@ -9,7 +9,9 @@ import textwrap
 import pytest
 
 from zerojit.codemods import gate
+from zerojit.codemods.spec import MigrationSpec, SpecError
 from zerojit.codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameKernel, apply
+from zerojit.codemods.transforms.insert_owner import InsertOwner
 from zerojit.codemods.transforms.registration_code import joined_into_registration_if
 
 
@@ -682,3 +684,91 @@ def test_a_later_operations_note_names_the_files_own_line_even_where_an_earlier_
     edit = run(tmp_path, "engine.layers", source, [RENAME, insert(insert_after="self.fn = ", kernel_module="pkg.ops")])
     line = source.splitlines().index("            self.fn = KERNEL") + 1
     assert [w.line for w in edit.warnings if "inside a branch" in w.why] == [line]
+
+
+# -- insert_owner: a compile unit gets a contract object in its module
+
+OWNER = src("""
+    class UnitKernel(VllmJitKernel):
+        def get_warmup_keys(self, *, n: int) -> list[int]:
+            return [n]
+
+
+    UNIT_KERNEL = UnitKernel()
+""")
+
+
+def test_the_owner_goes_after_the_compile_unit_below_its_decorators_with_its_imports(tmp_path):
+    before = src("""
+        import functools
+
+
+        @functools.cache  # a unit
+        def compile_unit(n):
+            return n
+
+
+        def launch(n):
+            return compile_unit(n)
+    """)
+    owner = InsertOwner(OWNER, "def compile_unit", "UNIT_KERNEL", ("from pkg.jit import VllmJitKernel",))
+    edit = run(tmp_path, "pkg.ops", before, [owner])
+    assert not edit.refusals and edit.counts["insert_owner"] == 1
+    assert edit.source == src("""
+        import functools
+
+        from pkg.jit import VllmJitKernel
+
+
+        @functools.cache  # a unit
+        def compile_unit(n):
+            return n
+
+
+        class UnitKernel(VllmJitKernel):
+            def get_warmup_keys(self, *, n: int) -> list[int]:
+                return [n]
+
+
+        UNIT_KERNEL = UnitKernel()
+
+
+        def launch(n):
+            return compile_unit(n)
+    """)
+
+
+def test_an_owner_whose_compile_unit_is_gone_is_refused_at_the_transform(tmp_path):
+    edit = run(tmp_path, "pkg.ops", "def other():\n    pass\n", [InsertOwner(OWNER, "def compile_unit", "UNIT_KERNEL")])
+    assert edit.source == "def other():\n    pass\n"
+    assert [r.reason for r in edit.refusals] == [
+        "no module-level statement starts with 'def compile_unit' (owner_after): the owner of UNIT_KERNEL goes "
+        "after the compile unit it calls"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [
+        ({"owner": OWNER.replace("UNIT_KERNEL", "OTHER"), "owner_after": "def f"}, "must define UNIT_KERNEL"),
+        ({"owner": OWNER}, "spec field owner_after: required with the owner's other fields"),
+        ({"owner": OWNER, "owner_after": "def f", "contract_base": "pkg.jit:Base"}, "needs none"),
+        ({"owner": "class (", "owner_after": "def f"}, "spec field owner='class \\(': not valid Python"),
+        ({"owner": OWNER, "owner_after": "def f", "owner_imports": ["import os"]}, "is not one 'from module"),
+        ({"early_returns": "sometimes"}, "spec field early_returns='sometimes': register or skip"),
+    ],
+    ids=str,
+)
+def test_an_owner_or_early_returns_field_that_cannot_work_is_a_spec_error(fields, why):
+    base = {
+        "family": "unit",
+        "orchestrator_module": "pkg.warmup",
+        "orchestrator_step": "_warm_unit",
+        "singleton_module": "pkg.ops",
+        "singleton": "UNIT_KERNEL",
+        "construction_module": "pkg.layer",
+        "construction_class": "Layer",
+        "registration": "UNIT_KERNEL.register_warmup(n=self.n)",
+    }
+    with pytest.raises(SpecError, match=why):
+        MigrationSpec.from_fields(base | fields)

@@ -151,6 +151,7 @@ def plan(planner: Planner) -> Findings:
                         gate.inner_imports,
                         method,
                         override if site_class == name else "",
+                        site_spec.registration.early_returns == "register",
                     ),
                 )
     return findings
@@ -319,11 +320,11 @@ def gate_for_site(
         outer.insert(0, (binding, (line,)))
     gate = [
         *(
-            guards.conjuncts(ast.parse(spec.registration.gate, mode="eval").body)
+            syntax.conjuncts(ast.parse(spec.registration.gate, mode="eval").body)
             if spec.registration.gate.strip()
             else []
         ),
-        *(part for text, _ in outer for part in guards.conjuncts(ast.parse(text, mode="eval").body)),
+        *(part for text, _ in outer for part in syntax.conjuncts(ast.parse(text, mode="eval").body)),
     ]  # each rendered guard's conjuncts: one that binds the config (`(vllm_config := ...) is not None`) is written once
     before = _anchor_line(home, init, spec.registration.insert_after)
 
@@ -458,8 +459,8 @@ def _imported_only_in_functions(module: SourceModule, source: str) -> bool:
 def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) -> None:
     """A registration on a kernel that has no register_warmup would fail when the layer is built: refuse it,
     unless the spec adopts the contract for the kernel's class (which must own its keys and compile)."""
-    if not spec.registers_kernel() or spec.lift:
-        return  # a lifted kernel's dispatcher is the contract's (transforms/lift_kernel.py)
+    if not spec.registers_kernel() or spec.lift or spec.owner:
+        return  # a lifted kernel's dispatcher is the contract's (transforms/lift_kernel.py), as is an owner
     home = planner.module(spec, "singleton_module")
     name = spec.kernel.name if spec.kernel.name in home.defs else spec.kernel_name
     modules = planner.repo_model(home.name)
@@ -501,7 +502,9 @@ def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) ->
             )
         findings.leftovers += shadowed_state(modules, cls_module, cls, base_module, base)
     if not reason or spec.adoption:
-        _check_registration_arguments(spec, modules, found)
+        method = found and modules.method(found[0], found[1], "get_warmup_keys")
+        if method:  # else not readable in the repo (a decorator's object, another library's class)
+            check_registration_arguments(spec, found[1], method, found[0], modules.engine.config_parameter)
     else:
         raise SpecError(
             f"{spec.family}: the registration calls {spec.kernel_name}.register_warmup(), but "
@@ -511,13 +514,11 @@ def check_contract(planner: Planner, findings: Findings, spec: MigrationSpec) ->
         )
 
 
-def _check_registration_arguments(
-    spec: MigrationSpec, modules: RepoModules, found: tuple[str, ast.ClassDef] | None
+def check_registration_arguments(
+    spec: MigrationSpec, cls: ast.ClassDef, method: ast.FunctionDef, where: str, config_parameter: str
 ) -> None:
-    """The registry calls `get_warmup_keys(*args, **kwargs)` with what was registered: they must bind."""
-    method = found and modules.method(found[0], found[1], "get_warmup_keys")
-    if not method:
-        return  # not readable in the repo (a decorator's object, another library's class): nothing to check
+    """The registry calls `get_warmup_keys(*args, **kwargs)` (`method` of `cls`, defined in `where`) with what was
+    registered, or with the engine config alone (`config_parameter`) where nothing was: they must bind."""
     call = next(
         node
         for node in ast.walk(ast.parse(spec.registration.code))
@@ -529,11 +530,11 @@ def _check_registration_arguments(
     try:
         signature.bind(None, *call.args, **{k.arg: k.value for k in call.keywords})
     except TypeError as exc:
-        if call.args or call.keywords or modules.engine.config_parameter not in signature.parameters:
+        if call.args or call.keywords or config_parameter not in signature.parameters:
             shown = str(signature).replace("(self, ", "(")
             raise SpecError(
-                f"{spec.family}: the registration's arguments do not fit {found[1].name}."
-                f"get_warmup_keys{shown} ({found[0]}:{method.lineno}), which the registry calls "
+                f"{spec.family}: the registration's arguments do not fit {cls.name}."
+                f"get_warmup_keys{shown} ({where}:{method.lineno}), which the registry calls "
                 f"with them: {exc}"
             ) from None
 

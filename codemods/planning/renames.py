@@ -14,12 +14,13 @@ if TYPE_CHECKING:
 
 
 def plan(planner: Planner) -> Findings:
-    """Each spec's kernel is defined where it says; one with a private name is renamed in every file naming it."""
+    """Each spec's kernel is defined where it says (or by the owner the migration writes); one with a private name
+    is renamed in every file naming it."""
     findings = Findings()
     for spec in planner.specs:
         home = planner.module(spec, "singleton_module")
         defines = home if spec.kernel_home == home.name else planner.module(spec, "kernel_module", spec.kernel_home)
-        if spec.kernel.name not in defines.defs and spec.kernel_name not in home.defs:
+        if spec.kernel.name not in defines.defs and spec.kernel_name not in home.defs and not spec.owner:
             raise SpecError(
                 f"{spec.family}: singleton {spec.kernel.name!r} is not defined in {defines.name} "
                 "(an assignment, a def or a class at module level)"

@@ -62,6 +62,7 @@ class InsertRegistration(Operation):
     inner_imports: tuple[str, ...] = ()
     method: str = "__init__"
     override: str = ""
+    register_on_return: bool = True  # a return above the insertion point gets the block too (else: skips it)
 
     def command(self, context: CodemodContext) -> Command:
         return _Insert(context, self)
@@ -176,7 +177,7 @@ class _Insert(Command):
         ]
         returns = self._past_unbound_returns(init, returns, lines)
         before = lines[self.anchor].end.line if self.anchor else float("inf")
-        self.exits = [s for s in returns if lines[s].start.line < before]
+        self.exits = [s for s in returns if lines[s].start.line < before] if self.op.register_on_return else []
         self._check_exits(init, statements, lines)
         if self.exits and not self.once and not synthetic:
             taken = {m.name.value for m in self.class_node.body.body if isinstance(m, cst.FunctionDef)}

@@ -342,6 +342,8 @@ class TreeWarmup:
         )
 
     def _keys(self, recorded: list, by_kernel: bool = False) -> set:
+        if not recorded:
+            return set()  # a tree without the kernel object yet (its owner is what the migration writes) too
         kernel = self._kernel_type()
         keys = [(owner, self.family.to_key(key)) for owner, key in recorded if isinstance(owner, kernel)]
         if not by_kernel:
