@@ -6,7 +6,7 @@ one by its family name (`zerojit families` lists the rooms; these are specs only
 """
 
 from zerojit.codemods.engines import VLLM
-from zerojit.codemods.spec import Adoption, Kernel, Legacy, MigrationSpec, Registration
+from zerojit.codemods.spec import Adoption, Kernel, Legacy, MigrationSpec, Owner, Registration
 
 # `_warmup_ll_bf16_router_gemm`, an inline step of 0.33.0's orchestrator: on sm90+, when the ll_bf16 CuTe DSL
 # GEMM is available, it warms M = 1..16 for every bf16 `GateLinear` weight whose K is a multiple of 8.
@@ -51,8 +51,70 @@ if (
     adoption=Adoption(contract_base="vllm.model_executor.warmup.jit_warmup:VllmJitKernel"),
 )
 
-SPECS = (LL_BF16_ROUTER_GEMM,)
+# `_warmup_gemm_rs_ar`, an inline step of 0.33.0's orchestrator: when a model built the GEMM-RS/AR workspace, it
+# compiles `Sm100GemmRsAr.compile` (a cached CuTe DSL compile) for each dtype `GemmRsAr.can_run` accepted, both CTA
+# groups, through the module's `warmup_gemm_rs_ar`. No contract object owns that compile: the migration writes one
+# into the module (after the compile unit), and `can_run` registers each dtype it accepts, where it records it;
+# a `return False` above that point is a projection the kernel never serves, so it registers nothing. The runtime
+# keeps calling the cached compile, which the owner's compile filled.
+GEMM_RS_AR = MigrationSpec(
+    family="gemm-rs-ar",
+    legacy=Legacy(orchestrator_module=VLLM.orchestrator, orchestrator_step="_warmup_gemm_rs_ar"),
+    kernel=Kernel(module="vllm.model_executor.kernels.linear.cute_dsl.gemm_rs_ar", name="GEMM_RS_AR_KERNEL"),
+    owner=Owner(
+        code="""class GemmRsArKernel(VllmJitKernel["GemmRsArKernel.CompileKey"]):
+    @dataclass(frozen=True)
+    class CompileKey:
+        rank: int
+        world_size: int
+        cta_group: int
+        all_reduce: bool
+        dtype: str
+
+    def get_warmup_keys(
+        self, *, rank: int, world_size: int, all_reduce: bool, dtype: str
+    ) -> list[CompileKey]:
+        # GemmRsAr.apply picks the CTA group from M.
+        return [
+            self.CompileKey(rank, world_size, cta_group, all_reduce, dtype)
+            for cta_group in (1, 2)
+        ]
+
+    def compile(self, compile_key: CompileKey) -> None:
+        Sm100GemmRsAr.compile(
+            compile_key.rank,
+            compile_key.world_size,
+            compile_key.cta_group,
+            compile_key.all_reduce,
+            dtype=compile_key.dtype,
+        )
+
+
+GEMM_RS_AR_KERNEL = GemmRsArKernel()""",
+        after="class Sm100GemmRsAr",
+        imports=(
+            "from dataclasses import dataclass",
+            "from vllm.model_executor.warmup.jit_warmup import VllmJitKernel",
+        ),
+    ),
+    registration=Registration(
+        module="vllm.model_executor.kernels.linear.cute_dsl.gemm_rs_ar",
+        classes="GemmRsAr",
+        method="can_run",
+        insert_after="self.dtypes.add(dtype)",
+        early_returns="skip",
+        code="""GEMM_RS_AR_KERNEL.register_warmup(
+    rank=self.rank,
+    world_size=self.world_size,
+    all_reduce=self.all_reduce,
+    dtype=dtype,
+)""",
+    ),
+)
+
+SPECS = (LL_BF16_ROUTER_GEMM, GEMM_RS_AR)
 # Each spec's key-equivalence adapter (`zerojit keys diff`, `migrate --verify-keys`), as "module:class".
 EQUIVALENCES = {
     LL_BF16_ROUTER_GEMM.family: "zerojit.migrate.ll_bf16_router_gemm.equivalence:RouterGemmEquivalence",
+    GEMM_RS_AR.family: "zerojit.migrate.gemm_rs_ar.equivalence:GemmRsArEquivalence",
 }

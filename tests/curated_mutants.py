@@ -862,7 +862,7 @@ MUTANTS = (
     Mutant(
         "paths: an early return before the registration is ignored",
         "codemods/transforms/insert_registration.py",
-        "        self.exits = [s for s in returns if lines[s].start.line < before]\n",
+        "        self.exits = [s for s in returns if lines[s].start.line < before] if self.op.register_on_return else []\n",
         "        self.exits = []\n",
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
@@ -1939,5 +1939,33 @@ MUTANTS = (
         "                    if self.paths > _PATHS:\n",
         "                    if False:\n",
         ("tests/test_traceable_dispatch.py", "-k", "more_paths"),
+    ),
+    Mutant(
+        "owner: early_returns skip is ignored (the registration goes before can_run's refusals too)",
+        "codemods/transforms/insert_registration.py",
+        "        self.exits = [s for s in returns if lines[s].start.line < before] if self.op.register_on_return else []\n",
+        "        self.exits = [s for s in returns if lines[s].start.line < before]\n",
+        ("tests/test_vllm033_migrations.py", "-k", "gemm_rs_ar_migration_warms"),
+    ),
+    Mutant(
+        "owner: the owner goes before the compile unit it calls",
+        "codemods/transforms/insert_owner.py",
+        "        return updated.with_changes(body=[*body[: at + 1], *owner, *body[at + 1 :]])\n",
+        "        return updated.with_changes(body=[*body[:at], *owner, *body[at:]])\n",
+        ("tests/test_codemod_transforms.py", "-k", "owner"),
+    ),
+    Mutant(
+        "guards: a call through a module looked up in sys.modules does not reach the kernel",
+        "codemods/guards.py",
+        "        if by_name.get(root.id) == spec.kernel.module:\n",
+        "        if False:\n",
+        ("tests/test_vllm033_migrations.py", "-k", "gemm_rs_ar_migration_warms"),
+    ),
+    Mutant(
+        "leftovers: a public function reached through sys.modules is not reported",
+        "codemods/leftovers.py",
+        '                    self.used.add(f"{home}.{node.func.attr}")\n',
+        "                    pass\n",
+        ("tests/test_vllm033_migrations.py", "-k", "gemm_rs_ar_migration_warms"),
     ),
 )

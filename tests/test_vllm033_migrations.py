@@ -18,12 +18,14 @@ from pyflakes import reporter as pyflakes_reporter
 from tree_forks import GATE_LINEAR, LL_BF16, ORCHESTRATOR, edit
 from typer.testing import CliRunner
 
+from zerojit.codemods.runner import migrate, write
 from zerojit.migrate.cli import app
-from zerojit.migrate.engine_specs import LL_BF16_ROUTER_GEMM
+from zerojit.migrate.engine_specs import GEMM_RS_AR, LL_BF16_ROUTER_GEMM
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.engine_trees.warmup import TreeWarmup
 from zerojit.migrate.families import key_equivalence
 from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig, GdnNormEquivalence
+from zerojit.migrate.gemm_rs_ar.equivalence import GemmRsArConfig, GemmRsArEquivalence
 from zerojit.migrate.ll_bf16_router_gemm.equivalence import RouterConfig, RouterEngine, RouterGemmEquivalence
 
 pytestmark = pytest.mark.release_tree
@@ -38,7 +40,9 @@ ROUTER = {
     "vllm/model_executor/warmup/kernel_warmup.py",
     "vllm/model_executor/kernels/linear/cute_dsl/ll_bf16.py",
 }
-MIGRATIONS = {"fla-layer-norm": FLA, "ll-bf16-router-gemm": ROUTER}
+GEMM_RS_AR_FILE = "vllm/model_executor/kernels/linear/cute_dsl/gemm_rs_ar.py"
+GEMM = {GEMM_RS_AR_FILE, "vllm/model_executor/warmup/kernel_warmup.py"}
+MIGRATIONS = {"fla-layer-norm": FLA, "ll-bf16-router-gemm": ROUTER, "gemm-rs-ar": GEMM}
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +92,8 @@ def pyflakes_findings(path):
 
 
 def test_each_migration_changes_only_its_files_which_compile_and_are_f821_f811_clean(migrated_033, release_033):
-    assert changed_files(migrated_033, release_033) == FLA | ROUTER  # every other file byte-identical
-    for rel in FLA | ROUTER:
+    assert changed_files(migrated_033, release_033) == FLA | ROUTER | GEMM  # every other file byte-identical
+    for rel in FLA | ROUTER | GEMM:
         path = migrated_033 / rel
         compile(path.read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
         bad = [
@@ -313,11 +317,11 @@ def test_the_adopted_class_passes_the_trees_own_contract_path(migrated_033):
     assert warmed == {RouterEngine().to_key(key) for key in keys} and len(warmed) > 16
 
 
-def test_the_pr_body_of_both_migrations_states_each_change_of_behaviour(migrated_033, release_033):
+def test_the_pr_body_of_the_migrations_states_each_change_of_behaviour(migrated_033, release_033):
     text = " ".join((migrated_033.parent / "pr.md").read_text().split())
-    for family in MIGRATIONS:  # both legacy steps ran whatever the JIT-warmup switch said
+    for family in MIGRATIONS:  # every legacy step ran whatever the JIT-warmup switch said
         assert f"{family}: vllm/model_executor/warmup/kernel_warmup.py:" in text
-    assert text.count("the legacy call ran whatever `enable_jit_warmup`") == 2
+    assert text.count("the legacy call ran whatever `enable_jit_warmup`") == 3
     assert "the legacy call ran only when `model_type in _QWEN_MODEL_TYPES`; the registration does not" in text
     gates = text.split("## Gates")[1].split("## Intended differences")[0]
     # The router GEMM's registration is gated by the orchestrator's own capability check, read from the fork.
@@ -346,3 +350,45 @@ def test_the_router_gemm_keys_check_explains_each_difference_by_the_kernel_objec
     }
     assert all(d.only_legacy == [k.replace("_c1_pdl_kernel:", "_kernel:") for k in d.only_migrated] for d in one_token)
     assert all(not d.config.enable_jit_warmup for d in report.diffs if d not in one_token)
+
+
+# -- GEMM-RS/AR: an owner written for a cached CuTe DSL compile, registered where can_run records a dtype
+
+
+def test_the_gemm_rs_ar_migration_warms_what_the_orchestrator_step_did_through_a_new_owner(migrated_033):
+    """The full grid: every key the step compiled (the arguments that reach `Sm100GemmRsAr.compile`, recorded
+    there) is the migrated tree's, through the owner's own compile, with JIT warmup on; with it off, nothing."""
+    adapter = GemmRsArEquivalence(legacy_tree=vllm_tree("0.33.0"), migrated_tree=migrated_033)
+    warmed = 0
+    for config in GemmRsArEquivalence.grids["full"]():
+        legacy, migrated = adapter.legacy_keys(config), adapter.migrated_keys(config)
+        assert migrated == (legacy if config.enable_jit_warmup else set()), config
+        warmed += bool(migrated)
+    assert warmed == 16  # built, JIT on, a set the kernel serves: 2 world sizes x 2 ranks x 2 modes x 2 sets
+    # What the step warmed, from its own code: each dtype can_run accepted, both CTA groups; nothing it refused.
+    served = GemmRsArConfig(world_size=8, rank=7, projections=(("mxfp8-cutlass", 7168, 1024), ("bf16", 7168, 4096)))
+    assert adapter.legacy_keys(served) == {f"7,8,{cta},False,{dtype}" for cta in (1, 2) for dtype in ("bf16", "mxfp8")}
+    refused = GemmRsArEquivalence.grids["full"]()[2].projections
+    assert adapter.legacy_keys(GemmRsArConfig(projections=refused)) == set()
+    # The module function the step reached through sys.modules stays (public) and is said to be left in place.
+    text = " ".join((migrated_033.parent / "pr.md").read_text().split())
+    assert "warmup_gemm_rs_ar() is public and kept, but nothing in the repo calls it any more" in text
+    source = (migrated_033 / GEMM_RS_AR_FILE).read_text()
+    assert "        self.dtypes.add(dtype)\n\n        GEMM_RS_AR_KERNEL.register_warmup(" in source
+    assert source.index("class Sm100GemmRsAr") < source.index("class GemmRsArKernel(") < source.index("class GemmRsAr:")
+
+
+def test_a_gemm_rs_ar_registration_before_can_runs_refusals_is_caught_by_the_keys_check(tmp_path, release_033):
+    """With early_returns "register", the registration also goes before each `return False` of can_run: a
+    projection the kernel never serves registers a dtype (an fp32 weight: bf16's keys), as the keys check sees."""
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    result = migrate(repo, [GEMM_RS_AR.replaced(early_returns="register")])
+    write(result)
+    assert "self._register_gemm_rs_ar_warmup(dtype)\n            return False" in (repo / GEMM_RS_AR_FILE).read_text()
+    adapter = GemmRsArEquivalence(legacy_tree=release_033, migrated_tree=repo)
+    fp32 = GemmRsArConfig(projections=(("fp32", 7168, 2048),))
+    assert adapter.legacy_keys(fp32) == set() and adapter.migrated_keys(fp32) == {
+        "0,4,1,False,bf16",
+        "0,4,2,False,bf16",
+    }
