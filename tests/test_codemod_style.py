@@ -34,7 +34,7 @@ pytestmark = pytest.mark.release_tree
 
 runner = CliRunner()
 SPECS = migration_specs()
-FAMILIES = ("fla-layer-norm", "ll-bf16-router-gemm")
+FAMILIES = ("fla-layer-norm", "ll-bf16-router-gemm", "gemm-rs-ar")
 VLLM = ("--isolated", "--config", "line-length=88", "--config", "lint.isort.known-first-party=['vllm']")
 
 
