@@ -246,7 +246,8 @@ class Registration:
         "insert_after",
         "the first line of the constructor statement (at any depth) to insert after; empty: the end; matching "
         "none (a fork reworded it): after the last statement that sets what the registration reads. The "
-        "registration also goes before every early `return` that comes before that point",
+        "registration also goes before every early `return` that comes before that point (unless `early_returns` is "
+        "`skip`)",
         "",
     )
     early_returns: str = _field(
