@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from .guards import CONFIG, SELF, Atom, Frame, canonical, gate_atoms, local_names
+from .guards import CONFIG, SELF, Atom, Frame, canonical, gate_atoms
 from .repo import Gate, RepoModules, call_sites
-from .syntax import enclosing_class, parameters, self_stores, stores
+from .syntax import enclosing_class, local_names, parameters, self_stores, stores
 
 
 def site_frame(

@@ -27,13 +27,17 @@ import re
 
 from .findings import PlacedError
 from .repo import CallSite, Gate, RepoModules, call_sites, calls_to, method_calls
+from .runner_state import runner_config_value
 from .spec import MigrationSpec, SpecError
-from .syntax import Place, conjuncts, negated, parameters, self_stores
+from .syntax import Place, conjuncts, local_names, negated, parameters
 
 CONFIG = "@config"  # the engine's config, however a scope reaches it
 WORKER = "@worker"  # the orchestrator's argument
 SELF = "@self"  # the object under construction at the site
 UNKNOWN = "@local"  # a local the reader cannot follow (a loop variable, an unpacked tuple)
+# Calls that walk the model's layers: torch's module tree, or a dict of layers (the engine's forward context maps
+# layer names to layers).
+LAYER_ITERATORS = {"modules", "named_modules", "children", "named_children", "values", "items"}
 CAUGHT = "@caught"  # the legacy call's failures were caught (a `try` around it)
 
 
@@ -195,7 +199,7 @@ class _RunnerConfigs(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
         node = self.generic_visit(node)
-        if (held := _of_runner(self.modules, node)) and (value := runner_config_value(self.modules, held)):
+        if (held := _of_runner(self.modules, node)) and (value := runner_config_value(self.modules, held, CONFIG)):
             return value
         return node
 
@@ -217,85 +221,8 @@ def _of_runner(modules: RepoModules, node: ast.Attribute) -> str | None:
     return None
 
 
-def runner_config_value(modules: RepoModules, attribute: str, depth: int = 0) -> ast.expr | None:
-    """What the model runner holds as `attribute`, over the config (`@config.model_config`,
-    `@config.model_config.runner_type == 'pooling'`), proven from the tree: every runner class of the engine that
-    the tree has sets it once, at its constructor's top level, from the config parameter, from locals and `self.`
-    attributes the constructor set that way, with attribute reads, comparisons and boolean operators, and all of
-    them say the same (None: the tree does not say so)."""
-    parameter, values = modules.engine.config_parameter, {}
-    for runner in modules.engine.runner_classes:
-        node = modules.definition(*runner.split(":"))
-        init = next(
-            (n for n in getattr(node, "body", ()) if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
-        )
-        if init is None:
-            continue
-        stores = _self_stores_of(modules, runner, node).get(attribute, [])
-        if len(stores) != 1 or stores[0] not in init.body or not isinstance(stores[0], ast.Assign | ast.AnnAssign):
-            return None
-        if parameter in local_names(init) or parameter not in parameters(init) or depth > 4:
-            return None
-        value = _from_config(modules, init, stores[0], stores[0].value, depth)
-        if value is None:
-            return None
-        values[ast.dump(value)] = value
-    return next(iter(values.values())) if len(values) == 1 else None
-
-
-def _from_config(
-    modules: RepoModules, init: ast.FunctionDef, store: ast.stmt, node: ast.expr | None, depth: int
-) -> ast.expr | None:
-    """`node`, read in the runner's constructor at `store`, over the config; None where it reads anything else."""
-    parameter = modules.engine.config_parameter
-    match node:
-        case ast.Name(id=name) if name == parameter:
-            return ast.Name(CONFIG)
-        case ast.Name(id=name):  # a local the constructor binds once, by a statement of its own above the store
-            stores = [
-                n for n in ast.walk(init) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-            ]
-            bound = next((s for s in init.body if isinstance(s, ast.Assign) and s.targets == stores), None)
-            if bound is None or bound.lineno >= store.lineno:
-                return None
-            return _from_config(modules, init, bound, bound.value, depth)
-        case ast.Attribute(value=ast.Name(id="self"), attr=attr):
-            return runner_config_value(modules, attr, depth + 1)
-        case ast.Attribute(value=value, attr=attr):
-            inner = _from_config(modules, init, store, value, depth)
-            return None if inner is None else ast.Attribute(inner, attr)
-        case ast.Constant():
-            return node
-        case ast.Compare(left=left, ops=ops, comparators=comparators):
-            parts = [_from_config(modules, init, store, n, depth) for n in (left, *comparators)]
-            return None if None in parts else ast.Compare(parts[0], ops, parts[1:])
-        case ast.BoolOp(op=op, values=operands):
-            parts = [_from_config(modules, init, store, n, depth) for n in operands]
-            return None if None in parts else ast.BoolOp(op, parts)
-        case ast.UnaryOp(op=ast.Not(), operand=operand):
-            inner = _from_config(modules, init, store, operand, depth)
-            return None if inner is None else ast.UnaryOp(ast.Not(), inner)
-    return None
-
-
-def _self_stores_of(modules: RepoModules, cls: str, node: ast.ClassDef) -> dict[str, list[ast.stmt]]:
-    """The statements of the class that store each `self.x`, by `x`: one walk of a runner class (the engine's is
-    thousands of lines) per run, however many of its attributes the gates read."""
-    key = ("self stores", cls)
-    if key not in modules.memo:
-        found: dict[str, list[ast.stmt]] = {}
-        for name, statement in self_stores(node):
-            found.setdefault(name, []).append(statement)
-        modules.memo[key] = found
-    return modules.memo[key]
-
-
 def canonical(modules: RepoModules, node: ast.expr, frame: Frame, depth: int = 0) -> ast.expr:
     return _Canonical(modules, frame, depth).visit(copy.deepcopy(node))
-
-
-def local_names(function: ast.FunctionDef) -> set[str]:
-    return {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _bind(function: ast.FunctionDef, call: ast.Call, caller: Frame) -> dict[str, tuple[ast.expr, Frame | None]]:
@@ -356,11 +283,24 @@ def search_call(modules: RepoModules, test: ast.expr) -> ast.Call | None:
         and test.comparators[0].value is None
     ):
         test = test.left
+    if first_layer_found(test) is not None:
+        return test
     if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and "." in test.func.id):
         return None
     home, _, name = test.func.id.rpartition(".")
     found = modules.ours(home) and isinstance(modules.definition(home, name), ast.FunctionDef)
     return test if found else None
+
+
+def first_layer_found(call: ast.expr) -> ast.comprehension | None:
+    """`next((m for m in <model>.modules() if ...), None)`: a search of the model written inline, which returns the
+    first layer that passes its `if`s; its loop (None for anything else)."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "next"):
+        return None
+    found = call.args[0] if len(call.args) == 2 and not call.keywords else None
+    loop = found.generators[0] if isinstance(found, ast.GeneratorExp) and len(found.generators) == 1 else None
+    walks = loop and isinstance(loop.iter, ast.Call) and getattr(loop.iter.func, "attr", None) in LAYER_ITERATORS
+    return loop if walks and isinstance(found.elt, ast.Name) and ast.dump(found.elt) == ast.dump(loop.target) else None
 
 
 def layer_attributes(expression: ast.expr) -> dict[str, bool] | None:

@@ -2,7 +2,8 @@
 
 A step that searches the model (`_ll_bf16_router_shapes_from_model(model)`, `_qwen_gdn_warmup_config(...)`) warms
 only the layers its loop keeps: those past each `if ...: continue`, inside each `if` around what it collects
-(a `yield`, a `return`, an `.add(...)`), through the repo generators it loops over, and a comprehension's `if`s.
+(a `yield`, a `return`, an `.add(...)`), through the repo generators it loops over, and a comprehension's `if`s;
+a search written inline, `next((m for m in model.modules() if ...), None)`, keeps those its `if`s pass.
 Each filter is put in the layer's names (the loop variable is the layer, `@self`; the loop's locals are what they
 were assigned), so the planner finds it in the registration's own code, carries it into the registration's gate,
 or refuses it at its line: a fork's filter is never dropped silently.
@@ -15,20 +16,38 @@ import copy
 import dataclasses
 from collections.abc import Iterator
 
-from .guards import SELF, Atom, Frame, GuardsUnreadable, canonical, search_call
+from .guards import LAYER_ITERATORS, SELF, Atom, Frame, GuardsUnreadable, canonical, first_layer_found, search_call
 from .repo import RepoModules
 from .syntax import conjuncts, function_import, is_docstring, loads, negated, statements, stores
 
-# Loops over these calls walk the model's layers: torch's module tree, or a dict of layers (the engine's forward
-# context maps layer names to layers).
-LAYER_ITERATORS = {"modules", "named_modules", "children", "named_children", "values", "items"}
 _COLLECTING = {"add", "append", "extend", "update", "setdefault"}
 
 
 def filters(modules: RepoModules, atom: Atom) -> list[Atom]:
     """The filters of the search whose result `atom` tests (none when it tests no search of the repo)."""
     call = search_call(modules, atom.expression)
-    return [] if call is None else _filters(modules, *_searched(modules, call), depth=0)
+    if call is None:
+        return []
+    loop = first_layer_found(call)
+    if loop is None:
+        return _filters(modules, *_searched(modules, call), depth=0)
+    layer = {ast.dump(loop.target): ast.Name(SELF)}
+    found = []
+    for test in loop.ifs:  # canonical already: the loop's variable is the layer
+        for part in conjuncts(_Renamed(layer).visit(copy.deepcopy(test))):
+            text = ast.unparse(part)
+            found.append(Atom(text, text, atom.where, False, part, frozenset({ast.dump(part)}), at_layer=True))
+    return found
+
+
+class _Renamed(ast.NodeTransformer):
+    """An expression with each name in `names` (by its dump) replaced."""
+
+    def __init__(self, names: dict[str, ast.expr]):
+        self.names = names
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return copy.copy(self.names.get(ast.dump(node), node))
 
 
 def _searched(modules: RepoModules, call: ast.Call) -> tuple[str, ast.FunctionDef, dict]:
@@ -67,6 +86,9 @@ def in_layer_terms(modules: RepoModules, atom: Atom) -> Atom:
             call = search_call(modules, node.value)
             if call is None or call is not node.value:
                 return node
+            if first_layer_found(call) is not None:  # the layer itself
+                self.found = True
+                return ast.Attribute(ast.Name(SELF), node.attr)
             value = _returned_field(modules, *_searched(modules, call), node.attr)
             if value is None:
                 return node

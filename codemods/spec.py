@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .engines import DEFAULT_ENGINE
+from .syntax import loads, stores
 
 
 class SpecError(ValueError):
@@ -102,18 +103,6 @@ def _from_imports(key: str, lines: tuple[str, ...]) -> None:
             or any(a.name == "*" for a in tree.body[0].names)
         ):
             raise SpecError(f"spec field {key}: {line!r} is not one 'from module import name' line")
-
-
-def _top_level_names(source: str) -> set[str]:
-    """Names a snippet binds at its top level by definition or assignment."""
-    found = set()
-    for node in ast.parse(source).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            found |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return found
 
 
 def free_names(source: str, mode: str) -> set[str]:
@@ -464,9 +453,9 @@ class MigrationSpec:
                 "spec field owner: a new owner object is the kernel's contract; a lifted kernel or an adopting "
                 "class needs none (leave launcher or contract_base empty)"
             )
-        if self.owner and self.kernel.name not in _top_level_names(self.owner.code):
+        if self.owner and self.kernel.name not in {n for s in ast.parse(self.owner.code).body for n in stores(s)}:
             raise SpecError(f"spec field owner: must define {self.kernel.name} (singleton) at its top level")
-        if self.kernel_name not in free_names(self.registration.code, "exec"):
+        if self.kernel_name not in loads(ast.parse(self.registration.code)):
             raise SpecError(f"spec field registration={self.registration.code!r}: must use {self.kernel_name}")
 
     @classmethod

@@ -276,3 +276,18 @@ def conjuncts(test: ast.expr) -> list[ast.expr]:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return [part for value in test.values for part in conjuncts(value)]
     return [test]
+
+
+def imported_in(code: str) -> set[str]:
+    """The names a snippet binds by `from ... import` at any depth."""
+    return {
+        alias.asname or alias.name
+        for n in ast.walk(ast.parse(code))
+        if isinstance(n, ast.ImportFrom)
+        for alias in n.names
+    }
+
+
+def local_names(function: ast.FunctionDef) -> set[str]:
+    """The names a function stores anywhere in its body (its locals, comprehension variables included)."""
+    return {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}

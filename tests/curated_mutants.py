@@ -1228,7 +1228,7 @@ MUTANTS = (
     ),
     Mutant(
         "guards: a runner that sets its config attribute twice is read as holding the engine config's",
-        "codemods/guards.py",
+        "codemods/runner_state.py",
         "        if len(stores) != 1 or stores[0] not in init.body or",
         "        if stores[0] not in init.body or",
         ("tests/test_migration_gates.py", "-k", "runner_holds"),
@@ -1879,8 +1879,8 @@ MUTANTS = (
     ),
     Mutant(
         "guards: a runner value read through another attribute the runner set from the config not followed",
-        "codemods/guards.py",
-        "            return runner_config_value(modules, attr, depth + 1)\n",
+        "codemods/runner_state.py",
+        "            return runner_config_value(modules, attr, config, depth + 1)\n",
         "            return None\n",
         ("tests/test_triton_lifts.py", "-k", "computed_from_the_config"),
     ),
@@ -1967,5 +1967,26 @@ MUTANTS = (
         '                    self.used.add(f"{home}.{node.func.attr}")\n',
         "                    pass\n",
         ("tests/test_vllm033_migrations.py", "-k", "gemm_rs_ar_migration_warms"),
+    ),
+    Mutant(
+        "guards: a model search written inline (`next(...)`) is no layer search",
+        "codemods/guards.py",
+        "    if first_layer_found(test) is not None:\n        return test\n",
+        "",
+        ("tests/test_vllm033_migrations.py", "-k", "bf16x3_migration"),
+    ),
+    Mutant(
+        "model search: an inline search's filters are not the layer's",
+        "codemods/model_search.py",
+        "    for test in loop.ifs:  # canonical already: the loop's variable is the layer\n",
+        "    for test in ():\n",
+        ("tests/test_vllm033_migrations.py", "-k", "inline_gate_search"),
+    ),
+    Mutant(
+        "registration: a kernel the registration imports itself is imported again",
+        "codemods/transforms/insert_registration.py",
+        "        needs_import = self.needs_import and self.op.kernel_name not in imported_in(self.registration)\n",
+        "        needs_import = self.needs_import\n",
+        ("tests/test_vllm033_migrations.py", "-k", "bf16x3_migration"),
     ),
 )

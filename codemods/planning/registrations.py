@@ -44,6 +44,13 @@ def plan(planner: Planner) -> Findings:
         except guards.GuardsUnreadable as exc:
             findings.refuse("guards", exc.why, exc.place)  # beside the transforms' refusals, which often say more
             continue
+        findings.warnings += [
+            f"{atom.where}: the legacy step warmed only the first layer its search found (`next(...)`); every layer "
+            "that passes the search's filters registers, so a layer of another shape, which compiled while serving, "
+            "is warmed too"
+            for atom in legacy
+            if atom.per_layer and guards.first_layer_found(guards.search_call(modules, atom.expression)) is not None
+        ]
         constructions = spec.registration.constructions()
         discovered = set()
         if spec.registration.subclasses_of and not done:  # a fork's own class of that kind registers too
@@ -313,7 +320,7 @@ def gate_for_site(
     if (
         config in free_names(spec.registration.code, "exec") | free_names(spec.registration.gate or "None", "eval")
         and config not in frame.arguments
-        and config not in guards.local_names(init)
+        and config not in syntax.local_names(init)
         and not any(text.startswith(f"({config} :=") for text, _ in rendered)
     ):  # the registration reads the config where the constructor has none: bound through the accessor
         binding, line = site_gate.config_binding(modules, home.name, init, where)

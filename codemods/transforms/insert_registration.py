@@ -12,7 +12,7 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata import PositionProvider
 
 from ..spec import normalized
-from ..syntax import holds_anchor
+from ..syntax import holds_anchor, imported_in
 from .base import AnchorError, Command, Operation, code_of, operation
 from .bindings import MethodBindings
 from .blocks import NO_STATEMENTS
@@ -450,10 +450,12 @@ class _Insert(Command):
             for statement in cst.parse_module(self.registration.strip() + "\n").body
         ]
         lazy = [cst.parse_statement(line + "\n") for line in self.op.inner_imports]
-        if self.needs_import and self.op.lazy:
+        # The registration may import the kernel itself, where it uses it (inside its own `if`).
+        needs_import = self.needs_import and self.op.kernel_name not in imported_in(self.registration)
+        if needs_import and self.op.lazy:
             if not self._import_beside(lazy) and not self._import_beside(body):
                 lazy.insert(0, cst.parse_statement(f"from {self.op.kernel_module} import {self.op.kernel_name}\n"))
-        elif self.needs_import:
+        elif needs_import:
             AddImportsVisitor.add_needed_import(self.context, self.op.kernel_module, self.op.kernel_name)
         if self.op.inner_gate:
             body = [
