@@ -112,9 +112,86 @@ GEMM_RS_AR_KERNEL = GemmRsArKernel()""",
     ),
 )
 
-SPECS = (LL_BF16_ROUTER_GEMM, GEMM_RS_AR)
+# `_warmup_bf16x3_router_gemm`, an inline step of 0.33.0's orchestrator: on SM100-family devices with JIT warmup on,
+# it finds the first `GateLinear` that allows the BF16x3 router GEMM and runs `warmup_bf16x3_router_gemm` for its
+# shape over the token counts that tier serves (above the fp32 kernel's, where that one runs, up to the batch
+# budget): the CuTe DSL GEMM per tile width and the Triton split-K reduction per configuration, both chosen from the
+# device's SM count. No contract object owned that warmup: the migration writes one, keyed by a gate's shape and
+# token range (its compile runs the module's own warmup, which reads the SM count on the device the registry warms
+# on), and each GateLinear that allows the tier registers its own, as `_register_ll_fp32w_warmup` does for its sibling.
+BF16X3_ROUTER_GEMM = MigrationSpec(
+    family="bf16x3-router-gemm",
+    legacy=Legacy(orchestrator_module=VLLM.orchestrator, orchestrator_step="_warmup_bf16x3_router_gemm"),
+    kernel=Kernel(
+        module="vllm.model_executor.layers.fused_moe.router.bf16x3_router_gemm_cutedsl",
+        name="BF16X3_ROUTER_GEMM_KERNEL",
+    ),
+    owner=Owner(
+        code="""class BF16x3RouterGemmKernel(VllmJitKernel["BF16x3RouterGemmKernel.CompileKey"]):
+    # One gate shape over the token counts its tier serves: the GEMM's tile widths
+    # and the split-K reductions are chosen per token count from the SM count.
+    @dataclass(frozen=True)
+    class CompileKey:
+        K: int
+        M: int
+        min_num_tokens: int
+        max_num_tokens: int
+
+    def get_warmup_keys(
+        self, *, K: int, M: int, min_num_tokens: int, max_num_tokens: int
+    ) -> list[CompileKey]:
+        return [self.CompileKey(K, M, min_num_tokens, max_num_tokens)]
+
+    def compile(self, compile_key: CompileKey) -> None:
+        warmup_bf16x3_router_gemm(
+            compile_key.K,
+            compile_key.M,
+            compile_key.min_num_tokens,
+            compile_key.max_num_tokens,
+        )
+
+
+BF16X3_ROUTER_GEMM_KERNEL = BF16x3RouterGemmKernel()""",
+        after="def warmup_bf16x3_router_gemm",
+        imports=(
+            "from dataclasses import dataclass",
+            "from vllm.model_executor.warmup.jit_warmup import VllmJitKernel",
+        ),
+    ),
+    registration=Registration(
+        module="vllm.model_executor.layers.fused_moe.router.gate_linear",
+        classes="GateLinear",
+        insert_after="self.allow_bf16x3_router_gemm = (",
+        code="""if self.allow_bf16x3_router_gemm:
+    from vllm.model_executor.layers.fused_moe.router.bf16x3_router_gemm_cutedsl import (  # noqa: E501
+        BF16X3_ROUTER_GEMM_KERNEL,
+    )
+
+    # Where it is allowed, the fp32 kernel serves up to FP32_MAX_TOKENS.
+    scheduler_config = get_current_vllm_config().scheduler_config
+    BF16X3_ROUTER_GEMM_KERNEL.register_warmup(
+        K=input_size,
+        M=output_size,
+        min_num_tokens=(
+            self.FP32_MAX_TOKENS + 1 if self.allow_fp32_router_gemm else 1
+        ),
+        max_num_tokens=scheduler_config.max_num_batched_tokens,
+    )""",
+        gate_imports=("from vllm.config import get_current_vllm_config",),
+        intended_differences=[
+            (
+                "current_platform.is_device_capability_family(100)",
+                "allow_bf16x3_router_gemm holds only there: GateLinear computes it from `is_blackwell`, that check",
+            )
+        ],
+        import_style="lazy",
+    ),
+)
+
+SPECS = (LL_BF16_ROUTER_GEMM, GEMM_RS_AR, BF16X3_ROUTER_GEMM)
 # Each spec's key-equivalence adapter (`zerojit keys diff`, `migrate --verify-keys`), as "module:class".
 EQUIVALENCES = {
     LL_BF16_ROUTER_GEMM.family: "zerojit.migrate.ll_bf16_router_gemm.equivalence:RouterGemmEquivalence",
     GEMM_RS_AR.family: "zerojit.migrate.gemm_rs_ar.equivalence:GemmRsArEquivalence",
+    BF16X3_ROUTER_GEMM.family: "zerojit.migrate.bf16x3_router_gemm.equivalence:Bf16x3RouterGemmEquivalence",
 }

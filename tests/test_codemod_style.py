@@ -34,7 +34,7 @@ pytestmark = pytest.mark.release_tree
 
 runner = CliRunner()
 SPECS = migration_specs()
-FAMILIES = ("fla-layer-norm", "ll-bf16-router-gemm", "gemm-rs-ar")
+FAMILIES = ("fla-layer-norm", "ll-bf16-router-gemm", "gemm-rs-ar", "bf16x3-router-gemm")
 VLLM = ("--isolated", "--config", "line-length=88", "--config", "lint.isort.known-first-party=['vllm']")
 
 
@@ -141,7 +141,8 @@ def test_the_033_migrations_add_no_ruff_finding_and_no_unformatted_line(migrated
         assert not extra, (rel, extra)
         formatted_originals += not reformatted_lines(fork, rel)
         _, added = changed_lines((fork / rel).read_text(), (repo / rel).read_text())
-        assert max(map(len, added), default=0) <= 88, rel
+        # vLLM's own idiom for an import path past 88 columns: `... import (  # noqa: E501`, which ruff exempts.
+        assert max((len(line) for line in added if not line.endswith("  # noqa: E501")), default=0) <= 88, rel
     assert formatted_originals >= 3  # the release's own files are ruff-formatted: the check above has teeth
 
 

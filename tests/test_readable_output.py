@@ -24,6 +24,7 @@ RUNS = [  # built-in migrations, each run with those it must move with (one laun
     ("kimi-k3-recurrent-kda",),
     ("fla-gdn-mtp-update", "fla-gdn-mtp-rmsnorm"),
     ("gemm-rs-ar",),
+    ("bf16x3-router-gemm",),
 ]
 # Every built-in applied together, as the backlog's run does: registrations that share a layer read each fact once.
 RUNS.append(tuple(family for run in RUNS for family in run) + ("ll-bf16-router-gemm",))

@@ -19,8 +19,10 @@ from tree_forks import GATE_LINEAR, LL_BF16, ORCHESTRATOR, edit
 from typer.testing import CliRunner
 
 from zerojit.codemods.runner import migrate, write
+from zerojit.migrate.bf16x3_router_gemm.equivalence import Bf16x3RouterGemmEquivalence
+from zerojit.migrate.bf16x3_router_gemm.equivalence import RouterConfig as Bf16x3Config
 from zerojit.migrate.cli import app
-from zerojit.migrate.engine_specs import GEMM_RS_AR, LL_BF16_ROUTER_GEMM
+from zerojit.migrate.engine_specs import BF16X3_ROUTER_GEMM, GEMM_RS_AR, LL_BF16_ROUTER_GEMM
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.engine_trees.warmup import TreeWarmup
 from zerojit.migrate.families import key_equivalence
@@ -42,7 +44,12 @@ ROUTER = {
 }
 GEMM_RS_AR_FILE = "vllm/model_executor/kernels/linear/cute_dsl/gemm_rs_ar.py"
 GEMM = {GEMM_RS_AR_FILE, "vllm/model_executor/warmup/kernel_warmup.py"}
-MIGRATIONS = {"fla-layer-norm": FLA, "ll-bf16-router-gemm": ROUTER, "gemm-rs-ar": GEMM}
+BF16X3 = {
+    "vllm/model_executor/layers/fused_moe/router/bf16x3_router_gemm_cutedsl.py",
+    "vllm/model_executor/layers/fused_moe/router/gate_linear.py",
+    "vllm/model_executor/warmup/kernel_warmup.py",
+}
+MIGRATIONS = {"fla-layer-norm": FLA, "ll-bf16-router-gemm": ROUTER, "gemm-rs-ar": GEMM, "bf16x3-router-gemm": BF16X3}
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +99,8 @@ def pyflakes_findings(path):
 
 
 def test_each_migration_changes_only_its_files_which_compile_and_are_f821_f811_clean(migrated_033, release_033):
-    assert changed_files(migrated_033, release_033) == FLA | ROUTER | GEMM  # every other file byte-identical
-    for rel in FLA | ROUTER | GEMM:
+    assert changed_files(migrated_033, release_033) == FLA | ROUTER | GEMM | BF16X3  # every other file byte-identical
+    for rel in FLA | ROUTER | GEMM | BF16X3:
         path = migrated_033 / rel
         compile(path.read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
         bad = [
@@ -319,8 +326,9 @@ def test_the_adopted_class_passes_the_trees_own_contract_path(migrated_033):
 
 def test_the_pr_body_of_the_migrations_states_each_change_of_behaviour(migrated_033, release_033):
     text = " ".join((migrated_033.parent / "pr.md").read_text().split())
-    for family in MIGRATIONS:  # every legacy step ran whatever the JIT-warmup switch said
+    for family in MIGRATIONS:
         assert f"{family}: vllm/model_executor/warmup/kernel_warmup.py:" in text
+    # Every legacy step but bf16x3's (called under the switch) ran whatever the JIT-warmup switch said.
     assert text.count("the legacy call ran whatever `enable_jit_warmup`") == 3
     assert "the legacy call ran only when `model_type in _QWEN_MODEL_TYPES`; the registration does not" in text
     gates = text.split("## Gates")[1].split("## Intended differences")[0]
@@ -392,3 +400,44 @@ def test_a_gemm_rs_ar_registration_before_can_runs_refusals_is_caught_by_the_key
         "0,4,1,False,bf16",
         "0,4,2,False,bf16",
     }
+
+
+# -- BF16x3 router GEMM: an owner of the module's own warmup, registered by each GateLinear that allows the tier
+
+
+def test_the_bf16x3_migration_warms_what_the_step_did_and_each_gate_shape_it_skipped(migrated_033):
+    """The full grid: every compile the step reached (the CuTe DSL GEMM's, the Triton reduction's, recorded where
+    they compile) is the migrated tree's; where a model's gates differ in shape, the migrated tree warms each
+    gate's own, which is what the step warmed for a model of that gate alone."""
+    adapter = Bf16x3RouterGemmEquivalence(legacy_tree=vllm_tree("0.33.0"), migrated_tree=migrated_033)
+    warmed = 0
+    for config in Bf16x3RouterGemmEquivalence.grids["full"]():
+        legacy, migrated = adapter.legacy_keys(config), adapter.migrated_keys(config)
+        alone = set().union(*(adapter.legacy_keys(dataclasses.replace(config, gates=(g,))) for g in config.gates))
+        assert migrated == alone, config
+        assert legacy <= migrated and (legacy == migrated) == (not legacy or len({g[:2] for g in config.gates}) == 1)
+        warmed += bool(migrated)
+    assert warmed == 12  # sm100, JIT on, three gate sets the tier serves, two SM counts, two batch budgets
+    # Beside the fp32 kernel the tier starts at 33 tokens: the step's own floor, carried by the registration.
+    fp32 = Bf16x3Config(gates=((6144, 128, True, True),), max_num_batched_tokens=48)
+    assert (
+        adapter.migrated_keys(fp32)
+        == adapter.legacy_keys(fp32)
+        != adapter.legacy_keys(dataclasses.replace(fp32, gates=((6144, 128, True, False),)))
+    )
+    report = key_equivalence("bf16x3-router-gemm", "smoke", legacy_tree=vllm_tree("0.33.0"), migrated_tree=migrated_033)
+    assert report.ok and any("first such gate" in (d.intended or "") for d in report.diffs)
+    text = " ".join((migrated_033.parent / "pr.md").read_text().split())
+    assert "the legacy step warmed only the first layer its search found (`next(...)`)" in text
+
+
+def test_a_filter_a_fork_adds_to_the_inline_gate_search_is_carried_into_the_registration(tmp_path, release_033):
+    """The step's `next(...)` search keeps the gates its `if`s pass: a fork's extra filter is the layer's own
+    condition, written in the constructor's names; never dropped."""
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    search = "            if isinstance(module, GateLinear) and module.allow_bf16x3_router_gemm\n"
+    edit(repo, ORCHESTRATOR, search, search.rstrip("\n") + " and module.input_size % 64 == 0\n")
+    write(migrate(repo, [BF16X3_ROUTER_GEMM]))
+    gate = (repo / GATE_LINEAR).read_text()
+    assert "        if self.allow_bf16x3_router_gemm and self.input_size % 64 == 0:\n" in gate
