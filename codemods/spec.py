@@ -42,7 +42,7 @@ _KINDS = {
             isinstance(v, (list, tuple))
             and all(isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in v)
         ),
-        "a list of [condition, reason] pairs of strings",
+        "a list of pairs of strings",
     ),
 }
 
@@ -397,6 +397,14 @@ class Owner:
         "`from x import y` lines the owner needs, added where the kernel's module lacks them",
         (),
         kind="strings",
+    )
+    written_for: tuple[tuple[str, str], ...] = _field(
+        "owner_written_for",
+        '`[["Class.method", "digest"]]`: the definitions of the kernel\'s module that the owner translates (the legacy '
+        "compile loop, the compile unit's signature), each with the digest of the code it was written from: a tree "
+        "whose code differs is refused at that definition, with its digest (the owner may not fit it)",
+        (),
+        kind="pairs",
     )
 
     def __post_init__(self) -> None:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import ast
 import collections
+import copy
 import dataclasses
 import difflib
 import functools
+import hashlib
 import re
 import symtable
 import types
@@ -291,3 +293,26 @@ def imported_in(code: str) -> set[str]:
 def local_names(function: ast.FunctionDef) -> set[str]:
     """The names a function stores anywhere in its body (its locals, comprehension variables included)."""
     return {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | None:
+    """The module-level definition `qualname` names (`f`, `Class`, `Class.method`) and a digest of what it says: its
+    code less docstrings and layout (16 hex digits of a SHA-256); None where the module has no such definition."""
+    node: ast.AST = tree
+    for part in qualname.split("."):
+        node = next(
+            (
+                n
+                for n in getattr(node, "body", [])
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
+            ),
+            None,
+        )
+        if node is None:
+            return None
+    bare = copy.deepcopy(node)
+    for inner in ast.walk(bare):
+        body = getattr(inner, "body", None)
+        if isinstance(body, list) and len(body) > 1 and is_docstring(body[0]):
+            inner.body = body[1:]
+    return node, hashlib.sha256(ast.dump(bare, annotate_fields=False).encode()).hexdigest()[:16]

@@ -92,6 +92,8 @@ GEMM_RS_AR = MigrationSpec(
 
 GEMM_RS_AR_KERNEL = GemmRsArKernel()""",
         after="class Sm100GemmRsAr",
+        # The owner translates the step's compile loop and calls the unit's compile as 0.33.0 writes them.
+        written_for=(("warmup_gemm_rs_ar", "4c45c6cd942218b0"), ("Sm100GemmRsAr.compile", "95ddaf0d957a582b")),
         imports=(
             "from dataclasses import dataclass",
             "from vllm.model_executor.warmup.jit_warmup import VllmJitKernel",

@@ -1989,4 +1989,32 @@ MUTANTS = (
         "        needs_import = self.needs_import\n",
         ("tests/test_vllm033_migrations.py", "-k", "bf16x3_migration"),
     ),
+    Mutant(
+        "owner: a definition the owner was written for is not compared with the tree's",
+        "codemods/planning/owners.py",
+        "        elif found[1] != pinned:\n",
+        "        elif False:\n",
+        ("tests/test_vllm033_migrations.py", "-k", "does_not_fit"),
+    ),
+    Mutant(
+        "owner: a name the owner defines, taken in the module, is taken as migrated",
+        "codemods/planning/owners.py",
+        "        if names <= home.defs:\n",
+        "        if spec.kernel.name in home.defs:\n",
+        ("tests/test_vllm033_migrations.py", "-k", "does_not_fit"),
+    ),
+    Mutant(
+        "recording: another change of what the recording records is not refused",
+        "codemods/planning/recording.py",
+        "            if not _starts_empty(statement):\n",
+        "            if False:\n",
+        ("tests/test_vllm033_migrations.py", "-k", "does_not_fit"),
+    ),
+    Mutant(
+        "recording: a recording inside a branch registers after the branch",
+        "codemods/transforms/insert_registration.py",
+        "            elif not self.op.register_on_return:",
+        "            elif False:",
+        ("tests/test_vllm033_migrations.py", "-k", "inside_a_branch"),
+    ),
 )

@@ -141,7 +141,7 @@ def test_the_033_migrations_add_no_ruff_finding_and_no_unformatted_line(migrated
         assert not extra, (rel, extra)
         formatted_originals += not reformatted_lines(fork, rel)
         _, added = changed_lines((fork / rel).read_text(), (repo / rel).read_text())
-        # vLLM's own idiom for an import path past 88 columns: `... import (  # noqa: E501`, which ruff exempts.
+        # vLLM's own idiom for an import path past 88 columns: an `import (` line that carries ruff's E501 noqa.
         assert max((len(line) for line in added if not line.endswith("  # noqa: E501")), default=0) <= 88, rel
     assert formatted_originals >= 3  # the release's own files are ruff-formatted: the check above has teeth
 

@@ -441,3 +441,64 @@ def test_a_filter_a_fork_adds_to_the_inline_gate_search_is_carried_into_the_regi
     write(migrate(repo, [BF16X3_ROUTER_GEMM]))
     gate = (repo / GATE_LINEAR).read_text()
     assert "        if self.allow_bf16x3_router_gemm and self.input_size % 64 == 0:\n" in gate
+
+
+ADD = "        self.dtypes.add(dtype)\n        return True\n"
+GEMM_FORKS = {  # a fork of gemm_rs_ar.py the written owner or the mirrored recording does not fit: refused there
+    "the compile loop warms one CTA group": (
+        "        for cta_group in (1, 2):\n",
+        "        for cta_group in (2,):\n",
+        "warmup_gemm_rs_ar is not the code the owner of GEMM_RS_AR_KERNEL was written for",
+    ),
+    "the owner's object name is taken": (
+        "logger = init_logger(__name__)\n",
+        'logger = init_logger(__name__)\n\nGEMM_RS_AR_KERNEL = "sm100_gemm_rs_ar"\n',
+        "already binds GEMM_RS_AR_KERNEL, which the owner of GEMM_RS_AR_KERNEL defines",
+    ),
+    "the workspace starts with a dtype": (
+        "        self.dtypes: set[str] = set()\n",
+        '        self.dtypes: set[str] = {"bf16"}\n',
+        "GemmRsAr.__init__ changes self.dtypes here, which the legacy warmup read",
+    ),
+    "another method records a dtype": (
+        "    def warn_incompatible_projection(self) -> None:\n",
+        "    def force_bind(self, dtype: str) -> None:\n        self.dtypes.add(dtype)\n\n"
+        "    def warn_incompatible_projection(self) -> None:\n",
+        "GemmRsAr.force_bind changes self.dtypes here",
+    ),
+    "the recording is written another way": (
+        ADD,
+        "        self.dtypes |= {dtype}\n        return True\n",
+        "no statement of GemmRsAr.can_run starts with 'self.dtypes.add(dtype)'",
+    ),
+    "a second path records": (
+        "        w = linear.weight\n        if (\n",
+        "        w = linear.weight\n        if w.is_meta and w.shape[0] == self.N:\n"
+        "            self.dtypes.add(dtype)\n            return True\n        if (\n",
+        "GemmRsAr.can_run records here too",
+    ),
+}
+
+
+@pytest.mark.parametrize("fork", list(GEMM_FORKS))
+def test_a_gemm_rs_ar_fork_the_owner_or_the_recording_does_not_fit_is_refused_at_its_line(tmp_path, release_033, fork):
+    old, new, why = GEMM_FORKS[fork]
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    edit(repo, GEMM_RS_AR_FILE, old, new)
+    result = runner.invoke(app, ["migrate", "gemm-rs-ar", "--repo", str(repo)])
+    assert result.exit_code == 2 and f"{GEMM_RS_AR_FILE}:" in result.output and why in result.output, result.output
+
+
+def test_a_gemm_rs_ar_recording_inside_a_branch_registers_inside_it(tmp_path, release_033):
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    edit(
+        repo,
+        GEMM_RS_AR_FILE,
+        ADD,
+        "        if not w.is_meta:\n            self.dtypes.add(dtype)\n        return True\n",
+    )
+    write(migrate(repo, [GEMM_RS_AR]))
+    text = (repo / GEMM_RS_AR_FILE).read_text()
+    assert "            self.dtypes.add(dtype)\n\n            GEMM_RS_AR_KERNEL.register_warmup(\n" in text

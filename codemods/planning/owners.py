@@ -35,8 +35,19 @@ def plan(planner: Planner) -> Findings:
         if not keys:
             raise SpecError(f"{spec.family}: owner: no class of it defines get_warmup_keys, which the registry calls")
         check_registration_arguments(spec, *keys[0], "owner", planner.engine.config_parameter)
-        if spec.kernel.name in home.defs:
+        names = {name for statement in owner.body for name in syntax.stores(statement)}
+        if names <= home.defs:
             continue  # migrated already
+        if taken := sorted(names & home.defs):
+            findings.refuse(
+                "owner",
+                f"{home.name} already binds {', '.join(taken)}, which the owner of {spec.kernel.name} defines: "
+                "rename that code or the owner",
+                syntax.where(planner.repo, home.path, 1),
+                spec.family,
+            )
+            continue
+        _check_written_for(planner, findings, spec, home)
         lines = home.text.splitlines()
         if not any(syntax.holds_anchor(lines[node.lineno - 1], spec.owner.after) for node in home.tree.body):
             raise SpecError(
@@ -45,3 +56,25 @@ def plan(planner: Planner) -> Findings:
             )
         findings.add(home.name, InsertOwner(spec.owner.code, spec.owner.after, spec.kernel.name, spec.owner.imports))
     return findings
+
+
+def _check_written_for(planner: Planner, findings: Findings, spec, home) -> None:
+    """Refuse where a definition the owner translates is not the code it was written for (its pinned digest)."""
+    for qualname, pinned in spec.owner.written_for:
+        found = syntax.definition_digest(home.tree, qualname)
+        if found is None:
+            findings.refuse(
+                "owner",
+                f"{home.name} has no {qualname}, which the owner of {spec.kernel.name} was written for",
+                syntax.where(planner.repo, home.path, 1),
+                spec.family,
+            )
+        elif found[1] != pinned:
+            findings.refuse(
+                "owner",
+                f"{qualname} is not the code the owner of {spec.kernel.name} was written for (digest {found[1]}, "
+                f"the owner's {pinned}): the owner would warm what that code warmed, not what this tree's does; "
+                "write the owner for this code and pin its digest in owner_written_for, or migrate by hand",
+                planner.repo_model(home.name).where(home.name, found[0]),
+                spec.family,
+            )

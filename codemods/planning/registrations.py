@@ -21,7 +21,7 @@ from ..spec import MigrationSpec, SpecError, free_names
 from ..transforms.adopt_contract import RewriteDispatch, adoption, shadowed_state
 from ..transforms.insert_registration import InsertRegistration
 from ..transforms.registration_code import joined_into_registration_if, renamed_in
-from . import subclasses
+from . import recording, subclasses
 
 if TYPE_CHECKING:
     from ..planner import Planner, SourceModule
@@ -91,6 +91,9 @@ def plan(planner: Planner) -> Findings:
                     planner, modules, home.name, name, method
                 )
             ]
+            if spec.registration.early_returns == "skip" and init is not None and not done:
+                for line, why in recording.problems(home.text, node, init, anchor):
+                    findings.refuse("recording", why, syntax.where(planner.repo, home.path, line), spec.family)
             reads = set() if done else subclasses.self_reads(spec)  # changed after the registration: read stale
             for built_home, statement, changed in subclasses.changed_after_building(
                 planner, modules, home.name, name, reads

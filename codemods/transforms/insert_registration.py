@@ -153,6 +153,8 @@ class _Insert(Command):
                 bases = base_calls(init, self.op.method)
                 self.guessed = "the base initializer" if bases else "the constructor's start"
                 self.anchor = (bases or init.body.body)[-1 if bases else 0]
+            elif not self.op.register_on_return:  # it mirrors that recording: in its branch, as the recording is
+                self.anchor = matches[0]
             else:
                 self.anchor = outside_branches(init, matches[0], self._reads() | self.op.names)
             if matches and self.anchor is not matches[0]:

@@ -5,7 +5,8 @@ it: the tree's own `can_run` runs over each, on a workspace built without its sy
 is 0.33.0's orchestrator step (`_warmup_gemm_rs_ar`, which warms what `can_run` recorded); the migrated side runs
 `can_run` again inside the registration window, then the registry. On both sides a key is what reaches the cached
 compile every path ends in, `Sm100GemmRsAr.compile(rank, world_size, cta_group, all_reduce, dtype)`, recorded
-there instead of compiling: the owner's own compile runs, so its arguments are checked too.
+there instead of compiling, bound to that compile's own signature with its defaults: the owner's own compile
+runs, so how it calls the unit is checked too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import inspect
 import itertools
 import types
 from typing import Any
@@ -67,7 +69,10 @@ class GemmRsArEngine:
     def worker(self, config: GemmRsArConfig, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
         """The worker once the model is built: the module's singleton holds what `can_run` recorded."""
         module = importlib.import_module(GEMM_RS_AR.kernel.module)
-        module.Sm100GemmRsAr.compile = staticmethod(self._record)
+        unit = module.Sm100GemmRsAr
+        if not hasattr(unit, "zerojit_signature"):  # the tree's own compile, through its cache
+            unit.zerojit_signature = inspect.signature(unit.compile)
+            unit.compile = staticmethod(functools.partial(self._record, unit.zerojit_signature))
         module._gemm_rs_ar = self.workspace(config) if config.initialized else None
         if config.initialized:
             for projection in self.projections(config):
@@ -108,8 +113,12 @@ class GemmRsArEngine:
         """The owner's key as the cached compile's arguments (the registry's keys reach `_record` instead)."""
         return ",".join(str(value) for value in dataclasses.astuple(key))
 
-    def _record(self, rank: int, num_ranks: int, cta_group: int = 1, all_reduce: bool = False, dtype: str = "bf16"):
-        self.compiled.append(f"{rank},{num_ranks},{cta_group},{all_reduce},{dtype}")
+    def _record(self, signature: inspect.Signature, *args: Any, **kwargs: Any) -> None:
+        """A call of the cached compile, as its own signature binds it (defaults filled in): a call it would
+        refuse raises here as it would there."""
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        self.compiled.append(",".join(str(value) for value in bound.arguments.values()))
 
 
 def _grid() -> list[GemmRsArConfig]:
