@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -25,8 +24,8 @@ from .findings import Findings, Refusal
 from .planning import GROUPS, STEPS
 from .repo import RepoModules, absolute_module, module_name
 from .site_gate import GatePlan
-from .spec import MigrationSpec, SpecError, normalized
-from .syntax import statements
+from .spec import MigrationSpec, SpecError
+from .syntax import holds_call_like, statements
 from .transforms import Operation
 
 CLASS_HEAD = 640  # a class statement names its bases within 400 characters of its name (subclasses' rule)
@@ -230,12 +229,20 @@ class Planner:
             return False
         if spec.kernel.private_name and spec.kernel.name in home.defs:
             return False
-        # The registration's call as inserted: the kernel may be named through the module's own alias, and the
-        # engine config through the constructor's own name for it.
-        name = r"[A-Za-z_][A-Za-z0-9_]*"
-        call = re.escape(normalized(spec.registration.call())).replace(re.escape(spec.kernel_name), name)
-        registration = re.compile(re.sub(rf"\b{re.escape(self.engine.config_parameter)}\b", name, call))
+
+        # The registration's call as inserted, by its shape (codemods.syntax.holds_call_like): the kernel may be
+        # named through the module's own alias.
+        def registers(module: SourceModule) -> bool:
+            aliases = {
+                a.asname
+                for n in ast.walk(module.tree)
+                if isinstance(n, ast.ImportFrom)
+                for a in n.names
+                if a.name == spec.kernel_name and a.asname
+            }
+            return holds_call_like(module.tree, spec.registration.call(), {spec.kernel_name, *aliases})
+
         return all(
-            module in self.modules and registration.search(normalized(self.modules[module].text))
+            module in self.modules and registers(self.modules[module])
             for module, _ in spec.registration.constructions()
         )

@@ -316,3 +316,18 @@ def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | 
         if isinstance(body, list) and len(body) > 1 and is_docstring(body[0]):
             inner.body = body[1:]
     return node, hashlib.sha256(ast.dump(bare, annotate_fields=False).encode()).hexdigest()[:16]
+
+
+def holds_call_like(tree: ast.AST, call_source: str, kernels: set[str]) -> bool:
+    """Whether `tree` makes a call shaped as `call_source` (a registration `kernel.register_warmup(a=..., b=...)`):
+    the same method of one of `kernels` (the kernel's names: an alias too), as many positional arguments, the same
+    keywords; their values may be written otherwise (in a site's names, or a fact read once for several calls)."""
+    call = next(n for n in ast.walk(ast.parse(call_source)) if isinstance(n, ast.Call))
+    wanted = _call_shape(call, {ast.unparse(call.func).rpartition(".")[0]})
+    return any(isinstance(n, ast.Call) and _call_shape(n, kernels) == wanted for n in ast.walk(tree))
+
+
+def _call_shape(call: ast.Call, kernels: set[str]) -> tuple:
+    func = call.func
+    owner, _, method = ast.unparse(func).rpartition(".")
+    return owner in kernels, method, len(call.args), sorted(k.arg or "**" for k in call.keywords)

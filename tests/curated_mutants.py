@@ -818,8 +818,8 @@ MUTANTS = (
     Mutant(
         "paths: a registration held in its method is not seen on the next run",
         "codemods/transforms/insert_registration.py",
-        "        written = statements + [",
-        "        written = statements + 0 * [",
+        "        written = [init] + [",
+        "        written = [init] + 0 * [",
         ("tests/test_migration_gates.py", "-k", "early_return_of_the_router"),
     ),
     Mutant(
@@ -1243,8 +1243,8 @@ MUTANTS = (
     Mutant(
         "planner: a registration through the constructor's own config name is not taken as done",
         "codemods/planner.py",
-        "re.compile(re.sub(rf",
-        "re.compile((lambda *_: call)(rf",
+        "            return holds_call_like(module.tree, spec.registration.call(), {spec.kernel_name, *aliases})\n",
+        "            return False\n",
         ("tests/test_migration_gates.py", "-k", "another_name"),
     ),
     Mutant(
@@ -2016,5 +2016,12 @@ MUTANTS = (
         "            elif not self.op.register_on_return:",
         "            elif False:",
         ("tests/test_vllm033_migrations.py", "-k", "inside_a_branch"),
+    ),
+    Mutant(
+        "migrated: a registration whose arguments read shared facts is not found by its shape",
+        "codemods/syntax.py",
+        '    return owner in kernels, method, len(call.args), sorted(k.arg or "**" for k in call.keywords)\n',
+        "    return owner in kernels, method, len(call.args), ast.unparse(call)\n",
+        ("tests/test_readable_output.py", "-k", "then_again"),
     ),
 )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import textwrap
 
 import libcst as cst
 import libcst.matchers as m
@@ -11,8 +13,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import PositionProvider
 
-from ..spec import normalized
-from ..syntax import holds_anchor, imported_in
+from ..syntax import holds_anchor, holds_call_like, imported_in
 from .base import AnchorError, Command, Operation, code_of, operation
 from .bindings import MethodBindings
 from .blocks import NO_STATEMENTS
@@ -134,18 +135,16 @@ class _Insert(Command):
 
     def _plan(self, init: cst.FunctionDef) -> None:
         statements = statements_in(init.body)
-        call = self.op.call or self.op.registration
-        forms = {normalized(call)}
-        if self.alias:
-            forms.add(normalized(renamed_in(call, self.op.kernel_name, self.alias)))
         helper = _helper_name(self.op.kernel_name)
-        written = statements + [
+        written = [init] + [
             m
             for m in self.class_node.body.body
             if isinstance(m, cst.FunctionDef) and (m.name.value == helper or m.name.value.startswith(f"{helper}_"))
         ]
-        if any(form in normalized(code_of(s)) for s in written for form in forms):
-            self.done = True
+        kernels = {self.op.kernel_name, self.alias} - {None}
+        code = "\n".join(textwrap.dedent(code_of(m.with_changes(decorators=[], leading_lines=[]))) for m in written)
+        if holds_call_like(ast.parse(code), self.op.call or self.op.registration, kernels):
+            self.done = True  # migrated already (the call's arguments may read facts the method binds once)
             return
         if self.op.insert_after:
             matches = [s for s in statements if holds_anchor(first_line(s), self.op.insert_after)]
