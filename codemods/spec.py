@@ -400,9 +400,10 @@ class Owner:
     )
     written_for: tuple[tuple[str, str], ...] = _field(
         "owner_written_for",
-        '`[["Class.method", "digest"]]`: the definitions of the kernel\'s module that the owner translates (the legacy '
-        "compile loop, the compile unit's signature), each with the digest of the code it was written from: a tree "
-        "whose code differs is refused at that definition, with its digest (the owner may not fit it)",
+        '`[["Class.method", "digest"]]`: the definitions the owner and its registration translate (the legacy step, '
+        "its compile loop; `f()`: a function's parameters alone; `pkg.module:f` in another module than the "
+        "kernel's), each with the digest of the code it was written from: a tree whose code differs is refused at "
+        "that definition, with its digest (the owner may not fit it)",
         (),
         kind="pairs",
     )

@@ -297,9 +297,10 @@ def local_names(function: ast.FunctionDef) -> set[str]:
 
 def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | None:
     """The module-level definition `qualname` names (`f`, `Class`, `Class.method`) and a digest of what it says: its
-    code less docstrings and layout (16 hex digits of a SHA-256); None where the module has no such definition."""
+    code less docstrings and layout (16 hex digits of a SHA-256), or only its parameters where `qualname` ends in
+    `()`; None where the module has no such definition."""
     node: ast.AST = tree
-    for part in qualname.split("."):
+    for part in qualname.removesuffix("()").split("."):
         node = next(
             (
                 n
@@ -310,7 +311,7 @@ def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | 
         )
         if node is None:
             return None
-    bare = copy.deepcopy(node)
+    bare = copy.deepcopy(node.args if qualname.endswith("()") else node)
     for inner in ast.walk(bare):
         body = getattr(inner, "body", None)
         if isinstance(body, list) and len(body) > 1 and is_docstring(body[0]):

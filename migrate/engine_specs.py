@@ -155,6 +155,11 @@ BF16X3_ROUTER_GEMM = MigrationSpec(
 
 BF16X3_ROUTER_GEMM_KERNEL = BF16x3RouterGemmKernel()""",
         after="def warmup_bf16x3_router_gemm",
+        # The registration translates the step's call (its shape and token range); the owner calls the warmup.
+        written_for=(
+            (f"{VLLM.orchestrator}:_warmup_bf16x3_router_gemm", "8f30fdb97f7ac05f"),
+            ("warmup_bf16x3_router_gemm()", "4d93de153b5662b6"),
+        ),
         imports=(
             "from dataclasses import dataclass",
             "from vllm.model_executor.warmup.jit_warmup import VllmJitKernel",
@@ -172,8 +177,8 @@ BF16X3_ROUTER_GEMM_KERNEL = BF16x3RouterGemmKernel()""",
     # Where it is allowed, the fp32 kernel serves up to FP32_MAX_TOKENS.
     scheduler_config = get_current_vllm_config().scheduler_config
     BF16X3_ROUTER_GEMM_KERNEL.register_warmup(
-        K=input_size,
-        M=output_size,
+        K=self.input_size,
+        M=self.output_size,
         min_num_tokens=(
             self.FP32_MAX_TOKENS + 1 if self.allow_fp32_router_gemm else 1
         ),

@@ -2024,4 +2024,18 @@ MUTANTS = (
         "    return owner in kernels, method, len(call.args), ast.unparse(call)\n",
         ("tests/test_readable_output.py", "-k", "then_again"),
     ),
+    Mutant(
+        "construction: a method that changes what the registration read, called after building, is not seen",
+        "codemods/planning/subclasses.py",
+        "                if isinstance(func, ast.Attribute) and func.attr in changers and ast.unparse(func.value) == held:\n",
+        "                if False:\n",
+        ("tests/test_vllm033_migrations.py", "-k", "not_written_for"),
+    ),
+    Mutant(
+        "owner: a pin in another module than the kernel's is read in the kernel's",
+        "codemods/planning/owners.py",
+        "        source = planner.modules.get(module) if module else home\n",
+        "        source = home\n",
+        ("tests/test_vllm033_migrations.py", "-k", "not_written_for"),
+    ),
 )

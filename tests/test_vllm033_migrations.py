@@ -438,7 +438,8 @@ def test_a_filter_a_fork_adds_to_the_inline_gate_search_is_carried_into_the_regi
     shutil.copytree(release_033, repo, copy_function=os.link)
     search = "            if isinstance(module, GateLinear) and module.allow_bf16x3_router_gemm\n"
     edit(repo, ORCHESTRATOR, search, search.rstrip("\n") + " and module.input_size % 64 == 0\n")
-    write(migrate(repo, [BF16X3_ROUTER_GEMM]))
+    # The built-in pins the step it was written for; unpinned, the search's filters are what is read.
+    write(migrate(repo, [BF16X3_ROUTER_GEMM.replaced(owner_written_for=())]))
     gate = (repo / GATE_LINEAR).read_text()
     assert "        if self.allow_bf16x3_router_gemm and self.input_size % 64 == 0:\n" in gate
 
@@ -502,3 +503,29 @@ def test_a_gemm_rs_ar_recording_inside_a_branch_registers_inside_it(tmp_path, re
     write(migrate(repo, [GEMM_RS_AR]))
     text = (repo / GEMM_RS_AR_FILE).read_text()
     assert "            self.dtypes.add(dtype)\n\n            GEMM_RS_AR_KERNEL.register_warmup(\n" in text
+
+
+BF16X3_FORKS = {  # a fork the owner's registration was not written for, or that changes what it read: refused there
+    "the step starts the tier at FP32_MAX_TOKENS": (
+        ORCHESTRATOR,
+        "    min_num_tokens = gate.FP32_MAX_TOKENS + 1 if gate.allow_fp32_router_gemm else 1\n",
+        "    min_num_tokens = gate.FP32_MAX_TOKENS if gate.allow_fp32_router_gemm else 1\n",
+        f"{ORCHESTRATOR}:107: _warmup_bf16x3_router_gemm is not the code the owner of BF16X3_ROUTER_GEMM_KERNEL was",
+    ),
+    "set_out_dtype turns the tier off after the gate is built": (
+        GATE_LINEAR,
+        "        self.out_dtype = out_dtype\n\n",
+        "        self.out_dtype = out_dtype\n        self.allow_bf16x3_router_gemm &= out_dtype == torch.float32\n\n",
+        "this changes self.gate.allow_bf16x3_router_gemm (through set_out_dtype) after GateLinear is built",
+    ),
+}
+
+
+@pytest.mark.parametrize("fork", list(BF16X3_FORKS))
+def test_a_bf16x3_fork_the_registration_was_not_written_for_is_refused_at_its_line(tmp_path, release_033, fork):
+    rel, old, new, why = BF16X3_FORKS[fork]
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    edit(repo, rel, old, new)
+    result = runner.invoke(app, ["migrate", "bf16x3-router-gemm", "--repo", str(repo)])
+    assert result.exit_code == 2 and why in result.output, result.output

@@ -60,13 +60,15 @@ def plan(planner: Planner) -> Findings:
 
 def _check_written_for(planner: Planner, findings: Findings, spec, home) -> None:
     """Refuse where a definition the owner translates is not the code it was written for (its pinned digest)."""
-    for qualname, pinned in spec.owner.written_for:
-        found = syntax.definition_digest(home.tree, qualname)
-        if found is None:
+    for pinned_name, pinned in spec.owner.written_for:
+        module, _, qualname = pinned_name.rpartition(":")
+        source = planner.modules.get(module) if module else home
+        found = source and syntax.definition_digest(source.tree, qualname)
+        if not found:
             findings.refuse(
                 "owner",
-                f"{home.name} has no {qualname}, which the owner of {spec.kernel.name} was written for",
-                syntax.where(planner.repo, home.path, 1),
+                f"{module or home.name} has no {qualname}, which the owner of {spec.kernel.name} was written for",
+                syntax.where(planner.repo, source.path, 1) if source else None,
                 spec.family,
             )
         elif found[1] != pinned:
@@ -75,6 +77,6 @@ def _check_written_for(planner: Planner, findings: Findings, spec, home) -> None
                 f"{qualname} is not the code the owner of {spec.kernel.name} was written for (digest {found[1]}, "
                 f"the owner's {pinned}): the owner would warm what that code warmed, not what this tree's does; "
                 "write the owner for this code and pin its digest in owner_written_for, or migrate by hand",
-                planner.repo_model(home.name).where(home.name, found[0]),
+                syntax.where(planner.repo, source.path, found[0].lineno),
                 spec.family,
             )

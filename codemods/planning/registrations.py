@@ -96,7 +96,7 @@ def plan(planner: Planner) -> Findings:
                     findings.refuse("recording", why, syntax.where(planner.repo, home.path, line), spec.family)
             reads = set() if done else subclasses.self_reads(spec)  # changed after the registration: read stale
             for built_home, statement, changed in subclasses.changed_after_building(
-                planner, modules, home.name, name, reads
+                planner, modules, home.name, name, reads, method
             ):
                 findings.refuse(
                     "construction",

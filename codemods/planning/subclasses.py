@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..repo import RepoModules
 from ..spec import MigrationSpec, SpecError
+from ..syntax import self_stores
 from ..transforms.adopt_contract import self_attributes
 
 if TYPE_CHECKING:
@@ -106,19 +107,28 @@ def _subclasses(
 
 
 def changed_after_building(
-    planner: Planner, modules: RepoModules, module: str, name: str, reads: set[str]
+    planner: Planner, modules: RepoModules, module: str, name: str, reads: set[str], method: str
 ) -> list[tuple[SourceModule, ast.stmt, str]]:
     """Statements of the repo that build `module.name` (or a subclass) as `x = Class(...)` and then, further down the
     same function, store into `x.<attr>` for an attr of `reads` (`self.linear_attn.norm.activation = ...` after
-    `self.linear_attn = Class(...)`): the registration in its constructor read the value before. Each with the
-    store and what it changes (`self.linear_attn.norm`)."""
+    `self.linear_attn = Class(...)`), or call a method of the class, other than the registration's `method`, that
+    sets one (`self.gate.set_out_dtype(...)`): the registration read the value before. Each with the statement and
+    what it changes (`self.linear_attn.norm`)."""
     if not reads:
         return []
     classes = {modules.resolve(module, name)} | {own for _, _, own, _ in _subclasses(planner, modules, module, name)}
     names = {qualified[1] for qualified in classes}
     found = []
-    # Only a module whose text stores into `x.<read>` where it wrote `x = <Class>(` is parsed.
+    node = modules.definition(*modules.resolve(module, name))
+    changers = {
+        member.name: sorted({attr for attr, _ in self_stores(member)} & reads)
+        for member in getattr(node, "body", ())
+        if isinstance(member, ast.FunctionDef) and member.name not in ("__init__", method)
+    }
+    changers = {changer: changed for changer, changed in changers.items() if changed}
+    # Only a module whose text stores into `x.<read>` (or calls `x.<changer>(`) where it wrote `x = <Class>(` is parsed.
     read = "|".join(map(re.escape, sorted(reads)))
+    called = "|".join(map(re.escape, sorted(changers))) or "(?!)"
 
     def stores_into_built(text: str) -> bool:
         held = set()
@@ -130,8 +140,9 @@ def changed_after_building(
                 at = text.find(call, at + 1)
         return any(
             re.search(rf"\b{re.escape(x)}\.(?:{read})\b[\w.\[\]]*\s*[-+*/%&|^@]?=(?!=)", text)
+            or re.search(rf"\b{re.escape(x)}\.(?:{called})\(", text)
             for x in held
-            if any(f"{x}.{r}" in text for r in reads)
+            if any(f"{x}.{r}" in text for r in (*reads, *changers))
         )
 
     named = (m for m in planner.modules.values() if any(n in m.text for n in names))
@@ -154,6 +165,12 @@ def changed_after_building(
             for statement, attribute in _stores_into(function, held) if function else ():
                 if statement.lineno > built.lineno and attribute.attr in reads:
                     found.append((home, statement, ast.unparse(attribute)))
+            for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)) if function else ():
+                func = call.func
+                if isinstance(func, ast.Attribute) and func.attr in changers and ast.unparse(func.value) == held:
+                    if call.lineno > built.lineno:
+                        changed = ", ".join(f"{held}.{attr}" for attr in changers[func.attr])
+                        found.append((home, call, f"{changed} (through {func.attr})"))
     return found
 
 
