@@ -348,8 +348,9 @@ def render_gate(
     `removed`: modules whose code the migration removes from (the legacy warmup, the orchestrator's step):
     a condition that needs a name from one of them is refused rather than imported from code that goes.
 
-    A qualified name the module binds at its top level is written with that binding; any
-    other is imported (`from m import n`). The config is the constructor's config parameter
+    A qualified name the module binds at its top level is written with that binding, one of a module it imports
+    through that module (`envs.X`: vLLM reads its settings lazily, at each access); any other is imported
+    (`from m import n`). The config is the constructor's config parameter
     (`vllm_config`), or the engine's non-raising accessor (never one that asserts outside a config
     context, which would break building the layer in a unit test).
     """
@@ -390,6 +391,9 @@ def render_gate(
                 )
             if modules.tree(node.id) is not None:
                 raise SpecError(f"{where}: the tree's gate reads the module {node.id}; write the gate in the spec")
+            held = _top_level_binding(modules, module, home)
+            if held is not None:  # the site imports the name's module (`import vllm.envs as envs`): read through it
+                return ast.Attribute(ast.Name(held), name)
             for local in dict.fromkeys((name, getattr(node, "local", name))):
                 if local not in taken or imports.get(local) == (home, name):
                     imports[local] = (home, name)

@@ -2038,4 +2038,11 @@ MUTANTS = (
         "        source = home\n",
         ("tests/test_vllm033_migrations.py", "-k", "not_written_for"),
     ),
+    Mutant(
+        "site gate: a setting of a module the site imports is imported again by name",
+        "codemods/site_gate.py",
+        "            if held is not None:  # the site imports the name's module",
+        "            if False:  # the site imports the name's module",
+        ("tests/test_vllm033_migrations.py", "-k", "sites_own_module"),
+    ),
 )

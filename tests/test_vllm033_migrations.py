@@ -529,3 +529,15 @@ def test_a_bf16x3_fork_the_registration_was_not_written_for_is_refused_at_its_li
     edit(repo, rel, old, new)
     result = runner.invoke(app, ["migrate", "bf16x3-router-gemm", "--repo", str(repo)])
     assert result.exit_code == 2 and why in result.output, result.output
+
+
+def test_a_gate_on_a_setting_is_read_through_the_sites_own_module_import(tmp_path, release_033):
+    """`envs.X` where the site imports `vllm.envs as envs` (vLLM reads a setting at each access), never a new
+    `from vllm.envs import X`, read once at import."""
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    call = "    if enable_jit_warmup and current_platform.is_device_capability_family(100):\n"
+    edit(repo, ORCHESTRATOR, call, call.replace(":\n", ' and envs.VLLM_DEEP_GEMM_WARMUP != "skip":\n'))
+    write(migrate(repo, [BF16X3_ROUTER_GEMM]))
+    gate = (repo / GATE_LINEAR).read_text()
+    assert '        if envs.VLLM_DEEP_GEMM_WARMUP != "skip":\n' in gate and "from vllm.envs import" not in gate
