@@ -60,10 +60,12 @@ if (
 GEMM_RS_AR = MigrationSpec(
     family="gemm-rs-ar",
     legacy=Legacy(orchestrator_module=VLLM.orchestrator, orchestrator_step="_warmup_gemm_rs_ar"),
-    kernel=Kernel(module="vllm.model_executor.kernels.linear.cute_dsl.gemm_rs_ar", name="GEMM_RS_AR_KERNEL"),
+    kernel=Kernel(module="vllm.model_executor.kernels.linear.cute_dsl.gemm_rs_ar", name="_GEMM_RS_AR_KERNEL"),
     owner=Owner(
         code="""class GemmRsArKernel(VllmJitKernel["GemmRsArKernel.CompileKey"]):
-    @dataclass(frozen=True)
+    \"\"\"Owns Sm100GemmRsAr's compile keys for the dtypes GemmRsAr.can_run accepts.\"\"\"
+
+    @dataclass(frozen=True, slots=True)
     class CompileKey:
         rank: int
         world_size: int
@@ -90,7 +92,7 @@ GEMM_RS_AR = MigrationSpec(
         )
 
 
-GEMM_RS_AR_KERNEL = GemmRsArKernel()""",
+_GEMM_RS_AR_KERNEL = GemmRsArKernel()""",
         after="class Sm100GemmRsAr",
         # The owner translates the step's compile loop and calls the unit's compile as 0.33.0 writes them.
         written_for=(("warmup_gemm_rs_ar", "4c45c6cd942218b0"), ("Sm100GemmRsAr.compile", "95ddaf0d957a582b")),
@@ -105,7 +107,7 @@ GEMM_RS_AR_KERNEL = GemmRsArKernel()""",
         method="can_run",
         insert_after="self.dtypes.add(dtype)",
         early_returns="skip",
-        code="""GEMM_RS_AR_KERNEL.register_warmup(
+        code="""_GEMM_RS_AR_KERNEL.register_warmup(
     rank=self.rank,
     world_size=self.world_size,
     all_reduce=self.all_reduce,
@@ -130,9 +132,11 @@ BF16X3_ROUTER_GEMM = MigrationSpec(
     ),
     owner=Owner(
         code="""class BF16x3RouterGemmKernel(VllmJitKernel["BF16x3RouterGemmKernel.CompileKey"]):
-    # One gate shape over the token counts its tier serves: the GEMM's tile widths
-    # and the split-K reductions are chosen per token count from the SM count.
-    @dataclass(frozen=True)
+    \"\"\"Owns the BF16x3 router GEMM's warmup for one gate shape over the token
+    counts its tier serves: the GEMM's tile widths and the split-K reductions are
+    chosen per token count from the SM count.\"\"\"
+
+    @dataclass(frozen=True, slots=True)
     class CompileKey:
         K: int
         M: int
@@ -175,16 +179,15 @@ BF16X3_ROUTER_GEMM_KERNEL = BF16x3RouterGemmKernel()""",
     )
 
     # Where it is allowed, the fp32 kernel serves up to FP32_MAX_TOKENS.
-    scheduler_config = get_current_vllm_config().scheduler_config
-    BF16X3_ROUTER_GEMM_KERNEL.register_warmup(
-        K=self.input_size,
-        M=self.output_size,
-        min_num_tokens=(
-            self.FP32_MAX_TOKENS + 1 if self.allow_fp32_router_gemm else 1
-        ),
-        max_num_tokens=scheduler_config.max_num_batched_tokens,
-    )""",
-        gate_imports=("from vllm.config import get_current_vllm_config",),
+    min_num_tokens = self.FP32_MAX_TOKENS + 1 if self.allow_fp32_router_gemm else 1
+    if (vllm_config := get_current_vllm_config_or_none()) is not None:
+        BF16X3_ROUTER_GEMM_KERNEL.register_warmup(
+            K=self.input_size,
+            M=self.output_size,
+            min_num_tokens=min_num_tokens,
+            max_num_tokens=vllm_config.scheduler_config.max_num_batched_tokens,
+        )""",
+        gate_imports=("from vllm.config import get_current_vllm_config_or_none",),
         intended_differences=[
             (
                 "current_platform.is_device_capability_family(100)",

@@ -2045,4 +2045,11 @@ MUTANTS = (
         "            if False:  # the site imports the name's module",
         ("tests/test_vllm033_migrations.py", "-k", "sites_own_module"),
     ),
+    Mutant(
+        "construction run: a name a branch's test binds (`:=`) is not bound for its body",
+        "migrate/engine_trees/construction.py",
+        "            path.scope[bound] = scope[bound]\n",
+        "            pass\n",
+        ("tests/test_vllm033_migrations.py", "-k", "bf16x3_migration"),
+    ),
 )

@@ -382,7 +382,7 @@ def test_the_gemm_rs_ar_migration_warms_what_the_orchestrator_step_did_through_a
     text = " ".join((migrated_033.parent / "pr.md").read_text().split())
     assert "warmup_gemm_rs_ar() is public and kept, but nothing in the repo calls it any more" in text
     source = (migrated_033 / GEMM_RS_AR_FILE).read_text()
-    assert "        self.dtypes.add(dtype)\n\n        GEMM_RS_AR_KERNEL.register_warmup(" in source
+    assert "        self.dtypes.add(dtype)\n\n        _GEMM_RS_AR_KERNEL.register_warmup(" in source
     assert source.index("class Sm100GemmRsAr") < source.index("class GemmRsArKernel(") < source.index("class GemmRsAr:")
 
 
@@ -441,7 +441,11 @@ def test_a_filter_a_fork_adds_to_the_inline_gate_search_is_carried_into_the_regi
     # The built-in pins the step it was written for; unpinned, the search's filters are what is read.
     write(migrate(repo, [BF16X3_ROUTER_GEMM.replaced(owner_written_for=())]))
     gate = (repo / GATE_LINEAR).read_text()
-    assert "        if self.allow_bf16x3_router_gemm and self.input_size % 64 == 0:\n" in gate
+    # joined into the registration's own innermost condition
+    assert (
+        ") is not None and self.input_size % 64 == 0:\n                BF16X3_ROUTER_GEMM_KERNEL.register_warmup("
+        in gate
+    )
 
 
 ADD = "        self.dtypes.add(dtype)\n        return True\n"
@@ -449,12 +453,12 @@ GEMM_FORKS = {  # a fork of gemm_rs_ar.py the written owner or the mirrored reco
     "the compile loop warms one CTA group": (
         "        for cta_group in (1, 2):\n",
         "        for cta_group in (2,):\n",
-        "warmup_gemm_rs_ar is not the code the owner of GEMM_RS_AR_KERNEL was written for",
+        "warmup_gemm_rs_ar is not the code the owner of _GEMM_RS_AR_KERNEL was written for",
     ),
     "the owner's object name is taken": (
         "logger = init_logger(__name__)\n",
-        'logger = init_logger(__name__)\n\nGEMM_RS_AR_KERNEL = "sm100_gemm_rs_ar"\n',
-        "already binds GEMM_RS_AR_KERNEL, which the owner of GEMM_RS_AR_KERNEL defines",
+        'logger = init_logger(__name__)\n\n_GEMM_RS_AR_KERNEL = "sm100_gemm_rs_ar"\n',
+        "already binds _GEMM_RS_AR_KERNEL, which the owner of _GEMM_RS_AR_KERNEL defines",
     ),
     "the workspace starts with a dtype": (
         "        self.dtypes: set[str] = set()\n",
@@ -502,7 +506,7 @@ def test_a_gemm_rs_ar_recording_inside_a_branch_registers_inside_it(tmp_path, re
     )
     write(migrate(repo, [GEMM_RS_AR]))
     text = (repo / GEMM_RS_AR_FILE).read_text()
-    assert "            self.dtypes.add(dtype)\n\n            GEMM_RS_AR_KERNEL.register_warmup(\n" in text
+    assert "            self.dtypes.add(dtype)\n\n            _GEMM_RS_AR_KERNEL.register_warmup(\n" in text
 
 
 BF16X3_FORKS = {  # a fork the owner's registration was not written for, or that changes what it read: refused there

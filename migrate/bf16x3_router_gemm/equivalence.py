@@ -54,7 +54,7 @@ class RouterEngine:
         pluggable = types.SimpleNamespace(register=lambda name: lambda cls: cls)
         return {
             "vllm.platforms": {"current_platform": VllmPlatform(state)},
-            "vllm.config": {"get_current_vllm_config": lambda: state.vllm_config},
+            "vllm.config": {"get_current_vllm_config_or_none": lambda: state.vllm_config},
             "vllm.model_executor.custom_op": {"PluggableLayer": pluggable},
             "vllm.triton_utils": triton_stub(),
         }

@@ -259,7 +259,12 @@ class ConstructorRun:
             return False
 
     def _eval(self, node: ast.expr, path: _Path) -> Any:
-        return eval(self._compiled(ast.Expression(node), node), self._globals(path))
+        """`node`'s value in the path's scope; a name it binds (`(x := ...) is not None`) is bound there too."""
+        scope = self._globals(path)
+        value = eval(self._compiled(ast.Expression(node), node), scope)
+        for bound in (n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr)):
+            path.scope[bound] = scope[bound]
+        return value
 
     def _exec(self, statement: ast.stmt, path: _Path) -> None:
         scope = self._globals(path)
