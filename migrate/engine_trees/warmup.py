@@ -77,6 +77,7 @@ class EngineFamily(Protocol):
     """What a family room provides to run its kernel inside an engine tree (migrate/<family>/legacy.py)."""
 
     real_modules: tuple[str, ...]  # run from the tree besides the spec's own modules
+    # optional `names_only`: other top-level packages its modules import that run as names only (sources.py)
 
     def stubs(self, state: types.SimpleNamespace) -> dict[str, dict[str, Any]]: ...  # read state.config/.vllm_config
 
@@ -120,7 +121,8 @@ class TreeWarmup:
         stubs = {name: dict(attrs) for name, attrs in engine.stubs.items()}
         for name, attrs in family.stubs(self.state).items():
             stubs.setdefault(name, {}).update(attrs)
-        self.sources = EngineSources(root, engine.package, present, stubs, engine.names_only)
+        names_only = (*engine.names_only, *getattr(family, "names_only", ()))
+        self.sources = EngineSources(root, engine.package, present, stubs, names_only)
         self.configs = TreeConfigs(self.sources, engine.config_class)
         self._trees: dict[str, ast.Module] = {}
         self.has_legacy = (
