@@ -219,6 +219,9 @@ class TreeEquivalence:
     spec: Any
     engine: EngineFamily
     legacy_release: str
+    # Each tree's kernels compile for real, into what the family records at the compile (its own keys then);
+    # else the contract's compile records each key.
+    run_compiles = False
 
     def __init__(self, legacy_tree: Path | None = None, migrated_tree: Path | None = None):
         self._legacy_tree, self._migrated_tree = legacy_tree, migrated_tree  # opened on first use
@@ -236,11 +239,13 @@ class TreeEquivalence:
                     f"the legacy side runs vLLM {self.legacy_release}'s own code, and its sources could not be "
                     f"fetched ({exc}); pass --legacy-tree PATH to a checkout of it"
                 ) from None
-        return TreeWarmup(tree, self.spec, self.engine)
+        return TreeWarmup(tree, self.spec, self.engine, run_compiles=self.run_compiles)
 
     @functools.cached_property
     def migrated(self) -> TreeWarmup | None:
-        return TreeWarmup(self._migrated_tree, self.spec, self.engine) if self._migrated_tree else None
+        if self._migrated_tree is None:
+            return None
+        return TreeWarmup(self._migrated_tree, self.spec, self.engine, run_compiles=self.run_compiles)
 
     @property
     def legacy_source(self) -> str:
