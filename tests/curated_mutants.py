@@ -1929,8 +1929,8 @@ MUTANTS = (
     Mutant(
         "construction: a parent's change of what its child's registration read, after building it, not seen",
         "codemods/planning/subclasses.py",
-        "if statement.lineno > built.lineno and attribute.attr in reads:",
-        "if statement.lineno > built.lineno and attribute.attr in ():",
+        "if statement.lineno > after and attribute.attr in reads:",
+        "if statement.lineno > after and attribute.attr in ():",
         ("tests/test_migration_gates.py", "-k", "childs_registration"),
     ),
     Mutant(
@@ -2051,5 +2051,19 @@ MUTANTS = (
         "            path.scope[bound] = scope[bound]\n",
         "            pass\n",
         ("tests/test_vllm033_migrations.py", "-k", "bf16x3_migration"),
+    ),
+    Mutant(
+        "construction: a module-level object's change in a later call of the function that built it, not seen",
+        "codemods/planning/subclasses.py",
+        "    if function is None or any(isinstance(n, ast.Global) and held in n.names for n in ast.walk(function)):\n",
+        "    if function is None:\n",
+        ("tests/test_vllm033_migrations.py", "-k", "upgrades"),
+    ),
+    Mutant(
+        "construction: a change of a child's attribute in another method of the layer that built it, not seen",
+        "codemods/planning/subclasses.py",
+        "        return [(function, built.lineno), *((method, 0) for method in others)]\n",
+        "        return [(function, built.lineno)]\n",
+        ("tests/test_migration_gates.py", "-k", "layer_method_that_changes"),
     ),
 )

@@ -576,6 +576,21 @@ def test_a_layer_that_changes_what_its_childs_registration_read_after_building_i
     written(repo, "fla-layer-norm")
 
 
+def test_a_layer_method_that_changes_what_its_childs_registration_read_is_refused(tmp_path):
+    """The decoder layer's own forward, not its constructor, sets the GDN layer's norm activation: it runs after
+    the registration in the GDN constructor read it, so the run is refused at that line."""
+    repo = copy_033(tmp_path / "tree")
+    model = "vllm/model_executor/models/qwen3_next.py"
+    forward = "    def forward(\n"
+    late = '        self.linear_attn.norm.activation = "sigmoid"\n'
+    text = (repo / model).read_text()
+    at = text.index(forward, text.index("class Qwen3NextDecoderLayer"))
+    replace_file(repo / model, text[:at] + "    def use_sigmoid(self):\n" + late + "\n" + text[at:])
+    line = 1 + (repo / model).read_text().splitlines().index(late.rstrip("\n"))
+    why = refused(repo, "fla-layer-norm")
+    assert f"qwen3_next.py:{line}: this changes self.linear_attn.norm after QwenGatedDeltaNetAttention is built" in why
+
+
 def test_an_anchor_written_with_an_annotation_is_the_same_anchor(tmp_path):
     """`self.norm: RMSNormGated = RMSNormGated(` assigns what `self.norm = RMSNormGated(` does: the registration
     goes right after it, as on the release."""

@@ -476,6 +476,12 @@ GEMM_FORKS = {  # a fork of gemm_rs_ar.py the written owner or the mirrored reco
         "        self.dtypes |= {dtype}\n        return True\n",
         "no statement of GemmRsAr.can_run starts with 'self.dtypes.add(dtype)'",
     ),
+    "a later initialization upgrades the singleton's mode": (
+        '            current = "AR" if _gemm_rs_ar.all_reduce else "RS"\n',
+        "            _gemm_rs_ar.all_reduce = True  # AR reuses the RS workspace\n            return\n"
+        '            current = "AR" if _gemm_rs_ar.all_reduce else "RS"\n',
+        "this changes _gemm_rs_ar.all_reduce after GemmRsAr is built, and the registration in its can_run read",
+    ),
     "a second path records": (
         "        w = linear.weight\n        if (\n",
         "        w = linear.weight\n        if w.is_meta and w.shape[0] == self.N:\n"

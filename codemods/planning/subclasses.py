@@ -109,8 +109,9 @@ def _subclasses(
 def changed_after_building(
     planner: Planner, modules: RepoModules, module: str, name: str, reads: set[str], method: str
 ) -> list[tuple[SourceModule, ast.stmt, str]]:
-    """Statements of the repo that build `module.name` (or a subclass) as `x = Class(...)` and then, further down the
-    same function, store into `x.<attr>` for an attr of `reads` (`self.linear_attn.norm.activation = ...` after
+    """Statements of the repo that build `module.name` (or a subclass) as `x = Class(...)` and then, where code can
+    still reach it (`_reaches`: further down the same function, anywhere for a module-level `x`, in the other methods
+    for `self.x`), store into `x.<attr>` for an attr of `reads` (`self.linear_attn.norm.activation = ...` after
     `self.linear_attn = Class(...)`), or call a method of the class, other than the registration's `method`, that
     sets one (`self.gate.set_out_dtype(...)`): the registration read the value before. Each with the statement and
     what it changes (`self.linear_attn.norm`)."""
@@ -159,19 +160,40 @@ def changed_after_building(
                 and modules.reference(home.name, built.value.func) in classes
             ):
                 continue
-            around = [f for f in functions if f.lineno <= built.lineno <= f.end_lineno]
-            function = min(around, key=lambda f: f.end_lineno - f.lineno, default=None)  # the innermost
             held = ast.unparse(built.targets[0])
-            for statement, attribute in _stores_into(function, held) if function else ():
-                if statement.lineno > built.lineno and attribute.attr in reads:
-                    found.append((home, statement, ast.unparse(attribute)))
-            for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)) if function else ():
-                func = call.func
-                if isinstance(func, ast.Attribute) and func.attr in changers and ast.unparse(func.value) == held:
-                    if call.lineno > built.lineno:
-                        changed = ", ".join(f"{held}.{attr}" for attr in changers[func.attr])
-                        found.append((home, call, f"{changed} (through {func.attr})"))
+            for reach, after in _reaches(home.tree, nodes, functions, built, held):
+                for statement, attribute in _stores_into(reach, held):
+                    if statement.lineno > after and attribute.attr in reads:
+                        found.append((home, statement, ast.unparse(attribute)))
+                for call in (n for n in ast.walk(reach) if isinstance(n, ast.Call)):
+                    func = call.func
+                    if isinstance(func, ast.Attribute) and func.attr in changers and ast.unparse(func.value) == held:
+                        if call.lineno > after:
+                            changed = ", ".join(f"{held}.{attr}" for attr in changers[func.attr])
+                            found.append((home, call, f"{changed} (through {func.attr})"))
     return found
+
+
+def _reaches(
+    module: ast.Module, nodes: list[ast.AST], functions: list[ast.FunctionDef], built: ast.Assign, held: str
+) -> list[tuple[ast.AST, int]]:
+    """Where code can reach the object `built` stores in `held` once it is built, each with the line after which
+    that code runs later: the rest of the building function; any line of the module for a module-level name (built
+    at the top level, or in a function that declares it `global`: a later call finds the object an earlier one
+    built); any line of the other methods of the class for `self.<name>`."""
+    around = [f for f in functions if f.lineno <= built.lineno <= f.end_lineno]
+    function = min(around, key=lambda f: f.end_lineno - f.lineno, default=None)  # the innermost
+    if function is None or any(isinstance(n, ast.Global) and held in n.names for n in ast.walk(function)):
+        return [(module, 0)]
+    if held.startswith("self."):
+        owner = min(
+            (c for c in nodes if isinstance(c, ast.ClassDef) and function in c.body),
+            key=lambda c: c.end_lineno - c.lineno,
+            default=None,
+        )
+        others = [m for m in getattr(owner, "body", ()) if isinstance(m, ast.FunctionDef) and m is not function]
+        return [(function, built.lineno), *((method, 0) for method in others)]
+    return [(function, built.lineno)]
 
 
 def _stores_into(function: ast.FunctionDef, held: str) -> Iterator[tuple[ast.stmt, ast.Attribute]]:
