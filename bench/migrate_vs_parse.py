@@ -2,13 +2,14 @@
 
 Both sides use the same number of processes (-j). The migrations, each on the tree where it
 has work to do: fa4-mla-prefill + inkling-rel-attention on vLLM 0.29.0; fla-layer-norm,
-mamba-batch-memcpy, the four other Triton lifts and ll-bf16-router-gemm on 0.33.0; rocm-nvfp4
+mamba-batch-memcpy, the five other Triton lifts, ll-bf16-router-gemm and the two CuTe DSL owners
+(gemm-rs-ar, bf16x3-router-gemm) on 0.33.0; rocm-nvfp4
 on 0.33.0 with the bundled legacy layout wired in. The parse side parses every `.py` of the same
 tree with libcst. A dry run is `migrate` without writing and without --verify-keys; each is timed
 `--repeat` times and the median is shown. The goal is a ratio (parse / dry run) of 30x or
 more for every migration; the exit status is 1 when one falls short.
 
-    .venv/bin/python bench/migrate_vs_parse.py [-j 2] [--repeat 3]
+    .venv/bin/python bench/migrate_vs_parse.py [-j 2] [--repeat 3] [--only FAMILY ...]
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from zerojit.migrate.families import migration_specs
 from zerojit.migrate.rocm_nvfp4.example import add_legacy_layout
 
 GOAL = 30.0
+ROCM_TREE = "0.33.0 + ROCm layout"
 RUNS = (  # (tree, families migrated in one run)
     ("0.29.0", ("fa4-mla-prefill", "inkling-rel-attention")),
     ("0.33.0", ("fla-layer-norm",)),
@@ -41,7 +43,9 @@ RUNS = (  # (tree, families migrated in one run)
     ("0.33.0", ("kimi-k3-recurrent-kda",)),
     ("0.33.0", ("fla-gdn-mtp-update", "fla-gdn-mtp-rmsnorm")),
     ("0.33.0", ("ll-bf16-router-gemm",)),
-    ("0.33.0 + ROCm layout", ("rocm-nvfp4",)),
+    ("0.33.0", ("gemm-rs-ar",)),
+    ("0.33.0", ("bf16x3-router-gemm",)),
+    (ROCM_TREE, ("rocm-nvfp4",)),
 )
 
 
@@ -72,15 +76,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3, help="Dry runs per migration (the median is shown).")
+    parser.add_argument("--only", nargs="+", metavar="FAMILY", help="Only the runs that migrate one of these.")
     args = parser.parse_args()
+    runs = [run for run in RUNS if not args.only or set(run[1]) & set(args.only)]
+    if not runs:
+        parser.error(f"no run migrates {', '.join(args.only)}; the runs: {', '.join(f for _, fs in RUNS for f in fs)}")
     with tempfile.TemporaryDirectory() as scratch:
-        rocm_repo = Path(scratch) / "repo"
-        shutil.copytree(vllm_tree("0.33.0"), rocm_repo)
-        add_legacy_layout(rocm_repo)
-        trees = {"0.29.0": vllm_tree("0.29.0"), "0.33.0": vllm_tree("0.33.0"), "0.33.0 + ROCm layout": rocm_repo}
+        trees = {"0.29.0": vllm_tree("0.29.0"), "0.33.0": vllm_tree("0.33.0")}
+        if any(tree == ROCM_TREE for tree, _ in runs):
+            trees[ROCM_TREE] = Path(scratch) / "repo"
+            shutil.copytree(trees["0.33.0"], trees[ROCM_TREE])
+            add_legacy_layout(trees[ROCM_TREE])
         parses: dict[str, tuple[float, int]] = {}
         short = []
-        for tree, families in RUNS:
+        for tree, families in runs:
             migrate_s, report = dry_run(trees[tree], families, args.jobs, args.repeat)
             if tree not in parses:
                 parses[tree] = parse_all(trees[tree], args.jobs)
