@@ -297,8 +297,9 @@ def local_names(function: ast.FunctionDef) -> set[str]:
 
 def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | None:
     """The module-level definition `qualname` names (`f`, `Class`, `Class.method`) and a digest of what it says: its
-    code less docstrings and layout (16 hex digits of a SHA-256), or only its parameters where `qualname` ends in
-    `()`; None where the module has no such definition."""
+    code less docstrings, layout, log lines and the names of its functions' locals (16 hex digits of a SHA-256; see
+    `_what_it_says`), or only its parameters where `qualname` ends in `()`; None where the module has no such
+    definition."""
     node: ast.AST = tree
     for part in qualname.removesuffix("()").split("."):
         node = next(
@@ -311,12 +312,81 @@ def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | 
         )
         if node is None:
             return None
-    bare = copy.deepcopy(node.args if qualname.endswith("()") else node)
-    for inner in ast.walk(bare):
-        body = getattr(inner, "body", None)
-        if isinstance(body, list) and len(body) > 1 and is_docstring(body[0]):
-            inner.body = body[1:]
+    bare = copy.deepcopy(node.args) if qualname.endswith("()") else _what_it_says(copy.deepcopy(node))
     return node, hashlib.sha256(ast.dump(bare, annotate_fields=False).encode()).hexdigest()[:16]
+
+
+_LOGGERS = {"logger", "log", "logging"}
+_PURE = {"len", "str", "repr", "int", "float", "bool", "sorted", "list", "tuple", "min", "max", "sum"}
+
+
+def _what_it_says(node: ast.AST) -> ast.AST:
+    """`node` (a copy) less what cannot change what it does: docstrings, statements that only log (`logger.info(...)`
+    with no call in their arguments but of a pure builtin), and the names of each function's locals, numbered in
+    the order they first appear (its parameters keep theirs: callers pass them by name)."""
+    for inner in ast.walk(node):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(inner, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                docstring = field == "body" and len(block) > 1 and is_docstring(block[0])
+                kept = [s for s in block[docstring:] if not _logs(s)]
+                setattr(inner, field, kept or ([ast.Pass()] if field == "body" else []))
+    for function in [n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        _number_locals(function)
+    return node
+
+
+def _logs(statement: ast.stmt) -> bool:
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return False
+    func = statement.value.func
+    logger = func.value if isinstance(func, ast.Attribute) else None
+    arguments = [*statement.value.args, *(k.value for k in statement.value.keywords)]
+    calls = [c for a in arguments for c in ast.walk(a) if isinstance(c, ast.Call)]
+    return (
+        isinstance(logger, ast.Name)
+        and logger.id in _LOGGERS
+        and all(isinstance(c.func, ast.Name) and c.func.id in _PURE for c in calls)
+    )
+
+
+def _number_locals(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """Each name `function` binds (assigned, imported, caught, defined) but its own parameters and what it declares
+    global or nonlocal, as `local <n>` (not a name source can spell), wherever it is read or bound inside, nested
+    parameters of that name too. `import a.b` keeps `a`: its name is what it imports."""
+    arguments = function.args
+    own = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+    own |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    own |= {name for n in ast.walk(function) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+    numbered: dict[str, str] = {}
+    for n in ast.walk(function):
+        for name in _bound_by(n, function):
+            if name not in own:
+                numbered.setdefault(name, f"local {len(numbered)}")
+    for n in ast.walk(function):
+        if isinstance(n, ast.Name) and n.id in numbered:
+            n.id = numbered[n.id]
+        elif isinstance(n, ast.arg) and n.arg in numbered:
+            n.arg = numbered[n.arg]
+        elif isinstance(n, ast.alias) and (n.asname or ("." not in n.name and n.name)) in numbered:
+            n.asname = numbered[n.asname or n.name]
+        elif isinstance(n, ast.ExceptHandler) and n.name in numbered:
+            n.name = numbered[n.name]
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not function:
+            n.name = numbered.get(n.name, n.name)
+
+
+def _bound_by(node: ast.AST, function: ast.AST) -> list[str]:
+    """The names `node`, inside `function`, binds there."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return [node.id]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [a.asname or a.name for a in node.names if a.asname or "." not in a.name]
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [node.name]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not function:
+        return [node.name]
+    return []
 
 
 def holds_call_like(tree: ast.AST, call_source: str, kernels: set[str]) -> bool:

@@ -95,7 +95,7 @@ GEMM_RS_AR = MigrationSpec(
 _GEMM_RS_AR_KERNEL = GemmRsArKernel()""",
         after="class Sm100GemmRsAr",
         # The owner translates the step's compile loop and calls the unit's compile as 0.33.0 writes them.
-        written_for=(("warmup_gemm_rs_ar", "4c45c6cd942218b0"), ("Sm100GemmRsAr.compile", "95ddaf0d957a582b")),
+        written_for=(("warmup_gemm_rs_ar", "444bb9b0a9bf8168"), ("Sm100GemmRsAr.compile", "0d729cfca3307935")),
         imports=(
             "from dataclasses import dataclass",
             "from vllm.model_executor.warmup.jit_warmup import VllmJitKernel",
@@ -161,7 +161,7 @@ BF16X3_ROUTER_GEMM_KERNEL = BF16x3RouterGemmKernel()""",
         after="def warmup_bf16x3_router_gemm",
         # The registration translates the step's call (its shape and token range); the owner calls the warmup.
         written_for=(
-            (f"{VLLM.orchestrator}:_warmup_bf16x3_router_gemm", "8f30fdb97f7ac05f"),
+            (f"{VLLM.orchestrator}:_warmup_bf16x3_router_gemm", "387a3544e9fd7a1f"),
             ("warmup_bf16x3_router_gemm()", "4d93de153b5662b6"),
         ),
         imports=(

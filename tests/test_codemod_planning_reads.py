@@ -1,18 +1,20 @@
 """How planning reads a repo, on small trees: the subclass search's narrowed text, one parse per file shared by the
 planner and its repo model, the constructor walks kept while a registration is placed, source segments cut from
-lines found once, and a spec's imported names read as the site's module aliases them."""
+lines found once, a spec's imported names read as the site's module aliases them, and what an owner's pin reads of
+a definition."""
 
 import ast
 import symtable
 
 import libcst as cst
+import pytest
 from tree_forks import write_tree
 
 from zerojit.codemods.planner import Planner
 from zerojit.codemods.planning.registrations import _imports_as_aliased
 from zerojit.codemods.planning.subclasses import direct_subclasses
 from zerojit.codemods.repo import RepoModules
-from zerojit.codemods.syntax import body_stores, source_segment, stores
+from zerojit.codemods.syntax import body_stores, definition_digest, source_segment, stores
 from zerojit.codemods.transforms.constructor import nodes, walks_kept
 from zerojit.migrate.triton_lifts.specs import MTP_UPDATE
 
@@ -183,3 +185,63 @@ def test_a_function_defined_inside_another_binds_its_name_there_and_keeps_its_ow
     assigned = {s.get_name() for s in table.get_symbols() if s.is_assigned() and not s.is_parameter()}
     assert set(body_stores(function)) == assigned == {"num_program", "grid", "key", "n"}
     assert stores(function.body[1]) == ["grid"] and stores(function) == ["launch"]
+
+
+STEP = """
+def step(model, max_num_tokens):
+    \"\"\"Warm the first gate.\"\"\"
+    gate = pick(model)
+    if gate is None:
+        logger.debug_once("no gate")
+        return
+    floor = gate.floor + 1
+    logger.info_once("warming %d shapes", len(gate.shapes))
+    return warm(gate.size, floor, max_num_tokens)
+"""
+
+
+def _digest(source: str) -> str:
+    return definition_digest(ast.parse(source), "step")[1]
+
+
+@pytest.mark.parametrize(
+    "same",
+    [
+        STEP.replace("gate", "router"),  # a local renamed everywhere
+        STEP.replace("floor =", "low =").replace("floor, max", "low, max"),
+        STEP.replace('        logger.debug_once("no gate")\n', ""),  # a log line less ...
+        STEP.replace("    return warm", '    log.info("done %s", str(model))\n    return warm'),  # ... or more
+        STEP.replace("Warm the first gate.", "Warm the gate the step finds first."),
+    ],
+)
+def test_an_owner_pin_reads_past_log_lines_docstrings_and_local_names(same):
+    assert _digest(same) == _digest(STEP)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        STEP.replace("floor, max_num_tokens)", "max_num_tokens, floor)"),  # two locals' places swapped
+        STEP.replace("max_num_tokens", "limit"),  # a parameter: callers pass it by name
+        STEP.replace("gate.floor + 1", "gate.floor"),
+        STEP.replace('"warming %d shapes", len(gate.shapes)', '"warming %d shapes", warm_all(gate)'),  # a log that acts
+        STEP.replace("def step(model, max_num_tokens):\n", "def step(model, max_num_tokens):\n    global gate\n"),
+    ],
+)
+def test_an_owner_pin_still_tells_code_that_does_otherwise(other):
+    assert _digest(other) != _digest(STEP)
+
+
+def test_an_owner_pin_tells_a_nested_parameter_that_shadows_a_local_from_one_that_does_not():
+    """Both bind the local second and define `bound(cap)`: one returns its parameter (`cap`, its local's name), the
+    other the local. Numbered alike, the parameter must be numbered too, or the two would read the same."""
+    nested = "    def bound(cap):\n        return {}\n\n    return warm"
+    local_named_cap = STEP.replace("floor =", "cap =").replace("floor, max", "cap, max")
+    shadows = local_named_cap.replace("    return warm", nested.format("cap"))
+    reads_the_local = STEP.replace("    return warm", nested.format("floor"))
+    assert _digest(shadows) != _digest(reads_the_local)
+
+
+def test_an_owner_pin_keeps_the_name_of_a_parameter_the_function_assigns_again():
+    capped = STEP.replace("    floor = ", "    max_num_tokens = min(max_num_tokens, 4096)\n    floor = ")
+    assert _digest(capped) != _digest(capped.replace("max_num_tokens", "limit"))

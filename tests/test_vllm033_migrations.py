@@ -8,6 +8,7 @@ against the migrated tree's own registrations (migrate/engine_trees/warmup.py).
 
 import dataclasses
 import os
+import re
 import shutil
 
 import pytest
@@ -446,6 +447,27 @@ def test_a_filter_a_fork_adds_to_the_inline_gate_search_is_carried_into_the_regi
         ") is not None and self.input_size % 64 == 0:\n                BF16X3_ROUTER_GEMM_KERNEL.register_warmup("
         in gate
     )
+
+
+def test_a_bf16x3_step_with_other_local_names_and_log_lines_migrates_as_the_release_does(tmp_path, release_033):
+    """The owner pins the step its registration translates, but not the names of its locals nor its log lines: a
+    fork that renames `gate` and `min_num_tokens` and logs once more is the code the owner was written for, and
+    migrates to what the release migrates to."""
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    step = (repo / ORCHESTRATOR).read_text()
+    start, end = step.index("def _warmup_bf16x3_router_gemm("), step.index("def _warmup_gemm_rs_ar(")
+    renamed = re.sub(r"\bgate\b", "router", step[start:end]).replace("min_num_tokens", "floor")
+    renamed = renamed.replace("import GateLinear\n", "import GateLinear as RouterLinear\n")
+    renamed = renamed.replace("isinstance(module, GateLinear)", "isinstance(module, RouterLinear)")
+    logged = renamed.replace(
+        "    configs = ", '    logger.debug("BF16x3 router GEMM tokens from %d.", floor)\n    configs = '
+    )
+    edit(repo, ORCHESTRATOR, step[start:end], logged)
+    forked, released = migrate(repo, [BF16X3_ROUTER_GEMM]), migrate(release_033, [BF16X3_ROUTER_GEMM])
+    assert {c.path.relative_to(repo): c.after for c in forked.changes} == {
+        c.path.relative_to(release_033): c.after for c in released.changes
+    }
 
 
 ADD = "        self.dtypes.add(dtype)\n        return True\n"
