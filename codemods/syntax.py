@@ -317,13 +317,15 @@ def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | 
 
 
 _LOGGERS = {"logger", "log", "logging"}
+_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
 _PURE = {"len", "str", "repr", "int", "float", "bool", "sorted", "list", "tuple", "min", "max", "sum"}
 
 
 def _what_it_says(node: ast.AST) -> ast.AST:
-    """`node` (a copy) less what cannot change what it does: docstrings, statements that only log (`logger.info(...)`
-    with no call in their arguments but of a pure builtin), and the names of each function's locals, numbered in
-    the order they first appear (its parameters keep theirs: callers pass them by name)."""
+    """`node` (a copy) less what cannot change what it does: docstrings, statements that only log (`logger.info(...)`,
+    `logger.debug_once(...)`, with no call in their arguments but of a pure builtin), and the names of each
+    function's locals, numbered in the order they first appear (its parameters keep theirs: callers pass them by
+    name)."""
     for inner in ast.walk(node):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(inner, field, None)
@@ -346,6 +348,7 @@ def _logs(statement: ast.stmt) -> bool:
     return (
         isinstance(logger, ast.Name)
         and logger.id in _LOGGERS
+        and func.attr.removesuffix("_once") in _LEVELS
         and all(isinstance(c.func, ast.Name) and c.func.id in _PURE for c in calls)
     )
 

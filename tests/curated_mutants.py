@@ -2101,4 +2101,11 @@ MUTANTS = (
         "        return []\n",
         ("tests/test_vllm033_migrations.py", "-k", "other_local_names"),
     ),
+    Mutant(
+        "owner pin: any method of a name spelled like a logger read as a log line",
+        "codemods/syntax.py",
+        '        and func.attr.removesuffix("_once") in _LEVELS\n',
+        "",
+        ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
+    ),
 )

@@ -224,6 +224,7 @@ def test_an_owner_pin_reads_past_log_lines_docstrings_and_local_names(same):
         STEP.replace("floor, max_num_tokens)", "max_num_tokens, floor)"),  # two locals' places swapped
         STEP.replace("max_num_tokens", "limit"),  # a parameter: callers pass it by name
         STEP.replace("gate.floor + 1", "gate.floor"),
+        STEP.replace("    return warm", "    log.append(floor)\n    return warm"),  # not a log line: a list's
         STEP.replace('"warming %d shapes", len(gate.shapes)', '"warming %d shapes", warm_all(gate)'),  # a log that acts
         STEP.replace("def step(model, max_num_tokens):\n", "def step(model, max_num_tokens):\n    global gate\n"),
     ],
