@@ -316,16 +316,21 @@ def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | 
     return node, hashlib.sha256(ast.dump(bare, annotate_fields=False).encode()).hexdigest()[:16]
 
 
-_LOGGERS = {"logger", "log", "logging"}
-_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
-_PURE = {"len", "str", "repr", "int", "float", "bool", "sorted", "list", "tuple", "min", "max", "sum"}
+_LOGGERS = {"logger", "log", "logging"}  # the names a module's logger goes by
+_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}  # and `<level>_once`
+# What a log line's arguments may hold and still do nothing: reads and arithmetic, `len`/`str`/`repr` of them. Not a
+# subscript (a defaultdict inserts), a walrus, a comprehension, `*args` or `list(it)` (they consume or bind).
+_INERT = (
+    ast.Constant, ast.Name, ast.Attribute, ast.JoinedStr, ast.FormattedValue, ast.Tuple, ast.keyword,
+    ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
+    ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
+)  # fmt: skip
+_INERT_CALLS = {"len", "str", "repr"}
 
 
 def _what_it_says(node: ast.AST) -> ast.AST:
-    """`node` (a copy) less what cannot change what it does: docstrings, statements that only log (`logger.info(...)`,
-    `logger.debug_once(...)`, with no call in their arguments but of a pure builtin), and the names of each
-    function's locals, numbered in the order they first appear (its parameters keep theirs: callers pass them by
-    name)."""
+    """`node` (a copy) less what cannot change what it does: docstrings, statements that only log (`_logs`), and the
+    names it binds for itself (`_own_names`), numbered in the order a breadth-first walk meets them."""
     for inner in ast.walk(node):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(inner, field, None)
@@ -333,63 +338,59 @@ def _what_it_says(node: ast.AST) -> ast.AST:
                 docstring = field == "body" and len(block) > 1 and is_docstring(block[0])
                 kept = [s for s in block[docstring:] if not _logs(s)]
                 setattr(inner, field, kept or ([ast.Pass()] if field == "body" else []))
-    for function in [n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
-        _number_locals(function)
+    own = _own_names(node)
+    numbered: dict[str, str] = {}
+    for n in ast.walk(node):
+        for field in ("asname",) if isinstance(n, ast.alias) else ("id", "name", "rest", "names"):
+            value = getattr(n, field, None)
+            if isinstance(n, ast.alias) and value is None and "." not in n.name:
+                value = n.name  # `from m import X`, numbered as `from m import X as <n>`
+            if isinstance(value, str) and value in own and field != "names":
+                setattr(n, field, numbered.setdefault(value, f"local {len(numbered)}"))
+            elif isinstance(n, ast.Nonlocal) and field == "names":
+                n.names = [numbered.setdefault(v, f"local {len(numbered)}") if v in own else v for v in n.names]
     return node
 
 
 def _logs(statement: ast.stmt) -> bool:
+    """Whether a statement only logs: `logger.info(...)` (a logging method of a name a logger goes by) whose
+    arguments do nothing (`_INERT`)."""
     if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
         return False
-    func = statement.value.func
-    logger = func.value if isinstance(func, ast.Attribute) else None
-    arguments = [*statement.value.args, *(k.value for k in statement.value.keywords)]
-    calls = [c for a in arguments for c in ast.walk(a) if isinstance(c, ast.Call)]
+    call = statement.value
+    logger = call.func.value if isinstance(call.func, ast.Attribute) else None
     return (
         isinstance(logger, ast.Name)
         and logger.id in _LOGGERS
-        and func.attr.removesuffix("_once") in _LEVELS
-        and all(isinstance(c.func, ast.Name) and c.func.id in _PURE for c in calls)
+        and call.func.attr.removesuffix("_once") in _LEVELS
+        and all(
+            isinstance(n, _INERT) or isinstance(n, ast.Call) and ast.unparse(n.func) in _INERT_CALLS
+            for argument in [*call.args, *call.keywords]
+            for n in ast.walk(argument)
+        )
     )
 
 
-def _number_locals(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-    """Each name `function` binds (assigned, imported, caught, defined) but its own parameters and what it declares
-    global or nonlocal, as `local <n>` (not a name source can spell), wherever it is read or bound inside, nested
-    parameters of that name too. `import a.b` keeps `a`: its name is what it imports."""
-    arguments = function.args
-    own = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
-    own |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
-    own |= {name for n in ast.walk(function) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
-    numbered: dict[str, str] = {}
-    for n in ast.walk(function):
-        for name in _bound_by(n, function):
-            if name not in own:
-                numbered.setdefault(name, f"local {len(numbered)}")
-    for n in ast.walk(function):
-        if isinstance(n, ast.Name) and n.id in numbered:
-            n.id = numbered[n.id]
-        elif isinstance(n, ast.arg) and n.arg in numbered:
-            n.arg = numbered[n.arg]
-        elif isinstance(n, ast.alias) and (n.asname or ("." not in n.name and n.name)) in numbered:
-            n.asname = numbered[n.asname or n.name]
-        elif isinstance(n, ast.ExceptHandler) and n.name in numbered:
-            n.name = numbered[n.name]
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not function:
-            n.name = numbered.get(n.name, n.name)
-
-
-def _bound_by(node: ast.AST, function: ast.AST) -> list[str]:
-    """The names `node`, inside `function`, binds there."""
-    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-        return [node.id]
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return [a.asname or a.name for a in node.names if a.asname or "." not in a.name]
-    if isinstance(node, ast.ExceptHandler) and node.name:
-        return [node.name]
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not function:
-        return [node.name]
-    return []
+def _own_names(node: ast.AST) -> set[str]:
+    """The names only `node`'s functions bind for themselves (Python's own scopes, `symtable`): a function's locals
+    and the cells its inner functions read. Never a name any scope reads from its module or the builtins, takes as a
+    parameter (callers pass it by name), binds in a class body (an attribute), or imports as `import a.b` (the name
+    is what it imports): renaming those would change what the code does."""
+    kept = {a.name for a in ast.walk(node) if isinstance(a, ast.alias) and a.asname is None and "." in a.name}
+    kept = {name.split(".")[0] for name in kept}
+    own: set[str] = set()
+    tables = [symtable.symtable(ast.unparse(node), "<pinned>", "exec")]
+    while tables:
+        table = tables.pop()
+        tables += table.get_children()
+        for symbol in table.get_symbols():
+            name = symbol.get_name()
+            local = symbol.is_local() or symbol.is_free()
+            if table.get_type() == "function" and local and not symbol.is_parameter() and not symbol.is_global():
+                own.add(name)
+            else:
+                kept.add(name)
+    return own - kept
 
 
 def holds_call_like(tree: ast.AST, call_source: str, kernels: set[str]) -> bool:

@@ -221,7 +221,8 @@ def test_an_owner_pin_reads_past_log_lines_docstrings_and_local_names(same):
 @pytest.mark.parametrize(
     "other",
     [
-        STEP.replace("floor, max_num_tokens)", "max_num_tokens, floor)"),  # two locals' places swapped
+        STEP.replace("floor, max_num_tokens)", "max_num_tokens, floor)"),  # a local and a parameter swapped
+        STEP.replace("warm(gate.size, floor,", "warm(floor.size, gate,"),  # two locals swapped
         STEP.replace("max_num_tokens", "limit"),  # a parameter: callers pass it by name
         STEP.replace("gate.floor + 1", "gate.floor"),
         STEP.replace("    return warm", "    log.append(floor)\n    return warm"),  # not a log line: a list's
@@ -246,3 +247,75 @@ def test_an_owner_pin_tells_a_nested_parameter_that_shadows_a_local_from_one_tha
 def test_an_owner_pin_keeps_the_name_of_a_parameter_the_function_assigns_again():
     capped = STEP.replace("    floor = ", "    max_num_tokens = min(max_num_tokens, 4096)\n    floor = ")
     assert _digest(capped) != _digest(capped.replace("max_num_tokens", "limit"))
+
+
+# Pairs of definitions `f`, written by hand, each with whether they do the same.
+PAIRS = {
+    "a closure read, against a local of the inner function": (
+        "def f(n):\n    floor = 1\n    def one(m):\n        lo = m\n        hi = min(m, n)\n        return warm(lo, hi, floor)\n",
+        "def f(n):\n    floor = 1\n    def one(m):\n        lo = m\n        hi = min(m, n)\n        return warm(lo, hi, hi)\n",
+        False,
+    ),
+    "an inner parameter, against an inner local": (
+        "def f():\n    c = 3\n    def g(c):\n        x = 1\n        y = 2\n        return c\n    return g\n",
+        "def f():\n    c = 3\n    def g(c):\n        x = 1\n        y = 2\n        return y\n    return g\n",
+        False,
+    ),
+    "a module name read, where an inner function binds that name": (
+        "def f(x):\n    def g():\n        torch = 1\n    return torch.zeros(x)\n",
+        "def f(x):\n    def g():\n        numpy = 1\n    return numpy.zeros(x)\n",
+        False,
+    ),
+    "a comprehension variable that is also a module name read": (
+        "def f(xs):\n    a = [cfg for cfg in xs]\n    return cfg.size\n",
+        "def f(xs):\n    a = [c for c in xs]\n    return c.size\n",
+        False,
+    ),
+    "a class body's names (attributes)": (
+        "def f():\n    class Cfg:\n        block_m = 128\n        block_n = 64\n    return Cfg.block_m\n",
+        "def f():\n    class Cfg:\n        block_n = 128\n        block_m = 64\n    return Cfg.block_m\n",
+        False,
+    ),
+    "a match capture, against the local it shadows": (
+        "def f(v):\n    x = 0\n    match v:\n        case [x]:\n            pass\n    return x\n",
+        "def f(v):\n    y = 0\n    match v:\n        case [x]:\n            pass\n    return y\n",
+        False,
+    ),
+    "a log line that consumes the iterator the loop reads": (
+        "def f(model):\n    shapes = iter(model.shapes)\n    logger.info('%s', list(shapes))\n    for s in shapes:\n        warm(s)\n",
+        "def f(model):\n    shapes = iter(model.shapes)\n    for s in shapes:\n        warm(s)\n",
+        False,
+    ),
+    "a log line that binds": (
+        "def f(n):\n    logger.debug('%d', (n := n * 2))\n    warm(n)\n",
+        "def f(n):\n    warm(n)\n",
+        False,
+    ),
+    "a comprehension variable renamed": (
+        "def f(xs):\n    return [warm(c) for c in xs]\n",
+        "def f(xs):\n    return [warm(cfg) for cfg in xs]\n",
+        True,
+    ),
+    "a class imported under an alias": (
+        "def f(m):\n    from a.b import Gate\n    return isinstance(m, Gate)\n",
+        "def f(m):\n    from a.b import Gate as G\n    return isinstance(m, G)\n",
+        True,
+    ),
+    "a match capture renamed": (
+        "def f(v):\n    match v:\n        case [x]:\n            return x\n",
+        "def f(v):\n    match v:\n        case [y]:\n            return y\n",
+        True,
+    ),
+    "a closure renamed where it is bound and read": (
+        "def f(n):\n    floor = 1\n    def one(m):\n        return warm(m, floor)\n    return one\n",
+        "def f(n):\n    low = 1\n    def one(m):\n        return warm(m, low)\n    return one\n",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("pair", list(PAIRS))
+def test_an_owner_pin_matches_two_definitions_exactly_when_they_do_the_same(pair):
+    first, second, same = PAIRS[pair]
+    digest = {source: definition_digest(ast.parse(source), "f")[1] for source in (first, second)}
+    assert (digest[first] == digest[second]) == same

@@ -577,8 +577,8 @@ def test_a_layer_that_changes_what_its_childs_registration_read_after_building_i
 
 
 def test_a_layer_method_that_changes_what_its_childs_registration_read_is_refused(tmp_path):
-    """The decoder layer's own forward, not its constructor, sets the GDN layer's norm activation: it runs after
-    the registration in the GDN constructor read it, so the run is refused at that line."""
+    """A method of the decoder layer other than its constructor (`use_sigmoid`) sets the GDN layer's norm
+    activation: it runs after the registration in the GDN constructor read it, so the run is refused at that line."""
     repo = copy_033(tmp_path / "tree")
     model = "vllm/model_executor/models/qwen3_next.py"
     forward = "    def forward(\n"
