@@ -313,7 +313,20 @@ def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | 
         if node is None:
             return None
     bare = copy.deepcopy(node.args) if qualname.endswith("()") else _what_it_says(copy.deepcopy(node))
-    return node, hashlib.sha256(ast.dump(bare, annotate_fields=False).encode()).hexdigest()[:16]
+    return node, hashlib.sha256(_dump(bare).encode()).hexdigest()[:16]
+
+
+def _dump(node: object) -> str:
+    """`ast.dump` less its empty fields: the same on every Python the project runs on, where a newer `ast` adds a
+    field (3.12's `type_params`) that code without the feature leaves empty."""
+    if isinstance(node, ast.AST):
+        fields = (
+            f"{name}={_dump(value)}" for name, value in ast.iter_fields(node) if value is not None and value != []
+        )
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return f"[{', '.join(map(_dump, node))}]"
+    return repr(node)
 
 
 _LOGGERS = {"logger", "log", "logging"}  # the names a module's logger goes by

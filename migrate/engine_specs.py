@@ -95,7 +95,7 @@ GEMM_RS_AR = MigrationSpec(
 _GEMM_RS_AR_KERNEL = GemmRsArKernel()""",
         after="class Sm100GemmRsAr",
         # The owner translates the step's compile loop and calls the unit's compile as 0.33.0 writes them.
-        written_for=(("warmup_gemm_rs_ar", "444bb9b0a9bf8168"), ("Sm100GemmRsAr.compile", "0d729cfca3307935")),
+        written_for=(("warmup_gemm_rs_ar", "5247539240d6cab5"), ("Sm100GemmRsAr.compile", "0b5dd906bd68f56d")),
         imports=(
             "from dataclasses import dataclass",
             "from vllm.model_executor.warmup.jit_warmup import VllmJitKernel",
@@ -161,8 +161,8 @@ BF16X3_ROUTER_GEMM_KERNEL = BF16x3RouterGemmKernel()""",
         after="def warmup_bf16x3_router_gemm",
         # The registration translates the step's call (its shape and token range); the owner calls the warmup.
         written_for=(
-            (f"{VLLM.orchestrator}:_warmup_bf16x3_router_gemm", "387a3544e9fd7a1f"),
-            ("warmup_bf16x3_router_gemm()", "4d93de153b5662b6"),
+            (f"{VLLM.orchestrator}:_warmup_bf16x3_router_gemm", "acb2eb36116e2e8c"),
+            ("warmup_bf16x3_router_gemm()", "ffd3dd1519cc2942"),
         ),
         imports=(
             "from dataclasses import dataclass",

@@ -2115,4 +2115,11 @@ MUTANTS = (
         "                pass\n",
         ("tests/test_vllm033_migrations.py", "-k", "other_local_names"),
     ),
+    Mutant(
+        "owner pin: a field a newer Python adds, left empty, changes the digest",
+        "codemods/syntax.py",
+        "if value is not None and value != []",
+        "if True",
+        ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
+    ),
 )

@@ -319,3 +319,15 @@ def test_an_owner_pin_matches_two_definitions_exactly_when_they_do_the_same(pair
     first, second, same = PAIRS[pair]
     digest = {source: definition_digest(ast.parse(source), "f")[1] for source in (first, second)}
     assert (digest[first] == digest[second]) == same
+
+
+def test_an_owner_pin_is_the_same_where_a_newer_python_adds_an_empty_field():
+    """Python 3.12 gave every `def` a `type_params` field that code without type parameters leaves empty: the same
+    definition parsed there pins the same digest as here."""
+    tree = ast.parse(STEP)
+    newer = type("FunctionDef", (ast.FunctionDef,), {"_fields": (*ast.FunctionDef._fields, "type_params")})
+    step = tree.body[0]
+    fields = {name: getattr(step, name) for name in ast.FunctionDef._fields}
+    tree.body[0] = ast.copy_location(newer(**fields, type_params=[]), step)
+    assert tree.body[0]._fields[-1] == "type_params"
+    assert definition_digest(tree, "step")[1] == _digest(STEP)
