@@ -350,7 +350,8 @@ def _what_it_says(node: ast.AST) -> ast.AST:
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                 docstring = field == "body" and len(block) > 1 and is_docstring(block[0])
                 kept = [s for s in block[docstring:] if not _logs(s)]
-                setattr(inner, field, kept or ([ast.Pass()] if field == "body" else []))
+                bare_try = field == "finalbody" and not getattr(inner, "handlers", None)  # needs its `finally`
+                setattr(inner, field, kept or ([ast.Pass()] if field == "body" or bare_try else []))
     own = _own_names(node)
     numbered: dict[str, str] = {}
     for n in ast.walk(node):
@@ -384,13 +385,20 @@ def _logs(statement: ast.stmt) -> bool:
     )
 
 
+_BY_NAME = {"locals", "vars", "dir", "eval", "exec"}  # builtins that read a scope's names as strings
+
+
 def _own_names(node: ast.AST) -> set[str]:
     """The names only `node`'s functions bind for themselves (Python's own scopes, `symtable`): a function's locals
     and the cells its inner functions read. Never a name any scope reads from its module or the builtins, takes as a
-    parameter (callers pass it by name), binds in a class body (an attribute), or imports as `import a.b` (the name
-    is what it imports): renaming those would change what the code does."""
-    kept = {a.name for a in ast.walk(node) if isinstance(a, ast.alias) and a.asname is None and "." in a.name}
-    kept = {name.split(".")[0] for name in kept}
+    parameter (callers pass it by name), binds in a class body (an attribute), imports as `import a.b` (the name is
+    what it imports), gives a nested def or class (its `__name__`), or spells `__private` (mangled in a class); and
+    none at all where the code reads names as strings (`locals()`, `eval`): renaming those would change what the
+    code does."""
+    if any(isinstance(n, ast.Name) and n.id in _BY_NAME for n in ast.walk(node)):
+        return set()
+    kept = {a.name.split(".")[0] for a in ast.walk(node) if isinstance(a, ast.alias) and not a.asname and "." in a.name}
+    kept |= {n.name for n in ast.walk(node) if isinstance(n, _DEFINITIONS)}
     own: set[str] = set()
     tables = [symtable.symtable(ast.unparse(node), "<pinned>", "exec")]
     while tables:
@@ -398,8 +406,9 @@ def _own_names(node: ast.AST) -> set[str]:
         tables += table.get_children()
         for symbol in table.get_symbols():
             name = symbol.get_name()
-            local = symbol.is_local() or symbol.is_free()
-            if table.get_type() == "function" and local and not symbol.is_parameter() and not symbol.is_global():
+            local = (symbol.is_local() or symbol.is_free()) and not (symbol.is_parameter() or symbol.is_global())
+            private = name.startswith("__") and not name.endswith("__")
+            if table.get_type() == "function" and local and not private:
                 own.add(name)
             else:
                 kept.add(name)

@@ -2090,8 +2090,8 @@ MUTANTS = (
     Mutant(
         "owner pin: parameters numbered like locals",
         "codemods/syntax.py",
-        '            if table.get_type() == "function" and local and not symbol.is_parameter() and not symbol.is_global():\n',
-        '            if table.get_type() == "function" and local and not symbol.is_global():\n',
+        "            local = (symbol.is_local() or symbol.is_free()) and not (symbol.is_parameter() or symbol.is_global())\n",
+        "            local = (symbol.is_local() or symbol.is_free()) and not symbol.is_global()\n",
         ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
     ),
     Mutant(
@@ -2104,8 +2104,8 @@ MUTANTS = (
     Mutant(
         "owner pin: a class body's names numbered as if they were a function's",
         "codemods/syntax.py",
-        '            if table.get_type() == "function" and local and not symbol.is_parameter() and not symbol.is_global():\n',
-        "            if local and not symbol.is_parameter() and not symbol.is_global():\n",
+        '            if table.get_type() == "function" and local and not private:\n',
+        "            if local and not private:\n",
         ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
     ),
     Mutant(
@@ -2120,6 +2120,34 @@ MUTANTS = (
         "codemods/syntax.py",
         "if value is not None and value != []",
         "if True",
+        ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
+    ),
+    Mutant(
+        "owner pin: names renamed in code that reads its scope by name (locals(), eval)",
+        "codemods/syntax.py",
+        "    if any(isinstance(n, ast.Name) and n.id in _BY_NAME for n in ast.walk(node)):\n        return set()\n",
+        "",
+        ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
+    ),
+    Mutant(
+        "owner pin: a private name numbered though a nested class mangles it",
+        "codemods/syntax.py",
+        '            private = name.startswith("__") and not name.endswith("__")\n',
+        "            private = False\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
+    ),
+    Mutant(
+        "owner pin: a nested def's name numbered",
+        "codemods/syntax.py",
+        "    kept |= {n.name for n in ast.walk(node) if isinstance(n, _DEFINITIONS)}\n",
+        "",
+        ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
+    ),
+    Mutant(
+        "owner pin: a try whose only `finally` logs left with neither handler nor `finally`",
+        "codemods/syntax.py",
+        '                bare_try = field == "finalbody" and not getattr(inner, "handlers", None)  # needs its `finally`\n',
+        "                bare_try = False\n",
         ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
     ),
 )

@@ -291,6 +291,26 @@ PAIRS = {
         "def f(n):\n    warm(n)\n",
         False,
     ),
+    "a private name a nested class's method reads (mangled: the module's `_C__x`)": (
+        "def f():\n    __x = 1\n    class C:\n        def m(self):\n            return __x\n    return C().m()\n",
+        "def f():\n    __y = 1\n    class C:\n        def m(self):\n            return __y\n    return C().m()\n",
+        False,
+    ),
+    "a scope read by name (`locals()`)": (
+        "def f():\n    x = 1\n    return locals()\n",
+        "def f():\n    y = 1\n    return locals()\n",
+        False,
+    ),
+    "a nested function's name (its `__name__`)": (
+        "def f():\n    def add_one(t):\n        return t + 1\n    return add_one.__name__\n",
+        "def f():\n    def sub_one(t):\n        return t + 1\n    return sub_one.__name__\n",
+        False,
+    ),
+    "a `finally` that only logs, against one that passes": (
+        "def f(g):\n    try:\n        return g()\n    finally:\n        logger.info('done')\n",
+        "def f(g):\n    try:\n        return g()\n    finally:\n        pass\n",
+        True,
+    ),
     "a comprehension variable renamed": (
         "def f(xs):\n    return [warm(c) for c in xs]\n",
         "def f(xs):\n    return [warm(cfg) for cfg in xs]\n",
