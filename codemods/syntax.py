@@ -354,15 +354,20 @@ def _what_it_says(node: ast.AST) -> ast.AST:
                 setattr(inner, field, kept or ([ast.Pass()] if field == "body" or bare_try else []))
     own = _own_names(node)
     numbered: dict[str, str] = {}
+
+    def number(name: str) -> str:
+        return numbered.setdefault(name, f"local {len(numbered)}") if name in own else name
+
     for n in ast.walk(node):
-        for field in ("asname",) if isinstance(n, ast.alias) else ("id", "name", "rest", "names"):
-            value = getattr(n, field, None)
-            if isinstance(n, ast.alias) and value is None and "." not in n.name:
-                value = n.name  # `from m import X`, numbered as `from m import X as <n>`
-            if isinstance(value, str) and value in own and field != "names":
-                setattr(n, field, numbered.setdefault(value, f"local {len(numbered)}"))
-            elif isinstance(n, ast.Nonlocal) and field == "names":
-                n.names = [numbered.setdefault(v, f"local {len(numbered)}") if v in own else v for v in n.names]
+        if isinstance(n, ast.alias):
+            bound = n.asname or n.name  # `from m import X` is numbered as `from m import X as <n>`
+            n.asname = number(bound) if bound in own else n.asname
+        elif isinstance(n, ast.Nonlocal):
+            n.names = [number(name) for name in n.names]
+        else:
+            for field in ("id", "name", "rest"):  # a name read or bound; a def's, a capture's, a `**rest`'s
+                if isinstance(getattr(n, field, None), str):
+                    setattr(n, field, number(getattr(n, field)))
     return node
 
 

@@ -2111,8 +2111,8 @@ MUTANTS = (
     Mutant(
         "owner pin: a name a function imports keeps its spelling",
         "codemods/syntax.py",
-        "                value = n.name  # `from m import X`, numbered as `from m import X as <n>`\n",
-        "                pass\n",
+        "            n.asname = number(bound) if bound in own else n.asname\n",
+        "            pass\n",
         ("tests/test_vllm033_migrations.py", "-k", "other_local_names"),
     ),
     Mutant(
