@@ -1929,8 +1929,8 @@ MUTANTS = (
     Mutant(
         "construction: a parent's change of what its child's registration read, after building it, not seen",
         "codemods/planning/subclasses.py",
-        "if statement.lineno > after and attribute.attr in reads:",
-        "if statement.lineno > after and attribute.attr in ():",
+        "                    if attribute.attr in reads and ast.unparse(attribute.value) in held:\n",
+        "                    if attribute.attr in () and ast.unparse(attribute.value) in held:\n",
         ("tests/test_migration_gates.py", "-k", "childs_registration"),
     ),
     Mutant(
@@ -2027,8 +2027,8 @@ MUTANTS = (
     Mutant(
         "construction: a method that changes what the registration read, called after building, is not seen",
         "codemods/planning/subclasses.py",
-        "                if isinstance(func, ast.Attribute) and func.attr in changers and ast.unparse(func.value) == held:\n",
-        "                if False:\n",
+        "            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in changers:\n",
+        "            elif False:\n",
         ("tests/test_vllm033_migrations.py", "-k", "not_written_for"),
     ),
     Mutant(
@@ -2062,8 +2062,8 @@ MUTANTS = (
     Mutant(
         "construction: a change of a child's attribute in another method of the layer that built it, not seen",
         "codemods/planning/subclasses.py",
-        "        return [(function, built.lineno), *((method, 0) for method in others)]\n",
-        "        return [(function, built.lineno)]\n",
+        "        places += [(place, method, 0, {held}) for place, method in methods]\n",
+        "",
         ("tests/test_migration_gates.py", "-k", "layer_method_that_changes"),
     ),
     Mutant(
@@ -2149,5 +2149,33 @@ MUTANTS = (
         '                bare_try = field == "finalbody" and not getattr(inner, "handlers", None)  # needs its `finally`\n',
         "                bare_try = False\n",
         ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
+    ),
+    Mutant(
+        "construction: a module's function that returns its module-level object not followed (`get_x().mode = ...`)",
+        "codemods/planning/subclasses.py",
+        "        accessors = {f.name for f in home.tree.body if isinstance(f, ast.FunctionDef) and _returns(f, held)}\n",
+        "        accessors = set()\n",
+        ("tests/test_vllm033_migrations.py", "-k", "through_what_holds_it"),
+    ),
+    Mutant(
+        "construction: another module that imports a module-level object (or its accessor) not looked into",
+        "codemods/planning/subclasses.py",
+        "                places += [(other, other.tree, 0, holders)] if holders else []\n",
+        "",
+        ("tests/test_vllm033_migrations.py", "-k", "through_what_holds_it"),
+    ),
+    Mutant(
+        "construction: a name assigned what holds the built object is not a holder",
+        "codemods/planning/subclasses.py",
+        "        held |= grown\n    return held\n",
+        "        held |= grown\n    return set(holders)\n",
+        ("tests/test_migration_gates.py", "-k", "layer_method_that_changes"),
+    ),
+    Mutant(
+        "construction: a subclass's method that changes a child the class built is not looked into",
+        "codemods/planning/subclasses.py",
+        "                methods += [(sub_home, m) for m in sub.body if isinstance(m, ast.FunctionDef)]\n",
+        "                methods += []\n",
+        ("tests/test_migration_gates.py", "-k", "subclass_of_the_layer_that_changes"),
     ),
 )

@@ -576,19 +576,43 @@ def test_a_layer_that_changes_what_its_childs_registration_read_after_building_i
     written(repo, "fla-layer-norm")
 
 
-def test_a_layer_method_that_changes_what_its_childs_registration_read_is_refused(tmp_path):
+@pytest.mark.parametrize(
+    "body, changed",
+    [
+        ('        self.linear_attn.norm.activation = "sigmoid"\n', "self.linear_attn.norm"),
+        (
+            '        linear_attn = self.linear_attn\n        linear_attn.norm.activation = "sigmoid"\n',
+            "linear_attn.norm",
+        ),
+    ],
+)
+def test_a_layer_method_that_changes_what_its_childs_registration_read_is_refused(tmp_path, body, changed):
     """A method of the decoder layer other than its constructor (`use_sigmoid`) sets the GDN layer's norm
-    activation: it runs after the registration in the GDN constructor read it, so the run is refused at that line."""
+    activation, through `self.linear_attn` or a local holding it: it runs after the registration in the GDN
+    constructor read it, so the run is refused at that line."""
     repo = copy_033(tmp_path / "tree")
     model = "vllm/model_executor/models/qwen3_next.py"
-    forward = "    def forward(\n"
-    late = '        self.linear_attn.norm.activation = "sigmoid"\n'
     text = (repo / model).read_text()
-    at = text.index(forward, text.index("class Qwen3NextDecoderLayer"))
-    replace_file(repo / model, text[:at] + "    def use_sigmoid(self):\n" + late + "\n" + text[at:])
-    line = 1 + (repo / model).read_text().splitlines().index(late.rstrip("\n"))
+    at = text.index("    def forward(\n", text.index("class Qwen3NextDecoderLayer"))
+    replace_file(repo / model, text[:at] + "    def use_sigmoid(self):\n" + body + "\n" + text[at:])
+    line = 1 + (repo / model).read_text().splitlines().index(body.splitlines()[-1])
     why = refused(repo, "fla-layer-norm")
-    assert f"qwen3_next.py:{line}: this changes self.linear_attn.norm after QwenGatedDeltaNetAttention is built" in why
+    assert f"qwen3_next.py:{line}: this changes {changed} after QwenGatedDeltaNetAttention is built" in why
+
+
+def test_a_subclass_of_the_layer_that_changes_what_its_childs_registration_read_is_refused(tmp_path):
+    """A subclass of the decoder layer, in another module, sets the norm activation of the GDN layer the decoder
+    layer built (`self.linear_attn`), in a method of its own: refused at that line."""
+    repo = copy_033(tmp_path / "tree")
+    replace_file(
+        repo / "vllm/model_executor/models/sigmoid_qwen3_next.py",
+        "from vllm.model_executor.models.qwen3_next import Qwen3NextDecoderLayer\n\n\n"
+        "class SigmoidDecoderLayer(Qwen3NextDecoderLayer):\n"
+        "    def use_sigmoid(self):\n"
+        "        self.linear_attn.norm.activation = 'sigmoid'\n",
+    )
+    why = refused(repo, "fla-layer-norm")
+    assert "sigmoid_qwen3_next.py:6: this changes self.linear_attn.norm after QwenGatedDeltaNetAttention" in why
 
 
 def test_an_anchor_written_with_an_annotation_is_the_same_anchor(tmp_path):

@@ -516,11 +516,51 @@ GEMM_FORKS = {  # a fork of gemm_rs_ar.py the written owner or the mirrored reco
 @pytest.mark.parametrize("fork", list(GEMM_FORKS))
 def test_a_gemm_rs_ar_fork_the_owner_or_the_recording_does_not_fit_is_refused_at_its_line(tmp_path, release_033, fork):
     old, new, why = GEMM_FORKS[fork]
-    repo = tmp_path / "tree"
-    shutil.copytree(release_033, repo, copy_function=os.link)
-    edit(repo, GEMM_RS_AR_FILE, old, new)
-    result = runner.invoke(app, ["migrate", "gemm-rs-ar", "--repo", str(repo)])
+    result = migrated_fork(tmp_path, release_033, "gemm-rs-ar", GEMM_RS_AR_FILE, old, new)
     assert result.exit_code == 2 and f"{GEMM_RS_AR_FILE}:" in result.output and why in result.output, result.output
+
+
+DEEPSEEK_ATTENTION = "vllm/models/deepseek_v41/attention.py"
+GEMM_HOLDER_FORKS = {  # the workspace's mode changed through what holds it, after can_run recorded (and registered)
+    "a layer switches the workspace it bound to all-reduce": (
+        DEEPSEEK_ATTENTION,
+        "            self.gemm_rs = gemm_rs\n",
+        "            self.gemm_rs = gemm_rs\n            gemm_rs.all_reduce = True\n",
+        f"{DEEPSEEK_ATTENTION}:761: this changes gemm_rs.all_reduce after GemmRsAr is built",
+    ),
+    "a layer sets the mode through the module": (
+        DEEPSEEK_ATTENTION,
+        "        gemm_rs = get_gemm_rs_ar()\n",
+        "        gemm_rs = get_gemm_rs_ar()\n"
+        "        import vllm.model_executor.kernels.linear.cute_dsl.gemm_rs_ar as workspace\n\n"
+        "        workspace._gemm_rs_ar.all_reduce = True\n",
+        f"{DEEPSEEK_ATTENTION}:761: this changes workspace._gemm_rs_ar.all_reduce after GemmRsAr is built",
+    ),
+    "the initializer sets the mode through the accessor": (
+        GEMM_RS_AR_FILE,
+        '    logger.info_once("%s is enabled.", mode)\n',
+        '    get_gemm_rs_ar().all_reduce = all_reduce\n    logger.info_once("%s is enabled.", mode)\n',
+        f"{GEMM_RS_AR_FILE}:1153: this changes get_gemm_rs_ar().all_reduce after GemmRsAr is built",
+    ),
+}
+
+
+@pytest.mark.parametrize("fork", list(GEMM_HOLDER_FORKS))
+def test_a_change_of_the_gemm_rs_ar_workspace_through_what_holds_it_is_refused_at_its_line(tmp_path, release_033, fork):
+    """The workspace is a module-level object: a model reaches it through the module's accessor, a name holding
+    what that returned, or the module itself. A store into what `can_run`'s registration read, anywhere, comes
+    after some layer's registration read it."""
+    rel, old, new, why = GEMM_HOLDER_FORKS[fork]
+    result = migrated_fork(tmp_path, release_033, "gemm-rs-ar", rel, old, new)
+    assert result.exit_code == 2 and why in result.output, result.output
+
+
+def migrated_fork(tmp_path, release, family, rel, old, new):
+    """`zerojit migrate FAMILY` on a copy of the release with one edit."""
+    repo = tmp_path / "tree"
+    shutil.copytree(release, repo, copy_function=os.link)
+    edit(repo, rel, old, new)
+    return runner.invoke(app, ["migrate", family, "--repo", str(repo)])
 
 
 def test_a_gemm_rs_ar_recording_inside_a_branch_registers_inside_it(tmp_path, release_033):
@@ -556,10 +596,7 @@ BF16X3_FORKS = {  # a fork the owner's registration was not written for, or that
 @pytest.mark.parametrize("fork", list(BF16X3_FORKS))
 def test_a_bf16x3_fork_the_registration_was_not_written_for_is_refused_at_its_line(tmp_path, release_033, fork):
     rel, old, new, why = BF16X3_FORKS[fork]
-    repo = tmp_path / "tree"
-    shutil.copytree(release_033, repo, copy_function=os.link)
-    edit(repo, rel, old, new)
-    result = runner.invoke(app, ["migrate", "bf16x3-router-gemm", "--repo", str(repo)])
+    result = migrated_fork(tmp_path, release_033, "bf16x3-router-gemm", rel, old, new)
     assert result.exit_code == 2 and why in result.output, result.output
 
 

@@ -110,16 +110,15 @@ def changed_after_building(
     planner: Planner, modules: RepoModules, module: str, name: str, reads: set[str], method: str
 ) -> list[tuple[SourceModule, ast.stmt, str]]:
     """Statements of the repo that build `module.name` (or a subclass) as `x = Class(...)` and then, where code can
-    still reach it (`_reaches`: further down the same function, anywhere for a module-level `x`, in the other methods
-    for `self.x`), store into `x.<attr>` for an attr of `reads` (`self.linear_attn.norm.activation = ...` after
-    `self.linear_attn = Class(...)`), or call a method of the class, other than the registration's `method`, that
-    sets one (`self.gate.set_out_dtype(...)`): the registration read the value before. Each with the statement and
-    what it changes (`self.linear_attn.norm`)."""
+    still reach it (`_reaches`), store into `x.<attr>` for an attr of `reads` (`self.linear_attn.norm.activation =
+    ...` after `self.linear_attn = Class(...)`), or call a method of the class, other than the registration's
+    `method`, that sets one (`self.gate.set_out_dtype(...)`): the registration read the value before. `x` is also
+    what holds it there (`norm = self.linear_attn.norm`, `get_workspace()` returning it). Each with the statement
+    and what it changes (`self.linear_attn.norm`)."""
     if not reads:
         return []
     classes = {modules.resolve(module, name)} | {own for _, _, own, _ in _subclasses(planner, modules, module, name)}
     names = {qualified[1] for qualified in classes}
-    found = []
     node = modules.definition(*modules.resolve(module, name))
     changers = {
         member.name: sorted({attr for attr, _ in self_stores(member)} & reads)
@@ -127,30 +126,23 @@ def changed_after_building(
         if isinstance(member, ast.FunctionDef) and member.name not in ("__init__", method)
     }
     changers = {changer: changed for changer, changed in changers.items() if changed}
-    # Only a module whose text stores into `x.<read>` (or calls `x.<changer>(`) where it wrote `x = <Class>(` is parsed.
-    read = "|".join(map(re.escape, sorted(reads)))
-    called = "|".join(map(re.escape, sorted(changers))) or "(?!)"
-
-    def stores_into_built(text: str) -> bool:
-        held = set()
-        for call in (f"{n}(" for n in names):
-            at = text.find(call)
-            while at >= 0:  # the line up to the call: `x = ` or `x = module.`
-                line = re.fullmatch(r"\s*([\w.]+)\s*=\s*(?:\w+\.)*", text[text.rfind("\n", 0, at) + 1 : at])
-                held |= {line.group(1)} if line else set()
-                at = text.find(call, at + 1)
-        return any(
-            re.search(rf"\b{re.escape(x)}\.(?:{read})\b[\w.\[\]]*\s*[-+*/%&|^@]?=(?!=)", text)
-            or re.search(rf"\b{re.escape(x)}\.(?:{called})\(", text)
-            for x in held
-            if any(f"{x}.{r}" in text for r in (*reads, *changers))
-        )
-
-    named = (m for m in planner.modules.values() if any(n in m.text for n in names))
-    for home in (m for m in named if stores_into_built(m.text)):
+    changing, through_self = _changing(planner, modules, reads, changers)
+    pattern = "|".join(map(re.escape, sorted(names)))
+    module_level = re.compile(rf"^(?:\w+\s*(?::[^=\n]*)?=\s*(?:\w+\.)*(?:{pattern})\(|\s+global\s)", re.MULTILINE)
+    found = []
+    for home in (m for m in planner.modules.values() if any(f"{n}(" in m.text for n in names)):
+        # Parsed only where code that changes such an attribute can reach what it builds: the module itself; any
+        # module, for what it builds at the top level or as a `global`; a subclass's method, which stores through
+        # `self.<name>.`, for what a class of it builds.
+        classes_here = re.findall(r"class\s+(\w+)", home.class_heads)
+        if not (
+            home.name in changing
+            or (changing and module_level.search(home.text))
+            or any(c in m.text for m in through_self for c in classes_here)
+        ):
+            continue
         spelled = names | {a for n in names for a in re.findall(rf"\b{re.escape(n)}\s+as\s+(\w+)", home.text)}
         nodes = list(ast.walk(home.tree))
-        functions = [n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
         for built in nodes:
             if not (
                 isinstance(built, ast.Assign)
@@ -160,48 +152,148 @@ def changed_after_building(
                 and modules.reference(home.name, built.value.func) in classes
             ):
                 continue
-            held = ast.unparse(built.targets[0])
-            for reach, after in _reaches(home.tree, nodes, functions, built, held):
-                for statement, attribute in _stores_into(reach, held):
-                    if statement.lineno > after and attribute.attr in reads:
-                        found.append((home, statement, ast.unparse(attribute)))
-                for call in (n for n in ast.walk(reach) if isinstance(n, ast.Call)):
-                    func = call.func
-                    if isinstance(func, ast.Attribute) and func.attr in changers and ast.unparse(func.value) == held:
-                        if call.lineno > after:
-                            changed = ", ".join(f"{held}.{attr}" for attr in changers[func.attr])
-                            found.append((home, call, f"{changed} (through {func.attr})"))
+            for place, scope, after, holders in _reaches(planner, modules, home, nodes, built, changing):
+                for statement, held, attribute in _changes(scope, holders, reads, changers):
+                    if statement.lineno > after:
+                        what = f"{held}.{attribute}"
+                        if attribute in changers:
+                            what = f"{', '.join(f'{held}.{a}' for a in changers[attribute])} (through {attribute})"
+                        found.append((place, statement, what))
     return found
 
 
+def _changing(
+    planner: Planner, modules: RepoModules, reads: set[str], changers: dict[str, list[str]]
+) -> tuple[dict[str, SourceModule], list[SourceModule]]:
+    """The modules whose text stores into `<anything>.<read>` or calls `.<changer>(`, and those of them that do so
+    through `self.<name>.` (found once a run for a set of attributes)."""
+    key = ("changing", frozenset(reads), frozenset(changers))
+    if key not in modules.memo:
+        read = "|".join(map(re.escape, sorted(reads)))
+        called = "|".join(map(re.escape, sorted(changers))) or "(?!)"
+        change = re.compile(rf"\.(?:{read})\b[\w.\[\]]*\s*[-+*/%&|^@]?=(?!=)|\.(?:{called})\(")
+        changing = {m.name: m for m in planner.modules.values() if change.search(m.text)}
+        through_self = [
+            m
+            for m in changing.values()
+            if any(
+                re.search(r"\bself\.\w+$", m.text[max(at.start() - 80, 0) : at.start()])
+                for at in change.finditer(m.text)
+            )
+        ]
+        modules.memo[key] = changing, through_self
+    return modules.memo[key]
+
+
 def _reaches(
-    module: ast.Module, nodes: list[ast.AST], functions: list[ast.FunctionDef], built: ast.Assign, held: str
-) -> list[tuple[ast.AST, int]]:
-    """Where code can reach the object `built` stores in `held` once it is built, each with the line after which
-    that code runs later: the rest of the building function; any line of the module for a module-level name (built
-    at the top level, or in a function that declares it `global`: a later call finds the object an earlier one
-    built); any line of the other methods of the class for `self.<name>`."""
+    planner: Planner,
+    modules: RepoModules,
+    home: SourceModule,
+    nodes: list[ast.AST],
+    built: ast.Assign,
+    changing: dict[str, SourceModule],
+) -> list[tuple[SourceModule, ast.AST, int, set[str]]]:
+    """Where code can reach the object `built` stores once it is built, each with the line after which that code
+    runs later and the expressions that hold the object there:
+    - the rest of the building function;
+    - for a module-level name (built at the top level, or in a function that declares it `global`: a later call
+      finds the object an earlier one built), the whole module, and each module that imports the name or a
+      function of the module that returns it (`get_workspace()`), through what it imports;
+    - for `self.<name>`, the other methods of the class and every method of its subclasses."""
+    held = ast.unparse(built.targets[0])
+    functions = [n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     around = [f for f in functions if f.lineno <= built.lineno <= f.end_lineno]
     function = min(around, key=lambda f: f.end_lineno - f.lineno, default=None)  # the innermost
     if function is None or any(isinstance(n, ast.Global) and held in n.names for n in ast.walk(function)):
-        return [(module, 0)]
+        accessors = {f.name for f in home.tree.body if isinstance(f, ast.FunctionDef) and _returns(f, held)}
+        places = [(home, home.tree, 0, {held, *(f"{a}()" for a in accessors)})]
+        for other in changing.values():
+            if other is not home and any(n in other.text for n in (held, *accessors)):
+                holders = set()
+                for local, (source, attribute) in modules.imports(other.name).items():
+                    found = modules.resolve(source, attribute) if attribute else (source, None)
+                    if found == (home.name, held):
+                        holders.add(local)
+                    elif found[0] == home.name and found[1] in accessors:
+                        holders.add(f"{local}()")
+                    elif found == (home.name, None):
+                        holders |= {f"{local}.{held}", *(f"{local}.{a}()" for a in accessors)}
+                places += [(other, other.tree, 0, holders)] if holders else []
+        return places
+    places = [(home, function, built.lineno, {held})]
     if held.startswith("self."):
         owner = min(
             (c for c in nodes if isinstance(c, ast.ClassDef) and function in c.body),
             key=lambda c: c.end_lineno - c.lineno,
             default=None,
         )
-        others = [m for m in getattr(owner, "body", ()) if isinstance(m, ast.FunctionDef) and m is not function]
-        return [(function, built.lineno), *((method, 0) for method in others)]
-    return [(function, built.lineno)]
+        methods = [
+            (home, m) for m in getattr(owner, "body", ()) if isinstance(m, ast.FunctionDef) and m is not function
+        ]
+        # A subclass's methods reach it too; one is looked for only where a module that changes such an attribute
+        # goes through `self.<name>.` and names the class.
+        if owner is not None and any(f"{held}." in m.text and owner.name in m.text for m in changing.values()):
+            for sub_home, sub, _, _ in _subclasses(planner, modules, home.name, owner.name):
+                methods += [(sub_home, m) for m in sub.body if isinstance(m, ast.FunctionDef)]
+        places += [(place, method, 0, {held}) for place, method in methods]
+    return places
 
 
-def _stores_into(function: ast.FunctionDef, held: str) -> Iterator[tuple[ast.stmt, ast.Attribute]]:
-    """Each assignment of `function` whose target reads through the expression `held` (as written), with the
-    attribute of it that the target goes through (`x.norm` of `x.norm.activation = ...`)."""
-    for statement, node in _in_targets(function):
-        if isinstance(node, ast.Attribute) and ast.unparse(node.value) == held:
-            yield statement, node
+def _returns(function: ast.FunctionDef, name: str) -> bool:
+    """Whether `function` hands out the module-level `name` (`return name`)."""
+    return any(
+        isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == name for n in ast.walk(function)
+    )
+
+
+def _changes(
+    scope: ast.AST, holders: set[str], reads: set[str], changers: dict[str, list[str]]
+) -> Iterator[tuple[ast.AST, str, str]]:
+    """Each assignment of `scope` whose target goes through what holds the object to an attribute of `reads`, and
+    each call of a `changers` method on it: with what holds it there (`holders`, and in each function the names it
+    assigns one of them: `norm = self.norm`) and the attribute or method."""
+    parts = [scope, *(n for n in ast.walk(scope) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]
+    for part in dict.fromkeys(parts):
+        own = list(_own_nodes(part))
+        held = _aliased(own, holders)
+        for node in own:
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for attribute in (a for t in targets for a in ast.walk(t) if isinstance(a, ast.Attribute)):
+                    if attribute.attr in reads and ast.unparse(attribute.value) in held:
+                        yield node, ast.unparse(attribute.value), attribute.attr
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in changers:
+                if ast.unparse(node.func.value) in held:
+                    yield node, ast.unparse(node.func.value), node.func.attr
+
+
+def _own_nodes(part: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function (or module) outside the functions, classes and lambdas it defines."""
+    queue = list(ast.iter_child_nodes(part))
+    while queue:
+        node = queue.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            queue += ast.iter_child_nodes(node)
+
+
+def _aliased(nodes: list[ast.AST], holders: set[str]) -> set[str]:
+    """`holders` and the names `nodes` assign one of them (`norm = self.norm`, `ws := get_workspace()`)."""
+    pairs = [(t.id, ast.unparse(v)) for t, v in map(_name_and_value, nodes) if isinstance(t, ast.Name) and v]
+    held, grown = set(holders), True
+    while grown:
+        grown = {name for name, value in pairs if value in held} - held
+        held |= grown
+    return held
+
+
+def _name_and_value(node: ast.AST) -> tuple[ast.expr | None, ast.expr | None]:
+    """What a single-target assignment (`=`, annotated, `:=`) binds, and its value."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return node.targets[0], node.value
+    if isinstance(node, ast.AnnAssign | ast.NamedExpr):
+        return node.target, node.value
+    return None, None
 
 
 def direct_subclasses(planner: Planner, modules: RepoModules, base: str) -> list[tuple[str, str]]:
