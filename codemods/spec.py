@@ -402,9 +402,9 @@ class Owner:
         "owner_written_for",
         '`[["Class.method", "digest"]]`: the definitions the owner and its registration translate (the legacy step, '
         "its compile loop; `f()`: a function's parameters alone; `pkg.module:f` in another module than the "
-        "kernel's), each with the digest of the code it was written from (docstrings, layout, log lines and local "
-        "names aside): a tree whose code differs is refused at "
-        "that definition, with its digest (the owner may not fit it)",
+        "kernel's), each with the digest of the code it was written from (docstrings, layout, log lines, local names, "
+        "and whether a call to a repo function passes an argument by position or by name aside): a tree whose code "
+        "differs is refused at that definition, with its digest (the owner may not fit it)",
         (),
         kind="pairs",
     )

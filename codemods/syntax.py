@@ -16,8 +16,9 @@ import hashlib
 import re
 import symtable
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 _ANNOTATED = re.compile(r"^(\s*[A-Za-z_][\w.]*)\s*:[^=]+=\s*")
 
@@ -295,11 +296,14 @@ def local_names(function: ast.FunctionDef) -> set[str]:
     return {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
-def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | None:
+def definition_digest(
+    tree: ast.Module, qualname: str, parameters: Callable[[ast.AST, ast.expr], Signature | None] | None = None
+) -> tuple[ast.AST, str] | None:
     """The module-level definition `qualname` names (`f`, `Class`, `Class.method`) and a digest of what it says: its
     code less docstrings, layout, log lines and the names of its functions' locals (16 hex digits of a SHA-256; see
     `_what_it_says`), or only its parameters where `qualname` ends in `()`; None where the module has no such
-    definition."""
+    definition. `parameters(definition, func)`: the parameters of what a call of it calls, where known (None: not
+    known), so that arguments passed by position or by name say the same."""
     node: ast.AST = tree
     for part in qualname.removesuffix("()").split("."):
         node = next(
@@ -312,7 +316,10 @@ def definition_digest(tree: ast.Module, qualname: str) -> tuple[ast.AST, str] | 
         )
         if node is None:
             return None
-    bare = copy.deepcopy(node.args) if qualname.endswith("()") else _what_it_says(copy.deepcopy(node))
+    if qualname.endswith("()"):
+        bare = copy.deepcopy(node.args)
+    else:
+        bare = _what_it_says(copy.deepcopy(node), functools.partial(parameters, node) if parameters else None)
     return node, hashlib.sha256(_dump(bare).encode()).hexdigest()[:16]
 
 
@@ -341,9 +348,23 @@ _INERT = (
 _INERT_CALLS = {"len", "str", "repr"}
 
 
-def _what_it_says(node: ast.AST) -> ast.AST:
-    """`node` (a copy) less what cannot change what it does: docstrings, statements that only log (`_logs`), and the
-    names it binds for itself (`_own_names`), numbered in the order a breadth-first walk meets them."""
+class Signature(NamedTuple):
+    """A function's parameters as a call binds them: those it takes by position (or by name), then by name only."""
+
+    positional: tuple[str, ...]
+    keyword_only: tuple[str, ...]
+
+
+def signature(function: ast.FunctionDef, bound: bool = False) -> Signature:
+    """`function`'s parameters as a call binds them; `bound`: called as a bound method (its first is not passed)."""
+    positional = [a.arg for a in function.args.posonlyargs + function.args.args]
+    return Signature(tuple(positional[bound:]), tuple(a.arg for a in function.args.kwonlyargs))
+
+
+def _what_it_says(node: ast.AST, parameters: Callable[[ast.expr], Signature | None] | None = None) -> ast.AST:
+    """`node` (a copy) less what cannot change what it does: docstrings, statements that only log (`_logs`), how a
+    call whose callee's `parameters` are known passes its arguments (`_by_name`), and the names it binds for itself
+    (`_own_names`), numbered in the order a breadth-first walk meets them."""
     for inner in ast.walk(node):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(inner, field, None)
@@ -352,6 +373,8 @@ def _what_it_says(node: ast.AST) -> ast.AST:
                 kept = [s for s in block[docstring:] if not _logs(s)]
                 bare_try = field == "finalbody" and not getattr(inner, "handlers", None)  # needs its `finally`
                 setattr(inner, field, kept or ([ast.Pass()] if field == "body" or bare_try else []))
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)) if parameters else ():
+        _by_name(call, parameters(call.func))
     own = _own_names(node)
     numbered: dict[str, str] = {}
 
@@ -371,6 +394,30 @@ def _what_it_says(node: ast.AST) -> ast.AST:
     return node
 
 
+def _by_name(call: ast.Call, parameters: Signature | None) -> None:
+    """Every argument of `call` passed by name, in the order of the callee's `parameters`: `f(a, b=x)`, `f(a, x)` and
+    `f(b=x, a=a)` say the same. Only where each argument only reads (`_inert`: the order they are evaluated in cannot
+    matter) and all of them bind to a parameter (no `*args`, no `**kwargs`, none the callee lacks)."""
+    arguments = [*call.args, *call.keywords]
+    if parameters is None or not all(_inert(a) for a in arguments) or len(call.args) > len(parameters.positional):
+        return  # a `*args` does not read only
+    bound = dict(zip(parameters.positional, call.args))
+    names = (*parameters.positional, *parameters.keyword_only)
+    for keyword in call.keywords:
+        if keyword.arg not in names or keyword.arg in bound:
+            return  # `**kwargs`, or a name the callee does not take: the call says what it says
+        bound[keyword.arg] = keyword.value
+    call.args, call.keywords = [], [ast.keyword(arg=name, value=bound[name]) for name in names if name in bound]
+
+
+def _inert(argument: ast.AST) -> bool:
+    """Whether an argument does nothing but read (`_INERT`)."""
+    return all(
+        isinstance(n, _INERT) or isinstance(n, ast.Call) and ast.unparse(n.func) in _INERT_CALLS
+        for n in ast.walk(argument)
+    )
+
+
 def _logs(statement: ast.stmt) -> bool:
     """Whether a statement only logs: `logger.info(...)` (a logging method of a name a logger goes by) whose
     arguments do nothing (`_INERT`)."""
@@ -382,11 +429,7 @@ def _logs(statement: ast.stmt) -> bool:
         isinstance(logger, ast.Name)
         and logger.id in _LOGGERS
         and call.func.attr.removesuffix("_once") in _LEVELS
-        and all(
-            isinstance(n, _INERT) or isinstance(n, ast.Call) and ast.unparse(n.func) in _INERT_CALLS
-            for argument in [*call.args, *call.keywords]
-            for n in ast.walk(argument)
-        )
+        and all(_inert(argument) for argument in [*call.args, *call.keywords])
     )
 
 

@@ -95,7 +95,7 @@ GEMM_RS_AR = MigrationSpec(
 _GEMM_RS_AR_KERNEL = GemmRsArKernel()""",
         after="class Sm100GemmRsAr",
         # The owner translates the step's compile loop and calls the unit's compile as 0.33.0 writes them.
-        written_for=(("warmup_gemm_rs_ar", "5247539240d6cab5"), ("Sm100GemmRsAr.compile", "0b5dd906bd68f56d")),
+        written_for=(("warmup_gemm_rs_ar", "561e63e9e37fbd5b"), ("Sm100GemmRsAr.compile", "0b5dd906bd68f56d")),
         imports=(
             "from dataclasses import dataclass",
             "from vllm.model_executor.warmup.jit_warmup import VllmJitKernel",
@@ -161,7 +161,7 @@ BF16X3_ROUTER_GEMM_KERNEL = BF16x3RouterGemmKernel()""",
         after="def warmup_bf16x3_router_gemm",
         # The registration translates the step's call (its shape and token range); the owner calls the warmup.
         written_for=(
-            (f"{VLLM.orchestrator}:_warmup_bf16x3_router_gemm", "acb2eb36116e2e8c"),
+            (f"{VLLM.orchestrator}:_warmup_bf16x3_router_gemm", "e59de5120d47ca86"),
             ("warmup_bf16x3_router_gemm()", "ffd3dd1519cc2942"),
         ),
         imports=(

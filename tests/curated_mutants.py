@@ -2076,8 +2076,8 @@ MUTANTS = (
     Mutant(
         "owner pin: a log line whose arguments act (consume an iterator, bind) read as a log",
         "codemods/syntax.py",
-        "            isinstance(n, _INERT) or isinstance(n, ast.Call) and ast.unparse(n.func) in _INERT_CALLS\n",
-        "            True\n",
+        "        isinstance(n, _INERT) or isinstance(n, ast.Call) and ast.unparse(n.func) in _INERT_CALLS\n",
+        "        True\n",
         ("tests/test_codemod_planning_reads.py", "-k", "owner_pin"),
     ),
     Mutant(
@@ -2177,5 +2177,33 @@ MUTANTS = (
         "                methods += [(sub_home, m) for m in sub.body if isinstance(m, ast.FunctionDef)]\n",
         "                methods += []\n",
         ("tests/test_migration_gates.py", "-k", "subclass_of_the_layer_that_changes"),
+    ),
+    Mutant(
+        "owner pin: a call to a repo function passing by name differs from one passing by position",
+        "codemods/syntax.py",
+        "        _by_name(call, parameters(call.func))\n",
+        "        pass\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "by_position_or_by_name"),
+    ),
+    Mutant(
+        "owner pin: arguments that do more than read moved into the callee's order",
+        "codemods/syntax.py",
+        "    if parameters is None or not all(_inert(a) for a in arguments) or len(call.args) > len(parameters.positional):\n",
+        "    if parameters is None or len(call.args) > len(parameters.positional):\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "by_position_or_by_name"),
+    ),
+    Mutant(
+        "owner pin: a keyword the callee does not take bound anyway (and dropped)",
+        "codemods/syntax.py",
+        "        if keyword.arg not in names or keyword.arg in bound:\n",
+        "        if keyword.arg in bound:\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "by_position_or_by_name"),
+    ),
+    Mutant(
+        "owner pin: a static method called on its class read as a bound one (its first parameter not passed)",
+        "codemods/planning/owners.py",
+        "            return syntax.signature(found[1], bound=not static)\n",
+        "            return syntax.signature(found[1], bound=True)\n",
+        ("tests/test_vllm033_migrations.py", "-k", "passes_by_name"),
     ),
 )

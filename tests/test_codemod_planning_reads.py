@@ -14,7 +14,7 @@ from zerojit.codemods.planner import Planner
 from zerojit.codemods.planning.registrations import _imports_as_aliased
 from zerojit.codemods.planning.subclasses import direct_subclasses
 from zerojit.codemods.repo import RepoModules
-from zerojit.codemods.syntax import body_stores, definition_digest, source_segment, stores
+from zerojit.codemods.syntax import body_stores, definition_digest, signature, source_segment, stores
 from zerojit.codemods.transforms.constructor import nodes, walks_kept
 from zerojit.migrate.triton_lifts.specs import MTP_UPDATE
 
@@ -339,6 +339,35 @@ def test_an_owner_pin_matches_two_definitions_exactly_when_they_do_the_same(pair
     first, second, same = PAIRS[pair]
     digest = {source: definition_digest(ast.parse(source), "f")[1] for source in (first, second)}
     assert (digest[first] == digest[second]) == same
+
+
+WARM = "def warm(size, floor, limit=8192, *, cta=1):\n    pass\n"
+CALLS = {  # the call of `warm` (above) in `f`, two ways, and whether both say the same
+    "by name instead of by position": ("warm(n, 1, n * 2)", "warm(size=n, floor=1, limit=n * 2)", True),
+    "by name in another order": ("warm(n, 1, cta=2)", "warm(cta=2, floor=1, size=n)", True),
+    "a default passed or left out": ("warm(n, 1)", "warm(n, 1, 8192)", False),
+    "two arguments swapped": ("warm(n, 1)", "warm(1, n)", False),
+    "a call among the arguments, moved": ("warm(n, next(it))", "warm(floor=next(it), size=n)", False),
+    "a name the callee does not take": ("warm(n, 1)", "warm(n, 1, ctas=2)", False),
+    "a keyword-only argument by position": ("warm(n, 1, 8, cta=2)", "warm(n, 1, 8, 2)", False),
+}
+
+
+@pytest.mark.parametrize("call", list(CALLS))
+def test_an_owner_pin_reads_a_call_to_a_repo_function_the_same_by_position_or_by_name(call):
+    """The callee's parameters (as the planner finds them in the repo) bind each argument: passed by position or by
+    name, in any order, it says the same, where every argument only reads."""
+    warm = ast.parse(WARM).body[0]
+    first, second, same = CALLS[call]
+    digests = [
+        definition_digest(
+            ast.parse(f"def f(n, it):\n    return {source}\n"),
+            "f",
+            lambda definition, func: signature(warm) if ast.unparse(func) == "warm" else None,
+        )[1]
+        for source in (first, second)
+    ]
+    assert (digests[0] == digests[1]) == same
 
 
 def test_an_owner_pin_is_the_same_where_a_newer_python_adds_an_empty_field():

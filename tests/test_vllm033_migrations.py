@@ -10,6 +10,7 @@ import dataclasses
 import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -449,10 +450,13 @@ def test_a_filter_a_fork_adds_to_the_inline_gate_search_is_carried_into_the_regi
     )
 
 
-def test_a_bf16x3_step_with_other_local_names_and_log_lines_migrates_as_the_release_does(tmp_path, release_033):
-    """The owner pins the step its registration translates, but not the names of its locals nor its log lines: a
-    fork that renames `gate` and `min_num_tokens` and logs once more is the code the owner was written for, and
-    migrates to what the release migrates to."""
+def test_a_bf16x3_step_with_other_local_names_keywords_and_log_lines_migrates_as_the_release_does(
+    tmp_path, release_033
+):
+    """The owner pins the step its registration translates, but not the names of its locals, how its call passes
+    the arguments, nor its log lines: a fork that renames `gate` and `min_num_tokens`, passes the warmup's
+    arguments by name in another order and logs once more is the code the owner was written for, and migrates to
+    what the release migrates to."""
     repo = tmp_path / "tree"
     shutil.copytree(release_033, repo, copy_function=os.link)
     step = (repo / ORCHESTRATOR).read_text()
@@ -463,11 +467,34 @@ def test_a_bf16x3_step_with_other_local_names_and_log_lines_migrates_as_the_rele
     logged = renamed.replace(
         "    configs = ", '    logger.debug("BF16x3 router GEMM tokens from %d.", floor)\n    configs = '
     )
-    edit(repo, ORCHESTRATOR, step[start:end], logged)
+    by_name = logged.replace(
+        "        router.input_size,\n        router.output_size,\n        floor,\n        max_num_tokens,\n",
+        "        max_num_tokens=max_num_tokens,\n        min_num_tokens=floor,\n"
+        "        K=router.input_size,\n        M=router.output_size,\n",
+    )
+    assert by_name != logged
+    edit(repo, ORCHESTRATOR, step[start:end], by_name)
     forked, released = migrate(repo, [BF16X3_ROUTER_GEMM]), migrate(release_033, [BF16X3_ROUTER_GEMM])
     assert {c.path.relative_to(repo): c.after for c in forked.changes} == {
         c.path.relative_to(release_033): c.after for c in released.changes
     }
+
+
+def test_a_gemm_rs_ar_compile_loop_that_passes_by_name_migrates_as_the_release_does(tmp_path, release_033):
+    """`warmup_gemm_rs_ar` passing each of the compile unit's arguments by name is the loop the owner was written
+    for: the fork migrates, and its module ends as the release's does with the same loop."""
+    positional = "                _gemm_rs_ar.rank,\n                _gemm_rs_ar.world_size,\n"
+    by_name = "                rank=_gemm_rs_ar.rank,\n                num_ranks=_gemm_rs_ar.world_size,\n"
+    loop = "                cta_group,\n                _gemm_rs_ar.all_reduce,\n"
+    named_loop = "                cta_group=cta_group,\n                all_reduce=_gemm_rs_ar.all_reduce,\n"
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    edit(repo, GEMM_RS_AR_FILE, positional + loop, by_name + named_loop)
+    forked, released = migrate(repo, [GEMM_RS_AR]), migrate(release_033, [GEMM_RS_AR])
+    after = {c.path.relative_to(repo): c.after for c in forked.changes}
+    expected = {c.path.relative_to(release_033): c.after for c in released.changes}
+    expected[Path(GEMM_RS_AR_FILE)] = expected[Path(GEMM_RS_AR_FILE)].replace(positional + loop, by_name + named_loop)
+    assert after == expected
 
 
 ADD = "        self.dtypes.add(dtype)\n        return True\n"

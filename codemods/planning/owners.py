@@ -8,6 +8,7 @@ registry calls with them.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import syntax
@@ -63,7 +64,7 @@ def _check_written_for(planner: Planner, findings: Findings, spec, home) -> None
     for pinned_name, pinned in spec.owner.written_for:
         module, _, qualname = pinned_name.rpartition(":")
         source = planner.modules.get(module) if module else home
-        found = source and syntax.definition_digest(source.tree, qualname)
+        found = source and syntax.definition_digest(source.tree, qualname, _parameters(planner, source.name))
         if not found:
             findings.refuse(
                 "owner",
@@ -80,3 +81,24 @@ def _check_written_for(planner: Planner, findings: Findings, spec, home) -> None
                 syntax.where(planner.repo, source.path, found[0].lineno),
                 spec.family,
             )
+
+
+def _parameters(planner: Planner, module: str) -> Callable[[ast.AST, ast.expr], syntax.Signature | None]:
+    """The parameters of what a call in a definition of `module` calls: a repo function, or a method of a repo class
+    called on the class (`Unit.compile(...)`: a static method takes all it is passed); None for anything else."""
+    modules = planner.repo_model(module)
+
+    def parameters(definition: ast.AST, func: ast.expr) -> syntax.Signature | None:
+        scope = definition if isinstance(definition, ast.FunctionDef) else ast.FunctionDef("", ast.arguments(), [])
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            cls = modules.callee(module, scope, func.value)
+            found = modules.method_of(cls, func.attr) if cls and cls[1] else None
+            if found is None:
+                return None
+            static = any(ast.unparse(d) == "staticmethod" for d in found[1].decorator_list)
+            return syntax.signature(found[1], bound=not static)
+        callee = modules.callee(module, scope, func)
+        function = modules.definition(*callee) if callee and callee[1] else None
+        return syntax.signature(function) if isinstance(function, ast.FunctionDef) else None
+
+    return parameters
