@@ -39,6 +39,9 @@ class Engine:
     # of the built model read them bound; a constructor cannot.
     bound_later: tuple[tuple[str, str], ...]
     device_queries: tuple[str, ...]  # device facts a launcher may compute that a dispatcher may compute too
+    # What the engine sets on a parameter for its weight loader to read (`set_weight_attrs`): a store of one
+    # (`self.router.weight.weight_loader = ...`) changes no dtype, shape or device of the parameter.
+    loader_attributes: frozenset[str]
     ceil_division: str  # the helper a written gate calls for `(a + b - 1) // b` where the site imports it
     # Device checks of which at most one holds (vLLM's Platform compares one enum): a gate that requires one
     # does not also write `not` another.
@@ -74,6 +77,7 @@ VLLM = Engine(
     class_calls=(("apply", "forward"),),
     bound_later=(("kv_cache", "bind_kv_cache"),),
     device_queries=("is_arch_support_pdl",),
+    loader_attributes=frozenset(("weight_loader", "output_dim", "input_dim", "dummy_weight_value")),
     ceil_division="vllm.utils.math_utils.cdiv",
     exclusive_checks=frozenset(
         f"vllm.platforms.current_platform.is_{kind}()" for kind in ("cuda", "rocm", "tpu", "xpu", "cpu", "out_of_tree")

@@ -403,8 +403,8 @@ class Owner:
         '`[["Class.method", "digest"]]`: the definitions the owner and its registration translate (the legacy step, '
         "its compile loop; `f()`: a function's parameters alone; `pkg.module:f` in another module than the "
         "kernel's), each with the digest of the code it was written from (docstrings, layout, log lines, local names, "
-        "and whether a call to a repo function passes an argument by position or by name aside): a tree whose code "
-        "differs is refused at that definition, with its digest (the owner may not fit it)",
+        "and whether a call to an undecorated repo function passes an argument by position or by name aside): a "
+        "tree whose code differs is refused at that definition, with its digest (the owner may not fit it)",
         (),
         kind="pairs",
     )

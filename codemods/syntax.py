@@ -86,6 +86,21 @@ def body_stores(function: ast.FunctionDef) -> list[str]:
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
+def self_reads(node: ast.AST, required: bool = False) -> set[str]:
+    """The x of each `self.x` that `node` reads, and of each `getattr(self, "x"[, default])` or `hasattr(self, "x")`;
+    `required`: only those that fail where `self` lacks x (neither a default nor `hasattr`)."""
+    found = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and ast.unparse(n.value) == "self":
+            found.add(n.attr)
+        elif isinstance(n, ast.Call) and ast.unparse(n.func) in ("getattr", "hasattr") and len(n.args) >= 2:
+            owner, name = n.args[:2]
+            if ast.unparse(owner) == "self" and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                if not required or ast.unparse(n.func) == "getattr" and len(n.args) == 2:
+                    found.add(name.value)
+    return found
+
+
 def self_stores(node: ast.AST) -> Iterator[tuple[str, ast.stmt]]:
     """Each `self.x` an assignment inside `node` stores (`=`, annotated, augmented, or one target of several), with
     its statement."""
@@ -373,8 +388,9 @@ def _what_it_says(node: ast.AST, parameters: Callable[[ast.expr], Signature | No
                 kept = [s for s in block[docstring:] if not _logs(s)]
                 bare_try = field == "finalbody" and not getattr(inner, "handlers", None)  # needs its `finally`
                 setattr(inner, field, kept or ([ast.Pass()] if field == "body" or bare_try else []))
-    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)) if parameters else ():
-        _by_name(call, parameters(call.func))
+    if parameters is not None:
+        for call in [n for n in ast.walk(node) if isinstance(n, ast.Call)]:
+            _by_name(call, parameters(call.func))
     own = _own_names(node)
     numbered: dict[str, str] = {}
 

@@ -95,7 +95,7 @@ GEMM_RS_AR = MigrationSpec(
 _GEMM_RS_AR_KERNEL = GemmRsArKernel()""",
         after="class Sm100GemmRsAr",
         # The owner translates the step's compile loop and calls the unit's compile as 0.33.0 writes them.
-        written_for=(("warmup_gemm_rs_ar", "561e63e9e37fbd5b"), ("Sm100GemmRsAr.compile", "0b5dd906bd68f56d")),
+        written_for=(("warmup_gemm_rs_ar", "5247539240d6cab5"), ("Sm100GemmRsAr.compile", "0b5dd906bd68f56d")),
         imports=(
             "from dataclasses import dataclass",
             "from vllm.model_executor.warmup.jit_warmup import VllmJitKernel",

@@ -11,10 +11,11 @@ import pytest
 from tree_forks import write_tree
 
 from zerojit.codemods.planner import Planner
+from zerojit.codemods.planning.owners import _parameters
 from zerojit.codemods.planning.registrations import _imports_as_aliased
 from zerojit.codemods.planning.subclasses import direct_subclasses
 from zerojit.codemods.repo import RepoModules
-from zerojit.codemods.syntax import body_stores, definition_digest, signature, source_segment, stores
+from zerojit.codemods.syntax import body_stores, definition_digest, self_reads, signature, source_segment, stores
 from zerojit.codemods.transforms.constructor import nodes, walks_kept
 from zerojit.migrate.triton_lifts.specs import MTP_UPDATE
 
@@ -368,6 +369,69 @@ def test_an_owner_pin_reads_a_call_to_a_repo_function_the_same_by_position_or_by
         for source in (first, second)
     ]
     assert (digests[0] == digests[1]) == same
+
+
+UNITS = """
+    import functools
+
+
+    def plain(a, b):
+        pass
+
+
+    @functools.cache
+    def cached(a, b):
+        pass
+
+
+    class Unit:
+        @staticmethod
+        def static(a, b):
+            pass
+
+        @classmethod
+        def made(cls, a, b):
+            pass
+
+        def method(self, a, b):
+            pass
+    """
+REPO_CALLS = {  # a call in a step of the tree above, two ways, and whether both say the same
+    "an undecorated function": ("plain(x, y)", "plain(b=y, a=x)", True),
+    "a cached function (the cache keys the two apart)": ("cached(x, y)", "cached(a=x, b=y)", False),
+    "a static method on its class": ("Unit.static(x, y)", "Unit.static(a=x, b=y)", True),
+    "a class method on its class": ("Unit.made(x, y)", "Unit.made(a=x, b=y)", True),
+    "a plain method on its class, its self passed first": ("Unit.method(u, x, y)", "Unit.method(u, a=x, b=y)", True),
+    "a plain method on its class, its self not passed": ("Unit.method(x, y)", "Unit.method(a=x, b=y)", False),
+}
+
+
+@pytest.mark.parametrize("call", list(REPO_CALLS))
+def test_an_owner_pin_reads_a_repo_call_by_name_only_where_the_callee_binds_it_as_python_does(tmp_path, call):
+    """The planner gives the digest the parameters of a repo function or of a method called on its class; of a
+    decorated one, none (a decorator may tell the two apart, as `functools.cache` does)."""
+    first, second, same = REPO_CALLS[call]
+    step = "from pkg.units import Unit, cached, plain\n\n\ndef step(u, x, y):\n    {}\n\n\nclass Holder:\n    {}\n"
+    digests = []
+    for source in (first, second):
+        repo = write_tree(tmp_path / str(len(digests)), {"pkg/__init__.py": "", "pkg/units.py": UNITS})
+        (repo / "pkg/step.py").write_text(step.format(source, f"made = {source}"))
+        planner = Planner(repo, [])
+        tree = planner.modules["pkg.step"].tree
+        digests.append(definition_digest(tree, "step", _parameters(planner, "pkg.step"))[1])
+        assert definition_digest(tree, "Holder", _parameters(planner, "pkg.step"))  # a call in a class body
+    assert (digests[0] == digests[1]) == same
+
+
+def test_self_reads_names_what_a_registration_reads_off_self_by_attribute_or_by_name():
+    """`getattr(self, "x", default)` and `hasattr(self, "x")` read x as `self.x` does; only `self.x` and a
+    `getattr` without a default need the object to have it."""
+    code = ast.parse(
+        'w = getattr(self, "weight", None)\nif hasattr(self, "bias") and self.tp_size > 1:\n'
+        '    register(getattr(self, "scale"), getattr(other, "gain"), getattr(self, name))\nself.out = 1\n'
+    )
+    assert self_reads(code) == {"weight", "bias", "tp_size", "scale"}
+    assert self_reads(code, required=True) == {"tp_size", "scale"}
 
 
 def test_an_owner_pin_is_the_same_where_a_newer_python_adds_an_empty_field():

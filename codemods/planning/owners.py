@@ -84,21 +84,29 @@ def _check_written_for(planner: Planner, findings: Findings, spec, home) -> None
 
 
 def _parameters(planner: Planner, module: str) -> Callable[[ast.AST, ast.expr], syntax.Signature | None]:
-    """The parameters of what a call in a definition of `module` calls: a repo function, or a method of a repo class
-    called on the class (`Unit.compile(...)`: a static method takes all it is passed); None for anything else."""
+    """The parameters of what a call in a definition of `module` calls, where passing an argument by position or by
+    name cannot make a difference: an undecorated repo function, or a method of a repo class called on the class
+    (a plain one takes its `self` first). None for anything else: a decorator may see how it is called
+    (`functools.cache` keys `f(1)` and `f(x=1)` apart, and a cached compile is what an owner warms)."""
     modules = planner.repo_model(module)
 
     def parameters(definition: ast.AST, func: ast.expr) -> syntax.Signature | None:
-        scope = definition if isinstance(definition, ast.FunctionDef) else ast.FunctionDef("", ast.arguments(), [])
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        functions = [n for n in ast.walk(definition) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        around = [f for f in functions if f.lineno <= func.lineno <= f.end_lineno]
+        scope = min(around, key=lambda f: f.end_lineno - f.lineno, default=None)  # where the call's names are read
+        if scope is None:
+            return None
+        callee = modules.callee(module, scope, func)
+        if callee is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             cls = modules.callee(module, scope, func.value)
             found = modules.method_of(cls, func.attr) if cls and cls[1] else None
-            if found is None:
+            decorators = {ast.unparse(d) for d in found[1].decorator_list} if found else set()
+            if found is None or decorators - {"staticmethod", "classmethod"}:
                 return None
-            static = any(ast.unparse(d) == "staticmethod" for d in found[1].decorator_list)
-            return syntax.signature(found[1], bound=not static)
-        callee = modules.callee(module, scope, func)
+            return syntax.signature(found[1], bound="classmethod" in decorators)
         function = modules.definition(*callee) if callee and callee[1] else None
-        return syntax.signature(function) if isinstance(function, ast.FunctionDef) else None
+        if not isinstance(function, ast.FunctionDef) or function.decorator_list:
+            return None
+        return syntax.signature(function)
 
     return parameters

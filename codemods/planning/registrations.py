@@ -378,7 +378,7 @@ def layer_filter_problems(
         module, name = qualified.rsplit(".", 1)
         for method in (n for n in modules.definition(module, name).body if isinstance(n, ast.FunctionDef)):
             if method.name in ("__init__", site) or method is frame.function:  # what the site's layer has
-                held |= {a for a, _ in syntax.self_stores(method)} | _self_reads(method)
+                held |= {a for a, _ in syntax.self_stores(method)} | syntax.self_reads(method, required=True)
                 continue
             for attribute, statement in syntax.self_stores(method):
                 again = f"{method.name}() sets self.{attribute} again ({modules.where(module, statement)})"
@@ -406,18 +406,6 @@ def layer_filter_problems(
                     f"{frame.classes[0]} never sets self.{attribute}, so the registration cannot check it"
                 )
     return problems
-
-
-def _self_reads(method: ast.FunctionDef) -> set[str]:
-    """The `self.x` a method reads: where the constructor reads one, the built layer has it."""
-    return {
-        n.attr
-        for n in ast.walk(method)
-        if isinstance(n, ast.Attribute)
-        and isinstance(n.ctx, ast.Load)
-        and isinstance(n.value, ast.Name)
-        and n.value.id == "self"
-    }
 
 
 def _set_from_outside(planner: Planner, attribute: str) -> str | None:

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from .. import syntax
 from ..repo import RepoModules
 from ..spec import MigrationSpec, SpecError
 from ..syntax import self_stores
@@ -153,7 +154,9 @@ def changed_after_building(
             ):
                 continue
             for place, scope, after, holders in _reaches(planner, modules, home, nodes, built, changing):
-                for statement, held, attribute in _changes(scope, holders, reads, changers):
+                for statement, held, attribute in _changes(
+                    scope, holders, reads, changers, planner.engine.loader_attributes
+                ):
                     if statement.lineno > after:
                         what = f"{held}.{attribute}"
                         if attribute in changers:
@@ -247,11 +250,12 @@ def _returns(function: ast.FunctionDef, name: str) -> bool:
 
 
 def _changes(
-    scope: ast.AST, holders: set[str], reads: set[str], changers: dict[str, list[str]]
+    scope: ast.AST, holders: set[str], reads: set[str], changers: dict[str, list[str]], loader_attributes: frozenset
 ) -> Iterator[tuple[ast.AST, str, str]]:
-    """Each assignment of `scope` whose target goes through what holds the object to an attribute of `reads`, and
-    each call of a `changers` method on it: with what holds it there (`holders`, and in each function the names it
-    assigns one of them: `norm = self.norm`) and the attribute or method."""
+    """Each assignment of `scope` whose target goes through what holds the object to an attribute of `reads` (but
+    for one of the engine's `loader_attributes` set on it: `self.gate.weight.weight_loader = ...`), and each call of
+    a `changers` method on it: with what holds it there (`holders`, and in each function the names it assigns one
+    of them: `norm = self.norm`) and the attribute or method."""
     parts = [scope, *(n for n in ast.walk(scope) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]
     for part in dict.fromkeys(parts):
         own = list(_own_nodes(part))
@@ -259,6 +263,7 @@ def _changes(
         for node in own:
             if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                targets = [t for t in targets if getattr(t, "attr", None) not in loader_attributes]
                 for attribute in (a for t in targets for a in ast.walk(t) if isinstance(a, ast.Attribute)):
                     if attribute.attr in reads and ast.unparse(attribute.value) in held:
                         yield node, ast.unparse(attribute.value), attribute.attr
@@ -349,19 +354,14 @@ def unset_attributes(
 ) -> list[str]:
     """`self.x` the registration and gate read that a replacing constructor never sets: neither it, nor an
     `__init__` of a repo class it calls explicitly, nor a class attribute of the class or its repo bases."""
-    reads = self_reads(spec)
+    reads = self_reads(spec, required=True)
     available = _set_by(modules, module, init, depth=0) | class_names(modules, module, cls, depth=0)
     return sorted(reads - available)
 
 
-def self_reads(spec: MigrationSpec) -> set[str]:
-    """The x of each `self.x` the registration and its gate read."""
-    code = spec.registration.code + "\n" + (spec.registration.gate or "")
-    return {
-        n.attr
-        for n in ast.walk(ast.parse(code))
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
-    }
+def self_reads(spec: MigrationSpec, required: bool = False) -> set[str]:
+    """The x of each `self.x` the registration and its gate read (`syntax.self_reads`)."""
+    return syntax.self_reads(ast.parse(spec.registration.code + "\n" + (spec.registration.gate or "")), required)
 
 
 def _set_by(modules: RepoModules, module: str, init: ast.FunctionDef, depth: int) -> set[str]:
