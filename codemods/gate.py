@@ -28,7 +28,7 @@ from pyflakes import checker as pyflakes_checker
 from pyflakes import messages
 
 from .repo import IMPORTERS, absolute_module, callee_names, module_named_by, qualified_names
-from .syntax import where
+from .syntax import SCOPES, own_nodes, where
 
 # What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823, F405).
 _BLOCKING = (
@@ -260,7 +260,6 @@ def _computed_names(path: Path, tree: ast.Module, bound: Mapping[str, set[str]],
 
 _BY_STRING = re.compile(r"\b(import_module|__import__|modules)\b")  # modules: sys.modules, sys aliased too
 _ATTRIBUTE_FUNCTIONS = ("getattr", "hasattr", "setattr")
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def _looked_up_by_string(
@@ -286,12 +285,12 @@ def _looked_up_by_string(
         return {imported} if imported else set()
 
     def scope(node: ast.AST, outer: Mapping[str, set[str]]) -> Iterable[Finding]:
-        own = list(_own_nodes(node))
+        own = list(own_nodes(node))
         bound_here = (
             {n.id for n in own if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
             | {n.arg for n in own if isinstance(n, ast.arg)}
             | {n.asname or n.name.split(".")[0] for n in own if isinstance(n, ast.alias)}
-            | {n.name for n in own if isinstance(n, _SCOPES) and not isinstance(n, ast.Lambda)}
+            | {n.name for n in own if isinstance(n, SCOPES) and not isinstance(n, ast.Lambda)}
         )
         names = {name: modules for name, modules in outer.items() if name not in bound_here}
         for n in sorted(
@@ -324,18 +323,7 @@ def _looked_up_by_string(
                         f"string: the kernel is now {renamed[exporter, attr].new}",
                     )
         for n in own:
-            if isinstance(n, _SCOPES):
+            if isinstance(n, SCOPES):
                 yield from scope(n, outer if isinstance(node, ast.ClassDef) else names)
 
     yield from scope(tree, {})
-
-
-def _own_nodes(scope: ast.AST) -> Iterable[ast.AST]:
-    """The nodes of a scope, without the insides of the functions, lambdas and classes in it (those themselves are
-    included)."""
-    pending = list(ast.iter_child_nodes(scope))
-    while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, _SCOPES):
-            pending += ast.iter_child_nodes(node)

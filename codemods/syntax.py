@@ -86,6 +86,20 @@ def body_stores(function: ast.FunctionDef) -> list[str]:
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a scope (a module, class or function), without the insides of the functions, lambdas and
+    classes in it (those themselves are included)."""
+    pending = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, SCOPES):
+            pending += ast.iter_child_nodes(node)
+
+
 def self_reads(node: ast.AST, required: bool = False) -> set[str]:
     """The x of each `self.x` that `node` reads, and of each `getattr(self, "x"[, default])` or `hasattr(self, "x")`;
     `required`: only those that fail where `self` lacks x (neither a default nor `hasattr`)."""

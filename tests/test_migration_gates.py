@@ -582,7 +582,7 @@ def test_a_layer_that_changes_what_its_childs_registration_read_after_building_i
         ('        self.linear_attn.norm.activation = "sigmoid"\n', "self.linear_attn.norm"),
         (
             '        linear_attn = self.linear_attn\n        linear_attn.norm.activation = "sigmoid"\n',
-            "linear_attn.norm",
+            "self.linear_attn.norm",
         ),
     ],
 )
@@ -598,6 +598,51 @@ def test_a_layer_method_that_changes_what_its_childs_registration_read_is_refuse
     line = 1 + (repo / model).read_text().splitlines().index(body.splitlines()[-1])
     why = refused(repo, "fla-layer-norm")
     assert f"qwen3_next.py:{line}: this changes {changed} after QwenGatedDeltaNetAttention is built" in why
+
+
+BUILT = "            self.linear_attn = QwenGatedDeltaNetAttention(\n"
+
+
+@pytest.mark.parametrize(
+    "built, after",
+    [
+        (BUILT, '            norm = self.linear_attn.norm\n            norm.activation = "sigmoid"\n'),
+        (
+            BUILT.replace(" = Qwen", ": QwenGatedDeltaNetAttention = Qwen"),
+            '            self.linear_attn.norm.activation = "s"\n',
+        ),
+    ],
+)
+def test_a_change_through_a_name_one_level_down_or_built_annotated_is_refused(tmp_path, built, after):
+    """The decoder layer's constructor changes the norm its GDN child's registration read, through a local that
+    holds the norm itself, or after building the child with an annotated assignment: refused at the change."""
+    repo = copy_033(tmp_path / "tree")
+    model = "vllm/model_executor/models/qwen3_next.py"
+    tail = "                reduce_results=not self.use_attn_reduce_scatter_for_moe,\n            )\n"
+    text = (repo / model).read_text()
+    at = text.index(tail, text.index(BUILT)) + len(tail)
+    changed = text[:at].replace(BUILT, built) + after + text[at:]
+    replace_file(repo / model, changed)
+    line = 1 + changed.splitlines().index(after.splitlines()[-1])
+    why = refused(repo, "fla-layer-norm")
+    assert f"qwen3_next.py:{line}: this changes self.linear_attn.norm after QwenGatedDeltaNetAttention is built" in why
+
+
+def test_a_subclass_that_replaces_the_constructor_holds_its_own_child_and_migrates(tmp_path):
+    """A subclass of the decoder layer that skips its constructor (`super(Qwen3NextDecoderLayer, self)`) builds a
+    `linear_attn` of its own: what its methods change there is not the GDN layer the parent builds."""
+    repo = copy_033(tmp_path / "tree")
+    replace_file(
+        repo / "vllm/model_executor/models/qwen3_next_v2.py",
+        "from torch import nn\n\nfrom vllm.model_executor.models.qwen3_next import Qwen3NextDecoderLayer\n\n\n"
+        "class Qwen3NextV2DecoderLayer(Qwen3NextDecoderLayer):\n"
+        "    def __init__(self):\n"
+        "        super(Qwen3NextDecoderLayer, self).__init__()\n"
+        "        self.linear_attn = nn.Module()\n\n"
+        "    def use_sigmoid(self):\n"
+        "        self.linear_attn.norm.activation = 'sigmoid'\n",
+    )
+    written(repo, "fla-layer-norm")
 
 
 def test_a_subclass_of_the_layer_that_changes_what_its_childs_registration_read_is_refused(tmp_path):

@@ -564,7 +564,19 @@ GEMM_HOLDER_FORKS = {  # the workspace's mode changed through what holds it, aft
         DEEPSEEK_ATTENTION,
         "            self.gemm_rs = gemm_rs\n",
         "            self.gemm_rs = gemm_rs\n            gemm_rs.all_reduce = True\n",
-        f"{DEEPSEEK_ATTENTION}:761: this changes gemm_rs.all_reduce after GemmRsAr is built",
+        f"{DEEPSEEK_ATTENTION}:761: this changes get_gemm_rs_ar().all_reduce after GemmRsAr is built",
+    ),
+    "a layer keeps the workspace and switches it in another method": (
+        DEEPSEEK_ATTENTION,
+        "        if self.gemm_rs is None:\n            return self.wo_b(z)\n",
+        "        if self.gemm_rs is None:\n            return self.wo_b(z)\n        self.gemm_rs.all_reduce = True\n",
+        f"{DEEPSEEK_ATTENTION}:774: this changes get_gemm_rs_ar().all_reduce after GemmRsAr is built",
+    ),
+    "a layer holds the workspace in one arm of a conditional, and annotates the store": (
+        DEEPSEEK_ATTENTION,
+        "        gemm_rs = get_gemm_rs_ar()\n",
+        "        gemm_rs = get_gemm_rs_ar() if self.wo_b is not None else None\n        gemm_rs.all_reduce: bool = True\n",
+        f"{DEEPSEEK_ATTENTION}:759: this changes get_gemm_rs_ar().all_reduce after GemmRsAr is built",
     ),
     "a layer sets the mode through the module": (
         DEEPSEEK_ATTENTION,

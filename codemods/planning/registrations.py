@@ -21,7 +21,7 @@ from ..spec import MigrationSpec, SpecError, free_names
 from ..transforms.adopt_contract import RewriteDispatch, adoption, shadowed_state
 from ..transforms.insert_registration import InsertRegistration
 from ..transforms.registration_code import joined_into_registration_if, renamed_in
-from . import recording, subclasses
+from . import after_building, recording, subclasses
 
 if TYPE_CHECKING:
     from ..planner import Planner, SourceModule
@@ -95,7 +95,7 @@ def plan(planner: Planner) -> Findings:
                 for line, why in recording.problems(home.text, node, init, anchor):
                     findings.refuse("recording", why, syntax.where(planner.repo, home.path, line), spec.family)
             reads = set() if done else subclasses.self_reads(spec)  # changed after the registration: read stale
-            for built_home, statement, changed in subclasses.changed_after_building(
+            for built_home, statement, changed in after_building.changed_after_building(
                 planner, modules, home.name, name, reads, method
             ):
                 findings.refuse(

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from .. import syntax
 from ..repo import RepoModules
 from ..spec import MigrationSpec, SpecError
-from ..syntax import self_stores
 from ..transforms.adopt_contract import self_attributes
 
 if TYPE_CHECKING:
@@ -85,13 +84,13 @@ def _overrides(
 ) -> Iterator[tuple[SourceModule, str, ast.FunctionDef, ast.Call | None]]:
     """Each subclass of `module.name` (at any depth) that defines `method`, with its call of the parent's (None: it
     never calls it)."""
-    for home, node, own, wanted in _subclasses(planner, modules, module, name):
+    for home, node, own, wanted in subclasses_of(planner, modules, module, name):
         init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method), None)
         if init is not None:
             yield home, node.name, init, _parent_call(modules, home.name, init, wanted, own, method)
 
 
-def _subclasses(
+def subclasses_of(
     planner: Planner, modules: RepoModules, module: str, name: str
 ) -> Iterator[tuple[SourceModule, ast.ClassDef, tuple, set]]:
     """Each subclass of `module.name` in the repo, at any depth, with its qualified name and the classes found so far
@@ -105,200 +104,6 @@ def _subclasses(
             wanted.add(own)
             queue.append(node.name)
             yield home, node, own, wanted
-
-
-def changed_after_building(
-    planner: Planner, modules: RepoModules, module: str, name: str, reads: set[str], method: str
-) -> list[tuple[SourceModule, ast.stmt, str]]:
-    """Statements of the repo that build `module.name` (or a subclass) as `x = Class(...)` and then, where code can
-    still reach it (`_reaches`), store into `x.<attr>` for an attr of `reads` (`self.linear_attn.norm.activation =
-    ...` after `self.linear_attn = Class(...)`), or call a method of the class, other than the registration's
-    `method`, that sets one (`self.gate.set_out_dtype(...)`): the registration read the value before. `x` is also
-    what holds it there (`norm = self.linear_attn.norm`, `get_workspace()` returning it). Each with the statement
-    and what it changes (`self.linear_attn.norm`)."""
-    if not reads:
-        return []
-    classes = {modules.resolve(module, name)} | {own for _, _, own, _ in _subclasses(planner, modules, module, name)}
-    names = {qualified[1] for qualified in classes}
-    node = modules.definition(*modules.resolve(module, name))
-    changers = {
-        member.name: sorted({attr for attr, _ in self_stores(member)} & reads)
-        for member in getattr(node, "body", ())
-        if isinstance(member, ast.FunctionDef) and member.name not in ("__init__", method)
-    }
-    changers = {changer: changed for changer, changed in changers.items() if changed}
-    changing, through_self = _changing(planner, modules, reads, changers)
-    pattern = "|".join(map(re.escape, sorted(names)))
-    module_level = re.compile(rf"^(?:\w+\s*(?::[^=\n]*)?=\s*(?:\w+\.)*(?:{pattern})\(|\s+global\s)", re.MULTILINE)
-    found = []
-    for home in (m for m in planner.modules.values() if any(f"{n}(" in m.text for n in names)):
-        # Parsed only where code that changes such an attribute can reach what it builds: the module itself; any
-        # module, for what it builds at the top level or as a `global`; a subclass's method, which stores through
-        # `self.<name>.`, for what a class of it builds.
-        classes_here = re.findall(r"class\s+(\w+)", home.class_heads)
-        if not (
-            home.name in changing
-            or (changing and module_level.search(home.text))
-            or any(c in m.text for m in through_self for c in classes_here)
-        ):
-            continue
-        spelled = names | {a for n in names for a in re.findall(rf"\b{re.escape(n)}\s+as\s+(\w+)", home.text)}
-        nodes = list(ast.walk(home.tree))
-        for built in nodes:
-            if not (
-                isinstance(built, ast.Assign)
-                and len(built.targets) == 1
-                and isinstance(built.value, ast.Call)
-                and getattr(built.value.func, "id", getattr(built.value.func, "attr", None)) in spelled
-                and modules.reference(home.name, built.value.func) in classes
-            ):
-                continue
-            for place, scope, after, holders in _reaches(planner, modules, home, nodes, built, changing):
-                for statement, held, attribute in _changes(
-                    scope, holders, reads, changers, planner.engine.loader_attributes
-                ):
-                    if statement.lineno > after:
-                        what = f"{held}.{attribute}"
-                        if attribute in changers:
-                            what = f"{', '.join(f'{held}.{a}' for a in changers[attribute])} (through {attribute})"
-                        found.append((place, statement, what))
-    return found
-
-
-def _changing(
-    planner: Planner, modules: RepoModules, reads: set[str], changers: dict[str, list[str]]
-) -> tuple[dict[str, SourceModule], list[SourceModule]]:
-    """The modules whose text stores into `<anything>.<read>` or calls `.<changer>(`, and those of them that do so
-    through `self.<name>.` (found once a run for a set of attributes)."""
-    key = ("changing", frozenset(reads), frozenset(changers))
-    if key not in modules.memo:
-        read = "|".join(map(re.escape, sorted(reads)))
-        called = "|".join(map(re.escape, sorted(changers))) or "(?!)"
-        change = re.compile(rf"\.(?:{read})\b[\w.\[\]]*\s*[-+*/%&|^@]?=(?!=)|\.(?:{called})\(")
-        changing = {m.name: m for m in planner.modules.values() if change.search(m.text)}
-        through_self = [
-            m
-            for m in changing.values()
-            if any(
-                re.search(r"\bself\.\w+$", m.text[max(at.start() - 80, 0) : at.start()])
-                for at in change.finditer(m.text)
-            )
-        ]
-        modules.memo[key] = changing, through_self
-    return modules.memo[key]
-
-
-def _reaches(
-    planner: Planner,
-    modules: RepoModules,
-    home: SourceModule,
-    nodes: list[ast.AST],
-    built: ast.Assign,
-    changing: dict[str, SourceModule],
-) -> list[tuple[SourceModule, ast.AST, int, set[str]]]:
-    """Where code can reach the object `built` stores once it is built, each with the line after which that code
-    runs later and the expressions that hold the object there:
-    - the rest of the building function;
-    - for a module-level name (built at the top level, or in a function that declares it `global`: a later call
-      finds the object an earlier one built), the whole module, and each module that imports the name or a
-      function of the module that returns it (`get_workspace()`), through what it imports;
-    - for `self.<name>`, the other methods of the class and every method of its subclasses."""
-    held = ast.unparse(built.targets[0])
-    functions = [n for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-    around = [f for f in functions if f.lineno <= built.lineno <= f.end_lineno]
-    function = min(around, key=lambda f: f.end_lineno - f.lineno, default=None)  # the innermost
-    if function is None or any(isinstance(n, ast.Global) and held in n.names for n in ast.walk(function)):
-        accessors = {f.name for f in home.tree.body if isinstance(f, ast.FunctionDef) and _returns(f, held)}
-        places = [(home, home.tree, 0, {held, *(f"{a}()" for a in accessors)})]
-        for other in changing.values():
-            if other is not home and any(n in other.text for n in (held, *accessors)):
-                holders = set()
-                for local, (source, attribute) in modules.imports(other.name).items():
-                    found = modules.resolve(source, attribute) if attribute else (source, None)
-                    if found == (home.name, held):
-                        holders.add(local)
-                    elif found[0] == home.name and found[1] in accessors:
-                        holders.add(f"{local}()")
-                    elif found == (home.name, None):
-                        holders |= {f"{local}.{held}", *(f"{local}.{a}()" for a in accessors)}
-                places += [(other, other.tree, 0, holders)] if holders else []
-        return places
-    places = [(home, function, built.lineno, {held})]
-    if held.startswith("self."):
-        owner = min(
-            (c for c in nodes if isinstance(c, ast.ClassDef) and function in c.body),
-            key=lambda c: c.end_lineno - c.lineno,
-            default=None,
-        )
-        methods = [
-            (home, m) for m in getattr(owner, "body", ()) if isinstance(m, ast.FunctionDef) and m is not function
-        ]
-        # A subclass's methods reach it too; one is looked for only where a module that changes such an attribute
-        # goes through `self.<name>.` and names the class.
-        if owner is not None and any(f"{held}." in m.text and owner.name in m.text for m in changing.values()):
-            for sub_home, sub, _, _ in _subclasses(planner, modules, home.name, owner.name):
-                methods += [(sub_home, m) for m in sub.body if isinstance(m, ast.FunctionDef)]
-        places += [(place, method, 0, {held}) for place, method in methods]
-    return places
-
-
-def _returns(function: ast.FunctionDef, name: str) -> bool:
-    """Whether `function` hands out the module-level `name` (`return name`)."""
-    return any(
-        isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == name for n in ast.walk(function)
-    )
-
-
-def _changes(
-    scope: ast.AST, holders: set[str], reads: set[str], changers: dict[str, list[str]], loader_attributes: frozenset
-) -> Iterator[tuple[ast.AST, str, str]]:
-    """Each assignment of `scope` whose target goes through what holds the object to an attribute of `reads` (but
-    for one of the engine's `loader_attributes` set on it: `self.gate.weight.weight_loader = ...`), and each call of
-    a `changers` method on it: with what holds it there (`holders`, and in each function the names it assigns one
-    of them: `norm = self.norm`) and the attribute or method."""
-    parts = [scope, *(n for n in ast.walk(scope) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]
-    for part in dict.fromkeys(parts):
-        own = list(_own_nodes(part))
-        held = _aliased(own, holders)
-        for node in own:
-            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                targets = [t for t in targets if getattr(t, "attr", None) not in loader_attributes]
-                for attribute in (a for t in targets for a in ast.walk(t) if isinstance(a, ast.Attribute)):
-                    if attribute.attr in reads and ast.unparse(attribute.value) in held:
-                        yield node, ast.unparse(attribute.value), attribute.attr
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in changers:
-                if ast.unparse(node.func.value) in held:
-                    yield node, ast.unparse(node.func.value), node.func.attr
-
-
-def _own_nodes(part: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function (or module) outside the functions, classes and lambdas it defines."""
-    queue = list(ast.iter_child_nodes(part))
-    while queue:
-        node = queue.pop()
-        yield node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            queue += ast.iter_child_nodes(node)
-
-
-def _aliased(nodes: list[ast.AST], holders: set[str]) -> set[str]:
-    """`holders` and the names `nodes` assign one of them (`norm = self.norm`, `ws := get_workspace()`)."""
-    pairs = [(t.id, ast.unparse(v)) for t, v in map(_name_and_value, nodes) if isinstance(t, ast.Name) and v]
-    held, grown = set(holders), True
-    while grown:
-        grown = {name for name, value in pairs if value in held} - held
-        held |= grown
-    return held
-
-
-def _name_and_value(node: ast.AST) -> tuple[ast.expr | None, ast.expr | None]:
-    """What a single-target assignment (`=`, annotated, `:=`) binds, and its value."""
-    if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        return node.targets[0], node.value
-    if isinstance(node, ast.AnnAssign | ast.NamedExpr):
-        return node.target, node.value
-    return None, None
 
 
 def direct_subclasses(planner: Planner, modules: RepoModules, base: str) -> list[tuple[str, str]]:
