@@ -75,6 +75,11 @@ class SourceModule:
         return "\n".join(found)
 
     @functools.cached_property
+    def lines(self) -> list[str]:
+        """The module's lines (a node's `lineno` indexes them from 1)."""
+        return self.text.splitlines()
+
+    @functools.cached_property
     def classes(self) -> list[ast.ClassDef]:
         """Every class the module defines, at any depth (one walk, kept: subclass searches ask again and again)."""
         return [node for node in statements(self.tree) if isinstance(node, ast.ClassDef)]

@@ -2272,8 +2272,8 @@ MUTANTS = (
     Mutant(
         "construction: an annotated store (`x.mode: bool = True`) not looked for",
         "codemods/planning/after_building.py",
-        '        change = re.compile(rf"\\.(?:{read})\\b[\\w.\\[\\]]*\\s*(?::[^=\\n]*)?[-+*/%&|^@]?=(?!=)|\\.(?:{called})\\(")\n',
-        '        change = re.compile(rf"\\.(?:{read})\\b[\\w.\\[\\]]*\\s*[-+*/%&|^@]?=(?!=)|\\.(?:{called})\\(")\n',
+        '        stores = re.compile(rf"\\.(?<!\\bself\\.)(?:{read})\\b[\\w.\\[\\]]*\\s*(?::[^=\\n]*)?[-+*/%&|^@]?=(?!=)")\n',
+        '        stores = re.compile(rf"\\.(?<!\\bself\\.)(?:{read})\\b[\\w.\\[\\]]*\\s*[-+*/%&|^@]?=(?!=)")\n',
         ("tests/test_vllm033_migrations.py", "-k", "through_what_holds_it"),
     ),
 )

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ..repo import RepoModules
-from ..syntax import own_nodes, self_stores
+from ..syntax import own_nodes, self_stores, statements
 from .subclasses import replacing_subclasses, subclasses_of
 
 if TYPE_CHECKING:
@@ -43,23 +43,28 @@ def changed_after_building(
         if isinstance(member, ast.FunctionDef) and member.name not in ("__init__", method)
     }
     changers = {changer: changed for changer, changed in changers.items() if changed}
-    changing, through_self = _changing(planner, modules, reads, changers)
+    changing, based = _changing(planner, modules, reads, changers)
     pattern = "|".join(map(re.escape, sorted(names)))
-    module_level = re.compile(rf"^(?:\w+\s*(?::[^=\n]*)?=\s*(?:\w+\.)*(?:{pattern})\(|[ \t]+global\s)", re.MULTILINE)
+    global_names = r"[ \t]+global[ \t]+\w+[\w, \t]*$"
+    module_level = re.compile(rf"^(?:\w+\s*(?::[^=\n]*)?=\s*(?:\w+\.)*(?:{pattern})\(|{global_names})", re.MULTILINE)
+    attributes = "|".join(map(re.escape, sorted({*reads, *changers})))
     found: dict[tuple, tuple[SourceModule, ast.AST, str]] = {}
     for home in (m for m in planner.modules.values() if any(f"{n}(" in m.text for n in names)):
-        # Parsed only where code that changes such an attribute can reach what it builds: the module itself; any
-        # module, for what it builds at the top level or as a `global`; a subclass's method, which stores through
-        # `self.<name>.`, for what a class of it builds.
-        classes_here = re.findall(r"class\s+(\w+)", home.class_heads)
+        spelled = names | {
+            alias for n in names if f"{n} as" in home.text for alias in re.findall(rf"\b{n}\s+as\s+(\w+)", home.text)
+        }
+        # Parsed only where code that changes such an attribute can reach what it builds: the module itself, where
+        # it goes through what holds it there (`self.gate.weight`, `gate = self.gate`); any module, for what it
+        # builds at the top level or as a `global`; a subclass's method, for what a class of it builds.
+        held = _held_where_built(home.text, spelled)
         if not (
             home.name in changing
-            or (changing and module_level.search(home.text))
-            or any(c in m.text for m in through_self for c in classes_here)
+            and any(_changes_through(home.text, h, attributes) for h in held)
+            or module_level.search(home.text)
+            or based & set(re.findall(r"class\s+(\w+)", home.class_heads))
         ):
             continue
-        spelled = names | {a for n in names for a in re.findall(rf"\b{re.escape(n)}\s+as\s+(\w+)", home.text)}
-        nodes = list(ast.walk(home.tree))
+        nodes = statements(home.tree)  # what builds, and the functions and classes (no expression needed)
         for built in nodes:
             target = _built_into(built)
             if (
@@ -72,10 +77,33 @@ def changed_after_building(
             places = _reaches(planner, modules, home, nodes, built, ast.unparse(target), changing)
             places += [kept for place in places for kept in _kept_on_self(planner, modules, place, changing)]
             for place, scope, after, holders in places:
-                for statement, changed in holders.changes(scope, reads, changers, planner.engine.loader_attributes):
+                changes = holders.changes(scope, place.lines, reads, changers, planner.engine.loader_attributes)
+                for statement, changed in changes:
                     if statement.lineno > after:  # each once, however many ways reach it
                         found.setdefault((place.name, statement.lineno, changed), (place, statement, changed))
     return list(found.values())
+
+
+def _held_where_built(text: str, spelled: set[str]) -> set[str]:
+    """What `x = Class(` lines of a module's text build into (`self.gate`), read off the line up to each call."""
+    held = set()
+    for call in (f"{name}(" for name in spelled):
+        at = text.find(call)
+        while at >= 0:
+            line = re.fullmatch(r"\s*([\w.]+)\s*(?::[^=\n]*)?=\s*(?:\w+\.)*", text[text.rfind("\n", 0, at) + 1 : at])
+            held |= {line.group(1)} if line else set()
+            at = text.find(call, at + 1)
+    return held
+
+
+def _changes_through(text: str, held: str, attributes: str) -> bool:
+    """Whether a module's text may change one of `attributes` through `held` (`self.gate.weight = ...`,
+    `self.gate.set_mode(`), or assigns what it holds to a name or attribute (`gate = self.gate`,
+    `w = self.gate.weight`)."""
+    at = re.escape(held)
+    store = rf"{at}\.(?:{attributes})\b[\w.\[\]]*\s*(?::[^=\n]*)?(?:[-+*/%&|^@]?=(?!=)|\()"
+    named = rf"^[ \t]*[\w.]+[ \t]*(?::[^=\n]*)?=[ \t]*{at}\b(?!\s*\()"  # `self.kept = self.gate`; not `f(x=...)`
+    return re.search(store, text) is not None or re.search(named, text, re.MULTILINE) is not None
 
 
 def _built_into(node: ast.AST) -> ast.expr | None:
@@ -89,24 +117,38 @@ def _built_into(node: ast.AST) -> ast.expr | None:
 
 def _changing(
     planner: Planner, modules: RepoModules, reads: set[str], changers: dict[str, list[str]]
-) -> tuple[dict[str, SourceModule], list[SourceModule]]:
-    """The modules whose text stores into `<anything>.<read>` (annotated too) or calls `.<changer>(`, and those of
-    them that do so through `self.<name>.` (found once a run for a set of attributes)."""
+) -> tuple[dict[str, SourceModule], set[str]]:
+    """The modules whose text may change such an attribute of an object it holds: a store into `<x>.<read>`
+    (annotated too; not `self.<read>`, a class setting its own attribute, whose changers are looked for by name), a
+    call of `.<changer>(`, or a name assigned `<x>.<y>.<read>` (`norm = self.linear_attn.norm`), which a later line
+    may store through. With the words of the class statements of those that store or call through `self.<name>.`
+    (a subclass's method may change what its parent built). Found once a run for a set of attributes; each pattern
+    apart: one alternation of them scans several times slower."""
     key = ("changing", frozenset(reads), frozenset(changers))
     if key not in modules.memo:
         read = "|".join(map(re.escape, sorted(reads)))
-        called = "|".join(map(re.escape, sorted(changers))) or "(?!)"
-        change = re.compile(rf"\.(?:{read})\b[\w.\[\]]*\s*(?::[^=\n]*)?[-+*/%&|^@]?=(?!=)|\.(?:{called})\(")
-        changing = {m.name: m for m in planner.modules.values() if change.search(m.text)}
-        through_self = [
-            m
+        stores = re.compile(rf"\.(?<!\bself\.)(?:{read})\b[\w.\[\]]*\s*(?::[^=\n]*)?[-+*/%&|^@]?=(?!=)")
+        calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(changers)))})\(") if changers else None
+        ends = re.compile(rf"\.(?:{read})[ \t]*$", re.MULTILINE)
+
+        def changes(text: str) -> Iterator[re.Match]:
+            yield from stores.finditer(text)
+            yield from calls.finditer(text) if calls else ()
+
+        def holds_one(text: str) -> bool:
+            lines = (text[text.rfind("\n", 0, at.start()) + 1 : at.end()] for at in ends.finditer(text))
+            return any(re.fullmatch(r"\s*\w+\s*(?::[^=\n]*)?=\s*\w+(?:\.\w+){2,}", line) for line in lines)
+
+        changing = {m.name: m for m in planner.modules.values() if next(changes(m.text), None) or holds_one(m.text)}
+        # The names the class statements of those that go through `self.<name>.` may name as a base.
+        based = {
+            word
             for m in changing.values()
-            if any(
-                re.search(r"\bself\.\w+$", m.text[max(at.start() - 80, 0) : at.start()])
-                for at in change.finditer(m.text)
-            )
-        ]
-        modules.memo[key] = changing, through_self
+            if any(re.search(r"\bself\.\w+$", m.text[max(at.start() - 80, 0) : at.start()]) for at in changes(m.text))
+            for bases in re.findall(r"class\s+\w+\s*\(([^)]*)\)", m.class_heads)
+            for word in re.findall(r"\w+", bases)
+        }
+        modules.memo[key] = changing, based
     return modules.memo[key]
 
 
@@ -118,6 +160,7 @@ class _Holders:
     def __init__(self, roots: set[str], spellings: dict[str, str] | None = None):
         self.roots = roots
         self.spellings = spellings if spellings is not None else {root: root for root in roots}
+        self._parts: dict[int, tuple[ast.AST, list[ast.AST], _Holders]] = {}  # `_in`'s, by the part's identity
 
     def expanded(self, expression: ast.expr) -> str:
         """The expression's text with a spelling at its start replaced by what it stands for."""
@@ -156,15 +199,28 @@ class _Holders:
                         grown = True
         return holders
 
+    def _in(self, part: ast.AST, lines: list[str]) -> tuple[list[ast.AST], _Holders]:
+        """A function's (or module's) own nodes and what holds the object there (`kept` and `changes` read both);
+        none for a function whose text (`lines`: its module's) names no holder, as it can reach none."""
+        if id(part) not in self._parts:  # the part is kept beside them, so its id stays its own
+            text = "\n".join(lines[part.lineno - 1 : part.end_lineno]) if isinstance(part, _FUNCTIONS) else None
+            nodes = list(own_nodes(part)) if text is None or any(h in text for h in self.spellings) else []
+            self._parts[id(part)] = part, nodes, self.within(nodes)
+        return self._parts[id(part)][1:]
+
     def changes(
-        self, scope: ast.AST, reads: set[str], changers: dict[str, list[str]], loader_attributes: frozenset
+        self,
+        scope: ast.AST,
+        lines: list[str],
+        reads: set[str],
+        changers: dict[str, list[str]],
+        loader_attributes: frozenset,
     ) -> Iterator[tuple[ast.AST, str]]:
         """Each assignment of `scope` whose target goes through the object to an attribute of `reads` (but for one of
         the engine's `loader_attributes` set on it: `self.gate.weight.weight_loader = ...`), and each call of a
         `changers` method on it, with what it changes (`self.linear_attn.norm`, `x.mode (through set_mode)`)."""
         for part in dict.fromkeys([scope, *(n for n in ast.walk(scope) if isinstance(n, _FUNCTIONS))]):
-            nodes = list(own_nodes(part))
-            holders = self.within(nodes)
+            nodes, holders = self._in(part, lines)
             for node in nodes:
                 if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -176,12 +232,11 @@ class _Holders:
                         changed = ", ".join(f"{root}.{attr}" for attr in changers[node.func.attr])
                         yield node, f"{changed} (through {node.func.attr})"
 
-    def kept(self, scope: ast.AST) -> Iterator[tuple[ast.AST, str, str]]:
+    def kept(self, scope: ast.AST, lines: list[str]) -> Iterator[tuple[ast.AST, str, str]]:
         """Each `self.<name> = <what a holder holds>` in `scope`, with its function, the name and what it stands
         for (`self.gemm_rs = gemm_rs` keeps the object on the layer, where its other methods reach it)."""
         for part in [n for n in ast.walk(scope) if isinstance(n, _FUNCTIONS)]:
-            nodes = list(own_nodes(part))
-            holders = self.within(nodes)
+            nodes, holders = self._in(part, lines)
             for target, value in map(_name_and_value, nodes):
                 if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self" and value is not None:
                     for text in filter(None, map(holders.stands_for, _arms(value))):
@@ -243,9 +298,10 @@ def _in_subclasses(
     changing: dict[str, SourceModule],
 ) -> list[tuple[SourceModule, ast.AST, int, _Holders]]:
     """The methods of the subclasses of `owner` (of `home`) that run its constructor, where `self.<name>` (`held`)
-    is what it built. Looked for only where a module that changes such an attribute goes through `held.` and
-    names the class."""
-    if not any(f"{held}." in m.text and owner.name in m.text for m in changing.values()):
+    is what it built. Looked for only where a module that changes such an attribute goes through `held.` and has a
+    class statement naming the class among its bases."""
+    names_it = re.compile(rf"class\s+\w+\s*\([^)]*\b{re.escape(owner.name)}\b")
+    if not any(f"{held}." in m.text and names_it.search(m.class_heads) for m in changing.values()):
         return []
     replacing = {
         (sub_home.name, sub) for sub_home, sub, _ in replacing_subclasses(planner, modules, home.name, owner.name)
@@ -269,7 +325,7 @@ def _kept_on_self(
     methods of its class, and of its subclasses that run its constructor, through `self.<name>`."""
     home, scope, _, holders = place
     found = []
-    for function, name, stands_for in holders.kept(scope):
+    for function, name, stands_for in holders.kept(scope, home.lines):
         owner = _class_of(home.classes, function)
         if owner is None:
             continue
