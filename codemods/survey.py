@@ -29,7 +29,7 @@ from .spec import default_dispatcher, provider_of
 from .syntax import module_level
 from .walk import Step, Walk
 
-SURVEY_FORMAT = "zerojit-survey/3"
+SURVEY_FORMAT = "zerojit-survey/4"
 VERDICTS = ("spec", "lift", "manual")
 KERNEL_DECORATORS = ("jit", "autotune", "heuristics", "kernel")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -55,6 +55,7 @@ class KernelFinding:
     # "migratable": a compile key of the engine's; "not compile keys": its warmup measures launches on the device
     classification: str = "migratable"
     moves_by: str | None = None  # "spec", "lift" or "CuTe DSL owner" (adopted as one); None: `reasons` say why not
+    specs: list[str] = dataclasses.field(default_factory=list)  # families of known specs that move it (survey_specs)
 
 
 @dataclasses.dataclass
@@ -70,6 +71,8 @@ class WarmupFinding:
     reasons: list[str]  # why manual, or what a human must confirm
     classification: str = "unseen"  # one of classify.CLASSIFICATIONS
     stays: list[classify.Work] = dataclasses.field(default_factory=list)  # its work that is not a compile key
+    specs: list[str] = dataclasses.field(default_factory=list)  # families of known specs that move a kernel of it
+    goes: bool = False  # those specs move every kernel and nothing stays: its call goes when they all run
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -576,6 +579,7 @@ def _owned_nodes(tree: ast.Module) -> Iterator[tuple[str | None, ast.AST]]:
 
 def survey_report(repo: Path, findings: list[WarmupFinding], orchestrator: str, entry: str) -> dict[str, Any]:
     """The stable JSON form (format SURVEY_FORMAT, documented in docs/json-formats.md)."""
+    moved = [k for f in findings for k in f.kernels if k.specs]
     return {
         "format": SURVEY_FORMAT,
         "repo": str(repo),
@@ -589,6 +593,7 @@ def survey_report(repo: Path, findings: list[WarmupFinding], orchestrator: str, 
                 **{v: sum(k.verdict == v for f in findings for k in f.kernels) for v in VERDICTS},
             },
             "classifications": {c: sum(f.classification == c for f in findings) for c in classify.CLASSIFICATIONS},
+            "moved_by_specs": {"kernels": len(moved), "warmups_gone": sum(f.goes for f in findings)},
         },
         "warmups": [finding.to_dict() for finding in findings],
     }

@@ -2276,4 +2276,25 @@ MUTANTS = (
         '        stores = re.compile(rf"\\.(?<!\\bself\\.)(?:{read})\\b[\\w.\\[\\]]*\\s*[-+*/%&|^@]?=(?!=)")\n',
         ("tests/test_vllm033_migrations.py", "-k", "through_what_holds_it"),
     ),
+    Mutant(
+        "survey: a CuTe DSL unit an owner's migration compiles not counted as moved by it",
+        "codemods/survey_specs.py",
+        "    if spec.owner is None:\n",
+        "    if True:\n",
+        ("tests/test_survey.py", "-k", "go_with_the_built_ins"),
+    ),
+    Mutant(
+        "survey: a warmup reached through an orchestrator helper not matched to its step's owner",
+        "codemods/survey_specs.py",
+        "        return legacy.orchestrator_step in (finding.function, finding.via)\n",
+        "        return legacy.orchestrator_step == finding.function\n",
+        ("tests/test_survey.py", "-k", "go_with_the_built_ins"),
+    ),
+    Mutant(
+        "survey: a warmup said to go though work of it stays",
+        "codemods/survey_specs.py",
+        "all(k.specs for k in finding.kernels) and not finding.stays\n",
+        "all(k.specs for k in finding.kernels)\n",
+        ("tests/test_survey.py", "-k", "go_with_the_built_ins"),
+    ),
 )

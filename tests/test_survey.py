@@ -4,12 +4,14 @@ import json
 import re
 
 import pytest
-from tree_forks import write_tree
+from tree_forks import copy_033, write_tree
 from typer.testing import CliRunner
 
+from zerojit.codemods.runner import migrate, write
 from zerojit.codemods.spec import load_specs
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
+from zerojit.migrate.families import migration_specs
 
 pytestmark = pytest.mark.release_tree
 
@@ -44,7 +46,7 @@ def survey033():
 
 
 def test_every_legacy_warmup_of_033_is_listed_with_kernels_and_a_verdict(survey033):
-    assert survey033["format"] == "zerojit-survey/3"
+    assert survey033["format"] == "zerojit-survey/4"
     warmups = {w["function"]: w for w in survey033["warmups"]}
     assert LEGACY_033 <= set(warmups) and survey033["counts"]["warmups"] >= 17
     for warmup in survey033["warmups"]:
@@ -79,6 +81,49 @@ def test_kimi_k3s_warmup_lists_only_the_kernels_its_calls_can_reach(survey033):
     assert prefill.index('if backend == "gluon":\n        return') < prefill.index("gather_initial_states(\n")
     assert [k["name"] for k in kimi["kernels"]] == ["_attn_res_kernel", "fused_recurrent_kda_fwd_kernel"]
     assert not any("_kda_gate_beta" in r or "gather_initial" in r for r in kimi["reasons"])
+
+
+# zerojit's built-in migrations of 0.33.0 legacy warmups (migrate/engine_specs.py, migrate/triton_lifts, fla_layer_norm).
+BUILT_INS_033 = {
+    "fla-layer-norm",
+    "fla-fused-post-conv",
+    "fla-sigmoid-gating",
+    "fla-gdn-mtp-update",
+    "fla-gdn-mtp-rmsnorm",
+    "mamba-causal-conv1d",
+    "mamba-batch-memcpy",
+    "kimi-k3-attn-res",
+    "kimi-k3-recurrent-kda",
+    "ll-bf16-router-gemm",
+    "gemm-rs-ar",
+    "bf16x3-router-gemm",
+}
+
+
+def test_the_warmups_the_survey_says_go_with_the_built_ins_are_those_a_run_of_every_built_in_removes(
+    survey033, tmp_path
+):
+    """The survey names the built-in migrations that move each kernel; the prediction is checked against the run:
+    every built-in written in one run on a copy of the release, the warmups its orchestrator still reaches are
+    the release's less those the survey said go. A CuTe DSL unit a new owner compiles (gemm-rs-ar, bf16x3) counts
+    as moved by that owner's migration, though the spec names the owner, not the unit."""
+    warmups = {w["function"]: w for w in survey033["warmups"]}
+    assert {family for w in warmups.values() for family in w["specs"]} == BUILT_INS_033
+    assert warmups["_warmup_gemm_rs_ar"]["kernels"][0]["specs"] == ["gemm-rs-ar"]
+    assert {k["name"] for k in warmups["warmup_bf16x3_router_gemm"]["kernels"] if k["specs"]} == {
+        "Sm100BF16x3RouterGemm",
+        "_splitk_reduce_kernel",
+    }
+    # Both Kimi-K3 kernels move, but its ROCm step runs AITER's: the call stays.
+    assert all(k["specs"] for k in warmups["kimi_k3_triton_warmup"]["kernels"])
+    assert not warmups["kimi_k3_triton_warmup"]["goes"] and warmups["kimi_k3_triton_warmup"]["stays"]
+    repo = copy_033(tmp_path / "vllm")
+    write(migrate(repo, [migration_specs()[family] for family in sorted(BUILT_INS_033)], jobs=2))
+    result = runner.invoke(app, ["survey", "--repo", str(repo), "--json"])
+    assert result.exit_code == 0, result.output
+    left = {w["function"] for w in json.loads(result.stdout)["warmups"]}
+    gone = {name for name, w in warmups.items() if w["goes"]}
+    assert left == set(warmups) - gone and len(gone) == survey033["counts"]["moved_by_specs"]["warmups_gone"] == 5
 
 
 def test_cutedsl_warmups_providers_list_the_cute_dsl_kernels_they_compile(survey033):

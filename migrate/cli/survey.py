@@ -11,8 +11,10 @@ from rich.table import Table
 from zerojit.codemods.engines import DEFAULT_ENGINE
 from zerojit.codemods.jit_map import STATUSES, JitMap, jit_map_report
 from zerojit.codemods.survey import Survey, survey_report
+from zerojit.codemods.survey_specs import match_specs
 from zerojit.contract.cache import CacheDirError
 
+from ..families import migration_specs
 from .outputs import Outputs
 from .plots import DRAWING_FORMATS, plot_jit_map
 from .services import write_draft_specs
@@ -70,7 +72,9 @@ def survey_command(
     owner of each piece of work that stays (another library, a dummy run, tuning on the
     device, IPC); engine objects' methods are followed to their kernels. --draft-specs writes one
     spec per such kernel. --kernels maps the whole tree's JIT kernels instead (the legacy
-    warmups' kernels carry their verdict there). Reads the tree with ast; imports nothing.
+    warmups' kernels carry their verdict there). Each kernel names zerojit's built-in migrations
+    that move it, and a warmup says whether its call goes when they all run. Reads the tree
+    with ast; imports nothing.
     """
     if kernels:
         return _jit_map(repo, orchestrator, entry, status or ["unwarmed"], plot, as_json)
@@ -81,6 +85,7 @@ def survey_command(
     from zerojit.codemods.runner import check_repo  # the codemods' runner loads only where a tree is read
 
     findings = Survey(check_repo(repo), orchestrator, entry).run()
+    match_specs(findings, migration_specs().values())
     written = write_draft_specs(findings, draft_specs, orchestrator) if draft_specs is not None else []
     if as_json:
         print_json(survey_report(repo, findings, orchestrator, entry))
@@ -92,8 +97,10 @@ def survey_command(
 
 def _survey_table(findings, orchestrator: str, entry: str) -> Table:
     table = Table(
-        title=f"legacy warmups reached from {escape(orchestrator)}.{escape(entry)}(): {len(findings)}",
-        caption="every JIT kernel of the tree, and what warms it: zerojit survey --kernels",
+        title=f"legacy warmups reached from {escape(orchestrator)}.{escape(entry)}(): {len(findings)}; "
+        f"{sum(f.goes for f in findings)} go with zerojit's built-in migrations",
+        caption="built-in: zerojit migrate FAMILY... --repo REPO moves it (it checks the tree first); "
+        "every JIT kernel of the tree, and what warms it: zerojit survey --kernels",
         show_lines=True,
     )
     for column in ("warmup", "called", "kernels (where selected)", "what it is", "verdict"):
@@ -107,6 +114,7 @@ def _survey_table(findings, orchestrator: str, entry: str) -> Table:
                 f"{k.name} [{k.kind}{', registers' if k.registers_at else ''}]"
                 + (f" -> {', '.join(c.rpartition('.')[2] for c in k.constructed_in[:3])}" if k.constructed_in else "")
                 + f": {k.verdict}"
+                + (f" (built-in: {', '.join(k.specs)})" if k.specs else "")
                 + ("" if k.classification == "migratable" else " (tuned on the device)")
                 for k in finding.kernels
             )
@@ -117,7 +125,11 @@ def _survey_table(findings, orchestrator: str, entry: str) -> Table:
             if finding.verdict != "manual"
             else "[yellow]manual[/]: " + escape(finding.reasons[0])
         )
-        what = "\n".join([finding.classification] + [f"stays: {w.owner} ({w.where})" for w in finding.stays])
+        what = "\n".join(
+            [finding.classification]
+            + [f"stays: {w.owner} ({w.where})" for w in finding.stays]
+            + (["its call goes with the built-ins"] if finding.goes else [])
+        )
         table.add_row(
             escape(f"{finding.module}.{finding.function}"), escape(called), escape(kernels), escape(what), verdict
         )
