@@ -28,8 +28,10 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Everything, over two processes a file at a time (--dist loadfile): a file's module fixtures (a migrated release
+# tree, a compile cache) are built once, and its tests keep their order (a cold warmup before the cached one).
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # The fast tier for the edit loop: every test that neither reads a release tree nor runs a real compiler, over
 # two processes (pytest-xdist; the tier holds no test that needs the machine to itself). worksteal: an idle

@@ -8,14 +8,13 @@ renamed into place, so an interrupted run never leaves half a tree.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
-from zerojit.contract.storage import cache_root
+from zerojit.contract.storage import cache_root, file_lock
 
 
 def vllm_tree(version: str) -> Path:
@@ -24,6 +23,15 @@ def vllm_tree(version: str) -> Path:
         return tree
     wheels = cache_root() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
+    # One process downloads and unpacks a release at a time (parallel test workers ask for the same one): pip
+    # writes the wheel in place, so another process could otherwise read it half-written.
+    with file_lock(wheels / f".vllm-{version}.lock"):
+        if not (tree / "vllm" / "__init__.py").is_file():
+            _unpack(version, wheels, tree)
+    return tree
+
+
+def _unpack(version: str, wheels: Path, tree: Path) -> None:
     wheel = next(wheels.glob(f"vllm-{version}-*.whl"), None)
     if wheel is None:
         subprocess.run(
@@ -48,8 +56,4 @@ def vllm_tree(version: str) -> Path:
         for member in archive.namelist():
             if member.startswith("vllm/") and member.endswith(".py"):
                 archive.extract(member, staging)
-    try:
-        staging.rename(tree)
-    except OSError:  # another process finished first
-        shutil.rmtree(staging, ignore_errors=True)
-    return tree
+    staging.rename(tree)
