@@ -12,6 +12,11 @@ import pytest
 from zerojit.contract import clear_missed_registrations
 from zerojit.contract.storage import cache_root
 
+# pytest-xdist's workers inherit COLUMNS=80 and LINES=24, which rich's consoles (made when the CLI is imported) fix
+# their width to; a plain process reads COLUMNS when each command runs, as a test's CliRunner env sets it.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
+
 # The toy kernel family's source, importable by the tests (and by the worker processes they
 # spawn); `zerojit families` only sees it once it is installed (tests/test_packaging.py).
 TOY_FAMILY_SOURCE = Path(__file__).with_name("toy_family")
