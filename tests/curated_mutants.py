@@ -2297,4 +2297,25 @@ MUTANTS = (
         "all(k.specs for k in finding.kernels)\n",
         ("tests/test_survey.py", "-k", "go_with_the_built_ins"),
     ),
+    Mutant(
+        "imports: a local of the same name read as the module's import",
+        "codemods/transforms/imports.py",
+        '(table.get_type() == "module" or symbol.is_global())',
+        "True",
+        ("tests/test_codemod_metadata.py", "-k", "symbol_table_settles"),
+    ),
+    Mutant(
+        "imports: a name the code reads taken as held only by its import lines",
+        "codemods/transforms/imports.py",
+        "_count(code, word) == _count(imports_text, word)",
+        "_count(code, word) >= _count(imports_text, word)",
+        ("tests/test_codemod_metadata.py", "-k", "symbol_table_settles"),
+    ),
+    Mutant(
+        "imports: a name imported twice settled by the symbol table",
+        "codemods/transforms/imports.py",
+        "        if bindings[word] == 1 and _imported_by_module",
+        "        if _imported_by_module",
+        ("tests/test_codemod_metadata.py", "-k", "symbol_table_settles"),
+    ),
 )

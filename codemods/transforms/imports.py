@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import symtable
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import libcst as cst
@@ -231,15 +233,20 @@ def unused_asked(
     references decide alone. They are read on an outline (metadata.outline_scopes) that keeps
     every function mentioning a name asked about: the others cannot reference it, so the
     outline's answer is the file's, at a fraction of the file's scopes (and none of the
-    qualified names libcst's gatherer resolves for string annotations).
+    qualified names libcst's gatherer resolves for string annotations). Most names are settled
+    before that, by Python's own symbol table (`_settled`).
     """
     names = {name if name is not None else module for module, name, _ in requested}
+    statements = import_statements(wrapper.module)
     asked = [
         (statement, alias)
-        for statement in import_statements(wrapper.module)
+        for statement in statements
         for alias in statement.names
         if alias.evaluated_name in names and not _from_future(statement)  # libcst's gatherer never counts those
     ]
+    used, unused = _settled(statements, code, {_word(alias) for _, alias in asked})
+    settled = [(statement, alias) for statement, alias in asked if _word(alias) in unused]
+    asked = [(statement, alias) for statement, alias in asked if _word(alias) not in used | unused]
     unmet = {_word(alias) for _, alias in asked}
 
     def first_to_mention(function: cst.FunctionDef) -> bool:
@@ -255,7 +262,59 @@ def unused_asked(
     asked = _unreferenced(
         wrapper, code, asked, lambda function: any(_mentions(_EMPTY.code_for_node(function), w) for w in words)
     )
-    return {alias: statement for statement, alias in asked}
+    return {alias: statement for statement, alias in settled + asked}
+
+
+def _settled(statements: list[cst.Import | cst.ImportFrom], code: str, words: set[str]) -> tuple[set[str], set[str]]:
+    """The names asked about that the file's symbol table settles at C speed.
+
+    `used`: the file imports the name once, at module level, and some scope reads it as the
+    module's global (with two imports, a local one elsewhere may be unread: libcst decides).
+    `unused`: the text holds the name only in its import statements (no reference, string or
+    annotation can name it). The rest are left to libcst's scopes: the table does not see an
+    annotation under `from __future__ import annotations`, nor strings.
+    """
+    if not words:
+        return set(), set()
+    try:
+        table = symtable.symtable(code, "<file>", "exec")
+    except SyntaxError:  # syntax libcst reads that this Python does not
+        return set(), set()
+    imports_text = "\n".join(_EMPTY.code_for_node(statement) for statement in statements)
+    unused = {word for word in words if _count(code, word) == _count(imports_text, word)}
+    bindings = Counter(_word(alias) for statement in statements for alias in statement.names)
+    used = {
+        word
+        for word in words - unused
+        if bindings[word] == 1 and _imported_by_module(table, word) and _read_as_global(table, word)
+    }
+    return used, unused
+
+
+def _imported_by_module(table: symtable.SymbolTable, name: str) -> bool:
+    """The module's scope imports `name`: with one import of it in the file, that is the import every read of the
+    global counts for (libcst counts a read for every binding of the name in its scope, wherever it stands)."""
+    symbol = _symbol(table, name)
+    return symbol is not None and symbol.is_imported()
+
+
+def _symbol(table: symtable.SymbolTable, name: str) -> symtable.Symbol | None:
+    try:
+        return table.lookup(name)
+    except KeyError:
+        return None
+
+
+def _read_as_global(table: symtable.SymbolTable, name: str) -> bool:
+    """Some scope, this one or one inside it, reads `name` as the module's global."""
+    symbol = _symbol(table, name)
+    if symbol is not None and symbol.is_referenced() and (table.get_type() == "module" or symbol.is_global()):
+        return True
+    return any(_read_as_global(child, name) for child in table.get_children())
+
+
+def _count(code: str, word: str) -> int:
+    return len(re.findall(rf"\b{re.escape(word)}\b", code))
 
 
 def _unreferenced(wrapper: cst.MetadataWrapper, code: str, asked: list, keep: Callable, final: bool = True) -> list:
