@@ -72,7 +72,7 @@ class WarmupFinding:
     classification: str = "unseen"  # one of classify.CLASSIFICATIONS
     stays: list[classify.Work] = dataclasses.field(default_factory=list)  # its work that is not a compile key
     specs: list[str] = dataclasses.field(default_factory=list)  # families of known specs that move a kernel of it
-    goes: bool = False  # those specs move every kernel and nothing stays: its call goes when they all run
+    all_moved: bool = False  # those specs move every kernel it warms, and the survey sees no other work of it
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -593,7 +593,7 @@ def survey_report(repo: Path, findings: list[WarmupFinding], orchestrator: str, 
                 **{v: sum(k.verdict == v for f in findings for k in f.kernels) for v in VERDICTS},
             },
             "classifications": {c: sum(f.classification == c for f in findings) for c in classify.CLASSIFICATIONS},
-            "moved_by_specs": {"kernels": len(moved), "warmups_gone": sum(f.goes for f in findings)},
+            "moved_by_specs": {"kernels": len(moved), "warmups": sum(f.all_moved for f in findings)},
         },
         "warmups": [finding.to_dict() for finding in findings],
     }

@@ -9,6 +9,8 @@ from typer.testing import CliRunner
 
 from zerojit.codemods.runner import migrate, write
 from zerojit.codemods.spec import load_specs
+from zerojit.codemods.survey import KernelFinding, WarmupFinding
+from zerojit.codemods.survey_specs import match_specs
 from zerojit.migrate.cli import app
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.families import migration_specs
@@ -116,14 +118,14 @@ def test_the_warmups_the_survey_says_go_with_the_built_ins_are_those_a_run_of_ev
     }
     # Both Kimi-K3 kernels move, but its ROCm step runs AITER's: the call stays.
     assert all(k["specs"] for k in warmups["kimi_k3_triton_warmup"]["kernels"])
-    assert not warmups["kimi_k3_triton_warmup"]["goes"] and warmups["kimi_k3_triton_warmup"]["stays"]
+    assert not warmups["kimi_k3_triton_warmup"]["all_moved"] and warmups["kimi_k3_triton_warmup"]["stays"]
     repo = copy_033(tmp_path / "vllm")
     write(migrate(repo, [migration_specs()[family] for family in sorted(BUILT_INS_033)], jobs=2))
     result = runner.invoke(app, ["survey", "--repo", str(repo), "--json"])
     assert result.exit_code == 0, result.output
     left = {w["function"] for w in json.loads(result.stdout)["warmups"]}
-    gone = {name for name, w in warmups.items() if w["goes"]}
-    assert left == set(warmups) - gone and len(gone) == survey033["counts"]["moved_by_specs"]["warmups_gone"] == 5
+    gone = {name for name, w in warmups.items() if w["all_moved"]}
+    assert left == set(warmups) - gone and len(gone) == survey033["counts"]["moved_by_specs"]["warmups"] == 5
 
 
 def test_cutedsl_warmups_providers_list_the_cute_dsl_kernels_they_compile(survey033):
@@ -474,3 +476,56 @@ def test_the_kernels_reached_through_engine_objects_of_033(survey033):
         "_prepare_prefill_indexer",
         "_paged_scores_sm90",
     }
+
+
+def _finding(module: str, function: str, kernels: list[tuple[str, str]], kind="standalone", via=None, step=None):
+    found = [KernelFinding(name, home, 1, "triton.jit", False, [], [], [], step=step) for home, name in kernels]
+    return WarmupFinding(function, module, kind, via, None, 1, found, "manual", ["-"])
+
+
+WARMUP = "vllm.model_executor.warmup"
+CONV1D = ("vllm.model_executor.layers.mamba.ops.causal_conv1d", "_causal_conv1d_fwd_kernel")
+BF16X3 = "vllm.model_executor.layers.fused_moe.router.bf16x3_router_gemm_cutedsl"
+
+
+@pytest.mark.parametrize(
+    "finding",
+    [
+        # A fork's Mamba warmup with a step of its own that warms the conv kernel: the lift removes Qwen's step only.
+        _finding(f"{WARMUP}.mamba_triton_warmup", "mamba_triton_warmup", [CONV1D]),
+        # Qwen's warmup, the conv kernel reached through another step than the one the lift translates.
+        _finding(
+            f"{WARMUP}.qwen_triton_warmup", "qwen_triton_warmup", [CONV1D], step=f"{WARMUP}.qwen_triton_warmup:_x"
+        ),
+        # A warmup of another module that a fork's bf16x3 orchestrator step also calls: the owner compiles its own.
+        _finding(
+            "vllm.router_softcap",
+            "warmup_router_softcap",
+            [("vllm.router_softcap", "_k")],
+            via="_warmup_bf16x3_router_gemm",
+        ),
+        # An inline step of the same name in another orchestrator.
+        _finding("eng.warmup.kernel_warmup", "_warmup_gemm_rs_ar", [("eng.gemm", "Gemm")], kind="inline step"),
+    ],
+    ids=["another warmup", "another step", "another module under the step", "another orchestrator"],
+)
+def test_a_built_in_counts_only_in_the_warmup_and_step_its_legacy_side_names(finding):
+    match_specs([finding], migration_specs().values())
+    assert finding.specs == [] and not finding.all_moved
+
+
+def test_a_built_in_counts_in_its_own_step_and_an_owner_for_the_warmup_of_its_module():
+    conv1d = _finding(
+        f"{WARMUP}.qwen_triton_warmup",
+        "qwen_triton_warmup",
+        [CONV1D],
+        step=f"{WARMUP}.qwen_triton_warmup:_warm_causal_conv1d_fwd_kernel",
+    )
+    owned = _finding(
+        BF16X3,
+        "warmup_bf16x3_router_gemm",
+        [(BF16X3, "Sm100BF16x3RouterGemm"), (BF16X3, "_splitk_reduce_kernel")],
+        via="_warmup_bf16x3_router_gemm",
+    )
+    match_specs([conv1d, owned], migration_specs().values())
+    assert conv1d.specs == ["mamba-causal-conv1d"] and owned.specs == ["bf16x3-router-gemm"] and owned.all_moved

@@ -73,7 +73,7 @@ def survey_command(
     device, IPC); engine objects' methods are followed to their kernels. --draft-specs writes one
     spec per such kernel. --kernels maps the whole tree's JIT kernels instead (the legacy
     warmups' kernels carry their verdict there). Each kernel names zerojit's built-in migrations
-    that move it, and a warmup says whether its call goes when they all run. Reads the tree
+    that move it, and a warmup says whether they move all it does. Reads the tree
     with ast; imports nothing.
     """
     if kernels:
@@ -98,7 +98,7 @@ def survey_command(
 def _survey_table(findings, orchestrator: str, entry: str) -> Table:
     table = Table(
         title=f"legacy warmups reached from {escape(orchestrator)}.{escape(entry)}(): {len(findings)}; "
-        f"{sum(f.goes for f in findings)} go with zerojit's built-in migrations",
+        f"{sum(f.all_moved for f in findings)} moved whole by zerojit's built-in migrations",
         caption="built-in: zerojit migrate FAMILY... --repo REPO moves it (it checks the tree first); "
         "every JIT kernel of the tree, and what warms it: zerojit survey --kernels",
         show_lines=True,
@@ -128,7 +128,7 @@ def _survey_table(findings, orchestrator: str, entry: str) -> Table:
         what = "\n".join(
             [finding.classification]
             + [f"stays: {w.owner} ({w.where})" for w in finding.stays]
-            + (["its call goes with the built-ins"] if finding.goes else [])
+            + (["moved whole by the built-ins"] if finding.all_moved else [])
         )
         table.add_row(
             escape(f"{finding.module}.{finding.function}"), escape(called), escape(kernels), escape(what), verdict

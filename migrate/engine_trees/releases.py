@@ -8,6 +8,7 @@ renamed into place, so an interrupted run never leaves half a tree.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,9 +52,17 @@ def _unpack(version: str, wheels: Path, tree: Path) -> None:
         )
         wheel = next(wheels.glob(f"vllm-{version}-*.whl"))
     tree.parent.mkdir(parents=True, exist_ok=True)
+    if tree.exists():  # without vllm/__init__.py: what a run of an older zerojit left half-written
+        shutil.rmtree(tree)
     staging = Path(tempfile.mkdtemp(prefix=f".vllm-{version}-", dir=tree.parent))
-    with zipfile.ZipFile(wheel) as archive:
-        for member in archive.namelist():
-            if member.startswith("vllm/") and member.endswith(".py"):
-                archive.extract(member, staging)
-    staging.rename(tree)
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.namelist():
+                if member.startswith("vllm/") and member.endswith(".py"):
+                    archive.extract(member, staging)
+        staging.rename(tree)
+    except zipfile.BadZipFile as exc:
+        wheel.unlink()
+        raise RuntimeError(f"{wheel} is not a whole wheel (an interrupted download?): removed, run again") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
