@@ -2332,4 +2332,11 @@ MUTANTS = (
         "legacy.orchestrator_step == finding.function",
         ("tests/test_survey.py", "-k", "counts_only"),
     ),
+    Mutant(
+        "remove_legacy_call: the functions that call a legacy warmup left out of the outline's scopes",
+        "codemods/transforms/remove_legacy_call.py",
+        "keep=lambda function: bool(word.search(code_of(function)))",
+        "keep=lambda function: False",
+        ("tests/test_codemod_transforms.py", "-k", "remove"),
+    ),
 )

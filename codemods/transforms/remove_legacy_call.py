@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.helpers import get_absolute_module_from_package_for_import, get_full_name_for_node
-from libcst.metadata import ScopeProvider
 
-from .base import Command, Operation, operation
+from .base import Command, Operation, code_of, operation
 from .imports import import_statements
+from .metadata import ResolvedScopes
 from .removal import StatementRemover
 
 
@@ -34,8 +36,6 @@ class RemoveLegacyCalls(Operation):
 
 
 class _RemoveCalls(StatementRemover):
-    METADATA_DEPENDENCIES = (ScopeProvider,)
-
     def __init__(self, context: CodemodContext, op: RemoveLegacyCalls):
         super().__init__(context, op)
         self.called: set[int] = set()
@@ -47,6 +47,20 @@ class _RemoveCalls(StatementRemover):
             f.rsplit(".", 1)[1] for f in self.op.functions if f.rsplit(".", 1)[0] == self.context.full_module_name
         }
         return super().transform_module_impl(tree)
+
+    @functools.cached_property
+    def scopes(self):
+        """It asks only about names and attributes that start with a name in `bound` (`_target`), and removes only
+        statements that call one: resolved on the outline keeping the functions that name one."""
+        if not self.bound:
+            return {}
+        word = re.compile(rf"\b({'|'.join(map(re.escape, sorted(self.bound)))})\b")
+        return self.outlined_scopes(keep=lambda function: bool(word.search(code_of(function))))
+
+    @functools.cached_property
+    def removal_context(self) -> CodemodContext:
+        """The imports a removed statement used are found by its scopes, which `scopes` holds."""
+        return dataclasses.replace(self.context, wrapper=ResolvedScopes(self.scopes))
 
     def _target(self, node: cst.CSTNode) -> str | None:
         """The legacy function a name or attribute denotes (resolved only when its first name could bind one)."""
