@@ -2339,4 +2339,18 @@ MUTANTS = (
         "keep=lambda function: False",
         ("tests/test_codemod_transforms.py", "-k", "remove"),
     ),
+    Mutant(
+        "removals: a loop over what a call computes counted as a read",
+        "codemods/planning/removals.py",
+        "return _reads_only(statement.iter, helpers) and all(",
+        "return all(",
+        ("tests/test_codemod_planning_order.py", "-k", "search_loop"),
+    ),
+    Mutant(
+        "removals: a loop that stores into an object counted as a read",
+        "codemods/planning/removals.py",
+        "isinstance(statement, ast.For) and _names_only(statement.target)",
+        "isinstance(statement, ast.For)",
+        ("tests/test_codemod_planning_order.py", "-k", "search_loop"),
+    ),
 )

@@ -64,3 +64,31 @@ def test_an_entry_whose_steps_all_go_has_nothing_left_but_reads_logs_and_a_synch
     helpers = {n.name: n for n in module.body}
     verdicts = [_idle(s, helpers, {"_warm_decode"}) for s in helpers["entry"].body]
     assert verdicts == [True, True, True, True, True, False]
+
+
+def test_a_search_loop_over_reads_and_a_default_device_are_idle_but_a_loop_that_calls_or_stores_is_not():
+    """0.29.0's Qwen entry finds the model type with a `for` loop (reads, an `if`, a `break`) and reads the device
+    with `torch.device("cuda")` as the default: neither does anything once the steps go. A loop whose body calls
+    anything else, whose iterable is computed by a call, or whose target stores into an object does."""
+    import ast
+
+    from zerojit.codemods.planning.removals import _idle
+
+    module = ast.parse(
+        "def entry(runner, model_config):\n"
+        "    for config in (model_config.hf_text_config, model_config.hf_config):\n"
+        "        model_type = getattr(config, 'model_type', None)\n"
+        "        if model_type is not None:\n"
+        "            model_type = str(model_type)\n"
+        "            break\n"
+        "    device = getattr(runner, 'device', torch.device('cuda'))\n"
+        "    for layer in runner.layers:\n"
+        "        layer.prepare()\n"
+        "    for layer in runner.layers():\n"
+        "        pass\n"
+        "    for runner.current in runner.layers:\n"
+        "        continue\n"
+        "    device = torch.empty(1)\n"
+    )
+    entry = module.body[0]
+    assert [_idle(s, {"entry": entry}, set()) for s in entry.body] == [True, True, False, False, False, False]

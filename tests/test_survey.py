@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from tree_forks import copy_033, write_tree
+from tree_forks import copy_033, copy_release, write_tree
 from typer.testing import CliRunner
 
 from zerojit.codemods.runner import migrate, write
@@ -124,6 +124,22 @@ def test_the_warmups_the_survey_says_are_moved_whole_are_those_a_run_of_every_bu
     left = {w["function"] for w in json.loads(result.stdout)["warmups"]}
     gone = {name for name, w in warmups.items() if w["all_moved"]}
     assert left == set(warmups) - gone and len(gone) == survey033["counts"]["moved_by_specs"]["warmups"] == 5
+
+
+def test_on_0290_too_the_warmups_moved_whole_are_those_a_run_of_every_built_in_removes(tmp_path):
+    """0.29.0's Qwen entry searches the model type with a `for` loop and defaults the device to
+    `torch.device("cuda")`: once its three steps move, nothing of it is left to run, so it goes as the survey says
+    (with every other warmup the built-ins move whole), and no other."""
+    release = vllm_tree("0.29.0")
+    before = json.loads(runner.invoke(app, ["survey", "--repo", str(release), "--json"]).stdout)["warmups"]
+    gone = {w["function"] for w in before if w["all_moved"]}
+    assert "qwen_triton_warmup" in gone
+    repo = copy_release("0.29.0", tmp_path / "vllm")
+    families = sorted({family for w in before for family in w["specs"]})
+    write(migrate(repo, [migration_specs()[family] for family in families], jobs=2))
+    result = runner.invoke(app, ["survey", "--repo", str(repo), "--json"])
+    assert result.exit_code == 0, result.output
+    assert {w["function"] for w in json.loads(result.stdout)["warmups"]} == {w["function"] for w in before} - gone
 
 
 def test_cutedsl_warmups_providers_list_the_cute_dsl_kernels_they_compile(survey033):

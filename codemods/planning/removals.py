@@ -81,10 +81,10 @@ def _plan_orchestrator_step(planner: Planner, findings: Findings, spec: Migratio
 
 def _idle(statement: ast.stmt, helpers: dict[str, ast.FunctionDef], steps: set[str]) -> bool:
     """A statement that does nothing once the steps are gone: a call of one of them, a local read from its
-    arguments, builtins or the legacy module's own helpers, a log line, a device synchronization (nothing of the
-    module's is left to wait for) or a call of a helper that only does such things, an early return or an `if`
-    around what is no longer there."""
-    if isinstance(statement, (ast.Pass, ast.Return)) and getattr(statement, "value", None) is None:
+    arguments, builtins, `torch.device(...)` or the legacy module's own helpers, a log line, a device synchronization
+    (nothing of the module's is left to wait for) or a call of a helper that only does such things, an early
+    return, or an `if` or a `for` over such reads around what is no longer there (a search for the model type)."""
+    if isinstance(statement, (ast.Pass, ast.Break, ast.Continue, ast.Return)) and not getattr(statement, "value", None):
         return True
     if _calls_one_of(statement, steps):
         return True
@@ -96,14 +96,31 @@ def _idle(statement: ast.stmt, helpers: dict[str, ast.FunctionDef], steps: set[s
         rest = {name: node for name, node in helpers.items() if node is not helper}  # a helper calling itself
         return helper is not None and all(syntax.is_docstring(s) or _idle(s, rest, steps) for s in helper.body)
     if isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets):
-        calls = [n for n in ast.walk(statement.value) if isinstance(n, ast.Call)]
-        return all(isinstance(c.func, ast.Name) and c.func.id in helpers.keys() | _READS for c in calls)
+        return _reads_only(statement.value, helpers)
     if isinstance(statement, ast.If) and not statement.orelse:
         return all(_idle(inner, helpers, steps) for inner in statement.body)
+    if isinstance(statement, ast.For) and _names_only(statement.target):
+        body = statement.body + statement.orelse
+        return _reads_only(statement.iter, helpers) and all(_idle(inner, helpers, steps) for inner in body)
     return False
 
 
-_READS = PURE_BUILTINS | {"getattr", "hasattr", "isinstance"}  # builtins a local may be read with
+_READS = PURE_BUILTINS | {"getattr", "hasattr", "isinstance", "str"}  # builtins a local may be read with
+_VALUES = {"torch.device"}  # constructors of a plain value a local may hold (a default device)
+
+
+def _reads_only(value: ast.expr, helpers: dict[str, ast.FunctionDef]) -> bool:
+    """Whether the only calls in `value` are of _READS, _VALUES or the legacy module's own helpers."""
+    calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+    return all(
+        isinstance(c.func, ast.Name) and c.func.id in helpers.keys() | _READS or ast.unparse(c.func) in _VALUES
+        for c in calls
+    )
+
+
+def _names_only(target: ast.expr) -> bool:
+    """A loop target that binds locals only (`name`, `a, (b, c)`), not an attribute or an item."""
+    return isinstance(target, ast.Name) or isinstance(target, ast.Tuple) and all(map(_names_only, target.elts))
 
 
 def _calls_one_of(statement: ast.stmt, names: set[str]) -> bool:
