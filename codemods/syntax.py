@@ -117,8 +117,8 @@ def self_reads(node: ast.AST, required: bool = False) -> set[str]:
 
 def self_stores(node: ast.AST) -> Iterator[tuple[str, ast.stmt]]:
     """Each `self.x` an assignment inside `node` stores (`=`, annotated, augmented, or one target of several), with
-    its statement."""
-    for statement in ast.walk(node):
+    its statement (an assignment is a statement, so the walk enters no expression)."""
+    for statement in (node, *statements(node)):
         if isinstance(statement, ast.Assign):
             targets = list(statement.targets)
         elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
