@@ -367,6 +367,7 @@ def _chain_into(
             f"{callee} as a plain statement of its own body or of its if/with/try blocks, so "
             "the guards the legacy call runs under cannot be read",
         )
+    _refuse_unsaid_returns(modules, module, frame.function, sites, callee)
     shapes = {tuple(a.canonical for a in gate_atoms(modules, site.gates, _with(frame, site))) for site in sites}
     if len(shapes) > 1:
         raise GuardsUnreadable(
@@ -383,6 +384,21 @@ def _chain_into(
             None, f"{spec.family}: {callee_module}.{callee} is not a function the guards can be read from"
         )
     return Frame(callee_module, target, {}, _bind(target, site.call, _with(frame, site)))
+
+
+def _refuse_unsaid_returns(
+    modules: RepoModules, module: str, function: ast.FunctionDef, sites: list[CallSite], callee: str
+) -> None:
+    """A return above the call on a path no gate says (in a loop, a `with` or `try` block, a branch that does not
+    always leave): the legacy call ran only where it did not return, a condition no registration gate can carry."""
+    returned = next((site.after_return for site in sites if site.after_return is not None), None)
+    if returned is not None:
+        raise GuardsUnreadable(
+            _where(modules, module, returned),
+            f"{function.name} may return here (inside a loop, a with/try block or one branch of an if) before it "
+            f"calls {callee}, so the condition the legacy call ran under cannot be read; write the return as "
+            "`if <condition>: return` of its own, or migrate this warmup by hand",
+        )
 
 
 def _caught(modules: RepoModules, module: str, function: ast.FunctionDef, call: ast.Call) -> list[Atom]:
@@ -461,6 +477,7 @@ def legacy_guards(modules: RepoModules, spec: MigrationSpec) -> list[Atom]:
             "conditions it warms the kernel under are unknown",
         )
     if kernel_calls:
+        _refuse_unsaid_returns(modules, frame.module, frame.function, kernel_calls, spec.kernel.name)
         common = None
         for site in kernel_calls:
             found = gate_atoms(modules, site.gates, _with(frame, site)) + _caught(

@@ -25,6 +25,7 @@ from .syntax import (
     exits,
     function_import,
     module_level,
+    own_nodes,
     parameters,
     statements,
     where,
@@ -66,6 +67,9 @@ class CallSite:
     gates: tuple[Gate, ...]
     assigned: dict[str, ast.expr]  # `name = value` statements run before the call (the latest per name)
     in_loop: bool = False  # the call sits in a loop of the function: it may run any number of times
+    # A statement above the call that may return on a path its gates do not say (a return in a loop, a `with` or
+    # `try` block, or a branch that does not always leave): None where the gates say every such path.
+    after_return: ast.stmt | None = None
 
     def gate_source(self) -> str | None:
         """The conditions the call runs under, as source: "(a) and not (b)" (None: none)."""
@@ -79,12 +83,18 @@ def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionD
     """Every call `matches` accepts in the module's top-level functions (or in `functions`), with the gates
     it runs under.
 
-    A call inside a loop is found with the gates around the loop, and says it is in one (`in_loop`).
+    A call inside a loop is found with the gates around the loop, and says it is in one (`in_loop`). An `if`
+    whose one branch always leaves (returns or raises) gates what follows it by the other branch's condition; a
+    return the gates cannot say (`after_return`) is left to the caller to refuse.
     """
     sites: list[CallSite] = []
 
     def visit(
-        block: list[ast.stmt], function: ast.FunctionDef, gates: tuple[Gate, ...], assigned: dict[str, ast.expr]
+        block: list[ast.stmt],
+        function: ast.FunctionDef,
+        gates: tuple[Gate, ...],
+        assigned: dict[str, ast.expr],
+        returned: ast.stmt | None = None,
     ) -> None:
         for statement in block:
             if isinstance(statement, ast.If):
@@ -96,10 +106,16 @@ def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionD
                     }
                 )
                 tested = dict(assigned)
-                visit(statement.body, function, gates + (Gate(statement.test, True, tested),), dict(assigned))
-                visit(statement.orelse, function, gates + (Gate(statement.test, False, tested),), dict(assigned))
-                if exits(statement.body) and not statement.orelse:
-                    gates += (Gate(statement.test, False, tested),)
+                then, otherwise = Gate(statement.test, True, tested), Gate(statement.test, False, tested)
+                visit(statement.body, function, gates + (then,), dict(assigned), returned)
+                visit(statement.orelse, function, gates + (otherwise,), dict(assigned), returned)
+                if exits(statement.body) and not exits(statement.orelse):
+                    gates, rest = gates + (otherwise,), statement.orelse
+                elif exits(statement.orelse) and not exits(statement.body):
+                    gates, rest = gates + (then,), statement.body
+                else:
+                    rest = [statement]
+                returned = returned or (statement if any(map(_returns, rest)) else None)
                 continue
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue  # not run by this function
@@ -112,9 +128,16 @@ def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionD
                     getattr(statement, "orelse", []),
                     getattr(statement, "finalbody", []),
                 ):
-                    visit(body, function, gates, assigned)
-                continue
-            sites.extend(CallSite(function, call, gates, dict(assigned), in_loop) for call in inner)
+                    visit(body, function, gates, assigned, returned)
+            else:
+                sites.extend(CallSite(function, call, gates, dict(assigned), in_loop, returned) for call in inner)
+            # A return in an `except` handler leaves on an error path, as a raise does: no gate says either.
+            kept = (
+                [*statement.body, *statement.orelse, *statement.finalbody]
+                if isinstance(statement, ast.Try)
+                else [statement]
+            )
+            returned = returned or (statement if any(map(_returns, kept)) else None)
             if (
                 isinstance(statement, ast.Assign)
                 and len(statement.targets) == 1
@@ -126,6 +149,11 @@ def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionD
         if isinstance(node, ast.FunctionDef):
             visit(node.body, node, (), {})
     return sites
+
+
+def _returns(statement: ast.stmt) -> bool:
+    """Whether the statement holds a `return` of the function it is in (not one of a function inside it)."""
+    return isinstance(statement, ast.Return) or any(isinstance(n, ast.Return) for n in own_nodes(statement))
 
 
 def import_table(tree: ast.Module, importer: str, is_package: bool = False) -> dict[str, tuple[str, str | None]]:

@@ -1173,3 +1173,38 @@ def test_a_guard_on_a_local_the_step_binds_again_below_it_reads_the_value_it_tes
     edit(repo, KIMI_STEPS, guard, guard + "    max_blocks = min(max_blocks, 8)\n")
     message = refused(repo, "kimi-k3-attn-res")
     assert "(the step's min(max_blocks, 8))" in message and "binds to something other than" not in message
+
+
+QWEN_ENTRY = "vllm/model_executor/warmup/qwen_triton_warmup.py"
+QWEN_STEPS = "    max_num_tokens = max(1, int(runner.max_num_tokens))\n"
+
+
+def test_an_early_return_with_an_else_gates_the_registration_by_the_other_branch(tmp_path):
+    """`if c: return` followed by an `else:` that logs: what comes after runs only where `not c`, as without it."""
+    repo = copy_033(tmp_path / "tree")
+    condition = "current_platform.is_device_capability_family(100)"
+    guard = f"    if not {condition}:\n        return\n    else:\n        logger.debug('Blackwell')\n"
+    edit(repo, QWEN_ENTRY, QWEN_STEPS, guard + QWEN_STEPS)
+    written(repo, "fla-layer-norm")
+    [(tests, _)] = registrations((repo / GDN_LAYER).read_text())
+    assert condition in tests
+
+
+@pytest.mark.parametrize(
+    "returns",
+    [
+        "    for config in (model_config.hf_text_config, model_config.hf_config):\n"
+        "        if getattr(config, 'disable_qwen_warmup', False):\n            return\n",
+        "    with torch.inference_mode():\n        if runner.is_pooling_model:\n            return\n",
+        "    if runner.is_pooling_model:\n        if runner.speculative_config is None:\n            return\n",
+    ],
+    ids=["in a loop", "in a with block", "in one branch of an if"],
+)
+def test_a_return_above_the_legacy_call_that_no_gate_can_say_is_refused(tmp_path, returns):
+    """A return inside a loop, a `with` block, or one branch of an `if` that does not always leave: the legacy call
+    ran only where it did not return, a condition the registration cannot carry (it used to be dropped)."""
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, QWEN_ENTRY, QWEN_STEPS, returns + QWEN_STEPS)
+    line = (repo / QWEN_ENTRY).read_text().splitlines().index(returns.splitlines()[0]) + 1
+    why = refused(repo, "fla-layer-norm")
+    assert f"{QWEN_ENTRY}:{line}: qwen_triton_warmup may return here" in why

@@ -407,6 +407,43 @@ def test_with_every_qwen_step_migrated_in_one_run_the_qwen_warmup_goes_with_its_
     )
 
 
+@pytest.mark.parametrize(
+    "where, added",
+    [
+        ("logger = init_logger(__name__)\n", "import os\n\nos.environ.setdefault('TRITON_CACHE_AUTOTUNING', '1')\n"),
+        (
+            "    max_num_tokens = max(1, int(runner.max_num_tokens))\n",
+            "    hooked = _hook_layers(runner.compilation_config.static_forward_context)\n",
+        ),
+    ],
+    ids=["its import sets the environment", "a helper it calls for a value acts"],
+)
+def test_a_qwen_warmup_that_still_acts_once_its_steps_go_stays_and_says_where(tmp_path, where, added):
+    """A fork's Qwen warmup that does something of its own besides the steps (at import, or through a helper
+    whose value it keeps) keeps its module and its call when every step migrates, and the run says which line."""
+    helper = "def _hook_layers(context):\n    for layer in context.values():\n        layer.hooked = True\n    return True\n\n\n"
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, QWEN_WARMUP, where, where + added)
+    edit(
+        repo,
+        QWEN_WARMUP,
+        "@torch.inference_mode()\ndef qwen_triton_warmup(",
+        helper + "@torch.inference_mode()\ndef qwen_triton_warmup(",
+    )
+    line = next(
+        i for i, text in enumerate((repo / QWEN_WARMUP).read_text().splitlines(), 1) if text == added.splitlines()[-1]
+    )
+    qwen = [s.family for s in migration_specs().values() if s.legacy.function == "qwen_triton_warmup"]
+    result = runner.invoke(app, ["migrate", *qwen, "--repo", str(repo), "--write", "-j", "2"])
+    assert result.exit_code == 0, result.output
+    assert (repo / QWEN_WARMUP).exists()
+    assert (
+        "qwen_triton_warmup(worker.model_runner" in (repo / "vllm/model_executor/warmup/kernel_warmup.py").read_text()
+    )
+    said = " ".join(result.output.split())
+    assert f"{QWEN_WARMUP}:{line}: vllm.model_executor.warmup.qwen_triton_warmup stays" in said
+
+
 def test_a_value_two_provider_inputs_share_is_named_plainly(lifted_033):
     """A shared value takes the first input's name (`a = ...`, then `b=a`, as upstream's providers read); a number
     is added only where a parameter or another local holds the name already."""

@@ -4,11 +4,12 @@ entry has nothing left goes whole (with the orchestrator's call of it)."""
 from __future__ import annotations
 
 import ast
+import functools
 from typing import TYPE_CHECKING
 
 from .. import syntax
 from ..findings import Findings
-from ..lift.tables import PURE_BUILTINS
+from ..lift.tables import LOGGING, PURE_BUILTINS
 from ..spec import MigrationSpec, SpecError
 from ..transforms.remove_legacy_call import RemoveLegacyCalls
 
@@ -32,7 +33,7 @@ def plan(planner: Planner) -> Findings:
 
 
 def _plan_legacy(planner: Planner, findings: Findings, legacy_name: str, specs: list[MigrationSpec]) -> None:
-    """Remove the steps these specs migrate; delete the module (and its calls) once its entry is empty."""
+    """Remove the steps these specs migrate; delete the module (and its calls) once nothing of it does any work."""
     spec = specs[0]
     orchestrator = planner.module(spec, "orchestrator_module")
     if legacy_name not in planner.modules:
@@ -55,10 +56,20 @@ def _plan_legacy(planner: Planner, findings: Findings, legacy_name: str, specs: 
             raise SpecError(f"{s.family}: legacy_step {s.legacy.step!r} not found in {legacy_name}")
     whole = any(not s.legacy.step for s in specs)
     helpers = {n.name: n for n in legacy.tree.body if isinstance(n, ast.FunctionDef)}
-    left = [] if whole else [s for s in entry.body if not syntax.is_docstring(s) and not _idle(s, helpers, steps)]
-    if left:
+    idle = _Idle(helpers, steps)
+    busy = [] if whole else [s for s in entry.body if not syntax.is_docstring(s) and not idle.statement(s)]
+    busy += [] if whole or busy else [s for s in legacy.tree.body if not _inert(s)]
+    if busy:
         findings.add(legacy_name, RemoveLegacyCalls(frozenset(f"{legacy_name}.{step}" for step in steps)))
         findings.deleted_functions |= {f"{legacy_name}.{step}" for step in steps}
+        # Where no call of a function of its own is left as a statement (a step of its own that stays), a human
+        # who migrated every step may wonder why it stays.
+        if not any(_calls_one_of(n, set(helpers)) for s in busy for n in ast.walk(s)):
+            findings.leftovers.append(
+                f"{syntax.where(planner.repo, legacy.path, busy[0].lineno)}: {legacy_name} stays, with the "
+                f"orchestrator's call of {spec.legacy.function}: this statement may still do work once the migrated "
+                "steps are gone"
+            )
         return
     findings.deleted.add(legacy_name)
     findings.add(
@@ -79,47 +90,118 @@ def _plan_orchestrator_step(planner: Planner, findings: Findings, spec: Migratio
         findings.deleted_functions.add(f"{orchestrator.name}.{step}")
 
 
-def _idle(statement: ast.stmt, helpers: dict[str, ast.FunctionDef], steps: set[str]) -> bool:
-    """A statement that does nothing once the steps are gone: a call of one of them, a local read from its
-    arguments, builtins, `torch.device(...)` or the legacy module's own helpers, a log line, a device synchronization
-    (nothing of the module's is left to wait for) or a call of a helper that only does such things, an early
-    return, or an `if` or a `for` over such reads around what is no longer there (a search for the model type)."""
-    if isinstance(statement, (ast.Pass, ast.Break, ast.Continue, ast.Return)) and not getattr(statement, "value", None):
-        return True
-    if _calls_one_of(statement, steps):
-        return True
-    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-        func = statement.value.func
+class _Idle:
+    """What does nothing once the steps are gone, in the legacy entry and the module's own helpers it calls.
+
+    A statement of the entry is idle when it calls one of the steps, binds locals from reads (builtins,
+    `torch.device(...)`, a predicate method `x.is_*()` or `x.has_*()`, or an idle helper), logs through `logger`,
+    synchronizes a torch device (nothing of the module's is left to wait for), returns early, asserts, or is an
+    `if` or a `for` over such reads around what is no longer there (a search for the model type). A helper is
+    idle when no statement of it acts: what it computes goes to locals the removed steps read, so its locals and
+    returns may come from any call, but a call made for its effect (a statement of its own), a store into an
+    object, or a call of a helper that acts, keeps the module.
+    """
+
+    def __init__(self, helpers: dict[str, ast.FunctionDef], steps: set[str]):
+        self.helpers, self.steps = helpers, steps
+        self._reading: set[str] = set()  # helpers being read (one that calls itself is read once)
+
+    def statement(self, statement: ast.stmt, in_helper: bool = False) -> bool:
+        reads = functools.partial(self.reads, in_helper=in_helper)
+        match statement:
+            case ast.Pass() | ast.Break() | ast.Continue() | ast.Import() | ast.ImportFrom():
+                return True
+            case ast.Return(value=value):
+                return value is None or _is_none(value) or in_helper and reads(value)
+            case ast.Expr(value=ast.Yield(value=value) | ast.YieldFrom(value=value)):
+                return in_helper and (value is None or reads(value))
+            case ast.Expr(value=ast.Call() as call):
+                return _calls_one_of(statement, self.steps) or self._acts_not(call, in_helper)
+            case ast.Assign(targets=targets, value=value):
+                return all(map(_names_only, targets)) and reads(value)
+            case ast.AnnAssign(target=ast.Name(), value=value):
+                return value is None or reads(value)
+            case ast.Assert(test=test, msg=message):
+                return reads(test) and (message is None or reads(message))
+            case ast.If(test=test, body=body, orelse=orelse):
+                return reads(test) and all(self.statement(s, in_helper) for s in body + orelse)
+            case ast.For(target=target, iter=iterated, body=body, orelse=orelse):
+                inside = all(self.statement(s, in_helper) for s in body + orelse)
+                return _names_only(target) and reads(iterated) and inside
+        return in_helper and syntax.is_docstring(statement)
+
+    def _acts_not(self, call: ast.Call, in_helper: bool) -> bool:
+        """A call made for its effect that has none once the steps are gone: a log line, a device synchronization,
+        or an idle helper, with arguments that only read."""
+        func = call.func
+        if not all(self.reads(a, in_helper) for a in [*call.args, *(k.value for k in call.keywords)]):
+            return False
         if isinstance(func, ast.Attribute):
-            return func.attr == "synchronize" or isinstance(func.value, ast.Name) and func.value.id == "logger"
-        helper = helpers.get(func.id) if isinstance(func, ast.Name) else None
-        rest = {name: node for name, node in helpers.items() if node is not helper}  # a helper calling itself
-        return helper is not None and all(syntax.is_docstring(s) or _idle(s, rest, steps) for s in helper.body)
-    if isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets):
-        return _reads_only(statement.value, helpers)
-    if isinstance(statement, ast.If) and not statement.orelse:
-        return all(_idle(inner, helpers, steps) for inner in statement.body)
-    if isinstance(statement, ast.For) and _names_only(statement.target):
-        body = statement.body + statement.orelse
-        return _reads_only(statement.iter, helpers) and all(_idle(inner, helpers, steps) for inner in body)
-    return False
+            logs = isinstance(func.value, ast.Name) and func.value.id == "logger" and func.attr in LOGGING
+            return logs or func.attr == "synchronize" and ast.unparse(func.value).split(".")[0] == "torch"
+        return isinstance(func, ast.Name) and self.helper(func.id)
+
+    def helper(self, name: str) -> bool:
+        if name not in self.helpers:
+            return False
+        if name in self._reading:
+            return True
+        self._reading.add(name)
+        try:
+            return all(self.statement(s, in_helper=True) for s in self.helpers[name].body)
+        finally:
+            self._reading.discard(name)
+
+    def reads(self, value: ast.expr, in_helper: bool = False) -> bool:
+        """Whether evaluating `value` only reads: every call in it a read (in a helper, any call but of a helper
+        that acts)."""
+        for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+            func = call.func
+            if isinstance(func, ast.Name) and func.id in self.helpers:
+                if not self.helper(func.id):
+                    return False
+            elif not (in_helper or _a_read(func)):
+                return False
+        return True
 
 
-_READS = PURE_BUILTINS | {"getattr", "hasattr", "isinstance", "str"}  # builtins a local may be read with
+_READS = PURE_BUILTINS | {"getattr", "hasattr", "isinstance", "str", "next", "any", "all", "range", "enumerate"}
 _VALUES = {"torch.device"}  # constructors of a plain value a local may hold (a default device)
+# What may decorate a definition of a module the migration deletes (its import registers nothing).
+_PLAIN_DECORATORS = {"dataclass", "dataclasses.dataclass", "torch.inference_mode", "torch.no_grad", "functools.cache"}
 
 
-def _reads_only(value: ast.expr, helpers: dict[str, ast.FunctionDef]) -> bool:
-    """Whether the only calls in `value` are of _READS, _VALUES or the legacy module's own helpers."""
-    calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
-    return all(
-        isinstance(c.func, ast.Name) and c.func.id in helpers.keys() | _READS or ast.unparse(c.func) in _VALUES
-        for c in calls
-    )
+def _a_read(func: ast.expr) -> bool:
+    """A callee the entry may read a local with: a builtin of _READS, a constructor of _VALUES, a predicate method."""
+    if isinstance(func, ast.Name):
+        return func.id in _READS
+    return ast.unparse(func) in _VALUES or isinstance(func, ast.Attribute) and func.attr.startswith(("is_", "has_"))
+
+
+def _inert(statement: ast.stmt) -> bool:
+    """A module-level statement whose import does nothing the engine needs once the module goes: an import, a
+    docstring, a definition (plainly decorated), an assignment of names, or an `if` (`TYPE_CHECKING`) of those."""
+    match statement:
+        case ast.Import() | ast.ImportFrom():
+            return True
+        case ast.FunctionDef(decorator_list=decorators) | ast.ClassDef(decorator_list=decorators):
+            called = [d.func if isinstance(d, ast.Call) else d for d in decorators]
+            return all(ast.unparse(d) in _PLAIN_DECORATORS for d in called)
+        case ast.Assign(targets=targets):
+            return all(map(_names_only, targets))
+        case ast.AnnAssign(target=ast.Name()):
+            return True
+        case ast.If(body=body, orelse=orelse):
+            return all(map(_inert, body + orelse))
+    return syntax.is_docstring(statement)
+
+
+def _is_none(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value is None
 
 
 def _names_only(target: ast.expr) -> bool:
-    """A loop target that binds locals only (`name`, `a, (b, c)`), not an attribute or an item."""
+    """A target that binds locals only (`name`, `a, (b, c)`), not an attribute or an item."""
     return isinstance(target, ast.Name) or isinstance(target, ast.Tuple) and all(map(_names_only, target.elts))
 
 
