@@ -64,7 +64,7 @@ def _plan_legacy(planner: Planner, findings: Findings, legacy_name: str, specs: 
         findings.deleted_functions |= {f"{legacy_name}.{step}" for step in steps}
         # Where no call of a function of its own is left as a statement (a step of its own that stays), a human
         # who migrated every step may wonder why it stays.
-        if not any(_calls_one_of(n, set(helpers)) for s in busy for n in ast.walk(s)):
+        if not any(_calls_one_of(n, set(helpers) - steps) for s in busy for n in ast.walk(s)):
             findings.leftovers.append(
                 f"{syntax.where(planner.repo, legacy.path, busy[0].lineno)}: {legacy_name} stays, with the "
                 f"orchestrator's call of {spec.legacy.function}: this statement may still do work once the migrated "
