@@ -1175,8 +1175,7 @@ def test_a_guard_on_a_local_the_step_binds_again_below_it_reads_the_value_it_tes
     assert "(the step's min(max_blocks, 8))" in message and "binds to something other than" not in message
 
 
-QWEN_ENTRY = "vllm/model_executor/warmup/qwen_triton_warmup.py"
-QWEN_STEPS = "    max_num_tokens = max(1, int(runner.max_num_tokens))\n"
+TOKENS_LINE = "    max_num_tokens = max(1, int(runner.max_num_tokens))\n"  # in the Qwen entry, above its steps
 
 
 def test_an_early_return_with_an_else_gates_the_registration_by_the_other_branch(tmp_path):
@@ -1184,7 +1183,7 @@ def test_an_early_return_with_an_else_gates_the_registration_by_the_other_branch
     repo = copy_033(tmp_path / "tree")
     condition = "current_platform.is_device_capability_family(100)"
     guard = f"    if not {condition}:\n        return\n    else:\n        logger.debug('Blackwell')\n"
-    edit(repo, QWEN_ENTRY, QWEN_STEPS, guard + QWEN_STEPS)
+    edit(repo, QWEN_STEPS, TOKENS_LINE, guard + TOKENS_LINE)
     written(repo, "fla-layer-norm")
     [(tests, _)] = registrations((repo / GDN_LAYER).read_text())
     assert condition in tests
@@ -1204,7 +1203,7 @@ def test_a_return_above_the_legacy_call_that_no_gate_can_say_is_refused(tmp_path
     """A return inside a loop, a `with` block, or one branch of an `if` that does not always leave: the legacy call
     ran only where it did not return, a condition the registration cannot carry (it used to be dropped)."""
     repo = copy_033(tmp_path / "tree")
-    edit(repo, QWEN_ENTRY, QWEN_STEPS, returns + QWEN_STEPS)
-    line = (repo / QWEN_ENTRY).read_text().splitlines().index(returns.splitlines()[0]) + 1
+    edit(repo, QWEN_STEPS, TOKENS_LINE, returns + TOKENS_LINE)
+    line = (repo / QWEN_STEPS).read_text().splitlines().index(returns.splitlines()[0]) + 1
     why = refused(repo, "fla-layer-norm")
-    assert f"{QWEN_ENTRY}:{line}: qwen_triton_warmup may return here" in why
+    assert f"{QWEN_STEPS}:{line}: qwen_triton_warmup may return here" in why
