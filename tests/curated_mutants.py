@@ -2333,8 +2333,8 @@ MUTANTS = (
         ("tests/test_survey.py", "-k", "counts_only"),
     ),
     Mutant(
-        "remove_legacy_call: the functions that call a legacy warmup left out of the outline's scopes",
-        "codemods/transforms/remove_legacy_call.py",
+        "scopes_naming: the functions that name a word asked about left out of the outline's scopes",
+        "codemods/transforms/base.py",
         "keep=lambda function: bool(word.search(code_of(function)))",
         "keep=lambda function: False",
         ("tests/test_codemod_transforms.py", "-k", "remove"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import ClassVar
 
 import libcst as cst
@@ -134,6 +134,12 @@ class Command(SharedMetadata, CodemodCommand, cst.CSTTransformer):
         module = self.context.wrapper.module
         scopes = outline_scopes(module, self.context.versions.code(module), keep, unless)
         return self.context.wrapper.resolve(ScopeProvider) if scopes is None else scopes
+
+    def scopes_naming(self, names: Iterable[str]) -> Mapping[cst.CSTNode, Scope]:
+        """`outlined_scopes` keeping the functions whose code names one of `names` (as a whole word): for a command
+        that asks only about nodes spelled with one of them."""
+        word = re.compile(rf"\b({'|'.join(map(re.escape, sorted(names)))})\b")
+        return self.outlined_scopes(keep=lambda function: bool(word.search(code_of(function))))
 
     def fqns(self, node: cst.CSTNode) -> set[str]:
         """What a name or attribute refers to, fully qualified (relative imports and module locals resolved).

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.helpers import get_absolute_module_from_package_for_import, get_full_name_for_node
 
-from .base import Command, Operation, code_of, operation
+from .base import Command, Operation, operation
 from .imports import import_statements
 from .metadata import ResolvedScopes
 from .removal import StatementRemover
@@ -52,10 +51,7 @@ class _RemoveCalls(StatementRemover):
     def scopes(self):
         """It asks only about names and attributes that start with a name in `bound` (`_target`), and removes only
         statements that call one: resolved on the outline keeping the functions that name one."""
-        if not self.bound:
-            return {}
-        word = re.compile(rf"\b({'|'.join(map(re.escape, sorted(self.bound)))})\b")
-        return self.outlined_scopes(keep=lambda function: bool(word.search(code_of(function))))
+        return self.scopes_naming(self.bound) if self.bound else {}
 
     @functools.cached_property
     def removal_context(self) -> CodemodContext:

@@ -10,7 +10,7 @@ from importlib.util import resolve_name
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from .base import Command, Operation, code_of, operation
+from .base import Command, Operation, operation
 
 _ATTRIBUTE_FUNCTIONS = frozenset({"builtins.getattr", "builtins.hasattr", "builtins.setattr"})
 # A file can look a module up by a string only through these (the text prefilter, then the callees; `modules`:
@@ -52,8 +52,7 @@ class _Rename(Command):
         them need no scopes: resolved on the outline keeping the functions that do."""
         code = self.context.versions.code(self.context.wrapper.module)
         spellings = {self.op.old, *_CALLEES, *re.findall(rf"\b(?:{'|'.join(_CALLEES)})\s+as\s+(\w+)", code)}
-        word = re.compile(rf"\b({'|'.join(map(re.escape, sorted(spellings)))})\b")
-        return self.outlined_scopes(keep=lambda function: bool(word.search(code_of(function))))
+        return self.scopes_naming(spellings)
 
     def __init__(self, context: CodemodContext, op: RenameKernel):
         super().__init__(context, op)
