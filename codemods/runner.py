@@ -83,7 +83,8 @@ def migrate(
         def read_leftovers(result: pool.TransformResult) -> None:
             module = planner.modules_by_path[result.path]
             clean = result.edit and not (result.edit.refusals or result.violations)  # else the run is refused
-            if clean and result.edit.source != module.text:
+            removes = not all(op.adds_only for op in planner.ops[module.name])
+            if clean and removes and result.edit.source != module.text:
                 left.add(result.path, module.text, result.edit.source)
 
         results, checked = workers.finish(

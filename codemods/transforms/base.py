@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import re
@@ -52,6 +53,14 @@ class Operation:
 
     name: ClassVar[str]
     removes_statements: ClassVar[bool] = False  # removals may leave locals unread (the pipeline then looks)
+    outlines: ClassVar[bool] = False  # it says which functions it reads (`keeps`): the file may be outlined
+    adds_only: ClassVar[bool] = False  # it only adds code, so it leaves no legacy code behind (codemods.leftovers)
+
+    def keeps(self, function: ast.FunctionDef | ast.AsyncFunctionDef, holders: tuple[ast.ClassDef, ...], code) -> bool:
+        """Whether the operation reads or edits `function` (holders: the classes around it, innermost last; code(node):
+        a node's lines as the file has them). A file whose operations all say leaves out the bodies none of them
+        keeps (transforms/outline.py)."""
+        return True
 
     def command(self, context: CodemodContext) -> Command:
         raise NotImplementedError

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import textwrap
 
 import libcst as cst
@@ -64,6 +65,27 @@ class InsertRegistration(Operation):
     method: str = "__init__"
     override: str = ""
     register_on_return: bool = True  # a return above the insertion point gets the block too (else: skips it)
+
+    outlines = adds_only = True
+
+    def keeps(self, function: ast.FunctionDef | ast.AsyncFunctionDef, holders: tuple[ast.ClassDef, ...], code) -> bool:
+        """What the edit reads: the class's method and the methods of the class it names (those it calls set what
+        the registration may read; a helper method may hold the registration already), and a function the class is
+        defined in (the method sees the names it binds)."""
+        if re.search(rf"\bclass\s+{re.escape(self.cls)}\b", code(function)):
+            return True
+        if not holders or holders[-1].name != self.cls:
+            return False
+        helper = _helper_name(self.kernel_name)
+        if function.name in (self.method, helper) or function.name.startswith(f"{helper}_"):
+            return True
+        named = re.compile(rf"\b{re.escape(function.name)}\b")
+        return any(
+            isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef)
+            and member.name == self.method
+            and named.search(code(member))
+            for member in holders[-1].body
+        )
 
     def command(self, context: CodemodContext) -> Command:
         return _Insert(context, self)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import libcst as cst
@@ -12,9 +12,10 @@ from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider, Scope, 
 
 from ..findings import Refusal
 from ..syntax import kept_lines, where
-from .base import OPERATIONS, Note, Operation
+from .base import OPERATIONS, AnchorError, Note, Operation
 from .imports import place_new_imports
 from .metadata import FileContext, TreeVersions, outermost_functions, outline_scopes
+from .outline import Outline
 from .remove_dead_helper import RemoveHelpers, dead_helpers, references
 from .remove_dead_local import RemoveDeadLocals, dead_locals
 
@@ -31,8 +32,25 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
     """Apply one file's operations in order; then delete private helpers and pure locals the change left unused.
 
     Every pass shares the file's resolved metadata (see .metadata): it is resolved once per
-    version of the tree, and a pass that changes nothing leaves the version as it was.
+    version of the tree, and a pass that changes nothing leaves the version as it was. Where
+    every operation says which functions it reads, they edit the file's outline (.outline).
     """
+    outline = Outline.of(source, [op.keeps for op in operations]) if all(op.outlines for op in operations) else None
+    if outline is not None:
+        try:
+            edit = _apply(outline.text, operations, path, repo, outline.line)
+        except AnchorError as exc:
+            raise AnchorError(str(exc), exc.line and outline.line(exc.line)) from None
+        restored = outline.restore(edit.source)
+        if restored is not None:
+            return dataclasses.replace(edit, source=restored)
+    return _apply(source, operations, path, repo, lambda line: line)
+
+
+def _apply(
+    source: str, operations: Sequence[Operation], path: Path, repo: Path, line: Callable[[int], int]
+) -> FileEdit:
+    """`apply` on a text whose line `n` is the file's `line(n)`."""
     module = source_module = cst.parse_module(source)
     manager = FullRepoManager(str(repo), [str(path)], {FullyQualifiedNameProvider})
     names = FullyQualifiedNameProvider.gen_cache(repo, [str(path)])[str(path)]
@@ -54,7 +72,8 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
         counts[op.name] += command.count
         notes = _at_source(command.refusals + command.warnings, versions, version, source)
         refused, warned = notes[: len(command.refusals)], notes[len(command.refusals) :]
-        refusals += [Refusal(op.name, note.why, where(repo, path, note.line)) for note in refused]
+        refusals += [Refusal(op.name, note.why, where(repo, path, line(note.line))) for note in refused]
+        warned = [dataclasses.replace(note, line=line(note.line)) for note in warned]
         warnings += [note for note in warned if note not in warnings]  # said once, for all of a file's operations
     module = place_new_imports(source_module, module)
     dead = dead_helpers(references_before, module, versions.code(module))
