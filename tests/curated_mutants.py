@@ -2458,4 +2458,32 @@ MUTANTS = (
         'return "".join(restored)',
         ("tests/test_codemod_outline.py", "-k", "keeps_whole"),
     ),
+    Mutant(
+        "removals: any context manager read as a scope",
+        "codemods/planning/removals.py",
+        "and ast.unparse(manager.func) in _SCOPES",
+        "and ast.unparse(manager.func) is not None",
+        ("tests/test_codemod_planning_order.py", "-k", "idle_once"),
+    ),
+    Mutant(
+        "removals: a local read below the block taken out with it",
+        "codemods/planning/removals.py",
+        "return assigned[name] == 1 and outside[name] <= 0 and",
+        "return assigned[name] == 1 and",
+        ("tests/test_codemod_planning_order.py", "-k", "whole_whatever"),
+    ),
+    Mutant(
+        "removals: a block the removal empties kept as busy",
+        "codemods/planning/removals.py",
+        "    busy = [s for s in busy if not _vanishes(s, entry, steps)]\n",
+        "",
+        ("tests/test_triton_lifts.py", "-k", "with_block"),
+    ),
+    Mutant(
+        "removals: an idle helper's call taken for a step that stays",
+        "codemods/planning/removals.py",
+        "acting = {name for name in set(helpers) - steps if not idle.helper(name)}",
+        "acting = set(helpers) - steps",
+        ("tests/test_triton_lifts.py", "-k", "with_block"),
+    ),
 )

@@ -11,7 +11,7 @@ from zerojit.codemods import planner as planner_module
 from zerojit.codemods import planning
 from zerojit.codemods.findings import Findings
 from zerojit.codemods.planner import Planner
-from zerojit.codemods.planning.removals import _Idle, _inert
+from zerojit.codemods.planning.removals import _Idle, _inert, _vanishes
 from zerojit.codemods.transforms import RenameKernel
 
 
@@ -121,6 +121,9 @@ HELPERS = (
         ("hf_text, hf = (getattr(model, 'hf_text_config', None), getattr(model, 'hf_config', None))", True),
         ("if runner.x:\n    kind = 'a'\nelse:\n    logger.debug('b')", True),
         ("assert runner is not None", True),
+        ("with torch.cuda.device(runner.device), torch.inference_mode():\n    logger.info('x')", True),
+        ("with torch.cuda.device(runner.pick()):\n    pass", False),  # its device comes from a call that acts
+        ("with open(runner.trace, 'w'):\n    logger.info('x')", False),  # opening the file acts
     ],
 )
 def test_what_is_idle_once_the_steps_go(statement, idle):
@@ -130,6 +133,27 @@ def test_what_is_idle_once_the_steps_go(statement, idle):
     helpers = {n.name: n for n in module.body}
     [parsed] = ast.parse("def entry():\n" + textwrap.indent(statement, "    ")).body[0].body
     assert _Idle(helpers, set()).statement(parsed) is idle
+
+
+@pytest.mark.parametrize(
+    "statement, goes",
+    [
+        ("with open(runner.trace, 'w'):\n    n = max(1, int(runner.n))\n    _warm(n)", True),
+        ("with open(runner.trace, 'w'):\n    n = runner.pick()\n    _warm(n)", False),  # the local's value acts
+        ("with open(runner.trace, 'w'):\n    n = 1\n    _warm(n)\nlogger.info('%d', n)", False),  # read below
+        ("with open(runner.trace, 'w'):\n    _warm(1)\n    logger.info('warm')", False),  # the log line stays
+        ("if runner.prepare():\n    _warm(1)", True),
+        ("if runner.prepare():\n    _warm(1)\nelif runner.other():\n    _warm(2)", False),  # refused: elif
+        ("for n in runner.sizes():\n    _warm(n)\nelse:\n    _warm(0)", False),  # refused: a loop's else
+        ("try:\n    _warm(1)\nfinally:\n    runner.close()", False),  # refused: the finally stays
+        ("try:\n    _warm(1)\nexcept RuntimeError:\n    logger.info('no')", True),
+    ],
+)
+def test_what_the_removal_takes_out_whole_whatever_its_header_does(statement, goes):
+    """Read by hand against transforms/removal.py: a block that empties takes the statement that exists only for
+    it, and a local nothing else reads goes first (the dead-local pass), where its value is pure."""
+    entry = ast.parse("def entry(runner):\n" + textwrap.indent(statement, "    ")).body[0]
+    assert _vanishes(entry.body[0], entry, {"_warm"}) is goes
 
 
 @pytest.mark.parametrize(

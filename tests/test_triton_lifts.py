@@ -444,6 +444,34 @@ def test_a_qwen_warmup_that_still_acts_once_its_steps_go_stays_and_says_where(tm
     assert f"{QWEN_WARMUP}:{line}: vllm.model_executor.warmup.qwen_triton_warmup stays" in said
 
 
+@pytest.mark.parametrize(
+    "manager, synchronized, stays",
+    [("torch.cuda.device(device)", True, False), ("open(runner.trace, 'w')", False, False)]
+    + [("open(runner.trace, 'w')", True, True)],
+    ids=["a device scope goes", "an emptied block goes with its header", "a block left acting stays"],
+)
+def test_a_qwen_warmup_whose_steps_run_in_a_with_block(tmp_path, manager, synchronized, stays):
+    """A fork's entry runs its steps inside `with ...:`. The module goes where nothing is left that acts: a device
+    scope around what does nothing, or a block the removal empties (its header goes with it). One whose block still
+    acts stays, and the run names the block's line (a line that is still there)."""
+    repo = copy_033(tmp_path / "tree")
+    text = (repo / QWEN_WARMUP).read_text()
+    start = text.index("    max_num_tokens = max(1, int(runner.max_num_tokens))\n")
+    block = textwrap.indent(text[start:], "    ")
+    if not synchronized:
+        block = block.replace("        _synchronize_device(device)\n", "")
+    replace_file(repo / QWEN_WARMUP, f"{text[:start]}    with {manager}:\n{block}")
+    line = text[:start].count("\n") + 1
+    qwen = [s.family for s in migration_specs().values() if s.legacy.function == "qwen_triton_warmup"]
+    result = runner.invoke(app, ["migrate", *qwen, "--repo", str(repo), "--write", "-j", "2"])
+    assert result.exit_code == 0, result.output
+    assert (repo / QWEN_WARMUP).exists() is stays
+    said = " ".join(result.output.split())
+    assert (f"{QWEN_WARMUP}:{line}: vllm.model_executor.warmup.qwen_triton_warmup stays" in said) is stays
+    if stays:  # the line named is still there
+        assert f"\n    with {manager}:\n" in (repo / QWEN_WARMUP).read_text()
+
+
 def test_a_value_two_provider_inputs_share_is_named_plainly(lifted_033):
     """A shared value takes the first input's name (`a = ...`, then `b=a`, as upstream's providers read); a number
     is added only where a parameter or another local holds the name already."""

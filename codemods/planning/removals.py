@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections import Counter
 from typing import TYPE_CHECKING
+
+import libcst as cst
 
 from .. import syntax
 from ..findings import Findings
 from ..lift.tables import LOGGING, PURE_BUILTINS
 from ..spec import MigrationSpec, SpecError
+from ..transforms.remove_dead_local import pure
 from ..transforms.remove_legacy_call import RemoveLegacyCalls
 
 if TYPE_CHECKING:
@@ -58,13 +62,15 @@ def _plan_legacy(planner: Planner, findings: Findings, legacy_name: str, specs: 
     helpers = {n.name: n for n in legacy.tree.body if isinstance(n, ast.FunctionDef)}
     idle = _Idle(helpers, steps)
     busy = [] if whole else [s for s in entry.body if not syntax.is_docstring(s) and not idle.statement(s)]
+    busy = [s for s in busy if not _vanishes(s, entry, steps)]
     busy += [] if whole or busy else [s for s in legacy.tree.body if not _inert(s)]
     if busy:
         findings.add(legacy_name, RemoveLegacyCalls(frozenset(f"{legacy_name}.{step}" for step in steps)))
         findings.deleted_functions |= {f"{legacy_name}.{step}" for step in steps}
-        # Where no call of a function of its own is left as a statement (a step of its own that stays), a human
-        # who migrated every step may wonder why it stays.
-        if not any(_calls_one_of(n, set(helpers) - steps) for s in busy for n in ast.walk(s)):
+        # Where no call of a function of its own that acts is left as a statement (a step of its own that stays),
+        # a human who migrated every step may wonder why it stays.
+        acting = {name for name in set(helpers) - steps if not idle.helper(name)}
+        if not any(_calls_one_of(n, acting) for s in busy for n in ast.walk(s)):
             findings.leftovers.append(
                 f"{syntax.where(planner.repo, legacy.path, busy[0].lineno)}: {legacy_name} stays, with the "
                 f"orchestrator's call of {spec.legacy.function}: this statement may still do work once the migrated "
@@ -128,7 +134,19 @@ class _Idle:
             case ast.For(target=target, iter=iterated, body=body, orelse=orelse):
                 inside = all(self.statement(s, in_helper) for s in body + orelse)
                 return _names_only(target) and reads(iterated) and inside
+            case ast.With(items=items, body=body):
+                return all(map(self._scopes_only, items)) and all(self.statement(s, in_helper) for s in body)
         return in_helper and syntax.is_docstring(statement)
+
+    def _scopes_only(self, item: ast.withitem) -> bool:
+        """A context manager that only scopes a torch setting to its block (the device, grad mode), made from reads."""
+        manager = item.context_expr
+        return (
+            isinstance(manager, ast.Call)
+            and ast.unparse(manager.func) in _SCOPES
+            and all(self.reads(a) for a in [*manager.args, *(k.value for k in manager.keywords)])
+            and (item.optional_vars is None or _names_only(item.optional_vars))
+        )
 
     def _acts_not(self, call: ast.Call, in_helper: bool) -> bool:
         """A call made for its effect that has none once the steps are gone: a log line, a device synchronization,
@@ -165,8 +183,34 @@ class _Idle:
         return True
 
 
+def _vanishes(statement: ast.stmt, entry: ast.FunctionDef, steps: set[str]) -> bool:
+    """A statement of the entry that the removal takes out whole, whatever its header does: a step's call, or an
+    `if`, `with`, `for`, `while` or `try` that holds only such statements and locals that nothing else reads (its
+    block empties, and the statement that exists only for it goes with it: transforms/removal.py)."""
+    outside = Counter(n.id for n in ast.walk(entry) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    outside.subtract(n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    assigned = Counter(syntax.body_stores(entry))
+
+    def goes(node: ast.stmt) -> bool:
+        match node:
+            case ast.Expr():
+                return _calls_one_of(node, steps)
+            case ast.Assign(targets=[ast.Name(id=name)], value=value):  # a local the dead-local pass then removes
+                return assigned[name] == 1 and outside[name] <= 0 and pure(cst.parse_expression(ast.unparse(value)))
+            case ast.If(body=body, orelse=orelse):
+                return not (len(orelse) == 1 and isinstance(orelse[0], ast.If)) and all(map(goes, body + orelse))
+            case ast.With(body=body) | ast.For(body=body, orelse=[]) | ast.While(body=body, orelse=[]):
+                return all(map(goes, body))
+            case ast.Try(body=body, finalbody=[]):
+                return all(map(goes, body))
+        return False
+
+    return goes(statement)
+
+
 _READS = PURE_BUILTINS | {"getattr", "hasattr", "isinstance", "str", "next", "any", "all", "range", "enumerate"}
 _VALUES = {"torch.device"}  # constructors of a plain value a local may hold (a default device)
+_SCOPES = {"torch.device", "torch.cuda.device", "torch.inference_mode", "torch.no_grad"}  # `with` a block's setting
 # What may decorate a definition of a module the migration deletes (its import registers nothing).
 _PLAIN_DECORATORS = {"dataclass", "dataclasses.dataclass", "torch.inference_mode", "torch.no_grad", "functools.cache"}
 

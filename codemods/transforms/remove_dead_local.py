@@ -17,26 +17,26 @@ from .removal import StatementRemover
 _PURE_BUILTINS = frozenset({"abs", "bool", "float", "int", "len", "max", "min", "round", "str", "tuple"})
 
 
-def _pure(node: cst.CSTNode) -> bool:
+def pure(node: cst.CSTNode) -> bool:
     """An expression whose evaluation does nothing but compute it: names, attribute reads, literals,
     operators, subscripts and calls of a few builtins on such expressions."""
     if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)):
         return True
     if isinstance(node, cst.Attribute):
-        return _pure(node.value)
+        return pure(node.value)
     if isinstance(node, cst.BinaryOperation):
-        return _pure(node.left) and _pure(node.right)
+        return pure(node.left) and pure(node.right)
     if isinstance(node, cst.UnaryOperation):
-        return _pure(node.expression)
+        return pure(node.expression)
     if isinstance(node, cst.BooleanOperation):
-        return _pure(node.left) and _pure(node.right)
+        return pure(node.left) and pure(node.right)
     if isinstance(node, cst.Comparison):
-        return _pure(node.left) and all(_pure(target.comparator) for target in node.comparisons)
+        return pure(node.left) and all(pure(target.comparator) for target in node.comparisons)
     if isinstance(node, cst.Call):
         return (
             isinstance(node.func, cst.Name)
             and node.func.value in _PURE_BUILTINS
-            and all(_pure(arg.value) and not arg.star for arg in node.args)
+            and all(pure(arg.value) and not arg.star for arg in node.args)
         )
     return False
 
@@ -66,7 +66,7 @@ def dead_locals(scopes: Mapping[cst.CSTNode, Scope]) -> dict[tuple[str, str], cs
             if statements is None:
                 statements = _assignments_by_target(scope.node)
             statement = statements.get(id(assignments[0].node))
-            if statement is not None and len(statement.targets) == 1 and _pure(statement.value):
+            if statement is not None and len(statement.targets) == 1 and pure(statement.value):
                 dead[(_qualified(scope), name)] = statement
     return dead
 
