@@ -527,7 +527,7 @@ MUTANTS = (
     Mutant(
         "codemods: locals left unread by a removal are kept",
         "codemods/transforms/pipeline.py",
-        "    if removed:  # only removals leave locals unread, and only in the functions they changed",
+        "    if removed and unread_somewhere(versions.code(module)):",
         "    if False:",
         ("tests/test_vllm033_migrations.py", "-k", "f821"),
     ),
@@ -2485,5 +2485,12 @@ MUTANTS = (
         "acting = {name for name in set(helpers) - steps if not idle.helper(name)}",
         "acting = set(helpers) - steps",
         ("tests/test_triton_lifts.py", "-k", "with_block"),
+    ),
+    Mutant(
+        "remove_dead_local: a local nothing reads taken for read, and its scopes never asked",
+        "codemods/transforms/remove_dead_local.py",
+        "s.is_assigned() and not (s.is_referenced() or",
+        "s.is_assigned() and s.is_referenced() and not (",
+        ("tests/test_codemod_transforms.py", "-k", "left_unread_goes_only"),
     ),
 )

@@ -6,13 +6,16 @@ repo resolves them (fully qualified, relative imports against the file's package
 
 import textwrap
 
+import libcst as cst
 import pytest
+from libcst.metadata import ScopeProvider
 
 from zerojit.codemods import gate
 from zerojit.codemods.spec import MigrationSpec, SpecError
 from zerojit.codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameKernel, apply
 from zerojit.codemods.transforms.insert_owner import InsertOwner
 from zerojit.codemods.transforms.registration_code import joined_into_registration_if
+from zerojit.codemods.transforms.remove_dead_local import dead_locals, unread_somewhere
 
 
 def src(text):
@@ -239,6 +242,26 @@ def test_a_local_unread_before_the_removal_stays_in_the_function_it_changed(tmp_
     edit = run(tmp_path, "engine.layers", source, [LEGACY])
     assert edit.refusals == [] and edit.counts == {"remove_legacy_call": 1, "remove_dead_local": 1}
     assert "    spare = worker.rank\n" in edit.source and "worker.config" not in edit.source
+
+
+@pytest.mark.parametrize(
+    "code, unread",
+    [
+        ("def f(worker):\n    cfg = worker.config\n    return worker\n", True),
+        ("class A:\n    def warm(self):\n        cfg = None\n", True),  # a method's
+        ("def f(worker):\n    cfg = worker.config\n    return cfg\n", False),
+        ("def f(worker):\n    import os\n    def g():\n        pass\n    return worker\n", False),  # not locals
+        ("def f(a, *args, **kwargs):\n    return a\n", False),  # parameters
+        ("x = 1\nclass A:\n    y = 2\n", False),  # no function
+        ("def f():\n    x = 1\n    return lambda: x\n", True),  # read only by an inner scope: asked for anyway
+    ],
+)
+def test_what_may_hold_a_local_left_unread_and_what_cannot(code, unread):
+    """Where the symbol table finds no name a function binds and never reads, dead_locals (on libcst's scopes) finds
+    none either; where it does, the scopes decide."""
+    assert unread_somewhere(code) is unread
+    found = dead_locals(cst.MetadataWrapper(cst.parse_module(code)).resolve(ScopeProvider))
+    assert not found or unread
 
 
 def test_a_comment_on_a_local_left_unread_goes_with_it_not_onto_the_next_statement(tmp_path):

@@ -17,7 +17,7 @@ from .imports import place_new_imports
 from .metadata import FileContext, TreeVersions, outermost_functions, outline_scopes
 from .outline import Outline
 from .remove_dead_helper import RemoveHelpers, dead_helpers, references
-from .remove_dead_local import RemoveDeadLocals, dead_locals
+from .remove_dead_local import RemoveDeadLocals, dead_locals, unread_somewhere
 
 
 @dataclasses.dataclass
@@ -86,7 +86,8 @@ def _apply(
         dead = dead_helpers(references_before, module, versions.code(module))
     removed = any(counts[name] for name, kind in OPERATIONS.items() if kind.removes_statements)
     unread: set[tuple[str, str]] = set()
-    if removed:  # only removals leave locals unread, and only in the functions they changed
+    # Only removals leave locals unread, and only in the functions they changed.
+    if removed and unread_somewhere(versions.code(module)):
         codes = FunctionCodes()
         unread = set(dead_locals(_changed_scopes(versions, codes, module, source_module)))
         # Those the file had unread already stay; mostly there are none to ask about.
