@@ -272,10 +272,14 @@ def conjunction(parts: list[str]) -> str:
     return ast.unparse(ast.BoolOp(ast.And(), [ast.parse(part, mode="eval").body for part in unique]))
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def kept_lines(before: str, after: str, edited: bool = False) -> dict[int, int]:
     """Lines of `after` kept as they were from `before`: after's line number -> before's (1-based); `edited`: also
     the lines of a block edited in place (replaced by as many lines), each where it was."""
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
+    # Lines as Python counts them (`str.splitlines` also ends one at a form feed, which a comment may hold).
+    matcher = difflib.SequenceMatcher(None, _LINE_END.split(before), _LINE_END.split(after), autojunk=False)
     return {
         j1 + k + 1: i1 + k + 1
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()

@@ -11,7 +11,7 @@ import pytest
 from test_codemod_transforms import insert
 
 from zerojit.codemods.transforms import InsertRegistration, apply, pipeline
-from zerojit.codemods.transforms.outline import Outline
+from zerojit.codemods.transforms.outline import Outline, lines
 
 REPO = Path(__file__).resolve().parents[1]
 OWN_SOURCES = sorted(p for room in ("codemods", "contract", "migrate") for p in (REPO / room).rglob("*.py"))
@@ -43,15 +43,15 @@ def test_an_outline_puts_back_to_its_file_and_each_of_its_lines_is_the_files_lin
     if outline is None:
         assert not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) for n in ast.walk(ast.parse(source)))
         return
-    assert outline.restore(outline.text) == source
-    lines, outlined = source.splitlines(), outline.text.splitlines()
-    assert len(outlined) < len(lines)
+    text, line = outline.expand(outline.text)
+    assert text == source
+    file_lines, outlined = lines(source), lines(outline.text)
+    assert len(outlined) < len(file_lines)
+    markers = iter(outline.bodies)
     for number, text in enumerate(outlined, 1):
-        if "zerojit:outlined" in text:  # a marker: where the body it stands for starts, at its indentation
-            body = lines[outline.line(number) - 1]
-            assert body.strip() and body[: len(body) - len(body.lstrip())] == text[: len(text) - len(text.lstrip())]
-        else:
-            assert lines[outline.line(number) - 1] == text, (number, text)
+        # A marker's line is its body's last: a note on a line added below it is said above, at the line kept.
+        expected = lines(next(markers))[-1] if "zerojit:outlined" in text else text
+        assert file_lines[line(number) - 1] == expected, (number, text)
     # Every def and class outside a function is still there.
     assert _outer_names(ast.parse(outline.text).body) == _outer_names(ast.parse(source).body)
 
@@ -85,22 +85,30 @@ def test_what_an_outline_keeps_whole():
                 return 2
 
             def other(self):
-                return 3""")
+                return 3
+        """)
     outline = Outline.of(source, [lambda function, holders, code: function.name == "kept"])
     assert outline.text == source.replace(
         "    '''Gone from the outline.'''\n    return x\n", "    ...  # zerojit:outlined:0\n"
-    ).replace("        return 3", "        ...  # zerojit:outlined:1\n")
-    assert outline.restore(outline.text) == source  # the file's last line had no line end, and has none
-    assert [outline.line(n) for n in (18, 19, 26, 29)] == [18, 20, 27, 30]
-    assert outline.restore(outline.text.replace("...  # zerojit:outlined:1\n", "")) is None  # a marker dropped
-    copied = outline.text + "    ...  # zerojit:outlined:0\n"
-    assert outline.restore(copied) is None
+    ).replace("        return 3\n", "        ...  # zerojit:outlined:1\n")
+    text, line = outline.expand(outline.text)
+    assert text == source and [line(n) for n in (17, 18, 19, 26, 27)] == [17, 19, 20, 27, 28]
+    first, second = "    ...  # zerojit:outlined:0\n", "        ...  # zerojit:outlined:1\n"
+    assert outline.expand(outline.text.replace(second, "")) is None  # a marker dropped
+    assert outline.expand(outline.text + first) is None  # copied
+    swapped = outline.text.replace(first, "@").replace(second, first.replace("0", "1")).replace("@", second)
+    assert outline.expand(swapped) is None  # out of order
 
 
 @pytest.mark.parametrize(
     "source",
-    ["def f():\r\n    return 1\r\n", "def f():\n    return 1  # zerojit:outlined:0\n", "def f(:\n    return 1\n"],
-    ids=["crlf", "holds-a-marker", "does-not-parse"],
+    [
+        "def f():\r\n    return 1\r\n",
+        "def f():\n    return 1  # zerojit:outlined:0\n",
+        "def f(:\n    return 1\n",
+        "def f():\n    return 1",
+    ],
+    ids=["crlf", "holds-a-marker", "does-not-parse", "no-line-end-at-its-end"],
 )
 def test_a_file_the_outline_cannot_stand_for_is_edited_whole(source):
     assert Outline.of(source, [_keep_none]) is None
@@ -155,24 +163,90 @@ def _registration(**changes) -> InsertRegistration:
     return insert(**{**fields, **changes})
 
 
-@pytest.mark.parametrize(
-    "op",
-    [
-        _registration(),  # reads what a method __init__ calls sets: it goes after that call (and warns there)
-        _registration(cls="Nested", registration="_KERNEL.register_warmup(width=self.width)", insert_after=""),
-        _registration(cls="Later", gate="enabled", names=frozenset({"enabled", "_KERNEL"})),  # refused at its line
-        _registration(cls="Later", registration="_KERNEL.register_warmup()", insert_after="self.missing ="),
-    ],
-    ids=["method-it-calls", "class-in-a-function", "refusal-line", "guessed-anchor-warning"],
+# Found by a hostile probe: each gave a different edit, note line or error on the outline than on the whole file.
+FORM_FEEDS = src("""
+    def helper(x):
+        y = x  # \x0c\x0c\x0c
+        return y
+
+
+    class Layer:
+        def __init__(self, config):
+            self.block = config
+            self._build(config)
+
+        def _build(self, config):
+            self.block = make(config)
+    """)
+LAST_METHOD_OUTLINED = src("""
+    def helper(x):
+        y = x
+        return y
+
+
+    class Layer(Base):
+        def forward(self, x):
+            y = x + 1
+            return y * 2
+    """)
+ABOVE_AND_BELOW = (
+    "def f(x):\n" + "    x += 1\n" * 12 + "    return x\n\n\nclass Layer:\n    def __init__(self, config):\n"
+    "        self.block = 1\n\n        self.pad = 1\n\n\n" + "".join(f"C{j} = {j}\n" for j in range(8))
 )
-def test_a_registration_made_on_the_outline_is_the_one_made_on_the_whole_file(tmp_path, monkeypatch, op):
+BIND = "def bind(self, kv):\n    super().bind(kv)\n"
+CASES = {
+    "method-it-calls": (LAYERS, [_registration()]),  # it goes after the call of the method that sets what it reads
+    "class-in-a-function": (  # and one of that name at the top level: the edit takes both
+        LAYERS + "\n\nclass Nested:\n    def __init__(self, config):\n        self.width = config.width\n",
+        [_registration(cls="Nested", registration="_KERNEL.register_warmup(width=self.width)", insert_after="")],
+    ),
+    "class-header-split-by-a-backslash": (
+        LAYERS.replace("    class Nested:", "    class \\\n            Nested:"),
+        [_registration(cls="Nested", registration="_KERNEL.register_warmup(width=self.width)", insert_after="")],
+    ),
+    "refusal-line": (LAYERS, [_registration(cls="Later", gate="enabled", names=frozenset({"enabled", "_KERNEL"}))]),
+    "a-refusal-below-what-an-earlier-operation-added": (
+        LAYERS,
+        [_registration(), _registration(cls="Later", gate="enabled", names=frozenset({"enabled", "_KERNEL"}))],
+    ),
+    "guessed-anchor-warning": (
+        LAYERS,
+        [_registration(cls="Later", registration="_KERNEL.register_warmup()", insert_after="self.missing =")],
+    ),
+    "form-feeds-in-a-comment": (FORM_FEEDS, [_registration(insert_after="self.block = config")]),
+    "a-note-on-an-added-line-below-an-outlined-body": (
+        LAST_METHOD_OUTLINED,
+        [
+            _registration(method="bind", override=BIND, insert_after="", registration="_KERNEL.register_warmup()"),
+            _registration(method="bind", override=BIND, insert_after="", gate="unbound", names=frozenset({"unbound"})),
+        ],
+    ),
+    "notes-where-the-diff-aligns-on-more-text": (
+        ABOVE_AND_BELOW,
+        [
+            _registration(gate="self.g", insert_after="self.block = "),
+            _registration(kernel_name="_OTHER", registration="_OTHER.register_warmup()", insert_after="_KERNEL.reg"),
+        ],
+    ),
+    "an-override-that-calls-a-method": (
+        LAST_METHOD_OUTLINED.replace(
+            "    def forward", "    def _build(self):\n        self.block = 1\n\n    def forward"
+        ),
+        [_registration(override="def __init__(self):\n    super().__init__()\n    self._build()\n", insert_after="")],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_registration_made_on_the_outline_is_the_one_made_on_the_whole_file(tmp_path, monkeypatch, case):
+    source, ops = CASES[case]
     path = tmp_path / "engine" / "layer.py"
     path.parent.mkdir()
-    path.write_text(LAYERS)
-    assert Outline.of(LAYERS, [op.keeps]) is not None  # `unrelated` and `forward` at least are left out
-    outlined = apply(LAYERS, [op], path=path, repo=tmp_path)
+    path.write_text(source)
+    assert Outline.of(source, [op.keeps for op in ops]) is not None  # some function is left out
+    outlined = apply(source, ops, path=path, repo=tmp_path)
     monkeypatch.setattr(pipeline.Outline, "of", classmethod(lambda cls, source, keeps: None))
-    whole = apply(LAYERS, [op], path=path, repo=tmp_path)
+    whole = apply(source, ops, path=path, repo=tmp_path)
     assert (outlined.source, outlined.counts, outlined.warnings) == (whole.source, whole.counts, whole.warnings)
     assert list(map(str, outlined.refusals)) == list(map(str, whole.refusals))
     assert outlined.counts or outlined.refusals

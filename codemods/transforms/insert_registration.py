@@ -69,10 +69,12 @@ class InsertRegistration(Operation):
     outlines = adds_only = True
 
     def keeps(self, function: ast.FunctionDef | ast.AsyncFunctionDef, holders: tuple[ast.ClassDef, ...], code) -> bool:
-        """What the edit reads: the class's method and the methods of the class it names (those it calls set what
-        the registration may read; a helper method may hold the registration already), and a function the class is
-        defined in (the method sees the names it binds)."""
-        if re.search(rf"\bclass\s+{re.escape(self.cls)}\b", code(function)):
+        """What the edit reads: the class's method and the methods of the class it (or the override it adds) names:
+        those it calls set what the registration may read, and a helper method may hold the registration already;
+        and a function the class is defined in (the method sees the names it binds)."""
+        if self.cls in code(function) and any(
+            isinstance(n, ast.ClassDef) and n.name == self.cls for n in ast.walk(function)
+        ):
             return True
         if not holders or holders[-1].name != self.cls:
             return False
@@ -80,12 +82,8 @@ class InsertRegistration(Operation):
         if function.name in (self.method, helper) or function.name.startswith(f"{helper}_"):
             return True
         named = re.compile(rf"\b{re.escape(function.name)}\b")
-        return any(
-            isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef)
-            and member.name == self.method
-            and named.search(code(member))
-            for member in holders[-1].body
-        )
+        methods = [m for m in holders[-1].body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]
+        return any(named.search(code(m)) for m in methods if m.name == self.method) or bool(named.search(self.override))
 
     def command(self, context: CodemodContext) -> Command:
         return _Insert(context, self)
@@ -116,6 +114,11 @@ class _Insert(Command):
         self.helper_body: list[cst.BaseStatement] = []
         self.helper_args: list[str] = []
         self._set_by: dict[tuple[int, str], set[str]] = {}  # (class node's id, method) -> the `self.x` it sets
+
+    def line(self, node: cst.CSTNode) -> int:
+        """A statement of the override the class gets is not in the file: it is said at the class."""
+        position = self.position(node)
+        return self.position(self.class_node).start.line if position is None else position.start.line
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.name.value != self.op.cls:

@@ -9,7 +9,8 @@ to its last, so everything else (headers, decorators, comments between functions
 text and its place. Only a `global` or `nonlocal` declaration lets a function's body bind a
 name outside it, so a function that may declare one is kept, and the outline binds everywhere
 outside the outlined bodies what the file binds (transforms/metadata.py's outline_scopes rests
-on the same rule).
+on the same rule). Lines are what Python counts as lines: a form feed in a comment is not a
+line end here, as it is for `str.splitlines`.
 """
 
 from __future__ import annotations
@@ -23,34 +24,37 @@ from collections.abc import Callable, Sequence
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BINDS_OUTSIDE = re.compile(r"\b(global|nonlocal)\b")
 _MARK = "zerojit:outlined"
-_MARKER = re.compile(rf"^[ \t]*\.\.\.  # {_MARK}:(\d+)\r?\n?$")
+_MARKER = re.compile(rf"^[ \t]*\.\.\.  # {_MARK}:(\d+)\n?$")
 
 # keeps(function, holders, code): whether an operation reads or edits `function` (holders: the classes around
 # it, innermost last; code(node): a node's lines as the file has them).
 Keeps = Callable[[ast.FunctionDef | ast.AsyncFunctionDef, tuple[ast.ClassDef, ...], Callable[[ast.AST], str]], bool]
 
 
+def lines(text: str) -> list[str]:
+    """The text's lines, each with its line end, split where Python ends a line (`\\n`) and nowhere else."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
 @dataclasses.dataclass(frozen=True)
 class Outline:
     text: str
     bodies: tuple[str, ...]  # the lines marker i stands for
-    at: tuple[int, ...]  # the outline's line of marker i (1-based, in order)
-    shift: tuple[int, ...]  # how many lines the file has more than the outline below marker i
 
     @classmethod
     def of(cls, source: str, keeps: Sequence[Keeps]) -> Outline | None:
         """The outline that keeps every function one of `keeps` takes; None when there is nothing to leave out (or
-        the text holds a marker already, or does not parse)."""
-        if _MARK in source or "\r" in source:
-            return None  # (a marker line ends in "\n": a file with other line ends is edited whole)
+        the text holds a marker already, has a line end but `\\n` or none at its end, or does not parse)."""
+        if _MARK in source or "\r" in source or not source.endswith("\n"):
+            return None
         try:
             tree = ast.parse(source)
         except SyntaxError:
             return None  # the transform's own parse says where
-        lines = source.splitlines(keepends=True)
+        source_lines = lines(source)
 
         def code(node: ast.AST) -> str:
-            return "".join(lines[node.lineno - 1 : node.end_lineno])
+            return "".join(source_lines[node.lineno - 1 : node.end_lineno])
 
         spans: list[tuple[int, int, str]] = []  # (first, last) line of each body left out, and its indentation
 
@@ -60,7 +64,7 @@ class Outline:
                     visit(node.body, (*holders, node))
                 elif isinstance(node, _FUNCTIONS) and not any(keep(node, holders, code) for keep in keeps):
                     first = node.body[0]
-                    indent = lines[first.lineno - 1][: first.col_offset]
+                    indent = source_lines[first.lineno - 1][: first.col_offset]
                     # A body that starts on its header's line (`def f(): ...`) is short: it stays.
                     if first.lineno > node.lineno and not indent.strip() and not _BINDS_OUTSIDE.search(code(node)):
                         spans.append((first.lineno, node.end_lineno, indent))
@@ -68,31 +72,30 @@ class Outline:
         visit(tree.body, ())
         if not spans:
             return None
-        text, bodies, at, shift, line = [], [], [], [], 1
+        text, bodies, line = [], [], 1
         for index, (first, last, indent) in enumerate(spans):
-            text += lines[line - 1 : first - 1]
-            at.append(len(text) + 1)
+            text += source_lines[line - 1 : first - 1]
+            bodies.append("".join(source_lines[first - 1 : last]))
             text.append(f"{indent}...  # {_MARK}:{index}\n")
-            bodies.append("".join(lines[first - 1 : last]))
-            shift.append((shift[-1] if shift else 0) + last - first)
             line = last + 1
-        text += lines[line - 1 :]
-        return cls("".join(text), tuple(bodies), tuple(at), tuple(shift))
+        text += source_lines[line - 1 :]
+        return cls("".join(text), tuple(bodies))
 
-    def restore(self, code: str) -> str | None:
-        """The edited outline's text with each body back in place of its marker; None when the edit moved, copied or
-        dropped a marker (the file is then edited whole)."""
-        restored, seen = [], []
-        for line in code.splitlines(keepends=True):
+    def expand(self, code: str) -> tuple[str, Callable[[int], int]] | None:
+        """The file's text for an edited outline's `code`, each body back in place of its marker, and the text's line
+        for each line of the code (a marker's: its body's last); None when the edit moved, copied or dropped a
+        marker (the file is then edited whole)."""
+        text, at, shift = [], [], [0]  # shift[i]: how many lines the text has more than the code below marker i
+        for number, line in enumerate(lines(code), 1):
             marker = _MARKER.match(line) if _MARK in line else None
-            if marker:
-                seen.append(int(marker.group(1)))
-                restored.append(self.bodies[seen[-1]])
+            if marker is None:
+                text.append(line)
+            elif int(marker.group(1)) != len(at):
+                return None
             else:
-                restored.append(line)
-        return "".join(restored) if seen == list(range(len(self.bodies))) else None
-
-    def line(self, line: int) -> int:
-        """The file's line for a line of the outline."""
-        below = bisect.bisect_left(self.at, line)  # markers above `line`
-        return line + (self.shift[below - 1] if below else 0)
+                text.append(self.bodies[len(at)])
+                at.append(number)
+                shift.append(shift[-1] + len(lines(text[-1])) - 1)
+        if len(at) != len(self.bodies):
+            return None
+        return "".join(text), lambda line: line + shift[bisect.bisect_right(at, line)]

@@ -38,23 +38,37 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
     outline = Outline.of(source, [op.keeps for op in operations]) if all(op.outlines for op in operations) else None
     if outline is not None:
         try:
-            edit = _apply(outline.text, operations, path, repo, outline.line)
-        except AnchorError as exc:
-            raise AnchorError(str(exc), exc.line and outline.line(exc.line)) from None
-        restored = outline.restore(edit.source)
-        if restored is not None:
-            return dataclasses.replace(edit, source=restored)
-    return _apply(source, operations, path, repo, lambda line: line)
+            edit = _apply(outline.text, operations, path, repo, source, outline.expand)
+            expanded = outline.expand(edit.source)
+        except (AnchorError, _Unmapped):  # the whole file's edit says it, where it is
+            expanded = None
+        if expanded is not None:
+            return dataclasses.replace(edit, source=expanded[0])
+    return _apply(source, operations, path, repo, source, _as_it_is)
+
+
+class _Unmapped(Exception):
+    """An edit of the outline moved or dropped a marker: the file is edited whole."""
+
+
+def _as_it_is(code: str) -> tuple[str, Callable[[int], int]]:
+    return code, lambda line: line
 
 
 def _apply(
-    source: str, operations: Sequence[Operation], path: Path, repo: Path, line: Callable[[int], int]
+    text: str,
+    operations: Sequence[Operation],
+    path: Path,
+    repo: Path,
+    source: str,
+    whole: Callable[[str], tuple[str, Callable[[int], int]] | None],
 ) -> FileEdit:
-    """`apply` on a text whose line `n` is the file's `line(n)`."""
-    module = source_module = cst.parse_module(source)
+    """`apply` on `text`, the file's `source` or its outline; `whole(code)`: the file's text for a version's code,
+    and the line there of each of the code's lines (None: it cannot tell)."""
+    module = source_module = cst.parse_module(text)
     manager = FullRepoManager(str(repo), [str(path)], {FullyQualifiedNameProvider})
     names = FullyQualifiedNameProvider.gen_cache(repo, [str(path)])[str(path)]
-    versions = TreeVersions(manager, str(path), module, source)
+    versions = TreeVersions(manager, str(path), module, text)
     context = FileContext(
         filename=str(path),
         full_module_name=names.name,
@@ -70,10 +84,9 @@ def _apply(
         command = op.command(context)
         version, module = module, command.transform_module(module)
         counts[op.name] += command.count
-        notes = _at_source(command.refusals + command.warnings, versions, version, source)
+        notes = _at_source(command.refusals + command.warnings, versions, version, source, whole)
         refused, warned = notes[: len(command.refusals)], notes[len(command.refusals) :]
-        refusals += [Refusal(op.name, note.why, where(repo, path, line(note.line))) for note in refused]
-        warned = [dataclasses.replace(note, line=line(note.line)) for note in warned]
+        refusals += [Refusal(op.name, note.why, where(repo, path, note.line)) for note in refused]
         warnings += [note for note in warned if note not in warnings]  # said once, for all of a file's operations
     module = place_new_imports(source_module, module)
     dead = dead_helpers(references_before, module, versions.code(module))
@@ -103,14 +116,22 @@ def _apply(
     return FileEdit(versions.code(module), +counts, refusals, warnings)
 
 
-def _at_source(notes: list[Note], versions: TreeVersions, version: cst.Module, source: str) -> list[Note]:
-    """Notes on lines of a version earlier operations changed, on the file's own lines (a line one of them edited
-    in place: where it was; one they added: the nearest one above that they kept)."""
-    code = versions.code(version) if notes else source
-    if code is source:
+def _at_source(notes: list[Note], versions: TreeVersions, version: cst.Module, source: str, whole) -> list[Note]:
+    """Notes on lines of a version of the tree, on the file's own lines (of `source`): where earlier operations
+    changed the file, a line one of them edited in place is where it was; one they added, the nearest one above that
+    they kept. `whole`: as `_apply` takes it."""
+    if not notes:
         return notes
-    kept = kept_lines(source, code, edited=True)
-    return [dataclasses.replace(n, line=kept.get(max((k for k in kept if k <= n.line), default=0), 1)) for n in notes]
+    expanded = whole(versions.code(version))
+    if expanded is None:
+        raise _Unmapped
+    text, line = expanded
+    if text == source:
+        return [dataclasses.replace(n, line=line(n.line)) for n in notes]
+    kept = kept_lines(source, text, edited=True)
+    return [
+        dataclasses.replace(n, line=kept.get(max((k for k in kept if k <= line(n.line)), default=0), 1)) for n in notes
+    ]
 
 
 def _changed_scopes(
