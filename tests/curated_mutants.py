@@ -2507,4 +2507,11 @@ MUTANTS = (
         "return position.start.line",
         ("tests/test_codemod_outline.py", "-k", "override-that-calls"),
     ),
+    Mutant(
+        "subclasses: a base named in a class body taken for one in its header",
+        "codemods/planning/subclasses.py",
+        'r"(?:(?!\\)[ \\t]*:[ \\t]*(?:#[^\\n]*)?\\n)[\\s\\S]){0,400}?"',
+        'r"[\\s\\S]{0,400}?"',
+        ("tests/test_codemod_planning_reads.py", "-k", "header_may_name"),
+    ),
 )

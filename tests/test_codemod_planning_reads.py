@@ -4,6 +4,7 @@ lines found once, a spec's imported names read as the site's module aliases them
 a definition."""
 
 import ast
+import re
 import symtable
 
 import libcst as cst
@@ -13,7 +14,7 @@ from tree_forks import write_tree
 from zerojit.codemods.planner import Planner
 from zerojit.codemods.planning.owners import _parameters
 from zerojit.codemods.planning.registrations import _imports_as_aliased
-from zerojit.codemods.planning.subclasses import direct_subclasses
+from zerojit.codemods.planning.subclasses import _IN_HEADER, direct_subclasses
 from zerojit.codemods.repo import RepoModules
 from zerojit.codemods.syntax import body_stores, definition_digest, self_reads, signature, source_segment, stores
 from zerojit.codemods.transforms.constructor import nodes, walks_kept
@@ -84,6 +85,22 @@ def test_a_later_subclass_search_reads_only_class_statements_and_aliases_and_fin
     assert sorted(direct_subclasses(later, model, "pkg.base:Base")) == whole_text  # read off the class heads
     heads = later.modules["pkg.user"].class_heads
     assert "Base" not in heads and "LAYER" not in heads  # the file's uses of the name are not read again
+
+
+@pytest.mark.parametrize(
+    "text, names",
+    [
+        ("class A(Parent):\n    pass\n", True),
+        ("class A(\n    Base,  # first\n    Parent,\n):\n    pass\n", True),
+        ("class Sub[T: Bound](Parent):\n    pass\n", True),
+        ("class A(make('a):'), Parent):\n    pass\n", True),
+        ("class A(Base):  # a note\n    layer = Parent()\n", False),  # its body names it
+        ('class A(Base):\n    """Wraps a Parent."""\n', False),
+    ],
+)
+def test_a_subclass_search_parses_a_file_only_where_a_class_header_may_name_the_base(text, names):
+    """Read by hand: the header ends at a `)` and a `:` that end a line; a name past that is the body's."""
+    assert bool(re.search(rf"^[ \t]*class\s+\w+{_IN_HEADER}\bParent\b", text, re.MULTILINE)) is names
 
 
 def test_the_planner_and_its_repo_model_share_one_parse_of_a_file(tmp_path):

@@ -141,13 +141,17 @@ def _naming(
     for home in (m for m in planner.modules.values() if parent in scanned(m)):
         spelled = "|".join(map(re.escape, {parent, *re.findall(rf"\b{re.escape(parent)}\s+as\s+(\w+)", home.text)}))
         word = re.compile(rf"\b(?:{spelled})\b")
-        # Only a module with a class statement that names it near its start is parsed (the AST decides the rest):
-        # bases hold colons too (a comment, a string, `class Sub[T: Bound](Parent)`), so no end is looked for.
-        if not re.search(rf"^[ \t]*class\s+\w+[\s\S]{{0,400}}?{word.pattern}", home.text, re.MULTILINE):
+        # Only a module with a class statement that names it before its header can have ended is parsed (the AST
+        # decides the rest): bases hold colons too (a string, `class Sub[T: Bound](Parent)`), so the header is
+        # taken to end only at a `)` and a `:` that end a line, or 400 characters on.
+        if not re.search(rf"^[ \t]*class\s+\w+{_IN_HEADER}{word.pattern}", home.text, re.MULTILINE):
             continue
         for node in home.classes:
             if any(word.search(ast.unparse(b)) for b in node.bases):
                 yield home, node
+
+
+_IN_HEADER = r"(?:(?!\)[ \t]*:[ \t]*(?:#[^\n]*)?\n)[\s\S]){0,400}?"
 
 
 def _bases(modules: RepoModules, module: str, node: ast.ClassDef) -> set:
