@@ -356,6 +356,26 @@ def test_comments_stay_with_the_code_they_introduce(tmp_path):
     assert run(tmp_path, "engine.warmup.kernel_warmup", before, [LEGACY]).source == after
 
 
+def test_an_import_whose_name_is_left_only_as_an_attribute_goes_with_the_removed_call(tmp_path):
+    """`obj.helper` names the word but not the import: the symbol table cannot settle it, libcst's scopes do."""
+    source = src("""
+        from engine.helpers import helper
+        from engine.warmup.legacy import legacy_warmup
+
+
+        def warm(worker):
+            legacy_warmup(helper(worker))
+            return worker
+
+
+        def other(obj):
+            return obj.helper
+        """)
+    edit = run(tmp_path, "engine.layers", source, [LEGACY])
+    assert edit.refusals == [] and edit.counts == {"remove_legacy_call": 1}
+    assert "import" not in edit.source and "return obj.helper\n" in edit.source
+
+
 def test_helpers_only_the_removed_code_used_are_deleted(tmp_path):
     before = src("""
         def _warm_a(worker):
