@@ -28,7 +28,7 @@ from pyflakes import checker as pyflakes_checker
 from pyflakes import messages
 
 from .repo import IMPORTERS, absolute_module, callee_names, module_named_by, qualified_names
-from .syntax import SCOPES, own_nodes, where
+from .syntax import SCOPES, own_nodes, source_lines, where
 
 # What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823, F405).
 _BLOCKING = (
@@ -228,7 +228,7 @@ def check_references(
     warnings = [
         Finding(path, number, f"still mentions {renamed.old} (a comment or docstring?)")
         for renamed in facts.renamed
-        for number, text in enumerate(source.splitlines(), 1)
+        for number, text in enumerate(source_lines(source), 1)
         if number not in flagged and re.search(rf"\b{re.escape(renamed.old)}\b", text)
     ]
     return found, warnings + list(_computed_names(path, tree, bound, facts))

@@ -25,7 +25,7 @@ from .planning import GROUPS, STEPS
 from .repo import RepoModules, absolute_module, module_name
 from .site_gate import GatePlan
 from .spec import MigrationSpec, SpecError
-from .syntax import holds_call_like, statements
+from .syntax import holds_call_like, source_lines, statements
 from .transforms import Operation
 
 CLASS_HEAD = 640  # a class statement names its bases within 400 characters of its name (subclasses' rule)
@@ -77,7 +77,7 @@ class SourceModule:
     @functools.cached_property
     def lines(self) -> list[str]:
         """The module's lines (a node's `lineno` indexes them from 1)."""
-        return self.text.splitlines()
+        return source_lines(self.text)
 
     @functools.cached_property
     def classes(self) -> list[ast.ClassDef]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .files import SourceFile
 from .site_gate import GatePlan
+from .syntax import source_lines
 from .transaction import Write
 
 
@@ -39,8 +40,8 @@ class FileChange:
         rel = self.path.relative_to(repo).as_posix()
         return "".join(
             difflib.unified_diff(
-                self.before.splitlines(keepends=True),
-                (self.after or "").splitlines(keepends=True),
+                source_lines(self.before, keepends=True),
+                source_lines(self.after or "", keepends=True),
                 fromfile=f"a/{rel}",
                 tofile=f"b/{rel}" if self.after is not None else "/dev/null",
             )

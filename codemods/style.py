@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .errors import MigrationError
 from .gate import Finding
-from .syntax import kept_lines
+from .syntax import kept_lines, source_lines
 
 LINE_LENGTH = 88  # vLLM's (its pyproject.toml [tool.ruff])
 GATE_RULES = "E,F,W,I,UP,B"
@@ -167,7 +167,7 @@ def changed_ranges(before: str, after: str) -> list[tuple[int, int]]:
     A deletion leaves no line of its own; its seam is the blank lines around where it was
     (none: nothing to format there), so the blank lines between what it joined are checked.
     """
-    old, new = before.splitlines(), after.splitlines()
+    old, new = source_lines(before), source_lines(after)
     ranges: list[tuple[int, int]] = []
     for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if tag in ("insert", "replace"):
@@ -192,7 +192,7 @@ def changed_ranges(before: str, after: str) -> list[tuple[int, int]]:
 def _apply(source: str, edits: Iterable[tuple[int, int, int, int, str]]) -> str:
     """ruff's fix edits applied (rows and columns 1-based, columns in characters), last first."""
     starts = [0]
-    for line in source.splitlines(keepends=True):
+    for line in source_lines(source, keepends=True):
         starts.append(starts[-1] + len(line))
     offset = lambda row, column: starts[min(row, len(starts)) - 1] + column - 1  # noqa: E731
     for row, column, end_row, end_column, text in sorted(edits, reverse=True):
@@ -222,10 +222,10 @@ def sort_imports(
 
 def _first_difference(a: str, b: str) -> int:
     """The first line (1-based) where two texts differ."""
-    for number, (x, y) in enumerate(zip(a.splitlines(keepends=True), b.splitlines(keepends=True)), 1):
+    for number, (x, y) in enumerate(zip(source_lines(a, keepends=True), source_lines(b, keepends=True)), 1):
         if x != y:
             return number
-    return min(len(a.splitlines()), len(b.splitlines())) + 1
+    return min(len(source_lines(a)), len(source_lines(b))) + 1
 
 
 def restyle(style: Style, path: Path, before: str, after: str, original: Callable[[], Sequence[Diagnostic]]) -> str:
@@ -237,7 +237,7 @@ def restyle(style: Style, path: Path, before: str, after: str, original: Callabl
     has formatted that part of it already.
     """
     source = sort_imports(style, path, before, after, original)
-    limit = len(source.splitlines()) + 1  # lines from here on are formatted already
+    limit = len(source_lines(source)) + 1  # lines from here on are formatted already
     for start, end in reversed(changed_ranges(before, source)):
         end = min(end, limit - 1)
         if start > end:
@@ -273,8 +273,8 @@ def check(
     found = style.lint(path, after)
     new = Counter(d.key for d in found) - Counter(d.key for d in original()) if found else Counter()
     # A line the migration copied as it was (a comment a dispatcher takes along) brings its finding with it.
-    lines = after.splitlines()
-    was, now = (_finding_lines(original(), before.splitlines()), _finding_lines(found, lines)) if new else ({}, {})
+    lines = source_lines(after)
+    was, now = (_finding_lines(original(), source_lines(before)), _finding_lines(found, lines)) if new else ({}, {})
     copies = {line: count - was[line] for line, count in now.items() if count > was[line] > 0}
     for (key, _), count in copies.items():
         new[key] -= count

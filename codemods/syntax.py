@@ -272,14 +272,21 @@ def conjunction(parts: list[str]) -> str:
     return ast.unparse(ast.BoolOp(ast.And(), [ast.parse(part, mode="eval").body for part in unique]))
 
 
-_LINE_END = re.compile(r"\r\n|\r|\n")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def source_lines(text: str, keepends: bool = False) -> list[str]:
+    """The text's lines as Python and ruff count them, so that a line number from `ast`, libcst or ruff indexes them
+    from 1: ended by `\\n`, `\\r\\n` or `\\r` only (`str.splitlines` also ends one at a form feed, a PEP 8 page
+    break a comment may hold, and at a few other characters)."""
+    found = _LINE.findall(text)
+    return found if keepends else [line.rstrip("\r\n") for line in found]
 
 
 def kept_lines(before: str, after: str, edited: bool = False) -> dict[int, int]:
     """Lines of `after` kept as they were from `before`: after's line number -> before's (1-based); `edited`: also
     the lines of a block edited in place (replaced by as many lines), each where it was."""
-    # Lines as Python counts them (`str.splitlines` also ends one at a form feed, which a comment may hold).
-    matcher = difflib.SequenceMatcher(None, _LINE_END.split(before), _LINE_END.split(after), autojunk=False)
+    matcher = difflib.SequenceMatcher(None, source_lines(before), source_lines(after), autojunk=False)
     return {
         j1 + k + 1: i1 + k + 1
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()

@@ -2494,10 +2494,10 @@ MUTANTS = (
         ("tests/test_codemod_transforms.py", "-k", "left_unread_goes_only"),
     ),
     Mutant(
-        "outline: lines split where str.splitlines splits (a form feed ends one)",
-        "codemods/transforms/outline.py",
-        'return re.findall(r"[^\\n]*\\n|[^\\n]+$", text)',
-        "return text.splitlines(keepends=True)",
+        "source_lines: lines split where str.splitlines splits (a form feed ends one)",
+        "codemods/syntax.py",
+        "    found = _LINE.findall(text)\n",
+        "    found = text.splitlines(keepends=True)\n",
         ("tests/test_codemod_outline.py", "-k", "form-feeds"),
     ),
     Mutant(
@@ -2513,5 +2513,26 @@ MUTANTS = (
         'r"(?:(?!\\)[ \\t]*:[ \\t]*(?:#[^\\n]*)?\\n)[\\s\\S]){0,400}?"',
         'r"[\\s\\S]{0,400}?"',
         ("tests/test_codemod_planning_reads.py", "-k", "header_may_name"),
+    ),
+    Mutant(
+        "style: ruff's fix rows counted in str.splitlines lines",
+        "codemods/style.py",
+        "    for line in source_lines(source, keepends=True):\n",
+        "    for line in source.splitlines(keepends=True):\n",
+        ("tests/test_source_lines.py", "-k", "page_breaks"),
+    ),
+    Mutant(
+        "recording: a statement's anchor read from str.splitlines lines",
+        "codemods/planning/recording.py",
+        "    lines = syntax.source_lines(home_text)\n",
+        "    lines = home_text.splitlines()\n",
+        ("tests/test_source_lines.py", "-k", "page_breaks"),
+    ),
+    Mutant(
+        "results: a diff's lines split where str.splitlines splits",
+        "codemods/results.py",
+        "                source_lines(self.before, keepends=True),\n",
+        "                self.before.splitlines(keepends=True),\n",
+        ("tests/test_source_lines.py", "-k", "page_break_applies"),
     ),
 )

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from test_codemod_transforms import insert
 
+from zerojit.codemods.syntax import source_lines
 from zerojit.codemods.transforms import InsertRegistration, apply, pipeline
-from zerojit.codemods.transforms.outline import Outline, lines
+from zerojit.codemods.transforms.outline import Outline
 
 REPO = Path(__file__).resolve().parents[1]
 OWN_SOURCES = sorted(p for room in ("codemods", "contract", "migrate") for p in (REPO / room).rglob("*.py"))
@@ -45,12 +46,12 @@ def test_an_outline_puts_back_to_its_file_and_each_of_its_lines_is_the_files_lin
         return
     text, line = outline.expand(outline.text)
     assert text == source
-    file_lines, outlined = lines(source), lines(outline.text)
+    file_lines, outlined = source_lines(source, keepends=True), source_lines(outline.text, keepends=True)
     assert len(outlined) < len(file_lines)
     markers = iter(outline.bodies)
     for number, text in enumerate(outlined, 1):
         # A marker's line is its body's last: a note on a line added below it is said above, at the line kept.
-        expected = lines(next(markers))[-1] if "zerojit:outlined" in text else text
+        expected = source_lines(next(markers), keepends=True)[-1] if "zerojit:outlined" in text else text
         assert file_lines[line(number) - 1] == expected, (number, text)
     # Every def and class outside a function is still there.
     assert _outer_names(ast.parse(outline.text).body) == _outer_names(ast.parse(source).body)

@@ -49,7 +49,7 @@ def plan(planner: Planner) -> Findings:
             )
             continue
         _check_written_for(planner, findings, spec, home)
-        lines = home.text.splitlines()
+        lines = syntax.source_lines(home.text)
         if not any(syntax.holds_anchor(lines[node.lineno - 1], spec.owner.after) for node in home.tree.body):
             raise SpecError(
                 f"{spec.family}: owner_after {spec.owner.after!r}: no module-level statement of {home.name} "

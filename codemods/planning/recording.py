@@ -18,7 +18,7 @@ EMPTY = {"set", "dict", "list", "frozenset", "tuple"}  # `self.x = set()` starts
 
 def problems(home_text: str, cls: ast.ClassDef, method: ast.FunctionDef, anchor: str) -> list[tuple[int, str]]:
     """(line, why) for each way the registration at `anchor` in `cls.method` would not mirror the recording."""
-    lines = home_text.splitlines()
+    lines = syntax.source_lines(home_text)
     matches = [s for s in syntax.statements(method) if isinstance(s, ast.stmt) and _holds(lines, s, anchor)]
     where = f"{cls.name}.{method.name}"
     if not matches:

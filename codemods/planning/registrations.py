@@ -421,14 +421,15 @@ def _set_from_outside(planner: Planner, attribute: str) -> str | None:
 
 def _holds_anchor(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> bool:
     """Whether the constructor has the statement the registration goes after."""
-    return any(syntax.holds_anchor(line, insert_after) for line in syntax.source_segment(home.text, init).splitlines())
+    segment = syntax.source_segment(home.text, init)
+    return any(syntax.holds_anchor(line, insert_after) for line in syntax.source_lines(segment))
 
 
 def _anchor_line(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> float:
     """The first line of the constructor's statement the registration goes after (infinity: at its end)."""
     if not insert_after:
         return float("inf")
-    lines = home.text.splitlines()
+    lines = syntax.source_lines(home.text)
     found = (
         s.lineno
         for s in ast.walk(init)

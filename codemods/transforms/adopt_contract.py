@@ -30,7 +30,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from ..repo import RepoModules
-from ..syntax import self_stores, source_segment
+from ..syntax import self_stores, source_lines, source_segment
 from ..traceable_dispatch import KeyFields, NotRewritable, prove, rewrite
 from .base import Command, Operation, code_of, operation
 
@@ -85,7 +85,7 @@ def sibling_conventions(modules: RepoModules, near: str, base_module: str, base:
         tree = modules.tree(module)
         if tree is None or base not in modules.path(module).read_text(errors="replace"):
             continue
-        lines = modules.path(module).read_text(errors="replace").splitlines()
+        lines = source_lines(modules.path(module).read_text(errors="replace"))
         for node in tree.body:
             if not isinstance(node, ast.ClassDef):
                 continue
@@ -140,7 +140,7 @@ def probe_base_initializer(
         "    def get_warmup_keys(self, *args, **kwargs):\n        return []\n"
     )
     filename = f"<zerojit probe of {cls_module}.{cls.name}.dispatch>"
-    linecache.cache[filename] = (len(probe), None, probe.splitlines(keepends=True), filename)
+    linecache.cache[filename] = (len(probe), None, source_lines(probe, keepends=True), filename)
     namespace = {n.id: _Anything() for n in ast.walk(dispatch) if isinstance(n, ast.Name)}
     namespace.update({"_Base": getattr(loaded, base), "__name__": name})
     try:
@@ -266,7 +266,7 @@ _DOCSTRING = m.SimpleStatementLine(body=[m.Expr(value=m.SimpleString() | m.Conca
 
 def _marked(code: str, cls: str) -> str:
     """The class's `def dispatch(` line with the override marker (the tree's other subclasses carry it)."""
-    lines = code.splitlines(keepends=True)
+    lines = source_lines(code, keepends=True)
     inside = False
     for index, line in enumerate(lines):
         if re.match(rf"class {re.escape(cls)}\b", line):

@@ -21,6 +21,8 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
+from ..syntax import source_lines
+
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BINDS_OUTSIDE = re.compile(r"\b(global|nonlocal)\b")
 _MARK = "zerojit:outlined"
@@ -29,11 +31,6 @@ _MARKER = re.compile(rf"^[ \t]*\.\.\.  # {_MARK}:(\d+)\n?$")
 # keeps(function, holders, code): whether an operation reads or edits `function` (holders: the classes around
 # it, innermost last; code(node): a node's lines as the file has them).
 Keeps = Callable[[ast.FunctionDef | ast.AsyncFunctionDef, tuple[ast.ClassDef, ...], Callable[[ast.AST], str]], bool]
-
-
-def lines(text: str) -> list[str]:
-    """The text's lines, each with its line end, split where Python ends a line (`\\n`) and nowhere else."""
-    return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,10 +48,10 @@ class Outline:
             tree = ast.parse(source)
         except SyntaxError:
             return None  # the transform's own parse says where
-        source_lines = lines(source)
+        file_lines = source_lines(source, keepends=True)
 
         def code(node: ast.AST) -> str:
-            return "".join(source_lines[node.lineno - 1 : node.end_lineno])
+            return "".join(file_lines[node.lineno - 1 : node.end_lineno])
 
         spans: list[tuple[int, int, str]] = []  # (first, last) line of each body left out, and its indentation
 
@@ -64,7 +61,7 @@ class Outline:
                     visit(node.body, (*holders, node))
                 elif isinstance(node, _FUNCTIONS) and not any(keep(node, holders, code) for keep in keeps):
                     first = node.body[0]
-                    indent = source_lines[first.lineno - 1][: first.col_offset]
+                    indent = file_lines[first.lineno - 1][: first.col_offset]
                     # A body that starts on its header's line (`def f(): ...`) is short: it stays.
                     if first.lineno > node.lineno and not indent.strip() and not _BINDS_OUTSIDE.search(code(node)):
                         spans.append((first.lineno, node.end_lineno, indent))
@@ -74,11 +71,11 @@ class Outline:
             return None
         text, bodies, line = [], [], 1
         for index, (first, last, indent) in enumerate(spans):
-            text += source_lines[line - 1 : first - 1]
-            bodies.append("".join(source_lines[first - 1 : last]))
+            text += file_lines[line - 1 : first - 1]
+            bodies.append("".join(file_lines[first - 1 : last]))
             text.append(f"{indent}...  # {_MARK}:{index}\n")
             line = last + 1
-        text += source_lines[line - 1 :]
+        text += file_lines[line - 1 :]
         return cls("".join(text), tuple(bodies))
 
     def expand(self, code: str) -> tuple[str, Callable[[int], int]] | None:
@@ -86,7 +83,7 @@ class Outline:
         for each line of the code (a marker's: its body's last); None when the edit moved, copied or dropped a
         marker (the file is then edited whole)."""
         text, at, shift = [], [], [0]  # shift[i]: how many lines the text has more than the code below marker i
-        for number, line in enumerate(lines(code), 1):
+        for number, line in enumerate(source_lines(code, keepends=True), 1):
             marker = _MARKER.match(line) if _MARK in line else None
             if marker is None:
                 text.append(line)
@@ -95,7 +92,7 @@ class Outline:
             else:
                 text.append(self.bodies[len(at)])
                 at.append(number)
-                shift.append(shift[-1] + len(lines(text[-1])) - 1)
+                shift.append(shift[-1] + len(source_lines(text[-1], keepends=True)) - 1)
         if len(at) != len(self.bodies):
             return None
         return "".join(text), lambda line: line + shift[bisect.bisect_right(at, line)]
