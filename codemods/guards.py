@@ -161,7 +161,9 @@ class _Canonical(ast.NodeTransformer):
         ):
             resolved, name = self.modules.resolve(value.id, node.attr)
             if name and self.modules.definition(resolved, name) is not None:
-                return ast.Name(f"{resolved}.{name}")  # `module.name`: the name where it is defined
+                found = ast.Name(f"{resolved}.{name}")  # `module.name`: the name where it is defined
+                found.through = value.id, node.attr  # read at each use, as an attribute of that module
+                return found
         return node
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> ast.expr:

@@ -348,11 +348,11 @@ def render_gate(
     `removed`: modules whose code the migration removes from (the legacy warmup, the orchestrator's step):
     a condition that needs a name from one of them is refused rather than imported from code that goes.
 
-    A qualified name the module binds at its top level is written with that binding, one of a module it imports
-    through that module (`envs.X`: vLLM reads its settings lazily, at each access); any other is imported
-    (`from m import n`). The config is the constructor's config parameter
-    (`vllm_config`), or the engine's non-raising accessor (never one that asserts outside a config
-    context, which would break building the layer in a unit test).
+    A qualified name the module binds at its top level is written with that binding. One the tree read off its
+    module (`envs.X`: vLLM computes its settings at each access) is read off that module at the site too, the
+    module imported (`from vllm import envs`) where the site lacks it; any other is imported (`from m import n`).
+    The config is the constructor's config parameter (`vllm_config`), or the engine's non-raising accessor (never
+    one that asserts outside a config context, which would break building the layer in a unit test).
     """
     engine = modules.engine
     in_init = _names_in(init)
@@ -391,17 +391,26 @@ def render_gate(
                 )
             if modules.tree(node.id) is not None:
                 raise SpecError(f"{where}: the tree's gate reads the module {node.id}; write the gate in the spec")
-            held = _top_level_binding(modules, module, home)
+            through, attribute = getattr(node, "through", (home, name))
+            held = _top_level_binding(modules, module, through)
             if held is not None:  # the site imports the name's module (`import vllm.envs as envs`): read through it
-                return ast.Attribute(ast.Name(held), name)
-            for local in dict.fromkeys((name, getattr(node, "local", name))):
-                if local not in taken or imports.get(local) == (home, name):
-                    imports[local] = (home, name)
-                    return ast.Name(local)
-            raise SpecError(
-                f"{where}: the tree's gate reads {node.id}, but {name} already names something else "
-                f"in {module}; write the gate in the spec"
-            )
+                return ast.Attribute(ast.Name(held), attribute)
+            if hasattr(node, "through"):  # the tree read it off its module at each use: so does the site
+                home, _, name = through.rpartition(".")
+                return ast.Attribute(import_as(home, name, name), attribute)
+            return import_as(home, name, getattr(node, "local", name))
+
+    def import_as(home: str, name: str, spelled: str) -> ast.Name:
+        """`name` of `home` as the site reads it: under the name the tree uses or its own, imported (`from home
+        import name [as local]`) where the site binds neither to anything else."""
+        for local in dict.fromkeys((name, spelled)):
+            if local not in taken or imports.get(local) == (home, name):
+                imports[local] = (home, name)
+                return ast.Name(local)
+        raise SpecError(
+            f"{where}: the tree's gate reads {home}.{name}, but {name} already names something else in {module}; "
+            "write the gate in the spec"
+        )
 
     parts = [ast.unparse(Site().visit(copy.deepcopy(a.expression))) for a in atoms]
     lines = tuple(

@@ -2535,4 +2535,11 @@ MUTANTS = (
         "                self.before.splitlines(keepends=True),\n",
         ("tests/test_source_lines.py", "-k", "page_break_applies"),
     ),
+    Mutant(
+        "site_gate: a setting the tree read off its module imported by name (frozen at import)",
+        "codemods/site_gate.py",
+        '            if hasattr(node, "through"):',
+        "            if False:",
+        ("tests/test_vllm033_migrations.py", "-k", "site_without_the_module"),
+    ),
 )

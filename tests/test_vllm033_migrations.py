@@ -26,7 +26,7 @@ from zerojit.migrate.cli import app
 from zerojit.migrate.engine_specs import BF16X3_ROUTER_GEMM, GEMM_RS_AR, LL_BF16_ROUTER_GEMM
 from zerojit.migrate.engine_trees.releases import vllm_tree
 from zerojit.migrate.engine_trees.warmup import TreeWarmup
-from zerojit.migrate.families import key_equivalence
+from zerojit.migrate.families import key_equivalence, migration_specs
 from zerojit.migrate.fla_layer_norm.equivalence import GdnConfig, GdnNormEquivalence
 from zerojit.migrate.gemm_rs_ar.equivalence import GemmRsArConfig, GemmRsArEquivalence
 from zerojit.migrate.ll_bf16_router_gemm.equivalence import RouterConfig, RouterEngine, RouterGemmEquivalence
@@ -660,3 +660,18 @@ def test_a_gate_on_a_setting_is_read_through_the_sites_own_module_import(tmp_pat
     write(migrate(repo, [BF16X3_ROUTER_GEMM]))
     gate = (repo / GATE_LINEAR).read_text()
     assert '        if envs.VLLM_DEEP_GEMM_WARMUP != "skip":\n' in gate and "from vllm.envs import" not in gate
+
+
+def test_a_gate_on_a_setting_at_a_site_without_the_module_imports_the_module_not_the_setting(tmp_path, release_033):
+    """Where the site does not import vllm.envs, it gets `from vllm import envs` and reads `envs.X` as each layer is
+    built: a `from vllm.envs import X` would freeze the setting at import, and vLLM sets this one at run time."""
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    call = "    mamba_triton_warmup(worker.model_runner)\n"
+    edit(repo, ORCHESTRATOR, call, "    if not envs.VLLM_ENABLE_V1_MULTIPROCESSING:\n    " + call)
+    result = migrate(repo, [migration_specs()["mamba-batch-memcpy"]])
+    sites = [c.after for c in result.changes if c.after and "batch_memcpy_dispatch.register_warmup()" in c.after]
+    assert len(sites) > 5
+    for site in sites:
+        assert "\nfrom vllm import envs\n" in site and "if not envs.VLLM_ENABLE_V1_MULTIPROCESSING:\n" in site
+        assert "from vllm.envs import" not in site
