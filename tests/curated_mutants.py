@@ -2542,4 +2542,11 @@ MUTANTS = (
         "            if False:",
         ("tests/test_vllm033_migrations.py", "-k", "site_without_the_module"),
     ),
+    Mutant(
+        "subclasses: a helpers-only class of the base ends the search (its layers never register)",
+        "codemods/planning/subclasses.py",
+        "                (found if own else queue).append((home.name, node.name))",
+        "                (found if own else []).append((home.name, node.name))",
+        ("tests/test_codemod_planning_reads.py", "-k", "mixin"),
+    ),
 )

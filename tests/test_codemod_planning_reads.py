@@ -87,6 +87,53 @@ def test_a_later_subclass_search_reads_only_class_statements_and_aliases_and_fin
     assert "Base" not in heads and "LAYER" not in heads  # the file's uses of the name are not read again
 
 
+def test_a_layer_built_on_a_mixin_of_the_base_without_a_constructor_is_found_through_it(tmp_path):
+    """A fork's helpers-only class that lists the base holds no registration; the layers that list it do (two
+    levels of such classes too). A subclass of a found layer runs that layer's constructor and is not listed."""
+    mixins = {
+        "pkg/mixins.py": """
+            from pkg.base import Base
+
+
+            class Helpers(Base):
+                def state_dtype(self):
+                    return 1
+
+
+            class MoreHelpers(Helpers):
+                pass
+
+
+            class Layer(Helpers, object):
+                def __init__(self):
+                    super().__init__()
+
+
+            class Deeper(MoreHelpers):
+                def __init__(self):
+                    super().__init__()
+
+
+            class OnLayer(Layer):
+                def __init__(self):
+                    super().__init__()
+
+
+            class NoConstructor(MoreHelpers):
+                pass
+            """,
+    }
+    repo = write_tree(tmp_path / "repo", {**BASES, **mixins})
+    planner = Planner(repo, [])
+    found = sorted(direct_subclasses(planner, planner.repo_model("pkg.base"), "pkg.base:Base"))
+    assert found == [
+        ("pkg.aliased", "ViaAlias"),
+        ("pkg.dotted", "Dotted"),
+        ("pkg.mixins", "Deeper"),
+        ("pkg.mixins", "Layer"),
+    ]
+
+
 @pytest.mark.parametrize(
     "text, names",
     [

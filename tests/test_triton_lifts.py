@@ -842,13 +842,19 @@ class ForkPlainLayer(nn.Module, Base):  # no `super().__init__(` statement: it r
     def __init__(self, dim: int) -> None:
         nn.Module.__init__(self)
         self.dim = dim
+
+
+class ForkMixinLayer(ForkMixin, nn.Module):  # a Mamba layer through the mixin: it registers
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
 """
 
 
 def test_a_forks_own_mamba_layer_registers_the_copy_as_the_engines_do(tmp_path):
     """The legacy step warmed the copy whenever a model held a Mamba-style cache, which every MambaBase layer makes:
-    a fork's own layer (its base imported under another name) registers it too, after its parent's constructor;
-    the spec validates the base it names."""
+    a fork's own layer (its base imported under another name, or a mixin of it) registers it too, after its
+    parent's constructor; the spec validates the base it names."""
     repo = copy_033(tmp_path / "tree")
     layer = "vllm/model_executor/layers/mamba/fork_conv.py"
     replace_file(repo / layer, FORK_LAYER)
@@ -862,6 +868,10 @@ def test_a_forks_own_mamba_layer_registers_the_copy_as_the_engines_do(tmp_path):
     assert "register_warmup" not in ast.unparse(classes["ForkMixin"])
     plain = classes["ForkPlainLayer"].body[0]
     assert ast.unparse(plain.body[-1]) == "batch_memcpy_dispatch.register_warmup()"
+    assert [ast.unparse(s) for s in classes["ForkMixinLayer"].body[0].body[1:3]] == [
+        "from vllm.v1.worker.mamba_utils import batch_memcpy_dispatch",
+        "batch_memcpy_dispatch.register_warmup()",
+    ]
     with pytest.raises(SpecError, match="construction_subclasses_of"):
         BATCH_MEMCPY.replaced(construction_subclasses_of="vllm.model_executor.layers.mamba.abstract")
 

@@ -108,15 +108,20 @@ def subclasses_of(
 
 def direct_subclasses(planner: Planner, modules: RepoModules, base: str) -> list[tuple[str, str]]:
     """(module, class) of every class in the repo that lists `base` (`pkg.module:Base`) among its bases and has a
-    constructor of its own (one that inherits another base's cannot hold a registration)."""
-    module, _, name = base.rpartition(":")
-    wanted = modules.resolve(module, name)
-    return [
-        (home.name, node.name)
-        for home, node in _classes_naming(planner, modules, name)
-        if wanted in _bases(modules, home.name, node)
-        and any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in node.body)
-    ]
+    constructor of its own, or lists a class without one that does (a fork's mixin of shared helpers): a class
+    whose constructor is inherited from another base holds no registration, its subclasses may."""
+    found, queue, seen = [], [tuple(base.rsplit(":", 1))], set()
+    while queue:
+        module, name = queue.pop(0)
+        wanted = modules.resolve(module, name)
+        if wanted in seen:
+            continue
+        seen.add(wanted)
+        for home, node in _classes_naming(planner, modules, name):
+            if wanted in _bases(modules, home.name, node):
+                own = any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in node.body)
+                (found if own else queue).append((home.name, node.name))
+    return found
 
 
 def _classes_naming(planner: Planner, modules: RepoModules, parent: str) -> list[tuple[SourceModule, ast.ClassDef]]:
