@@ -369,14 +369,10 @@ def render_gate(
             if node.id == CONFIG:
                 uses_config = True
                 return ast.Name(config or engine.config_parameter)
-            if getattr(node, "module", None) is not None:  # a module: the site must import it already
+            if getattr(node, "module", None) is not None:  # a module: read through the site's import, or one added
                 local = _top_level_binding(modules, module, node.id)
-                if local is None:
-                    raise SpecError(
-                        f"{where}: the tree's gate reads the module {node.id}, which {module} does not "
-                        "import; write the gate in the spec or list the condition as intended"
-                    )
-                return ast.Name(local)
+                home, _, name = node.id.rpartition(".")
+                return ast.Name(local) if local is not None else import_as(home, name, node.module)
             if "." not in node.id:
                 return node
             local = _top_level_binding(modules, module, node.id)
@@ -402,7 +398,8 @@ def render_gate(
 
     def import_as(home: str, name: str, spelled: str) -> ast.Name:
         """`name` of `home` as the site reads it: under the name the tree uses or its own, imported (`from home
-        import name [as local]`) where the site binds neither to anything else."""
+        import name [as local]`, or `import name [as local]` for a top-level module: home empty) where the site
+        binds neither to anything else."""
         for local in dict.fromkeys((name, spelled)):
             if local not in taken or imports.get(local) == (home, name):
                 imports[local] = (home, name)
@@ -414,7 +411,7 @@ def render_gate(
 
     parts = [ast.unparse(Site().visit(copy.deepcopy(a.expression))) for a in atoms]
     lines = tuple(
-        f"from {home} import {name}" + (f" as {local}" if local != name else "")
+        (f"from {home} import {name}" if home else f"import {name}") + (f" as {local}" if local != name else "")
         for local, (home, name) in sorted(imports.items())
     )
     if uses_config and not config:

@@ -2549,4 +2549,11 @@ MUTANTS = (
         "                (found if own else []).append((home.name, node.name))",
         ("tests/test_codemod_planning_reads.py", "-k", "mixin"),
     ),
+    Mutant(
+        "site_gate: a top-level module the gate reads imported with `from`",
+        "codemods/site_gate.py",
+        '(f"from {home} import {name}" if home else f"import {name}")',
+        'f"from {home} import {name}"',
+        ("tests/test_vllm033_migrations.py", "-k", "module_the_site"),
+    ),
 )

@@ -675,3 +675,20 @@ def test_a_gate_on_a_setting_at_a_site_without_the_module_imports_the_module_not
     for site in sites:
         assert "\nfrom vllm import envs\n" in site and "if not envs.VLLM_ENABLE_V1_MULTIPROCESSING:\n" in site
         assert "from vllm.envs import" not in site
+
+
+def test_a_gate_on_a_module_the_site_does_not_import_imports_it_there(tmp_path, release_033):
+    """A fork's `if os.environ.get(...) != "1":` around the call: each site gets `import os` and the same test, and
+    the orchestrator loses the import only its call used."""
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    call = "    mamba_triton_warmup(worker.model_runner)\n"
+    edit(repo, ORCHESTRATOR, call, '    if os.environ.get("FORK_SKIP_MAMBA_WARMUP") != "1":\n    ' + call)
+    edit(repo, ORCHESTRATOR, "\nimport json\n", "\nimport json\nimport os\n")
+    result = migrate(repo, [migration_specs()["mamba-batch-memcpy"]])
+    sites = [c.after for c in result.changes if c.after and "batch_memcpy_dispatch.register_warmup()" in c.after]
+    assert len(sites) > 5
+    for site in sites:
+        assert "\nimport os\n" in site and 'if os.environ.get("FORK_SKIP_MAMBA_WARMUP") != "1":\n' in site
+    orchestrator = next(c.after for c in result.changes if c.path == repo / ORCHESTRATOR)
+    assert "\nimport os\n" not in orchestrator

@@ -492,15 +492,12 @@ class _Insert(Command):
                 )
             ]
         body = lazy + body
-        for line in self.op.gate_imports:
+        for line in self.op.gate_imports:  # `from m import n [as a]`, or `import m [as a]` (a module the gate reads)
             statement = cst.parse_statement(line + "\n").body[0]
+            home = get_full_name_for_node(statement.module) if isinstance(statement, cst.ImportFrom) else None
             for alias in statement.names:
-                AddImportsVisitor.add_needed_import(
-                    self.context,
-                    get_full_name_for_node(statement.module),
-                    get_full_name_for_node(alias.name),
-                    alias.asname.name.value if alias.asname else None,
-                )
+                name, asname = get_full_name_for_node(alias.name), alias.asname and alias.asname.name.value
+                AddImportsVisitor.add_needed_import(self.context, *((home, name) if home else (name, None)), asname)
         if self.op.gate.strip():
             self.block = cst.If(
                 test=cst.parse_expression(self.op.gate),
