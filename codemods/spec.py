@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .engines import DEFAULT_ENGINE
-from .syntax import loads, stores
+from .syntax import free_names, loads, stores
 
 
 class SpecError(ValueError):
@@ -51,6 +50,19 @@ def _field(key: str, doc: str, default: Any = dataclasses.MISSING, kind: str = "
     """A part's field: `key` is its name in a TOML spec (and in errors), `doc` its reference documentation;
     `name` ("dotted" or "identifier") the form a non-empty value must have."""
     return dataclasses.field(default=default, metadata={"key": key, "doc": doc, "kind": kind, "name": name})
+
+
+def _written_for(part: str, what: str, home: str) -> Any:
+    return _field(
+        f"{part}_written_for",
+        f'`[["Class.method", "digest"]]`: the definitions {what}; `f()`: a function\'s parameters alone; '
+        f"`pkg.module:f` in another module than {home}), each with the digest of the code it was written from "
+        "(docstrings, layout, log lines, local names, and whether a call to an undecorated repo function passes an "
+        "argument by position or by name aside): a tree whose code differs is refused at that definition, with its "
+        f"digest (the {part} may not fit it)",
+        (),
+        kind="pairs",
+    )
 
 
 def _checked(part: Any) -> None:
@@ -103,19 +115,6 @@ def _from_imports(key: str, lines: tuple[str, ...]) -> None:
             or any(a.name == "*" for a in tree.body[0].names)
         ):
             raise SpecError(f"spec field {key}: {line!r} is not one 'from module import name' line")
-
-
-def free_names(source: str, mode: str) -> set[str]:
-    """Names a snippet reads that it does not bind itself (the first name of each attribute chain)."""
-    tree = ast.parse(source, mode=mode)
-    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    stored |= {
-        (a.asname or a.name).split(".")[0]
-        for n in ast.walk(tree)
-        if isinstance(n, (ast.Import, ast.ImportFrom))
-        for a in n.names
-    }
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - stored
 
 
 @dataclasses.dataclass(frozen=True)
@@ -268,6 +267,12 @@ class Registration:
         (),
         kind="strings",
     )
+    written_for: tuple[tuple[str, str], ...] = _written_for(
+        "registration",
+        "the registration's arguments translate by hand (the legacy step they are the arguments of, the search "
+        "that reads them off the layer",
+        "the legacy warmup's",
+    )
     import_style: str = _field(
         "import_style",
         "how the constructor's module gets the kernel's name: `module` (a top-level import), `lazy` (inside the "
@@ -398,15 +403,8 @@ class Owner:
         (),
         kind="strings",
     )
-    written_for: tuple[tuple[str, str], ...] = _field(
-        "owner_written_for",
-        '`[["Class.method", "digest"]]`: the definitions the owner and its registration translate (the legacy step, '
-        "its compile loop; `f()`: a function's parameters alone; `pkg.module:f` in another module than the "
-        "kernel's), each with the digest of the code it was written from (docstrings, layout, log lines, local names, "
-        "and whether a call to an undecorated repo function passes an argument by position or by name aside): a "
-        "tree whose code differs is refused at that definition, with its digest (the owner may not fit it)",
-        (),
-        kind="pairs",
+    written_for: tuple[tuple[str, str], ...] = _written_for(
+        "owner", "the owner and its registration translate (the legacy step, its compile loop", "the kernel's"
     )
 
     def __post_init__(self) -> None:
@@ -562,11 +560,6 @@ class MigrationSpec:
         else:
             words.append(self.legacy.orchestrator_step)
         return tuple(dict.fromkeys(words))
-
-
-def normalized(code: str) -> str:
-    """Code with its layout gone (whitespace, and the trailing commas a formatter adds or drops), for comparison."""
-    return re.sub(r",([)\]}])", r"\1", "".join(code.split()))
 
 
 def default_dispatcher(launcher: str, shared: bool = True) -> str:

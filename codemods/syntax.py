@@ -517,3 +517,21 @@ def _call_shape(call: ast.Call, kernels: set[str]) -> tuple:
     func = call.func
     owner, _, method = ast.unparse(func).rpartition(".")
     return owner in kernels, method, len(call.args), sorted(k.arg or "**" for k in call.keywords)
+
+
+def free_names(source: str, mode: str) -> set[str]:
+    """Names a snippet reads that it does not bind itself (the first name of each attribute chain)."""
+    tree = ast.parse(source, mode=mode)
+    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    stored |= {
+        (a.asname or a.name).split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - stored
+
+
+def normalized(code: str) -> str:
+    """Code with its layout gone (whitespace, and the trailing commas a formatter adds or drops), for comparison."""
+    return re.sub(r",([)\]}])", r"\1", "".join(code.split()))

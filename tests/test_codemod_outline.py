@@ -41,8 +41,9 @@ def _outer_names(body: list[ast.stmt]) -> list[str]:
 def test_an_outline_puts_back_to_its_file_and_each_of_its_lines_is_the_files_line(path):
     source = path.read_text(encoding="utf-8")
     outline = Outline.of(source, [_keep_none])
-    if outline is None:
-        assert not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) for n in ast.walk(ast.parse(source)))
+    if outline is None:  # nothing to leave out, or the text holds the marker itself (outline.py does)
+        functions = any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) for n in ast.walk(ast.parse(source)))
+        assert not functions or "zerojit:outlined" in source
         return
     text, line = outline.expand(outline.text)
     assert text == source

@@ -12,7 +12,7 @@ import pytest
 from tree_forks import write_tree
 
 from zerojit.codemods.planner import Planner
-from zerojit.codemods.planning.owners import _parameters
+from zerojit.codemods.planning.pins import _parameters
 from zerojit.codemods.planning.registrations import _imports_as_aliased
 from zerojit.codemods.planning.subclasses import _IN_HEADER, direct_subclasses
 from zerojit.codemods.repo import RepoModules

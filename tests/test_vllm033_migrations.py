@@ -613,6 +613,41 @@ def migrated_fork(tmp_path, release, family, rel, old, new):
     return runner.invoke(app, ["migrate", family, "--repo", str(repo)])
 
 
+QWEN_WARMUP = "vllm/model_executor/warmup/qwen_triton_warmup.py"
+QWEN_PIN_FORKS = {  # a fork of the code a hand-written registration passes the facts of: refused there
+    "the step passes twice the rows per token": (
+        "fla-layer-norm",
+        "        rows_per_token=config.hv,\n",
+        "        rows_per_token=config.hv * 2,\n",
+        "_warm_gated_rms_norm_kernel is not the code the registration of _LAYER_NORM_FWD_KERNEL was written for",
+    ),
+    "the search reads the value heads before the split across ranks": (
+        "fla-fused-post-conv",
+        "        hv = int(layer.num_v_heads) // tp_size\n",
+        "        hv = int(layer.num_v_heads)\n",
+        "_qwen_gdn_warmup_config is not the code the registration of _fused_post_conv_kernel was written for",
+    ),
+}
+
+
+@pytest.mark.parametrize("fork", list(QWEN_PIN_FORKS))
+def test_a_fork_of_what_a_qwen_registration_was_written_from_is_refused_there(tmp_path, release_033, fork):
+    """The registration passes the layer's facts as the release's step and search read them; a fork that reads
+    them otherwise would get a registration that warms the release's keys, not its own: refused at that code."""
+    family, old, new, why = QWEN_PIN_FORKS[fork]
+    result = migrated_fork(tmp_path, release_033, family, QWEN_WARMUP, old, new)
+    assert result.exit_code == 2 and why in " ".join(result.output.split()), result.output
+    assert f"{QWEN_WARMUP}:" in result.output
+
+
+def test_the_qwen_registrations_fit_the_search_of_each_release_they_were_written_for():
+    """0.30.0's search lacks the fused spec-decode switch 0.33.0's reads: each is pinned, and both migrate."""
+    specs = migration_specs()
+    for release in ("0.30.0", "0.33.0"):
+        result = migrate(vllm_tree(release), [specs["fla-layer-norm"], specs["fla-fused-post-conv"]])
+        assert len(result.changes) >= 2, release
+
+
 def test_a_gemm_rs_ar_recording_inside_a_branch_registers_inside_it(tmp_path, release_033):
     repo = tmp_path / "tree"
     shutil.copytree(release_033, repo, copy_function=os.link)

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 from .. import construction_site, guards, model_search, simplify, site_gate, syntax
 from ..findings import Findings
 from ..repo import RepoModules, absolute_module
-from ..spec import MigrationSpec, SpecError, free_names
+from ..spec import MigrationSpec, SpecError
+from ..syntax import free_names
 from ..transforms.adopt_contract import RewriteDispatch, adoption, shadowed_state
 from ..transforms.insert_registration import InsertRegistration
 from ..transforms.registration_code import joined_into_registration_if, renamed_in
-from . import after_building, recording, subclasses
+from . import after_building, pins, recording, subclasses
 
 if TYPE_CHECKING:
     from ..planner import Planner, SourceModule
@@ -35,6 +36,10 @@ def plan(planner: Planner) -> Findings:
         check_contract(planner, findings, spec)
         modules = planner.repo_model(spec.kernel.module)
         done = planner.migrated(spec)
+        if spec.registration.written_for and not done:
+            field = "orchestrator_module" if spec.legacy.orchestrator_step else "legacy_module"
+            home = planner.module(spec, field, spec.legacy.warming()[0])
+            pins.check(planner, findings, spec, "registration", spec.registration.written_for, home)
         try:
             legacy = (
                 [] if done else [model_search.in_layer_terms(modules, a) for a in guards.legacy_guards(modules, spec)]

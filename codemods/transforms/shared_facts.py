@@ -19,8 +19,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-from ..spec import normalized
-from ..syntax import body_stores, loads, parameters, stores
+from ..syntax import body_stores, loads, normalized, parameters, stores
 from .base import code_of
 from .blocks import Rebuilder, RebuildsBlocks
 from .constructor import assigned_names, nodes, statements_in

@@ -10,7 +10,7 @@ that registers is the Qwen GDN layer, whichever model builds it.
 
 from zerojit.codemods.engines import VLLM
 from zerojit.codemods.spec import Kernel, Legacy, MigrationSpec, Registration
-from zerojit.migrate.triton_lifts.specs import QWEN_GDN_SEARCH
+from zerojit.migrate.triton_lifts.specs import QWEN_GDN_CONFIG_PINS, QWEN_GDN_SEARCH
 
 SPEC = MigrationSpec(
     family="fla-layer-norm",
@@ -25,6 +25,7 @@ SPEC = MigrationSpec(
         module="vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn",
         classes="QwenGatedDeltaNetAttention",
         insert_after="self.norm = RMSNormGated(",
+        written_for=(*QWEN_GDN_CONFIG_PINS, ("_warm_gated_rms_norm_kernel", "88ca6653aebc421f")),
         code="""_LAYER_NORM_FWD_KERNEL.register_warmup(
     max_num_tokens=max(1, vllm_config.scheduler_config.max_num_batched_tokens),
     rows_per_token=self.num_v_heads // self.tp_size,

@@ -36,6 +36,14 @@ QWEN_GDN_SEARCH_AT_BIND = (
     ("cache_tensors is None", "the layer registers in bind_kv_cache, with the cache the search looked for"),
 )
 
+# The search that reads off the first Qwen GDN layer the facts each Qwen registration passes in the layer's own
+# names (0.30.0's and 0.33.0's, which adds the fused spec-decode switch): a fork that reads them otherwise is
+# refused there, as the registrations were written from this code (codemods.planning.pins).
+QWEN_GDN_CONFIG_PINS = (
+    ("_qwen_gdn_warmup_config", "caaf7795546a70ab"),
+    ("_qwen_gdn_warmup_config", "f27578f870f9dcee"),
+)
+
 FUSED_POST_CONV = MigrationSpec(
     family="fla-fused-post-conv",
     legacy=_qwen_step("_warm_fused_post_conv_kernel"),
@@ -44,6 +52,7 @@ FUSED_POST_CONV = MigrationSpec(
     ),
     registration=Registration(
         module=_QWEN_GDN,
+        written_for=QWEN_GDN_CONFIG_PINS,
         classes="QwenGatedDeltaNetAttention",
         insert_after="self.norm = RMSNormGated(",
         code="""fused_post_conv_prep_dispatch.register_warmup(
@@ -115,6 +124,7 @@ SIGMOID_GATING = MigrationSpec(
     ),
     registration=Registration(
         module=_QWEN_GDN,
+        written_for=QWEN_GDN_CONFIG_PINS,
         classes="QwenGatedDeltaNetAttention",
         method="bind_kv_cache",
         code="""ssm_state = self.kv_cache[1]
@@ -154,6 +164,7 @@ CAUSAL_CONV1D = MigrationSpec(
     kernel=Kernel(module="vllm.model_executor.layers.mamba.ops.causal_conv1d", name="_causal_conv1d_fwd_kernel"),
     registration=Registration(
         module=_QWEN_GDN,
+        written_for=QWEN_GDN_CONFIG_PINS,
         classes="QwenGatedDeltaNetAttention",
         method="bind_kv_cache",
         code="""conv_state = self.kv_cache[0]
@@ -286,6 +297,7 @@ def _mtp(family: str, kernel: str, dispatcher: str, keywords: str) -> MigrationS
         kernel=Kernel(module=_MTP_MODULE, name=kernel),
         registration=Registration(
             module=_QWEN_GDN,
+            written_for=QWEN_GDN_CONFIG_PINS,
             classes="QwenGatedDeltaNetAttention",
             method="bind_kv_cache",
             code=f"{_MTP_SHARED}    {dispatcher}.register_warmup({keywords}\n    )",
