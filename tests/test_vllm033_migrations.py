@@ -20,6 +20,7 @@ from tree_forks import GATE_LINEAR, LL_BF16, ORCHESTRATOR, edit
 from typer.testing import CliRunner
 
 from zerojit.codemods.runner import migrate, write
+from zerojit.codemods.spec import SpecError
 from zerojit.migrate.bf16x3_router_gemm.equivalence import Bf16x3RouterGemmEquivalence
 from zerojit.migrate.bf16x3_router_gemm.equivalence import RouterConfig as Bf16x3Config
 from zerojit.migrate.cli import app
@@ -638,6 +639,48 @@ def test_a_fork_of_what_a_qwen_registration_was_written_from_is_refused_there(tm
     result = migrated_fork(tmp_path, release_033, family, QWEN_WARMUP, old, new)
     assert result.exit_code == 2 and why in " ".join(result.output.split()), result.output
     assert f"{QWEN_WARMUP}:" in result.output
+
+
+GDN_LAYER_FILE = "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py"
+OUTPUT_NORM = """        self.norm = RMSNormGated(
+            self.head_v_dim,
+            eps=self.layer_norm_epsilon,
+            group_size=None,
+            norm_before_gate=True,
+            activation=output_gate_type,
+            device=current_platform.current_device(),
+        )
+"""
+
+
+def test_a_layer_that_builds_what_the_search_reads_in_a_helper_only_its_constructor_calls_registers_after_it(
+    tmp_path, release_033
+):
+    """A fork moves the output norm into `_init_output_norm`, which only `__init__` calls: the search's
+    `hasattr(module, "norm")` read what construction set, so the layer registers after that call. A method
+    something else calls (`set_out_dtype`) still refuses (test_migration_gates)."""
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    edit(repo, GDN_LAYER_FILE, OUTPUT_NORM, "        self._init_output_norm(output_gate_type)\n")
+    helper = "    def _init_output_norm(self, output_gate_type: str) -> None:\n" + OUTPUT_NORM
+    edit(repo, GDN_LAYER_FILE, "    def forward(\n", helper + "\n    def forward(\n")
+    result = migrate(repo, [migration_specs()["fla-layer-norm"]])
+    (change,) = [c for c in result.changes if c.path == repo / GDN_LAYER_FILE]
+    after = change.after
+    assert after.index("self._init_output_norm(output_gate_type)") < after.index("_LAYER_NORM_FWD_KERNEL.register")
+
+
+def test_a_helper_the_constructor_calls_that_something_else_calls_too_is_a_later_change(tmp_path, release_033):
+    """The same helper, called again by a method of the layer: the norm the search read may be that call's, not
+    the constructor's, and the run is refused there."""
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    edit(repo, GDN_LAYER_FILE, OUTPUT_NORM, "        self._init_output_norm(output_gate_type)\n")
+    helper = "    def _init_output_norm(self, output_gate_type: str) -> None:\n" + OUTPUT_NORM
+    again = "    def reset_norm(self) -> None:\n        self._init_output_norm('swish')\n"
+    edit(repo, GDN_LAYER_FILE, "    def forward(\n", helper + "\n" + again + "\n    def forward(\n")
+    with pytest.raises(SpecError, match=r"_init_output_norm\(\) sets self.norm again"):
+        migrate(repo, [migration_specs()["fla-layer-norm"]])
 
 
 def test_the_qwen_registrations_fit_the_search_of_each_release_they_were_written_for():

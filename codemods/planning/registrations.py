@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import re
 from typing import TYPE_CHECKING
 
 from .. import construction_site, guards, model_search, simplify, site_gate, syntax
@@ -22,7 +21,7 @@ from ..syntax import free_names
 from ..transforms.adopt_contract import RewriteDispatch, adoption, shadowed_state
 from ..transforms.insert_registration import InsertRegistration
 from ..transforms.registration_code import joined_into_registration_if, renamed_in
-from . import after_building, pins, recording, subclasses
+from . import after_building, layer_filters, pins, recording, subclasses
 
 if TYPE_CHECKING:
     from ..planner import Planner, SourceModule
@@ -311,7 +310,7 @@ def gate_for_site(
         and any(_reads_through(d, a) for a in legacy[i + 1 :] if a in carried)
     ]
     carried = [a for a in legacy if a in carried or a in guarding or a in through]
-    if problems := layer_filter_problems(planner, modules, frame, [a for a in carried if a.at_layer]):
+    if problems := layer_filters.problems(planner, modules, frame, [a for a in carried if a.at_layer]):
         raise SpecError(f"{spec.family}: " + "\n".join(problems))
     removed = frozenset(filter(None, (spec.legacy.module, spec.legacy.orchestrator_module)))
     rendered = [site_gate.render_gate(modules, home.name, init, [atom], where, removed) for atom in carried]
@@ -366,62 +365,6 @@ def gate_for_site(
         )
     )
     return found
-
-
-def layer_filter_problems(
-    planner: Planner, modules: RepoModules, frame: guards.Frame, filters: list[guards.Atom]
-) -> list[str]:
-    """Why a filter of the legacy model search cannot gate the registration in the layer's names: the layer never
-    has an attribute it reads (the registration would raise), or something sets it after the layer is built
-    (another method of its class, or, for one the class never holds itself, code outside it: the search read the
-    value after loading, which the constructor's may not be)."""
-    if not frame.classes:
-        return []
-    site = frame.function.name
-    held, elsewhere = subclasses.class_names(modules, *frame.classes[0].rsplit(".", 1), depth=0), {}
-    for qualified in frame.classes:
-        module, name = qualified.rsplit(".", 1)
-        for method in (n for n in modules.definition(module, name).body if isinstance(n, ast.FunctionDef)):
-            if method.name in ("__init__", site) or method is frame.function:  # what the site's layer has
-                held |= {a for a, _ in syntax.self_stores(method)} | syntax.self_reads(method, required=True)
-                continue
-            for attribute, statement in syntax.self_stores(method):
-                again = f"{method.name}() sets self.{attribute} again ({modules.where(module, statement)})"
-                elsewhere.setdefault(attribute, again)
-    held |= {a for a, _ in syntax.self_stores(frame.function)}
-    problems = []
-    for atom in filters:
-        for attribute, guarded in sorted(guards.layer_attributes(atom.expression).items()):
-            binder = dict(modules.engine.bound_later).get(attribute)
-            if binder and binder != site:
-                problems.append(
-                    f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`; the engine binds "
-                    f"self.{attribute} after it builds the layer ({binder}), so a registration in {site} cannot "
-                    f"check it: register in {binder}, or list it in intended_differences with a reason"
-                )
-            elif again := elsewhere.get(attribute) or (attribute not in held and _set_from_outside(planner, attribute)):
-                problems.append(
-                    f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`, read after the "
-                    f"model loaded; {again}, so the value where the layer registers may not be the one the search "
-                    "read: register this layer by hand"
-                )
-            elif attribute not in held and not guarded:
-                problems.append(
-                    f"{atom.where}: the legacy step warmed only the layers where `{atom.written}`; "
-                    f"{frame.classes[0]} never sets self.{attribute}, so the registration cannot check it"
-                )
-    return problems
-
-
-def _set_from_outside(planner: Planner, attribute: str) -> str | None:
-    """Where code of the repo sets `attribute` on an object another object holds (`self.gate.<attribute> = ...` in
-    a model that built the gate): a layer attribute set after the layer is built."""
-    pattern = re.compile(rf"\bself(?:\.\w+)+\.{re.escape(attribute)}\s*(?:[-+*/|&]?=)(?!=)")
-    for home in (m for m in planner.modules.values() if f".{attribute}" in m.text):
-        if found := pattern.search(home.text):
-            line = home.text.count("\n", 0, found.start()) + 1
-            return f"{syntax.where(planner.repo, home.path, line)} sets .{attribute} on a built object"
-    return None
 
 
 def _holds_anchor(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> bool:
