@@ -341,11 +341,13 @@ def definition_digest(
 ) -> tuple[ast.AST, str] | None:
     """The module-level definition `qualname` names (`f`, `Class`, `Class.method`) and a digest of what it says: its
     code less docstrings, layout, log lines and the names of its functions' locals (16 hex digits of a SHA-256; see
-    `_what_it_says`), or only its parameters where `qualname` ends in `()`; None where the module has no such
-    definition. `parameters(definition, func)`: the parameters of what a call of it calls, where known (None: not
-    known), so that arguments passed by position or by name say the same."""
+    `_what_it_says`), or only its parameters where `qualname` ends in `()`, or only its calls of `g` where it ends in
+    `(g)` (with the first such call: what a caller passes a step); None where the module has no such definition or
+    call. `parameters(definition, func)`: the parameters of what a call of it calls, where known (None: not known),
+    so that arguments passed by position or by name say the same."""
+    qualname, called = qualname.removesuffix(")").split("(") if qualname.endswith(")") else (qualname, None)
     node: ast.AST = tree
-    for part in qualname.removesuffix("()").split("."):
+    for part in qualname.split("."):
         node = next(
             (
                 n
@@ -356,11 +358,25 @@ def definition_digest(
         )
         if node is None:
             return None
-    if qualname.endswith("()"):
+    if called == "":
         bare = copy.deepcopy(node.args)
     else:
         bare = _what_it_says(copy.deepcopy(node), functools.partial(parameters, node) if parameters else None)
+    if called:
+        bare = [n for n in ast.walk(bare) if isinstance(n, ast.Call) and _last_name(n.func) == called]
+        if not bare:
+            return None
+        node, renumbered = bare[0], {}  # the calls' locals numbered among themselves: a local added elsewhere
+        for n in (n for call in bare for n in ast.walk(call)):  # in the caller changes nothing they pass
+            for field in ("id", "name", "rest"):
+                if str(value := getattr(n, field, None)).startswith("local "):
+                    setattr(n, field, renumbered.setdefault(value, f"local {len(renumbered)}"))
     return node, hashlib.sha256(_dump(bare).encode()).hexdigest()[:16]
+
+
+def _last_name(func: ast.expr) -> str | None:
+    """`g` of a call of `g`, `m.g` or `self.g`."""
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
 def _dump(node: object) -> str:

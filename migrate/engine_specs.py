@@ -159,9 +159,11 @@ BF16X3_ROUTER_GEMM = MigrationSpec(
 
 BF16X3_ROUTER_GEMM_KERNEL = BF16x3RouterGemmKernel()""",
         after="def warmup_bf16x3_router_gemm",
-        # The registration translates the step's call (its shape and token range); the owner calls the warmup.
+        # The registration translates the step and the orchestrator's call of it (its shape and token range: the
+        # batch budget it passes); the owner calls the warmup.
         written_for=(
             (f"{VLLM.orchestrator}:_warmup_bf16x3_router_gemm", "e59de5120d47ca86"),
+            (f"{VLLM.orchestrator}:kernel_warmup(_warmup_bf16x3_router_gemm)", "4ab0c5ef534a872f"),
             ("warmup_bf16x3_router_gemm()", "ffd3dd1519cc2942"),
         ),
         imports=(

@@ -2584,4 +2584,19 @@ MUTANTS = (
         "            if False and name not in found and _named_only_by_constructors(",
         ("tests/test_vllm033_migrations.py", "-k", "helper_only_its_constructor"),
     ),
+    Mutant(
+        "syntax: a call pin numbers its locals as the whole caller does (a local added elsewhere changes it)",
+        "codemods/syntax.py",
+        '                    setattr(n, field, renumbered.setdefault(value, f"local {len(renumbered)}"))\n',
+        "                    pass\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "call_pin"),
+    ),
+    Mutant(
+        "syntax: a call pin digests the whole caller",
+        "codemods/syntax.py",
+        "        bare = [n for n in ast.walk(bare) if isinstance(n, ast.Call) and _last_name(n.func) == called]\n",
+        "        bare = [bare] if any(isinstance(n, ast.Call) and _last_name(n.func) == called for n in ast.walk(bare)) "
+        "else []\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "call_pin"),
+    ),
 )

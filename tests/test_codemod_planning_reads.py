@@ -299,6 +299,38 @@ def test_an_owner_pin_still_tells_code_that_does_otherwise(other):
     assert _digest(other) != _digest(STEP)
 
 
+CALLER = """
+def orchestrate(worker):
+    model = worker.get_model()
+    if worker.enabled:
+        step(model, worker.budget)
+    other(model)
+"""
+
+
+def _call_digest(source: str) -> str:
+    return definition_digest(ast.parse(source), "orchestrate(step)")[1]
+
+
+@pytest.mark.parametrize(
+    "caller, same",
+    [
+        (CALLER.replace("    model = ", "    started = now()\n    model = "), True),  # a local added elsewhere
+        (CALLER.replace("model", "layers"), True),  # its local renamed
+        (CALLER.replace("    other(model)\n", ""), True),  # another call
+        (CALLER.replace("if worker.enabled:", "if worker.enabled and ready():"), True),  # another guard
+        (CALLER.replace("step(model, worker.budget)", "step(model, worker.budget * 2)"), False),  # what it passes
+        (CALLER.replace("step(model, worker.budget)", "step(worker.get_model(), worker.budget)"), False),
+        (CALLER + "    step(model, 1)\n", False),  # a second call
+    ],
+)
+def test_a_call_pin_tells_what_the_caller_passes_and_nothing_else(caller, same):
+    """`orchestrate(step)` pins the calls of `step` in `orchestrate`: what they pass, their locals numbered among
+    themselves; the rest of the caller may change."""
+    assert (_call_digest(caller) == _call_digest(CALLER)) is same
+    assert definition_digest(ast.parse(CALLER), "orchestrate(missing)") is None
+
+
 def test_an_owner_pin_tells_a_nested_parameter_that_shadows_a_local_from_one_that_does_not():
     """Both bind the local second and define `bound(cap)`: one returns its parameter (`cap`, its local's name), the
     other the local. Numbered alike, the parameter must be numbered too, or the two would read the same."""

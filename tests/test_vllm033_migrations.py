@@ -622,6 +622,12 @@ QWEN_PIN_FORKS = {  # a fork of the code a hand-written registration passes the 
         "        rows_per_token=config.hv * 2,\n",
         "_warm_gated_rms_norm_kernel is not the code the registration of _LAYER_NORM_FWD_KERNEL was written for",
     ),
+    "the orchestrator passes the step another activation dtype": (
+        "fla-layer-norm",
+        "    _warm_gated_rms_norm_kernel(device, gdn_config, max_num_tokens, model_config.dtype)\n",
+        "    _warm_gated_rms_norm_kernel(device, gdn_config, max_num_tokens, torch.float32)\n",
+        "qwen_triton_warmup(_warm_gated_rms_norm_kernel) is not the code the registration of _LAYER_NORM_FWD_KERNEL",
+    ),
     "the search reads the value heads before the split across ranks": (
         "fla-fused-post-conv",
         "        hv = int(layer.num_v_heads) // tp_size\n",
@@ -711,6 +717,12 @@ BF16X3_FORKS = {  # a fork the owner's registration was not written for, or that
         "    min_num_tokens = gate.FP32_MAX_TOKENS + 1 if gate.allow_fp32_router_gemm else 1\n",
         "    min_num_tokens = gate.FP32_MAX_TOKENS if gate.allow_fp32_router_gemm else 1\n",
         f"{ORCHESTRATOR}:107: _warmup_bf16x3_router_gemm is not the code the owner of BF16X3_ROUTER_GEMM_KERNEL was",
+    ),
+    "the orchestrator passes the step a larger batch budget": (
+        ORCHESTRATOR,
+        "            worker.scheduler_config.max_num_batched_tokens,\n        )\n",
+        "            worker.scheduler_config.max_num_batched_tokens + worker.scheduler_config.max_num_seqs,\n        )\n",
+        f"{ORCHESTRATOR}:211: kernel_warmup(_warmup_bf16x3_router_gemm) is not the code the owner of",
     ),
     "set_out_dtype turns the tier off after the gate is built": (
         GATE_LINEAR,
