@@ -2599,4 +2599,11 @@ MUTANTS = (
         "else []\n",
         ("tests/test_codemod_planning_reads.py", "-k", "call_pin"),
     ),
+    Mutant(
+        "imports: a new import placed where another new one stands takes that one's place",
+        "codemods/transforms/imports.py",
+        "    body = [s for s in after.body if not any(s is n for n in new)]\n",
+        "    body = list(after.body)\n",
+        ("tests/test_codemod_metadata.py", "-k", "new_imports"),
+    ),
 )

@@ -7,6 +7,7 @@ are those libcst finds with the whole file's scopes.
 """
 
 import dataclasses
+import itertools
 import re
 from collections import Counter
 
@@ -18,7 +19,7 @@ from libcst.helpers import get_absolute_module_from_package_for_import
 from libcst.metadata import ScopeProvider
 
 from zerojit.codemods.repo import module_name
-from zerojit.codemods.transforms.imports import import_statements, unused_asked
+from zerojit.codemods.transforms.imports import import_statements, place_new_imports, unused_asked
 from zerojit.codemods.transforms.metadata import ResolvedScopes, outline_scopes
 from zerojit.migrate.engine_trees.releases import vllm_tree
 
@@ -232,3 +233,21 @@ def test_the_names_the_symbol_table_settles_are_settled_as_libcsts_gatherer_does
     expected = {alias for alias, _ in gatherer.unused_imports}
     assert (unused is None) == ("__all__" in source)  # a string may name it: then libcst's gatherer decides
     assert unused is None or set(unused) == expected
+
+
+NEW_IMPORTS = (
+    "from vllm.platforms import current_platform\n",
+    "from vllm.utils.math_utils import cdiv\n",
+    "from vllm.models.k.ops import dispatch\n",
+)
+
+
+@pytest.mark.parametrize("added", list(itertools.permutations(NEW_IMPORTS)), ids=lambda a: "|".join(x[5:20] for x in a))
+def test_new_imports_of_a_package_join_its_block_in_module_order_whatever_order_they_were_added_in(added):
+    """Each new import goes where isort puts it, in whatever order the transforms added them; placing one where another
+    new one stood once took over that one's place and lost it (a crash on a fork's file that lacked three imports)."""
+    head = "from torch import nn\n\nfrom vllm.config import VllmConfig\nfrom vllm.models.k import Model\n"
+    tail = "\n\nclass A:\n    pass\n"
+    placed = place_new_imports(cst.parse_module(head + tail), cst.parse_module(head + "".join(added) + tail)).code
+    block = sorted(["from vllm.config import VllmConfig\n", "from vllm.models.k import Model\n", *NEW_IMPORTS])
+    assert placed == "from torch import nn\n\n" + "".join(block) + tail

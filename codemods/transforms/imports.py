@@ -396,12 +396,13 @@ def place_new_imports(before: cst.Module, after: cst.Module) -> cst.Module:
     (libcst's AddImportsVisitor appends after the last import, relative ones included.)
     """
     known = {_imported_module(s) for s in before.body} - {None}
-    body = list(after.body)
-    new = [s for s in body if _imported_module(s) and _imported_module(s) not in known]
+    new = [s for s in after.body if _imported_module(s) and _imported_module(s) not in known]
     if not new:
         return after
+    # All taken out first: placing one may take over the leading lines of another new one (a copy then stands in
+    # its place).
+    body = [s for s in after.body if not any(s is n for n in new)]
     for statement in new:
-        body.remove(statement)
         name = _imported_module(statement)
         package = name.split(".")[0]
         absolute = [i for i, s in enumerate(body) if _imported_module(s) and _imported_module(s) != "__future__"]
