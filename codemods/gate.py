@@ -155,6 +155,8 @@ def _references(
             for name in qualified_names(node, bound):
                 if name in old_names and not (isinstance(node, ast.Name)):
                     yield Finding(path, node.lineno, f"uses {name}: the kernel is now {old_names[name].new}")
+                if name in facts.deleted_functions and isinstance(node, ast.Attribute):  # `module.helper(...)`
+                    yield Finding(path, node.lineno, f"uses {name}, which the migration deletes")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if is_gone(node.value):
                 yield Finding(path, node.lineno, f"names {node.value} in a string; the migration deletes it")

@@ -2606,4 +2606,11 @@ MUTANTS = (
         "    body = list(after.body)\n",
         ("tests/test_codemod_metadata.py", "-k", "new_imports"),
     ),
+    Mutant(
+        "gate: a deleted function called as an attribute of its module passes",
+        "codemods/gate.py",
+        "                if name in facts.deleted_functions and isinstance(node, ast.Attribute):",
+        "                if False:",
+        ("tests/test_vllm033_migrations.py", "-k", "attribute_of_its_module"),
+    ),
 )

@@ -689,6 +689,20 @@ def test_a_helper_the_constructor_calls_that_something_else_calls_too_is_a_later
         migrate(repo, [migration_specs()["fla-layer-norm"]])
 
 
+def test_a_step_the_migration_deletes_called_as_an_attribute_of_its_module_is_refused_there(tmp_path, release_033):
+    """`kw._warm_attn_res(worker)` through `import ... kimi_k3_triton_warmup as kw`: the step goes, so the call
+    would raise AttributeError at run time, which neither compiling nor pyflakes sees."""
+    repo = tmp_path / "tree"
+    shutil.copytree(release_033, repo, copy_function=os.link)
+    mine = "from vllm.model_executor.warmup import kimi_k3_triton_warmup as kw\n\n\ndef mine(worker):\n"
+    (repo / "vllm/model_executor/warmup/mine.py").write_text(mine + "    kw._warm_attn_res(worker)\n")
+    result = runner.invoke(app, ["migrate", "kimi-k3-attn-res", "--repo", str(repo)])
+    assert result.exit_code == 2, result.output
+    assert "mine.py:5: uses vllm.model_executor.warmup.kimi_k3_triton_warmup._warm_attn_res, which the migration" in (
+        " ".join(result.output.split())
+    )
+
+
 def test_the_qwen_registrations_fit_the_search_of_each_release_they_were_written_for():
     """0.30.0's search lacks the fused spec-decode switch 0.33.0's reads: each is pinned, and both migrate."""
     specs = migration_specs()
