@@ -345,7 +345,7 @@ def definition_digest(
     `(g)` (with the first such call: what a caller passes a step); None where the module has no such definition or
     call. `parameters(definition, func)`: the parameters of what a call of it calls, where known (None: not known),
     so that arguments passed by position or by name say the same."""
-    qualname, called = qualname.removesuffix(")").split("(") if qualname.endswith(")") else (qualname, None)
+    qualname, _, called = qualname.removesuffix(")").partition("(") if qualname.endswith(")") else (qualname, "", None)
     node: ast.AST = tree
     for part in qualname.split("."):
         node = next(

@@ -80,7 +80,9 @@ def _construction_helpers(planner: Planner, cls: ast.ClassDef, constructors: set
     return found
 
 
-def _named_only_by_constructors(planner: Planner, methods: dict, building: set[str], name: str) -> bool:
+def _named_only_by_constructors(
+    planner: Planner, methods: dict[str, ast.FunctionDef], building: set[str], name: str
+) -> bool:
     """Whether the repo names `name` only where the class defines it and where the methods building the layer call
     it on `self`."""
     word = re.compile(rf"\b{re.escape(name)}\b")

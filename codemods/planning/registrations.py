@@ -37,8 +37,8 @@ def plan(planner: Planner) -> Findings:
         done = planner.migrated(spec)
         if spec.registration.written_for and not done:
             field = "orchestrator_module" if spec.legacy.orchestrator_step else "legacy_module"
-            home = planner.module(spec, field, spec.legacy.warming()[0])
-            pins.check(planner, findings, spec, "registration", spec.registration.written_for, home)
+            warming = planner.module(spec, field, spec.legacy.warming()[0])
+            pins.check(planner, findings, spec, "registration", spec.registration.written_for, warming)
         try:
             legacy = (
                 [] if done else [model_search.in_layer_terms(modules, a) for a in guards.legacy_guards(modules, spec)]
