@@ -341,10 +341,10 @@ def definition_digest(
 ) -> tuple[ast.AST, str] | None:
     """The module-level definition `qualname` names (`f`, `Class`, `Class.method`) and a digest of what it says: its
     code less docstrings, layout, log lines and the names of its functions' locals (16 hex digits of a SHA-256; see
-    `_what_it_says`), or only its parameters where `qualname` ends in `()`, or only its calls of `g` where it ends in
-    `(g)` (with the first such call: what a caller passes a step); None where the module has no such definition or
-    call. `parameters(definition, func)`: the parameters of what a call of it calls, where known (None: not known),
-    so that arguments passed by position or by name say the same."""
+    `_what_it_says`), or only its parameters where `qualname` ends in `()`, or only its calls of `g` and the
+    assignments of what they pass where it ends in `(g)` (with the first such call: what a caller passes a step);
+    None where the module has no such definition or call. `parameters(definition, func)`: the parameters of what a
+    call of it calls, where known (None: not known), so that arguments passed by position or by name say the same."""
     qualname, _, called = qualname.removesuffix(")").partition("(") if qualname.endswith(")") else (qualname, "", None)
     node: ast.AST = tree
     for part in qualname.split("."):
@@ -363,15 +363,27 @@ def definition_digest(
     else:
         bare = _what_it_says(copy.deepcopy(node), functools.partial(parameters, node) if parameters else None)
     if called:
-        bare = [n for n in ast.walk(bare) if isinstance(n, ast.Call) and _last_name(n.func) == called]
-        if not bare:
+        calls = [n for n in ast.walk(bare) if isinstance(n, ast.Call) and _last_name(n.func) == called]
+        if not calls:
             return None
-        node, renumbered = bare[0], {}  # the calls' locals numbered among themselves: a local added elsewhere
-        for n in (n for call in bare for n in ast.walk(call)):  # in the caller changes nothing they pass
-            for field in ("id", "name", "rest"):
+        node, bare, renumbered = calls[0], [*_feeding(bare, calls), *calls], {}
+        for n in (n for part in bare for n in ast.walk(part)):  # locals numbered among what is pinned: one added
+            for field in ("id", "name", "rest"):  # elsewhere in the caller changes nothing the calls pass
                 if str(value := getattr(n, field, None)).startswith("local "):
                     setattr(n, field, renumbered.setdefault(value, f"local {len(renumbered)}"))
     return node, hashlib.sha256(_dump(bare).encode()).hexdigest()[:16]
+
+
+def _feeding(function: ast.AST, calls: list[ast.Call]) -> list[ast.stmt]:
+    """The assignments in `function` of the locals the calls pass, and of the locals those read, in source order:
+    what a call passes is what it was computed from (a filter, a log line, another call around it are not)."""
+    assignments = [n for n in ast.walk(function) if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)]
+    read = {n.id for call in calls for n in ast.walk(call) if isinstance(n, ast.Name) and n.id.startswith("local ")}
+    found: list[ast.stmt] = []
+    while new := [s for s in assignments if s not in found and read & set(stores(s))]:
+        found += new
+        read |= {n.id for s in new for n in ast.walk(s) if isinstance(n, ast.Name)}
+    return sorted(found, key=lambda s: (s.lineno, s.col_offset))
 
 
 def _last_name(func: ast.expr) -> str | None:

@@ -2594,8 +2594,8 @@ MUTANTS = (
     Mutant(
         "syntax: a call pin digests the whole caller",
         "codemods/syntax.py",
-        "        bare = [n for n in ast.walk(bare) if isinstance(n, ast.Call) and _last_name(n.func) == called]\n",
-        "        bare = [bare] if any(isinstance(n, ast.Call) and _last_name(n.func) == called for n in ast.walk(bare)) "
+        "        calls = [n for n in ast.walk(bare) if isinstance(n, ast.Call) and _last_name(n.func) == called]\n",
+        "        calls = [bare] if any(isinstance(n, ast.Call) and _last_name(n.func) == called for n in ast.walk(bare)) "
         "else []\n",
         ("tests/test_codemod_planning_reads.py", "-k", "call_pin"),
     ),
@@ -2612,5 +2612,12 @@ MUTANTS = (
         "                if name in facts.deleted_functions and isinstance(node, ast.Attribute):",
         "                if False:",
         ("tests/test_vllm033_migrations.py", "-k", "attribute_of_its_module"),
+    ),
+    Mutant(
+        "syntax: a call pin leaves out how the locals it passes are computed",
+        "codemods/syntax.py",
+        "        node, bare, renumbered = calls[0], [*_feeding(bare, calls), *calls], {}\n",
+        "        node, bare, renumbered = calls[0], calls, {}\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "call_pin"),
     ),
 )

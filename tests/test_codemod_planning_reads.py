@@ -316,17 +316,18 @@ def _call_digest(source: str) -> str:
     "caller, same",
     [
         (CALLER.replace("    model = ", "    started = now()\n    model = "), True),  # a local added elsewhere
-        (CALLER.replace("model", "layers"), True),  # its local renamed
+        (CALLER.replace("model =", "layers =").replace("(model", "(layers"), True),  # its local renamed
         (CALLER.replace("    other(model)\n", ""), True),  # another call
         (CALLER.replace("if worker.enabled:", "if worker.enabled and ready():"), True),  # another guard
         (CALLER.replace("step(model, worker.budget)", "step(model, worker.budget * 2)"), False),  # what it passes
         (CALLER.replace("step(model, worker.budget)", "step(worker.get_model(), worker.budget)"), False),
         (CALLER + "    step(model, 1)\n", False),  # a second call
+        (CALLER.replace("model = worker.get_model()", "model = worker.model"), False),  # what it passes computed
     ],
 )
 def test_a_call_pin_tells_what_the_caller_passes_and_nothing_else(caller, same):
-    """`orchestrate(step)` pins the calls of `step` in `orchestrate`: what they pass, their locals numbered among
-    themselves; the rest of the caller may change."""
+    """`orchestrate(step)` pins the calls of `step` in `orchestrate` and the assignments of what they pass, their
+    locals numbered among themselves; the rest of the caller may change."""
     assert (_call_digest(caller) == _call_digest(CALLER)) is same
     assert definition_digest(ast.parse(CALLER), "orchestrate(missing)") is None
 

@@ -632,7 +632,7 @@ QWEN_PIN_FORKS = {  # a fork of the code a hand-written registration passes the 
         "fla-fused-post-conv",
         "        hv = int(layer.num_v_heads) // tp_size\n",
         "        hv = int(layer.num_v_heads)\n",
-        "_qwen_gdn_warmup_config is not the code the registration of _fused_post_conv_kernel was written for",
+        "_qwen_gdn_warmup_config(_QwenGDNWarmupConfig) is not the code the registration of _fused_post_conv_kernel",
     ),
 }
 

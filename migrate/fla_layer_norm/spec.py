@@ -28,7 +28,7 @@ SPEC = MigrationSpec(
         written_for=(
             *QWEN_GDN_CONFIG_PINS,
             ("_warm_gated_rms_norm_kernel", "88ca6653aebc421f"),
-            ("qwen_triton_warmup(_warm_gated_rms_norm_kernel)", "08b7a3eb65d8fc12"),  # the dtype and budget it passes
+            ("qwen_triton_warmup(_warm_gated_rms_norm_kernel)", "d05d78aa19f83fe4"),  # the dtype and budget it passes
         ),
         code="""_LAYER_NORM_FWD_KERNEL.register_warmup(
     max_num_tokens=max(1, vllm_config.scheduler_config.max_num_batched_tokens),
