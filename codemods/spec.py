@@ -57,10 +57,11 @@ def _written_for(part: str, what: str, home: str) -> Any:
     return _field(
         f"{part}_written_for",
         f'`[["Class.method", "digest"]]`: the definitions {what}; `f()`: a function\'s parameters alone; `f(g)`: '
-        f"only its calls of g and the assignments of what they pass; `pkg.module:f` in another module than {home}), each with the digest "
-        "of the code it was written from (docstrings, layout, log lines, local names, and whether a call to an "
-        "undecorated repo function passes an argument by position or by name aside): a tree whose code differs is "
-        f"refused at that definition, with its digest (the {part} may not fit it)",
+        "only its calls of g and the assignments of what they pass; `pkg.module:f` in another module than "
+        f"{home}), each with the digest of the code it was written from (docstrings, layout, log lines, local "
+        "names, and whether a call to an undecorated repo function passes an argument by position or by name "
+        f"aside): a tree whose code differs is refused at that definition, with its digest (the {part} may not fit "
+        "it)",
         (),
         kind="pairs",
     )
