@@ -704,10 +704,15 @@ def test_a_step_the_migration_deletes_called_as_an_attribute_of_its_module_is_re
 
 
 def test_the_qwen_registrations_fit_the_search_of_each_release_they_were_written_for():
-    """0.30.0's search lacks the fused spec-decode switch 0.33.0's reads: each is pinned, and both migrate."""
+    """0.29.0's search reads no output norm and 0.30.0's no fused spec-decode switch, which 0.33.0's reads: each is
+    pinned, and each migrates (0.29.0 has no norm step)."""
     specs = migration_specs()
-    for release in ("0.30.0", "0.33.0"):
-        result = migrate(vllm_tree(release), [specs["fla-layer-norm"], specs["fla-fused-post-conv"]])
+    for release, families in (
+        ("0.29.0", ["fla-fused-post-conv"]),
+        ("0.30.0", ["fla-layer-norm", "fla-fused-post-conv"]),
+        ("0.33.0", ["fla-layer-norm", "fla-fused-post-conv"]),
+    ):
+        result = migrate(vllm_tree(release), [specs[family] for family in families])
         assert len(result.changes) >= 2, release
 
 

@@ -37,10 +37,12 @@ QWEN_GDN_SEARCH_AT_BIND = (
 )
 
 # How the legacy search reads off the first Qwen GDN layer the facts each Qwen registration passes in the layer's own
-# names: its config's construction and what that is computed from (0.30.0's and 0.33.0's, which adds the fused
-# spec-decode switch). A fork that computes them otherwise is refused there, as the registrations were written from
-# this code; a filter the fork adds to the search is the gate's (codemods.planning.pins).
+# names: its config's construction and what that is computed from (0.29.0's, without the output norm's fields;
+# 0.30.0's; 0.33.0's, which adds the fused spec-decode switch). A fork that computes them otherwise is refused
+# there, as the registrations were written from this code; a filter the fork adds to the search is the gate's
+# (codemods.planning.pins).
 QWEN_GDN_CONFIG_PINS = (
+    ("_qwen_gdn_warmup_config(_QwenGDNWarmupConfig)", "957baee5a0f4a506"),
     ("_qwen_gdn_warmup_config(_QwenGDNWarmupConfig)", "7ba25ae713ba6af6"),
     ("_qwen_gdn_warmup_config(_QwenGDNWarmupConfig)", "9460be6987b9f337"),
 )
