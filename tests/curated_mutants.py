@@ -2580,8 +2580,8 @@ MUTANTS = (
     Mutant(
         "layer_filters: a helper only the constructor calls taken for a later change",
         "codemods/planning/layer_filters.py",
-        "            if name in methods and name not in found and _named_only_by_constructors(",
-        "            if False and name not in found and _named_only_by_constructors(",
+        "                and _named_only_by_constructors(planner, methods, found, name)\n",
+        "                and False\n",
         ("tests/test_vllm033_migrations.py", "-k", "helper_only_its_constructor"),
     ),
     Mutant(

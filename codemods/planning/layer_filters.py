@@ -25,11 +25,12 @@ def problems(planner: Planner, modules: RepoModules, frame: guards.Frame, filter
     if not frame.classes:
         return []
     site = frame.function.name
+    read = {attribute for atom in filters for attribute in guards.layer_attributes(atom.expression)}
     held, elsewhere = subclasses.class_names(modules, *frame.classes[0].rsplit(".", 1), depth=0), {}
     for qualified in frame.classes:
         module, name = qualified.rsplit(".", 1)
         cls = modules.definition(module, name)
-        building = _construction_helpers(planner, cls, {"__init__", site})
+        building = _construction_helpers(planner, cls, {"__init__", site}, read)
         for method in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
             if method.name in building or method is frame.function:  # what the site's layer has
                 held |= {a for a, _ in syntax.self_stores(method)} | syntax.self_reads(method, required=True)
@@ -62,9 +63,10 @@ def problems(planner: Planner, modules: RepoModules, frame: guards.Frame, filter
     return problems
 
 
-def _construction_helpers(planner: Planner, cls: ast.ClassDef, constructors: set[str]) -> set[str]:
+def _construction_helpers(planner: Planner, cls: ast.ClassDef, constructors: set[str], read: set[str]) -> set[str]:
     """The constructors, and the methods of the class only they run (`self._init_norm(...)` in `__init__`, and
-    what those call so): named nowhere else in the repo, their stores are the layer's as it is built."""
+    what those call so) that set an attribute the filters `read`: named nowhere else in the repo, their stores are
+    the layer's as it is built. (Only those: the repo-wide look-up is on planning's serial path.)"""
     methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
     found, todo = set(constructors), [methods[m] for m in constructors if m in methods]
     while todo:
@@ -74,7 +76,12 @@ def _construction_helpers(planner: Planner, cls: ast.ClassDef, constructors: set
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and ast.unparse(n.func.value) == "self"
         ]
         for name in dict.fromkeys(called):
-            if name in methods and name not in found and _named_only_by_constructors(planner, methods, found, name):
+            if (
+                name in methods
+                and name not in found
+                and read & {a for a, _ in syntax.self_stores(methods[name])}
+                and _named_only_by_constructors(planner, methods, found, name)
+            ):
                 found.add(name)
                 todo.append(methods[name])
     return found
