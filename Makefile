@@ -39,9 +39,9 @@ test: install
 test-fast: install
 	$(PY) -m pytest -q -n 2 --dist worksteal -m "not release_tree and not compiles"
 
-# Curated mutants, one at a time in a git worktree, each against the tests meant to kill it (not part of `make test`).
+# Curated mutants in git worktrees, one per core, each against the tests meant to kill it (not part of `make test`).
 mutants: install
-	$(PY) tests/mutants.py
+	$(PY) tests/mutants.py -j $$(nproc)
 
 # docs/spec-reference.md's field tables, written from the spec's parts (a test fails when they differ).
 spec-reference: install
