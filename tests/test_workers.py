@@ -8,6 +8,7 @@ taking several times its own CPU in wall time, never as two running at once.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from zerojit.contract.executor import start_workers
-from zerojit.contract.workers import TaskFailed, WorkerLost, Workers, prepare
+from zerojit.contract.workers import _REAPING, TaskFailed, WorkerLost, Workers, _reap, prepare
 
 CPU_SECONDS = 1.0
 NO_SETUP = (int, ())  # a setup that does nothing
@@ -80,6 +81,15 @@ def test_a_worker_that_dies_loses_only_its_task_and_another_takes_its_place():
     assert [results[i] for i in (1, 4, 5)] == [3, 4, 5]
 
 
+def test_a_lone_worker_that_dies_with_tasks_waiting_is_replaced_by_exactly_one():
+    """The race-free case of the rule above: one worker, lost while two tasks wait, so its replacement is started
+    for certain; a pool that grew by more than the one it lost would hold two."""
+    with Workers(1, forked_setup()) as workers:
+        results = workers.map([(die, ()), (int, ("3",)), (int, ("4",))])
+        assert workers.processes == 1
+    assert isinstance(results[0], WorkerLost) and results[1:] == [3, 4]
+
+
 def test_pools_in_two_threads_losing_workers_report_each_ones_real_exit_code():
     """Starting a worker reads the exit code of every ended child of this process: one pool's starts, racing
     another's reads, once turned some -9s into 255s. Three rounds of two pools, 12 kills each."""
@@ -96,6 +106,16 @@ def test_pools_in_two_threads_losing_workers_report_each_ones_real_exit_code():
         kills(here)
         other.join()
         assert all("exit code -9" in str(lost) for lost in here + there), here + there
+
+
+def test_an_exit_code_is_read_under_the_lock_that_a_starting_worker_holds():
+    """The race above made certain: `_reap` reads a process's exit code (`join`) only while it holds `_REAPING`,
+    the lock a starter holds across `Process.start()` (which reads the codes of ended children)."""
+    process = multiprocessing.get_context("fork").Process(target=int)
+    process.start()
+    held, join = [], process.join
+    process.join = lambda *args: held.append(_REAPING.locked()) or join(*args)
+    assert _reap(process) and held == [True] and process.exitcode == 0
 
 
 def test_a_task_that_raises_fails_alone_and_its_worker_carries_on():
