@@ -348,22 +348,18 @@ def definition_digest(
     qualname, _, called = qualname.removesuffix(")").partition("(") if qualname.endswith(")") else (qualname, "", None)
     node: ast.AST = tree
     for part in qualname.split("."):
-        node = next(
-            (
-                n
-                for n in getattr(node, "body", [])
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
-            ),
-            None,
-        )
+        node = next((n for n in getattr(node, "body", []) if isinstance(n, _DEFINITIONS) and n.name == part), None)
         if node is None:
             return None
     if called == "":
         bare = copy.deepcopy(node.args)
     else:
-        bare = _what_it_says(copy.deepcopy(node), functools.partial(parameters, node) if parameters else None)
+        bare = copy.deepcopy(node)
+        for call in (n for n in ast.walk(bare) if isinstance(n, ast.Call) and _last_name(n.func) == called):
+            call.pinned = True  # marked before a local name of `g` (imported in the function) is numbered
+        bare = _what_it_says(bare, functools.partial(parameters, node) if parameters else None)
     if called:
-        calls = [n for n in ast.walk(bare) if isinstance(n, ast.Call) and _last_name(n.func) == called]
+        calls = [n for n in ast.walk(bare) if getattr(n, "pinned", False)]
         if not calls:
             return None
         node, bare, renumbered = calls[0], [*_feeding(bare, calls), *calls], {}

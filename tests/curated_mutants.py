@@ -2594,9 +2594,8 @@ MUTANTS = (
     Mutant(
         "syntax: a call pin digests the whole caller",
         "codemods/syntax.py",
-        "        calls = [n for n in ast.walk(bare) if isinstance(n, ast.Call) and _last_name(n.func) == called]\n",
-        "        calls = [bare] if any(isinstance(n, ast.Call) and _last_name(n.func) == called for n in ast.walk(bare)) "
-        "else []\n",
+        '        calls = [n for n in ast.walk(bare) if getattr(n, "pinned", False)]\n',
+        '        calls = [bare] if any(getattr(n, "pinned", False) for n in ast.walk(bare)) else []\n',
         ("tests/test_codemod_planning_reads.py", "-k", "call_pin"),
     ),
     Mutant(
@@ -2619,5 +2618,29 @@ MUTANTS = (
         "        node, bare, renumbered = calls[0], [*_feeding(bare, calls), *calls], {}\n",
         "        node, bare, renumbered = calls[0], calls, {}\n",
         ("tests/test_codemod_planning_reads.py", "-k", "call_pin"),
+    ),
+    Mutant(
+        "syntax: a call pin looks for the callee after the caller's own names are numbered",
+        "codemods/syntax.py",
+        '        calls = [n for n in ast.walk(bare) if getattr(n, "pinned", False)]\n',
+        "        calls = [n for n in ast.walk(bare) if isinstance(n, ast.Call) and _last_name(n.func) == called]\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "imports_for_itself"),
+    ),
+    Mutant(
+        "pins: the attn_res registration is not pinned to how the step counts blocks",
+        "migrate/triton_lifts/specs.py",
+        '        written_for=(("_warm_attn_res(get_attn_res_triton_warmup_profiles)", "efc598de149239fe"),),\n',
+        "",
+        ("tests/test_vllm033_migrations.py", "-k", "written_from and attn_res"),
+    ),
+    Mutant(
+        "pins: the recurrent KDA registration is not pinned to what the warmup passes its step",
+        "migrate/triton_lifts/specs.py",
+        "        written_for=(\n"
+        '            ("kimi_k3_triton_warmup(_warm_recurrent_kda)", "5ca0dcd556052e9f"),\n'
+        '            ("kimi_k3_triton_warmup(_warm_recurrent_kda)", "d087e487d75a82fd"),\n'
+        "        ),\n",
+        "",
+        ("tests/test_vllm033_migrations.py", "-k", "written_from and bf16"),
     ),
 )

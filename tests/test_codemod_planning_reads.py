@@ -332,6 +332,18 @@ def test_a_call_pin_tells_what_the_caller_passes_and_nothing_else(caller, same):
     assert definition_digest(ast.parse(CALLER), "orchestrate(missing)") is None
 
 
+def test_a_call_pin_finds_a_callee_the_caller_imports_for_itself():
+    """A step that imports what it calls (`from m import profiles` in its body) binds it as a local, numbered in the
+    digest: the pin still finds the calls by the name they are written with."""
+    step = "def step(config):\n    from m import profiles\n    blocks = config.layers // 2\n    run(profiles(blocks))\n"
+    digest = definition_digest(ast.parse(step), "step(profiles)")
+    assert digest is not None
+    assert digest[1] != definition_digest(ast.parse(step.replace("// 2", "// 2 + 1")), "step(profiles)")[1]
+    assert (
+        digest[1] == definition_digest(ast.parse(step.replace("run(", "other(\n    run(") + ")"), "step(profiles)")[1]
+    )
+
+
 def test_an_owner_pin_tells_a_nested_parameter_that_shadows_a_local_from_one_that_does_not():
     """Both bind the local second and define `bound(cap)`: one returns its parameter (`cap`, its local's name), the
     other the local. Numbered alike, the parameter must be numbered too, or the two would read the same."""

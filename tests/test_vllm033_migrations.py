@@ -615,36 +615,55 @@ def migrated_fork(tmp_path, release, family, rel, old, new):
 
 
 QWEN_WARMUP = "vllm/model_executor/warmup/qwen_triton_warmup.py"
-QWEN_PIN_FORKS = {  # a fork of the code a hand-written registration passes the facts of: refused there
+KIMI_WARMUP = "vllm/model_executor/warmup/kimi_k3_triton_warmup.py"
+PIN_FORKS = {  # a fork of the code a hand-written registration passes the facts of: refused there
     "the step passes twice the rows per token": (
         "fla-layer-norm",
+        QWEN_WARMUP,
         "        rows_per_token=config.hv,\n",
         "        rows_per_token=config.hv * 2,\n",
         "_warm_gated_rms_norm_kernel is not the code the registration of _LAYER_NORM_FWD_KERNEL was written for",
     ),
     "the orchestrator passes the step another activation dtype": (
         "fla-layer-norm",
+        QWEN_WARMUP,
         "    _warm_gated_rms_norm_kernel(device, gdn_config, max_num_tokens, model_config.dtype)\n",
         "    _warm_gated_rms_norm_kernel(device, gdn_config, max_num_tokens, torch.float32)\n",
         "qwen_triton_warmup(_warm_gated_rms_norm_kernel) is not the code the registration of _LAYER_NORM_FWD_KERNEL",
     ),
     "the search reads the value heads before the split across ranks": (
         "fla-fused-post-conv",
+        QWEN_WARMUP,
         "        hv = int(layer.num_v_heads) // tp_size\n",
         "        hv = int(layer.num_v_heads)\n",
         "_qwen_gdn_warmup_config(_QwenGDNWarmupConfig) is not the code the registration of _fused_post_conv_kernel",
     ),
+    "the attn_res step warms one block more": (
+        "kimi-k3-attn-res",
+        KIMI_WARMUP,
+        "    max_blocks = (int(config.num_hidden_layers) + block_size - 1) // block_size\n",
+        "    max_blocks = (int(config.num_hidden_layers) + block_size - 1) // block_size + 1\n",
+        "_warm_attn_res(get_attn_res_triton_warmup_profiles) is not the code the registration of _attn_res_kernel",
+    ),
+    "the warmup passes the recurrent KDA step bf16 whatever the model's dtype": (
+        "kimi-k3-recurrent-kda",
+        KIMI_WARMUP,
+        "    _warm_recurrent_kda(layer, worker.model_config.dtype)\n",
+        "    _warm_recurrent_kda(layer, torch.bfloat16)\n",
+        "kimi_k3_triton_warmup(_warm_recurrent_kda) is not the code the registration of fused_recurrent_kda_fwd_kernel",
+    ),
 }
 
 
-@pytest.mark.parametrize("fork", list(QWEN_PIN_FORKS))
-def test_a_fork_of_what_a_qwen_registration_was_written_from_is_refused_there(tmp_path, release_033, fork):
-    """The registration passes the layer's facts as the release's step and search read them; a fork that reads
-    them otherwise would get a registration that warms the release's keys, not its own: refused at that code."""
-    family, old, new, why = QWEN_PIN_FORKS[fork]
-    result = migrated_fork(tmp_path, release_033, family, QWEN_WARMUP, old, new)
+@pytest.mark.parametrize("fork", list(PIN_FORKS))
+def test_a_fork_of_what_a_registration_was_written_from_is_refused_there(tmp_path, release_033, fork):
+    """A registration written by hand passes what the release's step and search computed (the layer's facts, a
+    block count, the model's dtype): a fork that computes them otherwise
+    would get a registration that warms the release's keys with exit 0, not its own: refused at that code."""
+    family, rel, old, new, why = PIN_FORKS[fork]
+    result = migrated_fork(tmp_path, release_033, family, rel, old, new)
     assert result.exit_code == 2 and why in " ".join(result.output.split()), result.output
-    assert f"{QWEN_WARMUP}:" in result.output
+    assert f"{rel}:" in result.output
 
 
 GDN_LAYER_FILE = "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py"

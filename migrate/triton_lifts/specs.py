@@ -189,7 +189,8 @@ causal_conv1d_fn_dispatch.register_warmup(
 # config sets `attn_res_block_size`; the step's own early returns (no block size, fewer than two blocks) gate the
 # registration and the platform checks of `kimi_k3_triton_warmup` come with it. The provider's profiles read the
 # block count, which the model holds (`num_attn_res_blocks`, the second dimension of the block residual it
-# launches with): the step computed it from the whole model's layers, the model from this pipeline rank's.
+# launches with): the step computed it from the whole model's layers, the model from this pipeline rank's. The
+# registration was written for how the step computes the block count it passes the profiles (every release's).
 ATTN_RES = MigrationSpec(
     family="kimi-k3-attn-res",
     legacy=Legacy(
@@ -201,6 +202,7 @@ ATTN_RES = MigrationSpec(
     kernel=Kernel(module="vllm.models.kimi_k3.nvidia.ops.attn_res", name="_attn_res_kernel"),
     registration=Registration(
         module="vllm.models.kimi_k3.nvidia.model",
+        written_for=(("_warm_attn_res(get_attn_res_triton_warmup_profiles)", "efc598de149239fe"),),
         classes="KimiLinearModel",
         code="""attn_res_dispatch.register_warmup(
     model_config=vllm_config.model_config, max_blocks=self.num_attn_res_blocks
@@ -217,7 +219,9 @@ ATTN_RES = MigrationSpec(
 )
 
 # Kimi-K3's recurrent KDA kernel runs only under speculative decoding. Each KDA layer registers once its KV cache
-# is bound, checking that cache as the step did; the step's other checks are the provider's `_when`.
+# is bound, checking that cache as the step did; the step's other checks are the provider's `_when`. The
+# registration passes the layer's own facts and the model's dtype, what the warmup passes the step with its first
+# KDA layer (0.29.0's and 0.30.0's warmup, then 0.33.0's, which finds the ROCm layer too).
 _ON_ITS_CACHE = "checked where the layer registers, on its own bound KV cache (num_spec: the provider's _when)"
 RECURRENT_KDA = MigrationSpec(
     family="kimi-k3-recurrent-kda",
@@ -232,6 +236,10 @@ RECURRENT_KDA = MigrationSpec(
     ),
     registration=Registration(
         module="vllm.models.kimi_k3.nvidia.kda",
+        written_for=(
+            ("kimi_k3_triton_warmup(_warm_recurrent_kda)", "5ca0dcd556052e9f"),
+            ("kimi_k3_triton_warmup(_warm_recurrent_kda)", "d087e487d75a82fd"),
+        ),
         classes="KimiK3DeltaAttention",
         method="bind_kv_cache",
         code="""state = self.kv_cache[1] if len(self.kv_cache) >= 2 else None
