@@ -177,7 +177,12 @@ def _in_reading_order(named: list[tuple[str, ast.expr]], values: list[ast.expr])
 def attribute_form(expression: ast.expr) -> str:
     """The expression's text with each `getattr(x, "a", default)` read as `x.a`: the two agree wherever x has a,
     as the layer does once the constructor set it (where the registration goes)."""
-    return ast.unparse(_LookedUp(None).visit(copy.deepcopy(expression)))
+    return ast.unparse(attribute_tree(expression))
+
+
+def attribute_tree(expression: ast.expr) -> ast.expr:
+    """A copy of the expression with each `getattr(x, "a", default)` read as `x.a` (attribute_form's tree)."""
+    return _LookedUp(None).visit(copy.deepcopy(expression))
 
 
 class _LookedUp(ast.NodeTransformer):

@@ -2643,4 +2643,26 @@ MUTANTS = (
         "",
         ("tests/test_vllm033_migrations.py", "-k", "written_from and bf16"),
     ),
+    Mutant(
+        "registrations: a search filter on a value the registration checks otherwise is carried beside its check",
+        "codemods/planning/registrations.py",
+        "    if narrowed := layer_filters.checked_otherwise(",
+        "    if narrowed := [] and layer_filters.checked_otherwise(",
+        ("tests/test_migration_gates.py", "-k", "checks_otherwise"),
+    ),
+    Mutant(
+        "layer_filters: a value of the layer read only as far as its first attribute",
+        "codemods/planning/layer_filters.py",
+        "    return {text for node, text in found.items() if id(node) not in inner}\n",
+        "    return {text for node, text in found.items() if getattr(getattr(node, 'value', None), 'id', None) == guards.SELF}"
+        "\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "as_far_as"),
+    ),
+    Mutant(
+        "layer_filters: a check the legacy step also makes counted as unanswered",
+        "codemods/planning/registrations.py",
+        "    unanswered = [a for a in inside if not forms(a) & set().union(*map(forms, legacy))]\n",
+        "    unanswered = list(inside)\n",
+        ("tests/test_migration_gates.py", "-k", "guarded_by_checks or through_getattr or router_search_filter"),
+    ),
 )

@@ -12,6 +12,7 @@ import pytest
 from tree_forks import write_tree
 
 from zerojit.codemods.planner import Planner
+from zerojit.codemods.planning import layer_filters
 from zerojit.codemods.planning.pins import _parameters
 from zerojit.codemods.planning.registrations import _imports_as_aliased
 from zerojit.codemods.planning.subclasses import _IN_HEADER, direct_subclasses
@@ -553,3 +554,22 @@ def test_an_owner_pin_is_the_same_where_a_newer_python_adds_an_empty_field():
     tree.body[0] = ast.copy_location(newer(**fields, type_params=[]), step)
     assert tree.body[0]._fields[-1] == "type_params"
     assert definition_digest(tree, "step")[1] == _digest(STEP)
+
+
+@pytest.mark.parametrize(
+    "condition, values",
+    [
+        ("getattr(SELF, 'weight', None).shape[1] % 8 == 0", {"@self.weight.shape[1]"}),
+        ("isinstance(SELF.weight, torch.Tensor) and SELF.weight.dim() == 2", {"@self.weight", "@self.weight.dim()"}),
+        ("SELF.input_size >= 64 and SELF.tier[0]", {"@self.input_size", "@self.tier[0]"}),
+        ("vllm.ops.is_available() and config is not None", set()),
+    ],
+)
+def test_a_condition_reads_each_value_of_the_layer_as_far_as_it_reads_it(condition, values):
+    """What the registration's checks and the search's filters are compared on: a filter of the layer's
+    `weight.shape[1]` and a check of it test one value; one of `weight.dtype` another."""
+    expression = ast.parse(condition, mode="eval").body
+    for node in ast.walk(expression):
+        if isinstance(node, ast.Name) and node.id == "SELF":
+            node.id = "@self"  # the canonical name of the layer under construction
+    assert layer_filters._layer_values(expression) == values

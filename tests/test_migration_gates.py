@@ -7,6 +7,7 @@ source by the test (the condition it wrote), never from zerojit's output.
 
 import ast
 import json
+import re
 
 import pytest
 from tree_forks import GATE_LINEAR, GDN_LAYER, ORCHESTRATOR, add, copy_033, edit, make_dispatch_traceable, replace_file
@@ -1016,6 +1017,26 @@ def test_a_router_search_filter_is_carried_into_the_gate_or_refused_at_its_line(
         return
     line = (repo / ORCHESTRATOR).read_text().splitlines().index(skip.splitlines()[0]) + 1
     with pytest.raises(SpecError, match=rf"{ORCHESTRATOR}:{line}: .*{expected}"):
+        migrate(repo, [LL_BF16_ROUTER_GEMM])
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "value"),
+    [
+        ("        if k % 8 == 0:\n", "        if k % 4 == 0:\n", "self.weight.shape[1]"),
+        ("weight.dtype != torch.bfloat16", "weight.dtype not in (torch.bfloat16, torch.float16)", "self.weight.dtype"),
+    ],
+    ids=["k-multiple", "dtypes"],
+)
+def test_a_search_filter_on_a_value_the_registration_checks_otherwise_is_refused_at_its_line(tmp_path, old, new, value):
+    """The fork's search keeps K a multiple of 4 (or fp16 weights too) where the registration's own code checks 8
+    (bf16): carried beside that check, the gate would register only the layers both keep, and the layers the search
+    alone kept would compile while serving. Refused at the filter, naming the registration's check."""
+    repo = copy_033(tmp_path / "tree")
+    make_dispatch_traceable(repo)
+    edit(repo, ORCHESTRATOR, old, new)
+    line = next(i for i, text in enumerate((repo / ORCHESTRATOR).read_text().splitlines(), 1) if new.strip() in text)
+    with pytest.raises(SpecError, match=rf"{ORCHESTRATOR}:{line}: .*own code checks .* on {re.escape(value)} instead"):
         migrate(repo, [LL_BF16_ROUTER_GEMM])
 
 

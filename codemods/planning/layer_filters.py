@@ -9,7 +9,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from .. import guards, syntax
+from .. import guards, simplify, syntax
 from ..repo import RepoModules
 from . import subclasses
 
@@ -85,6 +85,35 @@ def _construction_helpers(planner: Planner, cls: ast.ClassDef, constructors: set
                 found.add(name)
                 todo.append(methods[name])
     return found
+
+
+def checked_otherwise(filters: list[guards.Atom], unanswered: list[guards.Atom]) -> list[str]:
+    """Where a filter of the search tests a value of the layer that the registration's own code tests otherwise (the
+    search keeps K a multiple of 4, the registration checks 8; `unanswered`: its checks no legacy condition makes):
+    the registration was written for a filter of that value the search no longer has, and beside it the filter
+    would leave registered only what both keep, fewer layers than the search kept."""
+    checks = {value: check for check in unanswered for value in _layer_values(check.expression)}
+    return [
+        f"{atom.where}: the legacy step warmed the layers where `{atom.written}`, and the registration's own code "
+        f"checks `{checks[value].written}` on {value.replace(guards.SELF, 'self')} instead: it was written for "
+        "another filter of that value; write the registration for this search, or migrate by hand"
+        for atom in filters
+        for value in sorted(_layer_values(atom.expression) & checks.keys())[:1]
+    ]
+
+
+def _layer_values(expression: ast.expr) -> set[str]:
+    """The values of the layer an expression reads, each as far as it reads it (`@self.weight.shape[1]`,
+    `@self.weight.dim()`), `getattr(x, "a", None)` read as `x.a`."""
+    found: dict[ast.AST, str] = {}
+    for node in ast.walk(simplify.attribute_tree(expression)):
+        root = node
+        while isinstance(root, ast.Attribute | ast.Subscript | ast.Call):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if node is not root and isinstance(root, ast.Name) and root.id == guards.SELF:
+            found[node] = ast.unparse(node)
+    inner = {id(n) for outer in found for n in ast.walk(outer) if n is not outer}
+    return {text for node, text in found.items() if id(node) not in inner}
 
 
 def _named_only_by_constructors(

@@ -274,6 +274,9 @@ def gate_for_site(
     carried = [a for a in legacy if not a.per_layer and not a.caught and not forms(a) & covered]
     implied = site_gate.implied(carried + inside + written, modules)
     carried = [a for a in carried if a.canonical not in implied]
+    unanswered = [a for a in inside if not forms(a) & set().union(*map(forms, legacy))]
+    if narrowed := layer_filters.checked_otherwise([a for a in carried if a.at_layer], unanswered):
+        raise SpecError(f"{spec.family}: " + "\n".join(narrowed))
     # A carried filter of the search ran only once the filters before it held (`weight.shape[1]` once
     # `isinstance(weight, torch.Tensor)` did): those come along, in the search's order, where the site can write them.
     searched = [a for a in legacy if a.at_layer]
