@@ -2661,7 +2661,7 @@ MUTANTS = (
     Mutant(
         "layer_filters: a check the legacy step also makes counted as unanswered",
         "codemods/planning/registrations.py",
-        "    unanswered = [a for a in inside if not forms(a) & set().union(*map(forms, legacy))]\n",
+        "    unanswered = [a for a in inside if not forms(a) & answered]\n",
         "    unanswered = list(inside)\n",
         ("tests/test_migration_gates.py", "-k", "guarded_by_checks or through_getattr or router_search_filter"),
     ),

@@ -274,7 +274,8 @@ def gate_for_site(
     carried = [a for a in legacy if not a.per_layer and not a.caught and not forms(a) & covered]
     implied = site_gate.implied(carried + inside + written, modules)
     carried = [a for a in carried if a.canonical not in implied]
-    unanswered = [a for a in inside if not forms(a) & set().union(*map(forms, legacy))]
+    answered = set().union(*map(forms, legacy))  # the checks of the registration's own code the legacy made too
+    unanswered = [a for a in inside if not forms(a) & answered]
     if narrowed := layer_filters.checked_otherwise([a for a in carried if a.at_layer], unanswered):
         raise SpecError(f"{spec.family}: " + "\n".join(narrowed))
     # A carried filter of the search ran only once the filters before it held (`weight.shape[1]` once
