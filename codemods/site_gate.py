@@ -92,11 +92,59 @@ class GatePlan:
 
 
 def _matches(entry: str, atom: Atom, modules: RepoModules, frame: Frame) -> bool:
-    try:
-        parsed = ast.parse(entry, mode="eval").body
-    except SyntaxError:
+    parsed = _expression(entry)
+    if parsed is None:
         return False
     return ast.dump(parsed) in atom.spellings or ast.unparse(canonical(modules, parsed, frame)) == atom.canonical
+
+
+def _expression(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+
+
+def _renaming(entry: str, written: str) -> dict[str, str] | None:
+    """The names of `entry` each `written` spells another way (`layer` -> `kda_layer`), where renaming them one to
+    one makes the two the same condition; None where no such renaming does (or none is needed)."""
+    ours, theirs = _expression(entry), _expression(written)
+    if ours is None or theirs is None:
+        return None
+    pairs = [
+        (a.id, b.id)
+        for a, b in zip(ast.walk(ours), ast.walk(theirs))
+        if isinstance(a, ast.Name) and isinstance(b, ast.Name)
+    ]
+    renamed = dict(pairs)
+    if len(renamed) != len(set(pairs)) or len(set(renamed.values())) != len(renamed):
+        return None  # not one to one
+    renamed = {a: b for a, b in renamed.items() if a != b}
+    if not renamed or any(hasattr(builtins, name) for pair in renamed.items() for name in pair):
+        return None
+    for node in ast.walk(ours):
+        if isinstance(node, ast.Name):
+            node.id = renamed.get(node.id, node.id)
+    return renamed if ast.dump(ours) == ast.dump(theirs) else None
+
+
+def _renamed_entries(spec: MigrationSpec, legacy: list[Atom], matched: set[int], exact: set[int]) -> dict:
+    """Each intended difference that names a local of the legacy code (`layer is not None`) which this tree names
+    otherwise (`kda_layer is not None`): the one legacy condition it reads as once renamed, where it matches
+    nothing as written, and no other entry matches that condition (index -> (atom, renaming)). An entry that two
+    conditions could be is left unmatched, and the run refuses as before."""
+    found = {}
+    for index, (entry, _) in enumerate(spec.registration.intended_differences):
+        if index in matched:
+            continue
+        alike = [
+            (atom, renaming)
+            for atom in legacy
+            if id(atom) not in exact and (renaming := _renaming(entry, atom.written)) is not None
+        ]
+        if len(alike) == 1:
+            found[index] = alike[0]
+    return found
 
 
 def compare(
@@ -114,14 +162,30 @@ def compare(
     Every legacy condition that can be written at the site and that the spec does not drop on purpose is
     carried into the gate (so it is no difference); one that cannot be written there is refused. A condition
     the spec's gate or registration adds is refused unless listed as intended."""
-    refusals, differences, used = [], [], set()
+    refusals, differences, used, warnings = [], [], set(), []
     have = {a.canonical for a in migrated} | {a.canonical for a in registry} | holds_at_site(frame)
     wanted = {a.canonical for a in legacy}
+    entries = spec.registration.intended_differences
+    exact = {
+        (index, id(atom))
+        for atom in legacy + migrated + registry
+        for index, (entry, _) in enumerate(entries)
+        if _matches(entry, atom, modules, frame)
+    }
+    renamed = _renamed_entries(spec, legacy, {i for i, _ in exact}, {a for _, a in exact})
 
     def intended(atom: Atom) -> str | None:
-        for index, (entry, reason) in enumerate(spec.registration.intended_differences):
-            if _matches(entry, atom, modules, frame):
+        for index, (entry, reason) in enumerate(entries):
+            if (index, id(atom)) in exact:
                 used.add(index)
+                return reason
+            if index in renamed and renamed[index][0] is atom:
+                used.add(index)
+                names = ", ".join(f"{theirs} for {ours}" for ours, theirs in renamed[index][1].items())
+                warnings.append(
+                    f"{spec.family}: intended_differences entry `{entry}` taken for `{atom.written}` ({atom.where}), "
+                    f"which this tree writes with {names}: check that it is the same condition"
+                )
                 return reason
         return None
 
@@ -200,10 +264,10 @@ def compare(
     unused = [
         f"{spec.family}: intended_differences entry `{entry}` matches no difference between the legacy gate "
         f"({_shown(legacy)}) and the migrated one at {site_where} ({_shown(migrated + registry)})"
-        for index, (entry, _) in enumerate(spec.registration.intended_differences)
+        for index, (entry, _) in enumerate(entries)
         if index not in used
     ]
-    return differences, refusals, unused
+    return differences, refusals, warnings + unused
 
 
 def _shown(atoms: list[Atom]) -> str:

@@ -2665,4 +2665,25 @@ MUTANTS = (
         "    unanswered = list(inside)\n",
         ("tests/test_migration_gates.py", "-k", "guarded_by_checks or through_getattr or router_search_filter"),
     ),
+    Mutant(
+        "site_gate: an entry taken for any condition it reads as once renamed, however many",
+        "codemods/site_gate.py",
+        "        if len(alike) == 1:",
+        "        if alike:",
+        ("tests/test_migration_gates.py", "-k", "local_the_tree_names_otherwise"),
+    ),
+    Mutant(
+        "site_gate: a renaming need not be one to one",
+        "codemods/site_gate.py",
+        "    if len(renamed) != len(set(pairs)) or len(set(renamed.values())) != len(renamed):",
+        "    if False:",
+        ("tests/test_codemod_planning_reads.py", "-k", "renaming"),
+    ),
+    Mutant(
+        "site_gate: an entry matched only as written",
+        "codemods/site_gate.py",
+        "            if index in renamed and renamed[index][0] is atom:",
+        "            if False:",
+        ("tests/test_migration_gates.py", "-k", "local_the_tree_names_otherwise"),
+    ),
 )

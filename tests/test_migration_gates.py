@@ -1228,3 +1228,39 @@ def test_a_return_above_the_legacy_call_that_no_gate_can_say_is_refused(tmp_path
     line = (repo / QWEN_STEPS).read_text().splitlines().index(returns.splitlines()[0]) + 1
     why = refused(repo, "fla-layer-norm")
     assert f"{QWEN_STEPS}:{line}: qwen_triton_warmup may return here" in why
+
+
+KIMI_ENTRY = "def kimi_k3_triton_warmup("
+
+
+def _kimi_entry_naming_its_layer(repo, name: str, after: str = "") -> None:
+    """Kimi-K3's warmup entry with its local `layer` named `name`, and `after` below where it tests it."""
+    text = (repo / KIMI_STEPS).read_text()
+    head, entry = text.split(KIMI_ENTRY)
+    entry = re.sub(r"\blayer\b", name, entry)
+    test = f"    if {name} is None:\n        return\n"
+    replace_file(repo / KIMI_STEPS, head + KIMI_ENTRY + entry.replace(test, test + after))
+
+
+def test_an_intended_difference_on_a_local_the_tree_names_otherwise_is_taken_with_a_warning(tmp_path):
+    """The spec lists `layer is not None` (each KDA layer registers itself). A fork whose entry names the local
+    `kda_layer` states the same condition: it migrates as the release does, and the run says what it took the
+    entry for. Where a second condition reads the same once renamed, the entry could be either: refused."""
+    original = copy_033(tmp_path / "release")
+    written(original, "kimi-k3-recurrent-kda")
+    repo = copy_033(tmp_path / "renamed")
+    _kimi_entry_naming_its_layer(repo, "kda_layer")
+    line = (repo / KIMI_STEPS).read_text().splitlines().index("    if kda_layer is None:") + 1
+    output = " ".join(written(repo, "kimi-k3-recurrent-kda").output.split())
+    assert (
+        "intended_differences entry `layer is not None` taken for `kda_layer is not None` "
+        f"({KIMI_STEPS}:{line}), which this tree writes with kda_layer for layer" in output
+    )
+    for rel in ("vllm/models/kimi_k3/nvidia/kda.py", "vllm/models/kimi_k3/amd/kda.py"):
+        assert (repo / rel).read_text() == (original / rel).read_text()
+
+    repo = copy_033(tmp_path / "either")
+    spare = "    spare = _get_kda_layer(worker)\n    if spare is None:\n        return\n"
+    _kimi_entry_naming_its_layer(repo, "kda_layer", spare)
+    message = refused(repo, "kimi-k3-recurrent-kda")
+    assert "`kda_layer is not None`" in message and "taken for" not in message
