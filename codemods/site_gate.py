@@ -18,7 +18,7 @@ from .guards import CONFIG, SELF, Atom, Frame, canonical
 from .repo import RepoModules
 from .simplify import size
 from .spec import MigrationSpec, SpecError
-from .syntax import Place, conjunction, enclosing_class, parameters
+from .syntax import Place, conjunction, enclosing_class, parameters, renaming
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,29 +105,6 @@ def _expression(text: str) -> ast.expr | None:
         return None
 
 
-def _renaming(entry: str, written: str) -> dict[str, str] | None:
-    """The names of `entry` each `written` spells another way (`layer` -> `kda_layer`), where renaming them one to
-    one makes the two the same condition; None where no such renaming does (or none is needed)."""
-    ours, theirs = _expression(entry), _expression(written)
-    if ours is None or theirs is None:
-        return None
-    pairs = [
-        (a.id, b.id)
-        for a, b in zip(ast.walk(ours), ast.walk(theirs))
-        if isinstance(a, ast.Name) and isinstance(b, ast.Name)
-    ]
-    renamed = dict(pairs)
-    if len(renamed) != len(set(pairs)) or len(set(renamed.values())) != len(renamed):
-        return None  # not one to one
-    renamed = {a: b for a, b in renamed.items() if a != b}
-    if not renamed or any(hasattr(builtins, name) for pair in renamed.items() for name in pair):
-        return None
-    for node in ast.walk(ours):
-        if isinstance(node, ast.Name):
-            node.id = renamed.get(node.id, node.id)
-    return renamed if ast.dump(ours) == ast.dump(theirs) else None
-
-
 def _renamed_entries(spec: MigrationSpec, legacy: list[Atom], matched: set[int], exact: set[int]) -> dict:
     """Each intended difference that names a local of the legacy code (`layer is not None`) which this tree names
     otherwise (`kda_layer is not None`): the one legacy condition it reads as once renamed, where it matches
@@ -138,9 +115,9 @@ def _renamed_entries(spec: MigrationSpec, legacy: list[Atom], matched: set[int],
         if index in matched:
             continue
         alike = [
-            (atom, renaming)
+            (atom, names)
             for atom in legacy
-            if id(atom) not in exact and (renaming := _renaming(entry, atom.written)) is not None
+            if id(atom) not in exact and (names := renaming(entry, atom.written)) is not None
         ]
         if len(alike) == 1:
             found[index] = alike[0]

@@ -7,6 +7,7 @@ block, which import inside a function binds a name, and how a place in a repo is
 from __future__ import annotations
 
 import ast
+import builtins
 import collections
 import copy
 import dataclasses
@@ -559,3 +560,27 @@ def free_names(source: str, mode: str) -> set[str]:
 def normalized(code: str) -> str:
     """Code with its layout gone (whitespace, and the trailing commas a formatter adds or drops), for comparison."""
     return re.sub(r",([)\]}])", r"\1", "".join(code.split()))
+
+
+def renaming(ours: str, theirs: str) -> dict[str, str] | None:
+    """The names of the code `ours` that `theirs` spells another way (`layer` -> `kda_layer`), where renaming them
+    one to one (builtins never) makes the two the same code; None where no such renaming does, or none is needed."""
+    try:
+        mine, other = ast.parse(ours), ast.parse(theirs)
+    except SyntaxError:
+        return None
+    pairs = [
+        (a.id, b.id)
+        for a, b in zip(ast.walk(mine), ast.walk(other))
+        if isinstance(a, ast.Name) and isinstance(b, ast.Name)
+    ]
+    renamed = dict(pairs)
+    if len(renamed) != len(set(pairs)) or len(set(renamed.values())) != len(renamed):
+        return None  # not one to one
+    renamed = {a: b for a, b in renamed.items() if a != b}
+    if not renamed or any(hasattr(builtins, name) for pair in renamed.items() for name in pair):
+        return None
+    for node in ast.walk(mine):
+        if isinstance(node, ast.Name):
+            node.id = renamed.get(node.id, node.id)
+    return renamed if ast.dump(mine) == ast.dump(other) else None

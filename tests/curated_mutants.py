@@ -2673,8 +2673,8 @@ MUTANTS = (
         ("tests/test_migration_gates.py", "-k", "local_the_tree_names_otherwise"),
     ),
     Mutant(
-        "site_gate: a renaming need not be one to one",
-        "codemods/site_gate.py",
+        "syntax: a renaming need not be one to one",
+        "codemods/syntax.py",
         "    if len(renamed) != len(set(pairs)) or len(set(renamed.values())) != len(renamed):",
         "    if False:",
         ("tests/test_codemod_planning_reads.py", "-k", "renaming"),
@@ -2685,5 +2685,19 @@ MUTANTS = (
         "            if index in renamed and renamed[index][0] is atom:",
         "            if False:",
         ("tests/test_migration_gates.py", "-k", "local_the_tree_names_otherwise"),
+    ),
+    Mutant(
+        "registrations: an insert_after taken for any statement it reads as once renamed, however many",
+        "codemods/planning/registrations.py",
+        "    if len(found) != 1:\n        return anchor, {}",
+        "    if not found:\n        return anchor, {}",
+        ("tests/test_migration_gates.py", "-k", "insert_after_on_a_local"),
+    ),
+    Mutant(
+        "registrations: the registration reads the spec's name for a local the site names otherwise",
+        "codemods/planning/registrations.py",
+        "                    site_spec = _renamed(site_spec, old, new)",
+        "                    pass",
+        ("tests/test_migration_gates.py", "-k", "insert_after_on_a_local"),
     ),
 )

@@ -18,8 +18,15 @@ from zerojit.codemods.planning.pins import _parameters
 from zerojit.codemods.planning.registrations import _imports_as_aliased
 from zerojit.codemods.planning.subclasses import _IN_HEADER, direct_subclasses
 from zerojit.codemods.repo import RepoModules
-from zerojit.codemods.site_gate import _renaming
-from zerojit.codemods.syntax import body_stores, definition_digest, self_reads, signature, source_segment, stores
+from zerojit.codemods.syntax import (
+    body_stores,
+    definition_digest,
+    renaming,
+    self_reads,
+    signature,
+    source_segment,
+    stores,
+)
 from zerojit.codemods.transforms.constructor import nodes, walks_kept
 from zerojit.migrate.triton_lifts.specs import MTP_UPDATE
 
@@ -577,7 +584,7 @@ def test_a_condition_reads_each_value_of_the_layer_as_far_as_it_reads_it(conditi
     assert layer_filters._layer_values(expression) == values
 
 
-CONDITIONS = (
+CODE = (
     "layer is not None",
     "kda_layer is not None",
     "layer is None",
@@ -591,13 +598,19 @@ CONDITIONS = (
     "layer.num_spec > 0",
     "kv.num_spec > 0",
     "layer.num_spec > layer.x",
+    "self.dtypes.add(dtype)",
+    "self.dtypes.add(quant_dtype)",
+    "self.kinds.add(dtype)",
+    "x = f(y)",
+    "z = f(y)",
+    "y = f(y)",
 )
 
 
 def _numbered(text: str) -> str:
-    """The condition with its names numbered in order of first use (builtins kept): two conditions read alike under
+    """The code with its names numbered in order of first use (builtins kept): two pieces of code read alike under
     a one-to-one renaming exactly when these agree."""
-    tree = ast.parse(text, mode="eval")
+    tree = ast.parse(text)
     order: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not hasattr(builtins, node.id):
@@ -605,17 +618,18 @@ def _numbered(text: str) -> str:
     return ast.dump(tree)
 
 
-@pytest.mark.parametrize("entry", CONDITIONS)
-def test_an_entry_reads_as_a_condition_under_a_renaming_exactly_when_their_names_correspond_one_to_one(entry):
-    """An intended difference names a local the tree spells otherwise: taken only for a condition that is the
-    same once each of its names is renamed, one to one, builtins never; checked against numbering the names."""
-    for written in CONDITIONS:
-        renaming = _renaming(entry, written)
+@pytest.mark.parametrize("entry", CODE)
+def test_code_reads_as_other_code_under_a_renaming_exactly_when_their_names_correspond_one_to_one(entry):
+    """An intended difference or an insert_after names a local the tree spells otherwise: taken only for code that
+    is the same once each of its names is renamed, one to one, builtins never; checked against numbering the
+    names."""
+    for written in CODE:
+        renamed_as = renaming(entry, written)
         alike = _numbered(entry) == _numbered(written) and entry != written
-        assert (renaming is not None) == alike, (entry, written)
-        if renaming:
-            renamed = ast.parse(entry, mode="eval")
+        assert (renamed_as is not None) == alike, (entry, written)
+        if renamed_as:
+            renamed = ast.parse(entry)
             for node in ast.walk(renamed):
                 if isinstance(node, ast.Name):
-                    node.id = renaming.get(node.id, node.id)
+                    node.id = renamed_as.get(node.id, node.id)
             assert ast.unparse(renamed) == written

@@ -1233,6 +1233,17 @@ def test_a_return_above_the_legacy_call_that_no_gate_can_say_is_refused(tmp_path
 KIMI_ENTRY = "def kimi_k3_triton_warmup("
 
 
+def _release_and_fork(tmp_path, family: str, fork, rel: str, marker: str):
+    """The release tree and a fork of it (`fork(repo)`), each migrated by `family`: both trees, the fork's run's
+    output on one line, and the line of `rel` that held `marker` before the run."""
+    original = copy_033(tmp_path / "release")
+    written(original, family)
+    repo = copy_033(tmp_path / "renamed")
+    fork(repo)
+    line = (repo / rel).read_text().splitlines().index(marker) + 1
+    return original, repo, " ".join(written(repo, family).output.split()), line
+
+
 def _kimi_entry_naming_its_layer(repo, name: str, after: str = "") -> None:
     """Kimi-K3's warmup entry with its local `layer` named `name`, and `after` below where it tests it."""
     text = (repo / KIMI_STEPS).read_text()
@@ -1246,12 +1257,13 @@ def test_an_intended_difference_on_a_local_the_tree_names_otherwise_is_taken_wit
     """The spec lists `layer is not None` (each KDA layer registers itself). A fork whose entry names the local
     `kda_layer` states the same condition: it migrates as the release does, and the run says what it took the
     entry for. Where a second condition reads the same once renamed, the entry could be either: refused."""
-    original = copy_033(tmp_path / "release")
-    written(original, "kimi-k3-recurrent-kda")
-    repo = copy_033(tmp_path / "renamed")
-    _kimi_entry_naming_its_layer(repo, "kda_layer")
-    line = (repo / KIMI_STEPS).read_text().splitlines().index("    if kda_layer is None:") + 1
-    output = " ".join(written(repo, "kimi-k3-recurrent-kda").output.split())
+    original, repo, output, line = _release_and_fork(
+        tmp_path,
+        "kimi-k3-recurrent-kda",
+        lambda repo: _kimi_entry_naming_its_layer(repo, "kda_layer"),
+        KIMI_STEPS,
+        "    if kda_layer is None:",
+    )
     assert (
         "intended_differences entry `layer is not None` taken for `kda_layer is not None` "
         f"({KIMI_STEPS}:{line}), which this tree writes with kda_layer for layer" in output
@@ -1264,3 +1276,45 @@ def test_an_intended_difference_on_a_local_the_tree_names_otherwise_is_taken_wit
     _kimi_entry_naming_its_layer(repo, "kda_layer", spare)
     message = refused(repo, "kimi-k3-recurrent-kda")
     assert "`kda_layer is not None`" in message and "taken for" not in message
+
+
+GEMM_RS_AR_FILE = "vllm/model_executor/kernels/linear/cute_dsl/gemm_rs_ar.py"
+RECORDING = "        self.dtypes.add(dtype)\n"
+
+
+def _can_run_naming_its_dtype(repo, name: str) -> None:
+    """GemmRsAr.can_run with its local `dtype` named `name` (the weight's `.dtype` stays)."""
+    text = (repo / GEMM_RS_AR_FILE).read_text()
+    start = text.index("    def can_run(")
+    end = text.index(RECORDING, start) + len(RECORDING)
+    replace_file(repo / GEMM_RS_AR_FILE, text[:start] + re.sub(r"(?<!\.)\bdtype\b", name, text[start:end]) + text[end:])
+
+
+def test_an_insert_after_on_a_local_the_tree_names_otherwise_places_the_registration_there_reading_it(tmp_path):
+    """gemm-rs-ar registers after `self.dtypes.add(dtype)`. A fork that names the local `quant_dtype` records the
+    same way: the registration goes after its recording and passes `dtype=quant_dtype`, the file otherwise as the
+    release's migrates, with a warning; a second run changes nothing. Where two statements read as the anchor
+    once renamed, no place is known: refused as before."""
+    original, repo, output, line = _release_and_fork(
+        tmp_path,
+        "gemm-rs-ar",
+        lambda repo: _can_run_naming_its_dtype(repo, "quant_dtype"),
+        GEMM_RS_AR_FILE,
+        "        self.dtypes.add(quant_dtype)",
+    )
+    assert "quant_dtype" not in (original / GEMM_RS_AR_FILE).read_text()
+    assert (
+        "insert_after 'self.dtypes.add(dtype)' taken for 'self.dtypes.add(quant_dtype)' "
+        f"({GEMM_RS_AR_FILE}:{line}), which this tree writes with quant_dtype for dtype" in output
+    )
+    migrated = (repo / GEMM_RS_AR_FILE).read_text()
+    assert "dtype=quant_dtype," in migrated
+    assert migrated.replace("quant_dtype", "dtype") == (original / GEMM_RS_AR_FILE).read_text()
+    assert runner.invoke(app, ["migrate", "gemm-rs-ar", "--repo", str(repo), "--check"]).exit_code == 0
+
+    repo = copy_033(tmp_path / "either")
+    _can_run_naming_its_dtype(repo, "quant_dtype")
+    edit(repo, GEMM_RS_AR_FILE, "        self.dtypes.add(quant_dtype)\n", "        self.dtypes.add(quant_dtype)\n" * 2)
+    message = refused(repo, "gemm-rs-ar")
+    assert "no statement of GemmRsAr.can_run starts with 'self.dtypes.add(dtype)'" in message
+    assert "taken for" not in message

@@ -77,9 +77,11 @@ def plan(planner: Planner) -> Findings:
             )
             if override:  # the method the class gets, placed (for what reports say) at the class's line
                 init = ast.increment_lineno(ast.parse(override), node.lineno - 1).body[0]
-            anchor = spec.registration.insert_after
+            anchor, renamed = spec.registration.insert_after, {}
             if (home.name, name) in discovered and (override or init is None or not _holds_anchor(home, init, anchor)):
                 anchor = ""  # a class the spec does not name: its end, where it lacks the named statement
+            elif anchor and not done and init is not None and not override and not _holds_anchor(home, init, anchor):
+                anchor, renamed = _anchor_renamed(planner, findings, spec, home, init)
             sites = [(home, name, init, anchor)]
             # A subclass whose constructor never runs this one's registers too (or the run refuses).
             sites += [
@@ -136,6 +138,8 @@ def plan(planner: Planner) -> Findings:
                     sites = [site for site in sites if site[1] != site_class]
             for site_home, site_class, site_init, anchor in sites:
                 site_spec = in_site_names(modules, spec, site_home.name, site_init) if site_init else spec
+                for old, new in renamed.items() if site_init is init else ():
+                    site_spec = _renamed(site_spec, old, new)
                 gate = (
                     SiteGate(site_spec.registration.gate, site_spec.registration.gate_imports)
                     if done or site_init is None
@@ -375,6 +379,34 @@ def _holds_anchor(home: SourceModule, init: ast.FunctionDef, insert_after: str) 
     """Whether the constructor has the statement the registration goes after."""
     segment = syntax.source_segment(home.text, init)
     return any(syntax.holds_anchor(line, insert_after) for line in syntax.source_lines(segment))
+
+
+def _anchor_renamed(
+    planner: Planner, findings: Findings, spec: MigrationSpec, home: SourceModule, init: ast.FunctionDef
+) -> tuple[str, dict[str, str]]:
+    """insert_after where the method writes that statement with a local named otherwise (a fork's
+    `self.dtypes.add(quant_dtype)` for `self.dtypes.add(dtype)`): the first line of the one statement that reads as
+    it once its names are renamed one to one, and that renaming, for the registration to read the method's names;
+    the spec's, and none, where no one statement does (the run then refuses as before)."""
+    anchor = spec.registration.insert_after
+    found = [
+        (statement, names)
+        for statement in syntax.statements(init)
+        if isinstance(statement, ast.stmt)
+        and (names := syntax.renaming(anchor, syntax.source_segment(home.text, statement) or "")) is not None
+        and not set(names) & set(names.values())  # renamed one after another by the registration
+    ]
+    if len(found) != 1:
+        return anchor, {}
+    statement, names = found[0]
+    line = syntax.source_lines(home.text)[statement.lineno - 1].strip()
+    findings.warnings.append(
+        f"{spec.family}: insert_after {anchor!r} taken for {line!r} "
+        f"({syntax.where(planner.repo, home.path, statement.lineno)}), which this tree writes with "
+        f"{', '.join(f'{theirs} for {ours}' for ours, theirs in names.items())}: the registration reads it so; "
+        "check that it is the same statement"
+    )
+    return line, names
 
 
 def _anchor_line(home: SourceModule, init: ast.FunctionDef, insert_after: str) -> float:
