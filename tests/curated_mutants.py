@@ -2700,4 +2700,25 @@ MUTANTS = (
         "                    pass",
         ("tests/test_migration_gates.py", "-k", "insert_after_on_a_local"),
     ),
+    Mutant(
+        "layout: contiguous() always copies, as a compact row-major tensor",
+        "codemods/lift/layout.py",
+        "    return tensor if is_contiguous(tensor) else Tensor(tensor.dtype, tensor.shape)",
+        "    return Tensor(tensor.dtype, tensor.shape)",
+        ("tests/test_lift_views.py", "-k", "contiguous_and_clone"),
+    ),
+    Mutant(
+        "layout: is_contiguous() reads the stride of a dimension of one element too",
+        "codemods/lift/layout.py",
+        "        if size.fixed and size.known == 1:\n            continue\n        if not _same_size(stride, required):",
+        "        if not _same_size(stride, required):",
+        ("tests/test_lift_views.py", "-k", "contiguous_and_clone"),
+    ),
+    Mutant(
+        "evaluator: clone() lays out its copy compact",
+        "codemods/lift/evaluator.py",
+        'return like(tensor, tensor.dtype) if name == "clone" else',
+        'return Tensor(tensor.dtype, tensor.shape) if name == "clone" else',
+        ("tests/test_lift_views.py", "-k", "contiguous_and_clone"),
+    ),
 )

@@ -93,6 +93,35 @@ def test_an_empty_like_has_the_strides_torch_gives_on_the_cpu_as_on_the_gpu(r, a
     assert cast.dtype.code == "torch.float32" and _numbers(cast, sizes) == _torch(x.t().to(torch.float32))
 
 
+@settings(max_examples=60, deadline=None)
+@given(r=st.integers(2, 4), a=st.integers(2, 6), b=st.integers(2, 6))
+def test_contiguous_and_clone_lay_out_as_torch_does_and_is_contiguous_answers_as_torch(r, a, b):
+    """`.contiguous()` copies only what torch does not count contiguous (`row.t()`, an `(n, 1)` view with strides
+    `(1, n)`, stays as it is), `.clone()` keeps a dense tensor's strides and lays out any other compact, and
+    `.is_contiguous()` says what torch says: checked against CPU tensors, offsets included."""
+    sizes = dict(r=r, a=a, b=b)
+    x, row = torch.empty(r, a + b, dtype=torch.float16), torch.empty(1, a + b, dtype=torch.float16)
+    cube = torch.empty(a, 1, b, dtype=torch.float16)
+    half = Value("torch.float16")
+    scope = _scope(
+        x=_packed("a + b"),
+        row=Tensor(half, (Value("1", 1), Value("a + b"))),
+        cube=Tensor(half, (Value("a"), Value("1", 1), Value("b"))),
+    )
+    for code, real in (
+        ("x", x),
+        ("x.t()", x.t()),
+        ("row.t()", row.t()),
+        ("x.split([a, b], dim=-1)[1]", x.split([a, b], dim=-1)[1]),
+        ("cube.transpose(0, 2)", cube.transpose(0, 2)),
+        ("cube.transpose(0, 1)", cube.transpose(0, 1)),
+    ):
+        for method in ("contiguous", "clone"):
+            made = scope.value(ast.parse(f"{code}.{method}()", mode="eval").body)
+            assert _numbers(made, sizes) == _torch(getattr(real, method)()), (code, method)
+        assert scope.value(ast.parse(f"{code}.is_contiguous()", mode="eval").body).known == real.is_contiguous(), code
+
+
 def test_a_view_across_non_contiguous_dimensions_and_an_uncountable_split_are_refused():
     scope = _scope(x=_packed("a + b * c"))
     with pytest.raises(LiftError, match="cannot match"):  # (r, b*c) of a wider row: merging r with it is a copy

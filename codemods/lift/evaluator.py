@@ -12,7 +12,7 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .layout import like, parts, reshaped, transposed
+from .layout import contiguous, is_contiguous, like, parts, reshaped, transposed
 from .tables import (
     COMPARE,
     NEW_TENSORS,
@@ -449,7 +449,9 @@ def _transpose(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: li
 
 
 def _same_layout(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: list[Any], keywords) -> Tensor:
-    return Tensor(tensor.dtype, tensor.shape) if name in ("contiguous", "clone") else tensor
+    """`clone()` lays out its copy as `empty_like` does (torch's default memory format preserves a dense tensor's
+    strides); `contiguous()` copies only a tensor torch does not count contiguous; the others change no layout."""
+    return like(tensor, tensor.dtype) if name == "clone" else contiguous(tensor) if name == "contiguous" else tensor
 
 
 def _split(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: list[Any], keywords) -> Sequence:
@@ -507,9 +509,8 @@ def _dim(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: list[Any
 
 
 def _is_contiguous(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: list[Any], keywords) -> Value:
-    if tensor.strides is None:
-        return Value("True", True)
-    return Value(repr(tensor.strides == Tensor(tensor.dtype, tensor.shape).stride()))
+    answer = is_contiguous(tensor)
+    return Value(repr(answer), answer)
 
 
 def _data_ptr(scope: Scope, node: ast.Call, tensor: Tensor, name: str, args: list[Any], keywords) -> Value:

@@ -121,6 +121,27 @@ def like(tensor: Tensor, dtype: Value) -> Tensor:
     return Tensor(dtype, tensor.shape, tensor.strides)
 
 
+def contiguous(tensor: Tensor) -> Tensor:
+    """`tensor.contiguous()`: the tensor itself where torch counts it contiguous already (`x.t()` of a `(1, n)`
+    tensor keeps its `(1, n)` strides, and its storage offset), else a compact row-major copy."""
+    return tensor if is_contiguous(tensor) else Tensor(tensor.dtype, tensor.shape)
+
+
+def is_contiguous(tensor: Tensor) -> bool:
+    """torch's test: innermost first, each dimension of more than one element has the stride of the elements inside
+    it (c10 skips the others; an empty tensor is contiguous). A size known only by name is taken as more than one."""
+    if tensor.strides is None or any(size.fixed and size.known == 0 for size in tensor.shape):
+        return True
+    required = Value("1", 1)
+    for size, stride in zip(reversed(tensor.shape), reversed(tensor.strides)):
+        if size.fixed and size.known == 1:
+            continue
+        if not _same_size(stride, required):
+            return False
+        required = binary(ast.Mult(), size, required)
+    return True
+
+
 def _dense(shape: tuple[Value, ...], strides: tuple[Value, ...]) -> bool:
     """Some order of the dimensions of more than one element (c10 skips those) has the compact strides."""
     dimensions = [i for i, size in enumerate(shape) if not (size.fixed and size.known < 2)]
