@@ -652,6 +652,20 @@ PIN_FORKS = {  # a fork of the code a hand-written registration passes the facts
         "    _warm_recurrent_kda(layer, torch.bfloat16)\n",
         "kimi_k3_triton_warmup(_warm_recurrent_kda) is not the code the registration of fused_recurrent_kda_fwd_kernel",
     ),
+    "the KDA layer search keeps only layers that decode speculative tokens": (
+        "kimi-k3-attn-res",
+        KIMI_WARMUP,
+        "            if isinstance(layer, kda.KimiK3DeltaAttention)\n",
+        "            if isinstance(layer, kda.KimiK3DeltaAttention) and layer.num_spec > 0\n",
+        "_get_kda_layer is not the code the registration of _attn_res_kernel was written for",
+    ),
+    "the Mamba cache test skips caches without prefix caching": (
+        "mamba-batch-memcpy",
+        "vllm/model_executor/warmup/mamba_triton_warmup.py",
+        "        if isinstance(spec, MambaSpec):\n",
+        '        if isinstance(spec, MambaSpec) and spec.mamba_cache_mode != "none":\n',
+        "_has_mamba_style_cache is not the code the registration of batch_memcpy_kernel was written for",
+    ),
 }
 
 

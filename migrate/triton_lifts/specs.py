@@ -101,6 +101,8 @@ BATCH_MEMCPY = MigrationSpec(
         module=_MAMBA_LAYERS[0].split(":")[0],
         classes=_MAMBA_LAYERS,
         subclasses_of="vllm.model_executor.layers.mamba.abstract:MambaBase",
+        # Every MambaBase layer registers: what the step's cache test says, as 0.33.0 writes it.
+        written_for=(("_has_mamba_style_cache", "1921ec7a7fb878b1"),),
         insert_after="super().__init__(",
         code="batch_memcpy_dispatch.register_warmup()",
         intended_differences=[
@@ -202,7 +204,12 @@ ATTN_RES = MigrationSpec(
     kernel=Kernel(module="vllm.models.kimi_k3.nvidia.ops.attn_res", name="_attn_res_kernel"),
     registration=Registration(
         module="vllm.models.kimi_k3.nvidia.model",
-        written_for=(("_warm_attn_res(get_attn_res_triton_warmup_profiles)", "efc598de149239fe"),),
+        written_for=(
+            ("_warm_attn_res(get_attn_res_triton_warmup_profiles)", "efc598de149239fe"),
+            # The model registers wherever the step found a KDA layer: the search as 0.29.0-0.30.0 and 0.33.0 write it.
+            ("_get_kda_layer", "05958c82917ac45a"),
+            ("_get_kda_layer", "824ee0e38b4e0ef7"),
+        ),
         classes="KimiLinearModel",
         code="""attn_res_dispatch.register_warmup(
     model_config=vllm_config.model_config, max_blocks=self.num_attn_res_blocks
