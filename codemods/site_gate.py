@@ -18,7 +18,7 @@ from .guards import CONFIG, SELF, Atom, Frame, canonical
 from .repo import RepoModules
 from .simplify import size
 from .spec import MigrationSpec, SpecError
-from .syntax import Place, conjunction, enclosing_class, parameters, renaming
+from .syntax import Place, conjunction, enclosing_class, negated, parameters, renaming
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +105,13 @@ def _expression(text: str) -> ast.expr | None:
         return None
 
 
+def _forms(atom: Atom) -> list[str]:
+    """A legacy condition as the tree writes it, and as the early return that skips the call tests it
+    (`device.type != 'cuda'` for `device.type == 'cuda'`): an entry may name either, as the spec's tree wrote it."""
+    written = _expression(atom.written)
+    return [atom.written] if written is None else [atom.written, ast.unparse(negated(written))]
+
+
 def _renamed_entries(spec: MigrationSpec, legacy: list[Atom], matched: set[int], exact: set[int]) -> dict:
     """Each intended difference that names a local of the legacy code (`layer is not None`) which this tree names
     otherwise (`kda_layer is not None`): the one legacy condition it reads as once renamed, where it matches
@@ -117,7 +124,8 @@ def _renamed_entries(spec: MigrationSpec, legacy: list[Atom], matched: set[int],
         alike = [
             (atom, names)
             for atom in legacy
-            if id(atom) not in exact and (names := renaming(entry, atom.written)) is not None
+            if id(atom) not in exact
+            and (names := next(filter(None, (renaming(entry, form) for form in _forms(atom))), None)) is not None
         ]
         if len(alike) == 1:
             found[index] = alike[0]
@@ -143,11 +151,14 @@ def compare(
     have = {a.canonical for a in migrated} | {a.canonical for a in registry} | holds_at_site(frame)
     wanted = {a.canonical for a in legacy}
     entries = spec.registration.intended_differences
+    # A legacy condition is also named by its early return's test, wherever the tree writes it as a condition.
+    negations = {id(atom): {ast.dump(_expression(form)) for form in _forms(atom)[1:]} for atom in legacy}
     exact = {
         (index, id(atom))
         for atom in legacy + migrated + registry
         for index, (entry, _) in enumerate(entries)
         if _matches(entry, atom, modules, frame)
+        or ((parsed := _expression(entry)) is not None and ast.dump(parsed) in negations.get(id(atom), ()))
     }
     renamed = _renamed_entries(spec, legacy, {i for i, _ in exact}, {a for _, a in exact})
 

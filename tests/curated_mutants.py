@@ -2629,9 +2629,23 @@ MUTANTS = (
     Mutant(
         "pins: the attn_res registration is not pinned to how the step counts blocks",
         "migrate/triton_lifts/specs.py",
-        '        written_for=(("_warm_attn_res(get_attn_res_triton_warmup_profiles)", "efc598de149239fe"),),\n',
+        '            ("_warm_attn_res(get_attn_res_triton_warmup_profiles)", "efc598de149239fe"),\n',
         "",
         ("tests/test_vllm033_migrations.py", "-k", "written_from and attn_res"),
+    ),
+    Mutant(
+        "pins: the attn_res registration is not pinned to the KDA layer search",
+        "migrate/triton_lifts/specs.py",
+        '            ("_get_kda_layer", "05958c82917ac45a"),\n            ("_get_kda_layer", "824ee0e38b4e0ef7"),\n',
+        "",
+        ("tests/test_vllm033_migrations.py", "-k", "written_from and speculative"),
+    ),
+    Mutant(
+        "pins: the batch memcpy registration is not pinned to the Mamba cache test",
+        "migrate/triton_lifts/specs.py",
+        '        written_for=(("_has_mamba_style_cache", "1921ec7a7fb878b1"),),\n',
+        "",
+        ("tests/test_vllm033_migrations.py", "-k", "written_from and Mamba"),
     ),
     Mutant(
         "pins: the recurrent KDA registration is not pinned to what the warmup passes its step",
@@ -2720,5 +2734,33 @@ MUTANTS = (
         'return like(tensor, tensor.dtype) if name == "clone" else',
         'return Tensor(tensor.dtype, tensor.shape) if name == "clone" else',
         ("tests/test_lift_views.py", "-k", "contiguous_and_clone"),
+    ),
+    Mutant(
+        "site_gate: an entry never names a condition by its early return's test",
+        "codemods/site_gate.py",
+        "        or ((parsed := _expression(entry)) is not None and ast.dump(parsed) in negations.get(id(atom), ()))",
+        "        or False",
+        ("tests/test_migration_gates.py", "-k", "names_its_guard_however"),
+    ),
+    Mutant(
+        "site_gate: a renamed entry is compared with the condition as written only",
+        "codemods/site_gate.py",
+        "    return [atom.written] if written is None else [atom.written, ast.unparse(negated(written))]",
+        "    return [atom.written]",
+        ("tests/test_migration_gates.py", "-k", "names_its_guard_however"),
+    ),
+    Mutant(
+        "registrations: a gate's warning said once per site",
+        "codemods/planning/registrations.py",
+        "    findings.warnings += [warning for warning in unused if warning not in findings.warnings]",
+        "    findings.warnings += unused",
+        ("tests/test_migration_gates.py", "-k", "names_its_guard_however"),
+    ),
+    Mutant(
+        "GDN key harness: KV caches bound with no config current",
+        "migrate/fla_layer_norm/legacy.py",
+        '            "vllm.config": {"get_current_vllm_config_or_none": lambda: state.vllm_config},\n',
+        "",
+        ("tests/test_migration_gates.py", "-k", "above_a_registration_in_bind_kv_cache"),
     ),
 )

@@ -8,6 +8,8 @@ source by the test (the condition it wrote), never from zerojit's output.
 import ast
 import json
 import re
+import textwrap
+from pathlib import Path
 
 import pytest
 from tree_forks import GATE_LINEAR, GDN_LAYER, ORCHESTRATOR, add, copy_033, edit, make_dispatch_traceable, replace_file
@@ -1318,3 +1320,73 @@ def test_an_insert_after_on_a_local_the_tree_names_otherwise_places_the_registra
     message = refused(repo, "gemm-rs-ar")
     assert "no statement of GemmRsAr.can_run starts with 'self.dtypes.add(dtype)'" in message
     assert "taken for" not in message
+
+
+POOLING_GUARD = "    if not runner.is_pooling_model:"
+
+
+def test_a_guard_on_the_config_above_a_registration_in_bind_kv_cache_warms_the_legacy_keys(tmp_path):
+    """A fork warms the decode update only without speculative decoding: the registration, in `bind_kv_cache`,
+    reads the config through the accessor, which the engine binds KV caches under (it was reported as registering
+    nothing: the key check bound them with no config current). `--verify-keys` finds the legacy keys."""
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, QWEN_STEPS, POOLING_GUARD, f"{POOLING_GUARD[:-1]} and runner.speculative_config is None:")
+    result = runner.invoke(app, ["migrate", "fla-sigmoid-gating", "--repo", str(repo), "--verify-keys", "--write"])
+    assert result.exit_code == 0, result.output
+    assert "fla-sigmoid-gating: 19 configs, no unexplained difference" in result.output
+    assert "vllm_config := get_current_vllm_config_or_none()" in (repo / GDN_LAYER).read_text()
+
+
+MAMBA_GUARDS = (
+    '    device = runner.device\n    if device.type != "cuda":\n        return\n'
+    "    if not _has_mamba_style_cache(runner):\n        return\n    _warm_batch_memcpy_kernel(device)\n"
+)
+QWEN_MODEL_GUARD = "    if model_type not in _QWEN_MODEL_TYPES:\n        return\n\n"
+QWEN_END = "    _synchronize_device(device)\n"
+
+
+def _under_the_model_types(text: str) -> str:
+    """qwen_triton_warmup's body from the model-type check on under `if model_type in _QWEN_MODEL_TYPES:`."""
+    start = text.index(QWEN_MODEL_GUARD)
+    end = text.index(QWEN_END, start) + len(QWEN_END)
+    body = textwrap.indent(text[start + len(QWEN_MODEL_GUARD) : end], "    ")
+    return text[:start] + "    if model_type in _QWEN_MODEL_TYPES:\n" + body + text[end:]
+
+
+def _device_named_dev(text: str) -> str:
+    return text.replace(MAMBA_GUARDS, MAMBA_GUARDS.replace("device", "dev").replace("runner.dev\n", "runner.device\n"))
+
+
+def _guards_in_one_if(text: str) -> str:
+    one_if = (
+        '    if device.type == "cuda" and _has_mamba_style_cache(runner):\n        _warm_batch_memcpy_kernel(device)\n'
+    )
+    return text.replace(MAMBA_GUARDS, MAMBA_GUARDS.split("\n")[0] + "\n" + one_if)
+
+
+@pytest.mark.parametrize(
+    ("family", "rel", "fork", "renamed"),
+    [
+        ("mamba-batch-memcpy", MAMBA_STEPS, _device_named_dev, True),
+        ("mamba-batch-memcpy", MAMBA_STEPS, _guards_in_one_if, False),
+        ("fla-layer-norm", QWEN_STEPS, _under_the_model_types, False),
+    ],
+    ids=["the device named dev", "both guards in one if", "the body under the model types"],
+)
+def test_an_intended_difference_names_its_guard_however_a_fork_writes_the_condition(
+    tmp_path, family, rel, fork, renamed
+):
+    """An entry names the guard the spec's tree returns early on (`device.type != 'cuda'`, `model_type not in
+    _QWEN_MODEL_TYPES`). A fork that warms under the condition itself (`if device.type == "cuda" and ...:`, the
+    rest of the body under `if model_type in ...:`), or names the local otherwise (`dev`), has the same guard: it
+    migrates as the release does, every file but its legacy warmup the same, a renaming said once."""
+    original = copy_033(tmp_path / "release")
+    written(original, family)
+    repo = copy_033(tmp_path / "fork")
+    text = (repo / rel).read_text()
+    assert fork(text) != text
+    replace_file(repo / rel, fork(text))
+    output = written(repo, family).output
+    assert output.count("taken for") == (1 if renamed else 0), output
+    changed = {p.relative_to(repo) for p in repo.rglob("*.py")} - {Path(rel)}
+    assert all((repo / p).read_bytes() == (original / p).read_bytes() for p in changed)

@@ -265,7 +265,7 @@ def gate_for_site(
     inside = construction_site.registration_guards(modules, frame, spec.registration.code)
     written = construction_site.spec_gate_atoms(modules, frame, spec.registration.gate)
     differences, refusals, unused = site_gate.compare(modules, spec, frame, legacy, registry, inside + written, where)
-    findings.warnings += unused
+    findings.warnings += [warning for warning in unused if warning not in findings.warnings]  # said once, not per site
     if refusals:
         raise SpecError(
             f"{spec.family}: the registration's gate differs from the guards the legacy call ran "

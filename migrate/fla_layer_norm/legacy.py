@@ -47,6 +47,9 @@ class GdnEngine:
             "vllm.utils.platform_utils": {"num_compute_units": lambda device_id=0: state.config.num_sms},
             "vllm.triton_utils": triton_stub(),
             "vllm.model_executor.layers.mamba.mamba_utils": {"is_conv_state_dim_first": lambda: True},
+            # The engine builds the model, and binds its KV caches (WorkerWrapperBase.initialize_from_config), with
+            # the config under test current.
+            "vllm.config": {"get_current_vllm_config_or_none": lambda: state.vllm_config},
         }
 
     def import_facts(self, config: Any) -> None:
@@ -62,6 +65,7 @@ class GdnEngine:
             scheduler_config=types.SimpleNamespace(max_num_seqs=seqs, max_num_batched_tokens=tokens),
             kernel_config=types.SimpleNamespace(enable_jit_warmup=config.enable_jit_warmup),
             compilation_config=types.SimpleNamespace(static_forward_context={}),
+            speculative_config=None,
         )
 
     def worker(self, config: Any, vllm_config: Any, registry: Any) -> types.SimpleNamespace:
