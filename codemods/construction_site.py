@@ -9,7 +9,7 @@ import dataclasses
 
 from .guards import CONFIG, SELF, Atom, Frame, canonical, gate_atoms
 from .repo import Gate, RepoModules, call_sites
-from .syntax import enclosing_class, local_names, parameters, self_stores, stores
+from .syntax import enclosing_class, expression_or_none, local_names, parameters, self_stores, stores
 
 
 def site_frame(
@@ -77,9 +77,8 @@ def _is_config(modules: RepoModules, module: str, argument: ast.arg) -> bool:
         return True
     annotation = argument.annotation
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        try:
-            annotation = ast.parse(annotation.value, mode="eval").body
-        except SyntaxError:
+        annotation = expression_or_none(annotation.value)
+        if annotation is None:
             return False
     home, name = modules.engine.config_class.split(":")
     spelled = annotation.id if isinstance(annotation, ast.Name) else getattr(annotation, "attr", None)

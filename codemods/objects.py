@@ -22,7 +22,7 @@ import functools
 from .compile_units import named_class, target
 from .engines import Engine
 from .repo import RepoModules
-from .syntax import exits, parameters, self_stores, stores
+from .syntax import exits, expression_or_none, parameters, self_stores, stores
 
 Class = tuple[str, str]  # (module, class name)
 Method = tuple[str, ast.FunctionDef, Class]  # (the module that defines it, the method, the class of `self`)
@@ -285,9 +285,8 @@ def _items(value: ast.expr) -> list[ast.expr]:
 def _annotation(node: ast.expr) -> ast.expr | None:
     """The class an annotation names: `C`, `"C"`, `mod.C`, `C | None`, `Optional[C]`."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value, mode="eval").body
-        except SyntaxError:
+        node = expression_or_none(node.value)
+        if node is None:
             return None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         sides = [side for side in (node.left, node.right) if not _is_none(side)]

@@ -18,7 +18,7 @@ from .guards import CONFIG, SELF, Atom, Frame, canonical
 from .repo import RepoModules
 from .simplify import size
 from .spec import MigrationSpec, SpecError
-from .syntax import Place, conjunction, enclosing_class, negated, parameters, renaming
+from .syntax import Place, conjunction, enclosing_class, expression_or_none, negated, parameters, renaming
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,23 +92,16 @@ class GatePlan:
 
 
 def _matches(entry: str, atom: Atom, modules: RepoModules, frame: Frame) -> bool:
-    parsed = _expression(entry)
+    parsed = expression_or_none(entry)
     if parsed is None:
         return False
     return ast.dump(parsed) in atom.spellings or ast.unparse(canonical(modules, parsed, frame)) == atom.canonical
 
 
-def _expression(text: str) -> ast.expr | None:
-    try:
-        return ast.parse(text, mode="eval").body
-    except SyntaxError:
-        return None
-
-
 def _forms(atom: Atom) -> list[str]:
     """A legacy condition as the tree writes it, and as the early return that skips the call tests it
     (`device.type != 'cuda'` for `device.type == 'cuda'`): an entry may name either, as the spec's tree wrote it."""
-    written = _expression(atom.written)
+    written = expression_or_none(atom.written)
     return [atom.written] if written is None else [atom.written, ast.unparse(negated(written))]
 
 
@@ -152,13 +145,13 @@ def compare(
     wanted = {a.canonical for a in legacy}
     entries = spec.registration.intended_differences
     # A legacy condition is also named by its early return's test, wherever the tree writes it as a condition.
-    negations = {id(atom): {ast.dump(_expression(form)) for form in _forms(atom)[1:]} for atom in legacy}
+    negations = {id(atom): {ast.dump(expression_or_none(form)) for form in _forms(atom)[1:]} for atom in legacy}
+    dumps = [ast.dump(parsed) if (parsed := expression_or_none(entry)) is not None else None for entry, _ in entries]
     exact = {
         (index, id(atom))
         for atom in legacy + migrated + registry
         for index, (entry, _) in enumerate(entries)
-        if _matches(entry, atom, modules, frame)
-        or ((parsed := _expression(entry)) is not None and ast.dump(parsed) in negations.get(id(atom), ()))
+        if _matches(entry, atom, modules, frame) or dumps[index] in negations.get(id(atom), ())
     }
     renamed = _renamed_entries(spec, legacy, {i for i, _ in exact}, {a for _, a in exact})
 

@@ -562,6 +562,14 @@ def normalized(code: str) -> str:
     return re.sub(r",([)\]}])", r"\1", "".join(code.split()))
 
 
+def expression_or_none(text: str) -> ast.expr | None:
+    """`text` parsed as one expression; None where it is not one."""
+    try:
+        return ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+
+
 def renaming(ours: str, theirs: str) -> dict[str, str] | None:
     """The names of the code `ours` that `theirs` spells another way (`layer` -> `kda_layer`), where renaming them
     one to one (builtins never) makes the two the same code; None where no such renaming does, or none is needed."""

@@ -2738,8 +2738,8 @@ MUTANTS = (
     Mutant(
         "site_gate: an entry never names a condition by its early return's test",
         "codemods/site_gate.py",
-        "        or ((parsed := _expression(entry)) is not None and ast.dump(parsed) in negations.get(id(atom), ()))",
-        "        or False",
+        "        if _matches(entry, atom, modules, frame) or dumps[index] in negations.get(id(atom), ())",
+        "        if _matches(entry, atom, modules, frame)",
         ("tests/test_migration_gates.py", "-k", "names_its_guard_however"),
     ),
     Mutant(
