@@ -154,8 +154,7 @@ class Planner:
         self.repo, self.specs, self.engine = repo, specs, engine
         self._repo_models: dict[str, RepoModules] = {}
         self.modules, self.skipped = discover(repo, respect_gitignore, only)
-        words = _shortest({word for spec in specs for word in spec.identifiers()})
-        self.candidates = {name: m for name, m in self.modules.items() if any(w in m.text for w in words)}
+        self._words = _shortest({word for spec in specs for word in spec.identifiers()})  # the specs as given
         self.ops: dict[str, list[Operation]] = {}
         self.deleted: set[str] = set()
         self.deleted_functions: set[str] = set()
@@ -166,6 +165,12 @@ class Planner:
         self.lifts: list[str] = []  # what each lift writes (transforms/lift_kernel.py), in words
         self.warnings: list[str] = []  # what planning found a human should check (the run goes on)
         self.modules_by_path = {m.path: m for m in self.modules.values()}
+
+    @functools.cached_property
+    def candidates(self) -> dict[str, SourceModule]:
+        """The modules that name one of the specs' identifiers. Read when first asked for, which is after a lift is
+        planned: its file's transform starts the sooner."""
+        return {name: m for name, m in self.modules.items() if any(w in m.text for w in self._words)}
 
     def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> SourceModule:
         name = name or spec.fields()[field]

@@ -2763,4 +2763,18 @@ MUTANTS = (
         "",
         ("tests/test_migration_gates.py", "-k", "above_a_registration_in_bind_kv_cache"),
     ),
+    Mutant(
+        "pipeline: a helper the outlined bodies name is dead once the outline names it no more",
+        "codemods/transforms/pipeline.py",
+        "        return versions.code(tree) + outlined",
+        "        return versions.code(tree)",
+        ("tests/test_codemod_outline.py", "-k", "helper_a_body"),
+    ),
+    Mutant(
+        "lift_kernel: the outline leaves the launcher out",
+        "codemods/transforms/lift_kernel.py",
+        "        return not holders and function.name == self.launcher",
+        "        return not holders and function.name != self.launcher",
+        ("tests/test_codemod_outline.py", "-k", "lift_made"),
+    ),
 )

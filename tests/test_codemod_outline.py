@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 from test_codemod_transforms import insert
 
+from zerojit.codemods.planner import Planner
 from zerojit.codemods.syntax import source_lines
-from zerojit.codemods.transforms import InsertRegistration, apply, pipeline
+from zerojit.codemods.transforms import InsertRegistration, RemoveLegacyCalls, apply, pipeline
+from zerojit.codemods.transforms.lift_kernel import LiftKernel
 from zerojit.codemods.transforms.outline import Outline
+from zerojit.migrate.engine_trees.releases import vllm_tree
+from zerojit.migrate.families import migration_specs
 
 REPO = Path(__file__).resolve().parents[1]
 OWN_SOURCES = sorted(p for room in ("codemods", "contract", "migrate") for p in (REPO / room).rglob("*.py"))
@@ -252,3 +256,58 @@ def test_a_registration_made_on_the_outline_is_the_one_made_on_the_whole_file(tm
     assert (outlined.source, outlined.counts, outlined.warnings) == (whole.source, whole.counts, whole.warnings)
     assert list(map(str, outlined.refusals)) == list(map(str, whole.refusals))
     assert outlined.counts or outlined.refusals
+
+
+class _RemovalReadingEntry(RemoveLegacyCalls):
+    """remove_legacy_call as an operation that reads only `entry`: the rest of the file may be outlined."""
+
+    outlines = True
+
+    def keeps(self, function, holders, code) -> bool:
+        return function.name == "entry"
+
+
+def test_a_helper_a_body_the_outline_left_out_still_names_is_not_dead(tmp_path, monkeypatch):
+    """The removed call was `_LIMIT`'s last use in the outline, not in the file: `other` reads it too."""
+    source = src("""
+        from engine.legacy import warm
+
+        _LIMIT = 4
+
+
+        def other(worker):
+            return worker.size(_LIMIT)
+
+
+        def entry(worker):
+            warm(worker, _LIMIT)
+            worker.b()
+        """)
+    path = tmp_path / "engine" / "layer.py"
+    path.parent.mkdir()
+    path.write_text(source)
+    ops = [_RemovalReadingEntry(frozenset({"engine.legacy.warm"}))]
+    assert "worker.size" not in Outline.of(source, [op.keeps for op in ops]).text
+    outlined = apply(source, ops, path=path, repo=tmp_path)
+    monkeypatch.setattr(pipeline.Outline, "of", classmethod(lambda cls, source, keeps: None))
+    whole = apply(source, ops, path=path, repo=tmp_path)
+    assert outlined.source == whole.source and "_LIMIT = 4" in outlined.source and "warm" not in outlined.source
+
+
+@pytest.mark.release_tree
+def test_a_lift_made_on_the_outline_is_the_one_made_on_the_whole_file(monkeypatch):
+    """A launcher's file is outlined to the launcher (lift_kernel's `keeps`): each migrated file is the same, for
+    every built-in lift on 0.33.0 planned together."""
+    planner = Planner(vllm_tree("0.33.0"), [spec for spec in migration_specs().values() if spec.lift])
+    planner.plan()
+    lifted = {name: ops for name, ops in planner.ops.items() if any(isinstance(op, LiftKernel) for op in ops)}
+    assert len(lifted) >= 6
+    for name, ops in lifted.items():
+        module = planner.modules[name]
+        assert Outline.of(module.text, [op.keeps for op in ops]) is not None
+        with monkeypatch.context() as whole_file:
+            whole_file.setattr(pipeline.Outline, "of", classmethod(lambda cls, source, keeps: None))
+            whole = apply(module.text, ops, path=module.path, repo=planner.repo)
+        outlined = apply(module.text, ops, path=module.path, repo=planner.repo)
+        assert (outlined.source, outlined.counts, outlined.warnings) == (whole.source, whole.counts, whole.warnings)
+        assert outlined.source != module.text and not outlined.refusals, name

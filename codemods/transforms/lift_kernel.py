@@ -10,6 +10,7 @@ in the launcher reads go.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 from collections import Counter
@@ -33,7 +34,11 @@ class LiftKernel(Operation):
 
     launcher: str
     lifted: tuple[lift.LiftPlan, ...]
-    removes_statements = True
+    removes_statements = outlines = True
+
+    def keeps(self, function: ast.FunctionDef | ast.AsyncFunctionDef, holders: tuple[ast.ClassDef, ...], code) -> bool:
+        """Only the launcher: what it writes is the module's (the definitions, imports) and the launcher's body."""
+        return not holders and function.name == self.launcher
 
     def command(self, context: CodemodContext) -> Command:
         return _Lift(context, self)

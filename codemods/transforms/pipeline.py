@@ -38,13 +38,13 @@ def apply(source: str, operations: Sequence[Operation], *, path: Path, repo: Pat
     outline = Outline.of(source, [op.keeps for op in operations]) if all(op.outlines for op in operations) else None
     if outline is not None:
         try:
-            edit = _apply(outline.text, operations, path, repo, source, outline.expand)
+            edit = _apply(outline.text, operations, path, repo, source, outline.expand, "".join(outline.bodies))
             expanded = outline.expand(edit.source)
         except (AnchorError, _Unmapped):  # the whole file's edit says it, where it is
             expanded = None
         if expanded is not None:
             return dataclasses.replace(edit, source=expanded[0])
-    return _apply(source, operations, path, repo, source, _as_it_is)
+    return _apply(source, operations, path, repo, source, _as_it_is, "")
 
 
 class _Unmapped(Exception):
@@ -62,9 +62,11 @@ def _apply(
     repo: Path,
     source: str,
     whole: Callable[[str], tuple[str, Callable[[int], int]] | None],
+    outlined: str,
 ) -> FileEdit:
     """`apply` on `text`, the file's `source` or its outline; `whole(code)`: the file's text for a version's code,
-    and the line there of each of the code's lines (None: it cannot tell)."""
+    and the line there of each of the code's lines (None: it cannot tell); `outlined`: the bodies the outline left
+    out (no operation changes them, but a helper they name is used)."""
     module = source_module = cst.parse_module(text)
     manager = FullRepoManager(str(repo), [str(path)], {FullyQualifiedNameProvider})
     names = FullyQualifiedNameProvider.gen_cache(repo, [str(path)])[str(path)]
@@ -79,7 +81,12 @@ def _apply(
     counts: Counter[str] = Counter()
     refusals: list[Refusal] = []
     warnings: list[Note] = []
-    references_before = references(module, versions.code(module))
+
+    def counted(tree: cst.Module) -> str:
+        """The text a helper's uses are counted in: the bodies the outline left out use helpers too."""
+        return versions.code(tree) + outlined
+
+    references_before = references(module, counted(module))
     for op in operations:
         command = op.command(context)
         version, module = module, command.transform_module(module)
@@ -89,14 +96,14 @@ def _apply(
         refusals += [Refusal(op.name, note.why, where(repo, path, note.line)) for note in refused]
         warnings += [note for note in warned if note not in warnings]  # said once, for all of a file's operations
     module = place_new_imports(source_module, module)
-    dead = dead_helpers(references_before, module, versions.code(module))
+    dead = dead_helpers(references_before, module, counted(module))
     while dead and not refusals:
         command = RemoveHelpers(frozenset(dead)).command(context)
         module = command.transform_module(module)
         counts[RemoveHelpers.name] += command.count
         if not command.count:
             break
-        dead = dead_helpers(references_before, module, versions.code(module))
+        dead = dead_helpers(references_before, module, counted(module))
     removed = any(counts[name] for name, kind in OPERATIONS.items() if kind.removes_statements)
     unread: set[tuple[str, str]] = set()
     # Only removals leave locals unread, and only in the functions they changed.
