@@ -15,6 +15,7 @@ more for every migration; the exit status is 1 when one falls short.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -83,13 +84,14 @@ def main() -> None:
         parser.error(f"no run migrates {', '.join(args.only)}; the runs: {', '.join(f for _, fs in RUNS for f in fs)}")
     with tempfile.TemporaryDirectory() as scratch:
         trees = {"0.29.0": vllm_tree("0.29.0"), "0.33.0": vllm_tree("0.33.0")}
-        if any(tree == ROCM_TREE for tree, _ in runs):
-            trees[ROCM_TREE] = Path(scratch) / "repo"
-            shutil.copytree(trees["0.33.0"], trees[ROCM_TREE])
-            add_legacy_layout(trees[ROCM_TREE])
         parses: dict[str, tuple[float, int]] = {}
         short = []
         for tree, families in runs:
+            if tree not in trees:  # copied when its run comes, and written out before it is timed
+                trees[ROCM_TREE] = Path(scratch) / "repo"
+                shutil.copytree(trees["0.33.0"], trees[ROCM_TREE])
+                add_legacy_layout(trees[ROCM_TREE])
+                os.sync()
             migrate_s, report = dry_run(trees[tree], families, args.jobs, args.repeat)
             if tree not in parses:
                 parses[tree] = parse_all(trees[tree], args.jobs)

@@ -20,6 +20,7 @@ import os
 import stat
 import subprocess
 import tokenize
+from collections.abc import Sequence
 from pathlib import Path
 
 SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", "build", "dist"}
@@ -58,6 +59,24 @@ def read_source(path: Path) -> SourceFile:
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         raise UnreadableSource(f"{path}: not readable as Python source ({exc})") from None
     return SourceFile(path, text, encoding, stat.S_IMODE(os.stat(path).st_mode))
+
+
+def naming(text: str, words: Sequence[str]) -> bool:
+    """Whether a text holds one of `words` (the planner's prefilter: the files a migration may read or change)."""
+    return any(word in text for word in words)
+
+
+def read_naming(paths: Sequence[Path], words: Sequence[str]) -> dict[Path, tuple[int, bool]]:
+    """For each file, as read off the disk: its text's length, and whether it names one of `words` (a worker's
+    prefilter while the planner reads the same files; one it cannot read is left out)."""
+    found = {}
+    for path in paths:
+        try:
+            text = read_source(path).text
+        except (OSError, UnreadableSource):
+            continue
+        found[path] = (len(text), naming(text, words))
+    return found
 
 
 _KINDS = (

@@ -19,7 +19,7 @@ from pathlib import Path
 from . import gate
 from .engines import DEFAULT_ENGINE, Engine
 from .errors import MigrationError
-from .files import SourceFile, UnreadableSource, discover_paths, read_source, why_absent
+from .files import SourceFile, UnreadableSource, discover_paths, naming, read_source, why_absent
 from .findings import Findings, Refusal
 from .planning import GROUPS, STEPS
 from .repo import RepoModules, absolute_module, module_name
@@ -27,6 +27,9 @@ from .site_gate import GatePlan
 from .spec import MigrationSpec, SpecError
 from .syntax import holds_call_like, source_lines, statements
 from .transforms import Operation
+
+# prefilter(paths, words): a call that gives files.read_naming(paths, words) once it is done (None: no worker).
+Prefilter = Callable[[list[Path], list[str]], Callable[[], dict[Path, tuple[int, bool]]] | None]
 
 CLASS_HEAD = 640  # a class statement names its bases within 400 characters of its name (subclasses' rule)
 ALIAS_WINDOW = 128  # `Base as Alias`: the name before ` as `, the alias after it
@@ -106,17 +109,21 @@ class SourceModule:
 
 
 def discover(
-    repo: Path, respect_gitignore: bool = True, only: Sequence[Path] = ()
+    repo: Path,
+    respect_gitignore: bool = True,
+    only: Sequence[Path] = (),
+    found: Callable[[list[Path]], None] = lambda paths: None,
 ) -> tuple[dict[str, SourceModule], dict[Path, str]]:
     """Every readable module of the run by dotted name, and the files skipped with why.
 
-    `only`: files or folders that restrict the run (nothing outside them is read or changed).
+    `only`: files or folders that restrict the run (nothing outside them is read or changed);
+    `found(paths)`: told the run's files before they are read.
     """
-    paths, skipped = discover_paths(repo, respect_gitignore)
+    listed, skipped = discover_paths(repo, respect_gitignore)
+    paths = [p for p in listed if not only or any(p == root or p.is_relative_to(root) for root in only)]
+    found(paths)
     modules: dict[str, SourceModule] = {}
     for path in paths:
-        if only and not any(path == root or path.is_relative_to(root) for root in only):
-            continue
         try:
             source = read_source(path)
         except UnreadableSource as exc:
@@ -150,11 +157,18 @@ class Planner:
         respect_gitignore: bool = True,
         only: Sequence[Path] = (),
         engine: Engine = DEFAULT_ENGINE,
+        prefilter: Prefilter = lambda paths, words: None,
     ):
+        """`prefilter`: where a worker can read the files for `candidates` while this process reads them too."""
         self.repo, self.specs, self.engine = repo, specs, engine
         self._repo_models: dict[str, RepoModules] = {}
-        self.modules, self.skipped = discover(repo, respect_gitignore, only)
         self._words = _shortest({word for spec in specs for word in spec.identifiers()})  # the specs as given
+        self._read_naming = None
+
+        def start_prefilter(paths: list[Path]) -> None:
+            self._read_naming = prefilter(paths, self._words)
+
+        self.modules, self.skipped = discover(repo, respect_gitignore, only, start_prefilter)
         self.ops: dict[str, list[Operation]] = {}
         self.deleted: set[str] = set()
         self.deleted_functions: set[str] = set()
@@ -168,9 +182,15 @@ class Planner:
 
     @functools.cached_property
     def candidates(self) -> dict[str, SourceModule]:
-        """The modules that name one of the specs' identifiers. Read when first asked for, which is after a lift is
-        planned: its file's transform starts the sooner."""
-        return {name: m for name, m in self.modules.items() if any(w in m.text for w in self._words)}
+        """The modules that name one of the specs' identifiers: as the prefilter's worker read them (a text of
+        another length than the run's is searched here), else searched here when first asked for, after a lift
+        is planned (its file's transform starts the sooner)."""
+        read = self._read_naming() if self._read_naming is not None else {}
+        return {
+            name: m
+            for name, m in self.modules.items()
+            if (read[m.path][1] if read.get(m.path, (-1,))[0] == len(m.text) else naming(m.text, self._words))
+        }
 
     def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> SourceModule:
         name = name or spec.fields()[field]

@@ -69,7 +69,9 @@ def migrate(
     repo = check_repo(repo)
     styles = functools.cache(functools.partial(repo_style, repo))  # by the engine packages, once per run
     with pool.Pool(jobs) as workers:
-        planner = Planner(repo, specs, respect_gitignore, [Path(p).resolve() for p in only])
+        planner = Planner(
+            repo, specs, respect_gitignore, [Path(p).resolve() for p in only], prefilter=workers.prefilter
+        )
         for _ in planner.steps():
             workers.offer(_transforms(planner, format_command, styles))
         transforms = _transforms(planner, format_command, styles)

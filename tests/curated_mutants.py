@@ -2777,4 +2777,11 @@ MUTANTS = (
         "        return not holders and function.name != self.launcher",
         ("tests/test_codemod_outline.py", "-k", "lift_made"),
     ),
+    Mutant(
+        "planner: the prefilter's answer taken for a text it read otherwise",
+        "codemods/planner.py",
+        "            if (read[m.path][1] if read.get(m.path, (-1,))[0] == len(m.text) else naming(m.text, self._words))",
+        "            if (read[m.path][1] if m.path in read else naming(m.text, self._words))",
+        ("tests/test_codemod_pool.py", "-k", "prefilter"),
+    ),
 )

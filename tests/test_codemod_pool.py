@@ -4,10 +4,14 @@ of the job it has when planning ends, the same as a transform run in this proces
 import dataclasses
 
 import pytest
+from tree_forks import write_tree
 
 from zerojit.codemods import gate, pool
+from zerojit.codemods.files import naming
+from zerojit.codemods.planner import Planner
 from zerojit.codemods.style import repo_style
 from zerojit.codemods.transforms import RenameKernel
+from zerojit.migrate.families import migration_specs
 
 SOURCE = "KERNEL = object()\nOTHER = object()\n\n\ndef use():\n    return KERNEL, OTHER\n"
 NO_FACTS = gate.Facts(frozenset(), frozenset(), ())
@@ -52,3 +56,20 @@ def test_a_run_that_stops_while_planning_leaves_no_callback_error(tmp_path, capl
             workers.offer([first, second])  # one starts, the other waits for its slot
             raise KeyboardInterrupt
     assert [r.getMessage() for r in caplog.records] == []
+
+
+def test_the_prefilter_a_worker_reads_keeps_what_the_planner_would_and_a_text_it_read_otherwise_is_searched_again(
+    tmp_path,
+):
+    files = {"pkg/__init__.py": "", "pkg/a.py": "batch_memcpy = 1\n", "pkg/b.py": "x = 1\n", "pkg/c.py": "MambaMixer\n"}
+    repo = write_tree(tmp_path / "repo", files)
+    spec = migration_specs()["mamba-batch-memcpy"]
+    here = set(Planner(repo, [spec]).candidates)
+    with pool.Pool(2) as workers:
+        read = set(Planner(repo, [spec], prefilter=workers.prefilter).candidates)
+    assert here == read == {"pkg.a", "pkg.c"}
+
+    def stale(paths, words):  # each file read as another text: other lengths, the other answer
+        return lambda: {path: (len(path.read_text()) + 1, not naming(path.read_text(), words)) for path in paths}
+
+    assert set(Planner(repo, [spec], prefilter=stale).candidates) == here
