@@ -23,6 +23,8 @@ import tokenize
 from collections.abc import Sequence
 from pathlib import Path
 
+from .heads import Heads
+
 SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", "build", "dist"}
 
 
@@ -66,16 +68,25 @@ def naming(text: str, words: Sequence[str]) -> bool:
     return any(word in text for word in words)
 
 
-def read_naming(paths: Sequence[Path], words: Sequence[str]) -> dict[Path, tuple[int, bool]]:
-    """For each file, as read off the disk: its text's length, and whether it names one of `words` (a worker's
-    prefilter while the planner reads the same files; one it cannot read is left out)."""
+@dataclasses.dataclass(frozen=True)
+class Prefiltered:
+    """What a worker's read of a file found for the planner (files.prefilter)."""
+
+    length: int  # of the text it read: the planner takes the rest only for a text of the same length
+    names_one: bool  # it names one of the words
+    heads: Heads
+
+
+def prefilter(paths: Sequence[Path], words: Sequence[str]) -> dict[Path, Prefiltered]:
+    """For each file, as read off the disk: whether it names one of `words`, and its class heads (a worker's read
+    while the planner reads the same files; a file it cannot read is left out)."""
     found = {}
     for path in paths:
         try:
             text = read_source(path).text
         except (OSError, UnreadableSource):
             continue
-        found[path] = (len(text), naming(text, words))
+        found[path] = Prefiltered(len(text), naming(text, words), Heads.of(text))
     return found
 
 

@@ -19,8 +19,9 @@ from pathlib import Path
 from . import gate
 from .engines import DEFAULT_ENGINE, Engine
 from .errors import MigrationError
-from .files import SourceFile, UnreadableSource, discover_paths, naming, read_source, why_absent
+from .files import Prefiltered, SourceFile, UnreadableSource, discover_paths, naming, read_source, why_absent
 from .findings import Findings, Refusal
+from .heads import HeadIndex, Heads
 from .planning import GROUPS, STEPS
 from .repo import RepoModules, absolute_module, module_name
 from .site_gate import GatePlan
@@ -28,11 +29,8 @@ from .spec import MigrationSpec, SpecError
 from .syntax import holds_call_like, source_lines, statements
 from .transforms import Operation
 
-# prefilter(paths, words): a call that gives files.read_naming(paths, words) once it is done (None: no worker).
-Prefilter = Callable[[list[Path], list[str]], Callable[[], dict[Path, tuple[int, bool]]] | None]
-
-CLASS_HEAD = 640  # a class statement names its bases within 400 characters of its name (subclasses' rule)
-ALIAS_WINDOW = 128  # `Base as Alias`: the name before ` as `, the alias after it
+# prefilter(paths, words): a call that gives files.prefilter(paths, words) once it is done (None: no worker).
+Prefilter = Callable[[list[Path], list[str]], Callable[[], dict[Path, Prefiltered]] | None]
 
 
 @dataclasses.dataclass
@@ -64,18 +62,14 @@ class SourceModule:
             raise MigrationError(f"{self.path}:{exc.lineno}: does not parse: {exc.msg}") from None
 
     @functools.cached_property
+    def heads(self) -> Heads:
+        """Its class statements' headers and its aliases, read off its text (the planner may set what a worker read)."""
+        return Heads.of(self.text)
+
+    @property
     def class_heads(self) -> str:
-        """The text where a class statement can name a base, for subclass searches to scan instead of the whole
-        file (about a seventh of its length, found with one `str.find` pass each): the first CLASS_HEAD characters from
-        each `class` keyword, and ALIAS_WINDOW characters around each ` as ` (`import Base as Alias`)."""
-        found = []
-        for word, before, after in (("class", 0, CLASS_HEAD), (" as ", ALIAS_WINDOW, ALIAS_WINDOW)):
-            at = self.text.find(word)
-            while at >= 0:
-                if word != "class" or self.text[at + 5 : at + 6] in (" ", "\t"):
-                    found.append(self.text[max(at - before, 0) : at + after])
-                at = self.text.find(word, at + len(word))
-        return "\n".join(found)
+        """Its class statements as far as their headers go, one a line."""
+        return self.heads.text()
 
     @functools.cached_property
     def lines(self) -> list[str]:
@@ -163,10 +157,10 @@ class Planner:
         self.repo, self.specs, self.engine = repo, specs, engine
         self._repo_models: dict[str, RepoModules] = {}
         self._words = _shortest({word for spec in specs for word in spec.identifiers()})  # the specs as given
-        self._read_naming = None
+        self._prefiltered = None
 
         def start_prefilter(paths: list[Path]) -> None:
-            self._read_naming = prefilter(paths, self._words)
+            self._prefiltered = prefilter(paths, self._words)
 
         self.modules, self.skipped = discover(repo, respect_gitignore, only, start_prefilter)
         self.ops: dict[str, list[Operation]] = {}
@@ -181,16 +175,30 @@ class Planner:
         self.modules_by_path = {m.path: m for m in self.modules.values()}
 
     @functools.cached_property
+    def _read(self) -> dict[str, Prefiltered]:
+        """What the prefilter's worker read of each module, for those it read as the run did (a text of the same
+        length); the others are read here."""
+        read = self._prefiltered() if self._prefiltered is not None else {}
+        found = {name: read.get(m.path) for name, m in self.modules.items()}
+        return {name: it for name, it in found.items() if it is not None and it.length == len(self.modules[name].text)}
+
+    @functools.cached_property
     def candidates(self) -> dict[str, SourceModule]:
-        """The modules that name one of the specs' identifiers: as the prefilter's worker read them (a text of
-        another length than the run's is searched here), else searched here when first asked for, after a lift
-        is planned (its file's transform starts the sooner)."""
-        read = self._read_naming() if self._read_naming is not None else {}
+        """The modules that name one of the specs' identifiers (searched here when first asked for, after a lift
+        is planned, where no worker read them: the lift's transform starts the sooner)."""
+        read = self._read
         return {
             name: m
             for name, m in self.modules.items()
-            if (read[m.path][1] if read.get(m.path, (-1,))[0] == len(m.text) else naming(m.text, self._words))
+            if (read[name].names_one if name in read else naming(m.text, self._words))
         }
+
+    @functools.cached_property
+    def head_index(self) -> HeadIndex:
+        """Which modules hold a class header naming a name (planning/subclasses.py's searches)."""
+        for name, found in self._read.items():
+            self.modules[name].heads = found.heads
+        return HeadIndex((name, m.heads) for name, m in self.modules.items())
 
     def module(self, spec: MigrationSpec, field: str, name: str | None = None) -> SourceModule:
         name = name or spec.fields()[field]

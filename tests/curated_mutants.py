@@ -1101,11 +1101,25 @@ MUTANTS = (
         ("tests/test_triton_lifts.py", "-k", "override_that_runs_the_parent"),
     ),
     Mutant(
-        "planning: a later subclass search no longer reads the aliases a class statement may name its base by",
-        "codemods/planner.py",
-        '(("class", 0, CLASS_HEAD), (" as ", ALIAS_WINDOW, ALIAS_WINDOW))',
-        '(("class", 0, CLASS_HEAD),)',
-        ("tests/test_codemod_planning_reads.py", "-k", "later_subclass_search"),
+        "heads: a subclass search no longer reads the aliases a class statement may name its base by",
+        "codemods/heads.py",
+        "                aliases.append((name, match.group(1)))",
+        "                pass",
+        ("tests/test_codemod_planning_reads.py", "-k", "subclass_search_reads_only"),
+    ),
+    Mutant(
+        "heads: a class header read past its end, into the body",
+        "codemods/heads.py",
+        "            stop = end.start() + 1 if end is not None and end.start() <= start + HEADER else start + HEADER",
+        "            stop = start + HEADER",
+        ("tests/test_codemod_planning_reads.py", "-k", "parses_a_file_only_where"),
+    ),
+    Mutant(
+        "heads: `class` read inside a longer word",
+        "codemods/heads.py",
+        '        if match.start() and (text[match.start() - 1].isalnum() or text[match.start() - 1] == "_"):',
+        "        if False:",
+        ("tests/test_codemod_planning_reads.py", "-k", "parses_a_file_only_where"),
     ),
     Mutant(
         "registration: a name the registration imports is written as the spec spells it, not as the site aliases it",
@@ -2508,13 +2522,6 @@ MUTANTS = (
         ("tests/test_codemod_outline.py", "-k", "override-that-calls"),
     ),
     Mutant(
-        "subclasses: a base named in a class body taken for one in its header",
-        "codemods/planning/subclasses.py",
-        'r"(?:(?!\\)[ \\t]*:[ \\t]*(?:#[^\\n]*)?\\n)[\\s\\S]){0,400}?"',
-        'r"[\\s\\S]{0,400}?"',
-        ("tests/test_codemod_planning_reads.py", "-k", "header_may_name"),
-    ),
-    Mutant(
         "style: ruff's fix rows counted in str.splitlines lines",
         "codemods/style.py",
         "    for line in source_lines(source, keepends=True):\n",
@@ -2780,8 +2787,8 @@ MUTANTS = (
     Mutant(
         "planner: the prefilter's answer taken for a text it read otherwise",
         "codemods/planner.py",
-        "            if (read[m.path][1] if read.get(m.path, (-1,))[0] == len(m.text) else naming(m.text, self._words))",
-        "            if (read[m.path][1] if m.path in read else naming(m.text, self._words))",
+        "        return {name: it for name, it in found.items() if it is not None and it.length == len(self.modules[name].text)}",
+        "        return {name: it for name, it in found.items() if it is not None}",
         ("tests/test_codemod_pool.py", "-k", "prefilter"),
     ),
 )

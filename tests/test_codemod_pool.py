@@ -7,7 +7,8 @@ import pytest
 from tree_forks import write_tree
 
 from zerojit.codemods import gate, pool
-from zerojit.codemods.files import naming
+from zerojit.codemods.files import Prefiltered, naming
+from zerojit.codemods.heads import Heads
 from zerojit.codemods.planner import Planner
 from zerojit.codemods.style import repo_style
 from zerojit.codemods.transforms import RenameKernel
@@ -61,15 +62,29 @@ def test_a_run_that_stops_while_planning_leaves_no_callback_error(tmp_path, capl
 def test_the_prefilter_a_worker_reads_keeps_what_the_planner_would_and_a_text_it_read_otherwise_is_searched_again(
     tmp_path,
 ):
-    files = {"pkg/__init__.py": "", "pkg/a.py": "batch_memcpy = 1\n", "pkg/b.py": "x = 1\n", "pkg/c.py": "MambaMixer\n"}
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "batch_memcpy = 1\n",
+        "pkg/b.py": "class Base:\n    pass\n",
+        "pkg/c.py": "MambaMixer\n",
+        "pkg/d.py": "from pkg.b import Base as B\n\n\nclass D(B):\n    pass\n",
+    }
     repo = write_tree(tmp_path / "repo", files)
     spec = migration_specs()["mamba-batch-memcpy"]
-    here = set(Planner(repo, [spec]).candidates)
+    planner = Planner(repo, [spec])
+    here = set(planner.candidates)
+    assert planner.head_index.naming("Base") == {"pkg.d"}
     with pool.Pool(2) as workers:
-        read = set(Planner(repo, [spec], prefilter=workers.prefilter).candidates)
+        planner = Planner(repo, [spec], prefilter=workers.prefilter)
+        read = set(planner.candidates)
+        assert planner.head_index.naming("Base") == {"pkg.d"}
     assert here == read == {"pkg.a", "pkg.c"}
 
-    def stale(paths, words):  # each file read as another text: other lengths, the other answer
-        return lambda: {path: (len(path.read_text()) + 1, not naming(path.read_text(), words)) for path in paths}
+    def stale(paths, words):  # each file read as another text: other lengths, the other answer, no classes
+        return lambda: {
+            path: Prefiltered(len(path.read_text()) + 1, not naming(path.read_text(), words), Heads((), ()))
+            for path in paths
+        }
 
-    assert set(Planner(repo, [spec], prefilter=stale).candidates) == here
+    planner = Planner(repo, [spec], prefilter=stale)
+    assert set(planner.candidates) == here and planner.head_index.naming("Base") == {"pkg.d"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .. import syntax
@@ -125,38 +125,22 @@ def direct_subclasses(planner: Planner, modules: RepoModules, base: str) -> list
 
 
 def _classes_naming(planner: Planner, modules: RepoModules, parent: str) -> list[tuple[SourceModule, ast.ClassDef]]:
-    """The repo's classes whose bases name `parent` (or a name their module imports it as), found once a run.
-
-    The first two searches read every file's text; later ones read only where a class statement can name a base
-    (SourceModule.class_heads), which costs about three whole-text searches to gather and a seventh of one to read:
-    most migrations search once or twice, a registration in many layers (mamba-batch-memcpy) fifteen times.
-    """
+    """The repo's classes whose bases name `parent` (or a name their module imports it as), found once a run: only
+    a module whose class headers name it is parsed (Planner.head_index), and its tree decides."""
     key = ("classes naming", parent)
     if key not in modules.memo:
-        searched = modules.memo.setdefault(("classes naming",), set())
-        scanned = (lambda m: m.class_heads) if len(searched) >= 2 else (lambda m: m.text)
-        searched.add(parent)
-        modules.memo[key] = list(_naming(planner, scanned, parent))
+        modules.memo[key] = list(_naming(planner, parent))
     return modules.memo[key]
 
 
-def _naming(
-    planner: Planner, scanned: Callable[[SourceModule], str], parent: str
-) -> Iterator[tuple[SourceModule, ast.ClassDef]]:
-    for home in (m for m in planner.modules.values() if parent in scanned(m)):
-        spelled = "|".join(map(re.escape, {parent, *re.findall(rf"\b{re.escape(parent)}\s+as\s+(\w+)", home.text)}))
-        word = re.compile(rf"\b(?:{spelled})\b")
-        # Only a module with a class statement that names it before its header can have ended is parsed (the AST
-        # decides the rest): bases hold colons too (a string, `class Sub[T: Bound](Parent)`), so the header is
-        # taken to end only at a `)` and a `:` that end a line, or 400 characters on.
-        if not re.search(rf"^[ \t]*class\s+\w+{_IN_HEADER}{word.pattern}", home.text, re.MULTILINE):
-            continue
+def _naming(planner: Planner, parent: str) -> Iterator[tuple[SourceModule, ast.ClassDef]]:
+    found = planner.head_index.naming(parent)
+    for home in (m for name, m in planner.modules.items() if name in found):  # in the run's order
+        spelled = {parent, *(alias for named, alias in home.heads.aliases if named == parent)}
+        word = re.compile(rf"\b(?:{'|'.join(map(re.escape, sorted(spelled)))})\b")
         for node in home.classes:
             if any(word.search(ast.unparse(b)) for b in node.bases):
                 yield home, node
-
-
-_IN_HEADER = r"(?:(?!\)[ \t]*:[ \t]*(?:#[^\n]*)?\n)[\s\S]){0,400}?"
 
 
 def _bases(modules: RepoModules, module: str, node: ast.ClassDef) -> set:
