@@ -77,29 +77,33 @@ def in_layer_terms(modules: RepoModules, atom: Atom) -> Atom:
     search put there from the layer it found (`int(@self.conv_kernel_size)`): a condition on that layer, which the
     registering layer answers in its own names. The atom unchanged where it reads no such field."""
 
-    class Fields(ast.NodeTransformer):
-        def __init__(self):
-            self.found = False
-
-        def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
-            node = self.generic_visit(node)
-            call = search_call(modules, node.value)
-            if call is None or call is not node.value:
-                return node
-            if first_layer_found(call) is not None:  # the layer itself
-                self.found = True
-                return ast.Attribute(ast.Name(SELF), node.attr)
-            value = _returned_field(modules, *_searched(modules, call), node.attr)
-            if value is None:
-                return node
-            self.found = True
-            return value
-
-    fields = Fields()
+    fields = _LayerFields(modules)
     form = fields.visit(copy.deepcopy(atom.expression))
     if not fields.found:
         return atom
     return dataclasses.replace(atom, canonical=ast.unparse(form), expression=form, at_layer=True)
+
+
+class _LayerFields(ast.NodeTransformer):
+    """in_layer_terms's rewrite. A class of the module, not one made in the function: a class is a cycle, and what
+    its methods close over (the run's repo model) would wait for the garbage collector."""
+
+    def __init__(self, modules: RepoModules):
+        self.modules, self.found = modules, False
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        node = self.generic_visit(node)
+        call = search_call(self.modules, node.value)
+        if call is None or call is not node.value:
+            return node
+        if first_layer_found(call) is not None:  # the layer itself
+            self.found = True
+            return ast.Attribute(ast.Name(SELF), node.attr)
+        value = _returned_field(self.modules, *_searched(self.modules, call), node.attr)
+        if value is None:
+            return node
+        self.found = True
+        return value
 
 
 def _returned_field(

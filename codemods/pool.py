@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import itertools
 import shlex
 import subprocess
@@ -115,7 +116,8 @@ class Pool:
     """
 
     def __init__(self, jobs: int):
-        self._executor = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else None
+        # A worker collects garbage whatever the state it forks from: its files' trees hold cycles that go with them.
+        self._executor = ProcessPoolExecutor(max_workers=jobs, initializer=gc.enable) if jobs > 1 else None
         self._slots = jobs - 1  # transforms in flight while planning goes on
         self._planning = True
         self._wanted: dict[Path, TransformJob] = {}

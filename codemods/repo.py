@@ -87,9 +87,23 @@ def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionD
     whose one branch always leaves (returns or raises) gates what follows it by the other branch's condition; a
     return the gates cannot say (`after_return`) is left to the caller to refuse.
     """
-    sites: list[CallSite] = []
+    walk = _CallSiteWalk(matches)
+    for node in tree.body if functions is None else functions:
+        if isinstance(node, ast.FunctionDef):
+            walk.visit(node.body, node, (), {})
+    return walk.sites
+
+
+class _CallSiteWalk:
+    """call_sites's walk of a function's blocks: a class, where a closure that calls itself would be a cycle that
+    keeps what it closes over (the matcher, and the repo model behind it) until the garbage collector runs."""
+
+    def __init__(self, matches: Matcher):
+        self.matches = matches
+        self.sites: list[CallSite] = []
 
     def visit(
+        self,
         block: list[ast.stmt],
         function: ast.FunctionDef,
         gates: tuple[Gate, ...],
@@ -107,8 +121,8 @@ def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionD
                 )
                 tested = dict(assigned)
                 then, otherwise = Gate(statement.test, True, tested), Gate(statement.test, False, tested)
-                visit(statement.body, function, gates + (then,), dict(assigned), returned)
-                visit(statement.orelse, function, gates + (otherwise,), dict(assigned), returned)
+                self.visit(statement.body, function, gates + (then,), dict(assigned), returned)
+                self.visit(statement.orelse, function, gates + (otherwise,), dict(assigned), returned)
                 if exits(statement.body) and not exits(statement.orelse):
                     gates, rest = gates + (otherwise,), statement.orelse
                 elif exits(statement.orelse) and not exits(statement.body):
@@ -119,7 +133,7 @@ def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionD
                 continue
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue  # not run by this function
-            inner = [n for n in ast.walk(statement) if isinstance(n, ast.Call) and matches(n, assigned)]
+            inner = [n for n in ast.walk(statement) if isinstance(n, ast.Call) and self.matches(n, assigned)]
             in_loop = isinstance(statement, (ast.For, ast.AsyncFor, ast.While))
             if isinstance(statement, (ast.With, ast.AsyncWith, ast.Try)):
                 for body in (
@@ -128,9 +142,9 @@ def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionD
                     getattr(statement, "orelse", []),
                     getattr(statement, "finalbody", []),
                 ):
-                    visit(body, function, gates, assigned, returned)
+                    self.visit(body, function, gates, assigned, returned)
             else:
-                sites.extend(CallSite(function, call, gates, dict(assigned), in_loop, returned) for call in inner)
+                self.sites.extend(CallSite(function, call, gates, dict(assigned), in_loop, returned) for call in inner)
             # A return in an `except` handler leaves on an error path, as a raise does: no gate says either.
             kept = (
                 [*statement.body, *statement.orelse, *statement.finalbody]
@@ -144,11 +158,6 @@ def call_sites(tree: ast.Module, matches: Matcher, functions: list[ast.FunctionD
                 and isinstance(statement.targets[0], ast.Name)
             ):
                 assigned[statement.targets[0].id] = statement.value
-
-    for node in tree.body if functions is None else functions:
-        if isinstance(node, ast.FunctionDef):
-            visit(node.body, node, (), {})
-    return sites
 
 
 def _returns(statement: ast.stmt) -> bool:

@@ -31,15 +31,19 @@ __all__ = ["MigrationError", "MigrationResult", "check_repo", "migrate", "write"
 
 @contextlib.contextmanager
 def _fewer_collections():
-    """Python's youngest-generation collection less often while the run builds trees (the workers fork inside, so
-    they inherit it). A run makes millions of AST and libcst nodes that live to its end; at the default threshold
-    the collector walks them again and again: about a seventh of a dry run. Cycles are still collected."""
-    threshold = gc.get_threshold()
+    """No collection in this process while the run plans and gathers, and the youngest generation's less often in
+    the workers (they fork inside and collect again: pool.Pool). A run makes millions of AST and libcst nodes that
+    live to its end; at the default threshold the collector walks them again and again (about a seventh of a dry
+    run), and each collection here holds up the planning the workers wait for. Cycles are collected after."""
+    threshold, enabled = gc.get_threshold(), gc.isenabled()
     gc.set_threshold(100_000, *threshold[1:])
+    gc.disable()
     try:
         yield
     finally:
         gc.set_threshold(*threshold)
+        if enabled:
+            gc.enable()
 
 
 @_fewer_collections()

@@ -1320,8 +1320,8 @@ MUTANTS = (
     Mutant(
         "model search: a step condition on the search result's field is not read in the layer's names",
         "codemods/model_search.py",
-        "            self.found = True\n            return value\n",
-        "            return node\n",
+        "        self.found = True\n        return value\n",
+        "        return node\n",
         ("tests/test_migration_gates.py", "-k", "what_the_search_read"),
     ),
     Mutant(
