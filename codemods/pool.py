@@ -86,15 +86,17 @@ def transform(job: TransformJob) -> TransformResult:
         try:
             # ruff's findings on the original: linted once, and only if asked (a clean migrated file never asks)
             original = functools.cache(functools.partial(job.style.lint, file.path, file.source))
-            source = style.restyle(job.style, file.path, file.source, edit.source, original)
+            found = job.style.lint(file.path, edit.source)  # the gate's, and the import sort's (I001)
+            source = style.restyle(job.style, file.path, file.source, edit.source, original, found)
             if job.format_command:
                 source = _format(job.format_command, job.repo, file.path, source)
+            found = found if source == edit.source else None  # linted again where restyling changed the file
             edit = dataclasses.replace(edit, source=source)
         except MigrationError as exc:
             return TransformResult(file.path, None, error=str(exc))
         violations = gate.check_file(file.path, file.source, edit.source)
         try:
-            violations += style.check(job.style, file.path, file.source, edit.source, original)
+            violations += style.check(job.style, file.path, file.source, edit.source, original, found)
         except MigrationError as exc:
             if not violations:  # else the run is refused already, and ruff failing on it says nothing new
                 return TransformResult(file.path, None, error=str(exc))

@@ -201,10 +201,11 @@ def _apply(source: str, edits: Iterable[tuple[int, int, int, int, str]]) -> str:
 
 
 def sort_imports(
-    style: Style, path: Path, before: str, after: str, original: Callable[[], Sequence[Diagnostic]]
+    before: str, after: str, original: Callable[[], Sequence[Diagnostic]], found: Sequence[Diagnostic]
 ) -> str:
-    """`after` with ruff's import sorting, except in the blocks whose kept lines `before` had unsorted (I001)."""
-    unsorted = [d for d in style.lint(path, after, "I") if d.code == "I001" and d.edits]
+    """`after` with ruff's import sorting, except in the blocks whose kept lines `before` had unsorted (I001).
+    `found`: ruff's findings on `after` (the gate's rules hold I001)."""
+    unsorted = [d for d in found if d.code == "I001" and d.edits]
     if not unsorted:
         return after
     theirs = [(d.line, d.end_line) for d in original() if d.code == "I001"]
@@ -228,15 +229,23 @@ def _first_difference(a: str, b: str) -> int:
     return min(len(source_lines(a)), len(source_lines(b))) + 1
 
 
-def restyle(style: Style, path: Path, before: str, after: str, original: Callable[[], Sequence[Diagnostic]]) -> str:
+def restyle(
+    style: Style,
+    path: Path,
+    before: str,
+    after: str,
+    original: Callable[[], Sequence[Diagnostic]],
+    found: Sequence[Diagnostic],
+) -> str:
     """The migrated file in the repo's style: imports sorted (where the original's were), the changed ranges formatted.
 
-    original: ruff's findings on `before` (its unsorted import blocks keep their order), asked for only when needed.
+    original: ruff's findings on `before` (its unsorted import blocks keep their order), asked for only when needed;
+    found: its findings on `after` (`lint`: the gate's rules, I001 among them).
     Ranges are formatted last to first, so the earlier ones keep their line numbers; ruff
     widens a range to whole statements, and a widening that reached up into an earlier range
     has formatted that part of it already.
     """
-    source = sort_imports(style, path, before, after, original)
+    source = sort_imports(before, after, original, found)
     limit = len(source_lines(source)) + 1  # lines from here on are formatted already
     for start, end in reversed(changed_ranges(before, source)):
         end = min(end, limit - 1)
@@ -259,10 +268,15 @@ def _text(lines: list[str], number: int) -> str:
 
 
 def check(
-    style: Style, path: Path, before: str, after: str, original: Callable[[], Sequence[Diagnostic]]
+    style: Style,
+    path: Path,
+    before: str,
+    after: str,
+    original: Callable[[], Sequence[Diagnostic]],
+    found: Sequence[Diagnostic] | None = None,
 ) -> list[Finding]:
     """The gate's ruff half: findings in `after` that `before` did not have (original: ruff's findings on before,
-    asked for only when `after` has some).
+    asked for only when `after` has some; found: those on `after`, where they were linted already).
 
     Lint findings are compared as a multiset of (code, message); a new one is reported where
     the migration changed lines when it can be. Formatting: a changed range ruff format would
@@ -270,7 +284,7 @@ def check(
     """
     ranges = changed_ranges(before, after)
     changed = {line for start, end in ranges for line in range(start, end + 1)}
-    found = style.lint(path, after)
+    found = style.lint(path, after) if found is None else found
     new = Counter(d.key for d in found) - Counter(d.key for d in original()) if found else Counter()
     # A line the migration copied as it was (a comment a dispatcher takes along) brings its finding with it.
     lines = source_lines(after)

@@ -2791,4 +2791,18 @@ MUTANTS = (
         "        return {name: it for name, it in found.items() if it is not None}",
         ("tests/test_codemod_pool.py", "-k", "prefilter"),
     ),
+    Mutant(
+        "pool: the gate reads the findings of the file as it was before the style step changed it",
+        "codemods/pool.py",
+        "            found = found if source == edit.source else None  # linted again where restyling changed the file",
+        "",
+        ("tests/test_codemod_pool.py", "-k", "linted_again"),
+    ),
+    Mutant(
+        "insert_registration: no blank line after the imports the block holds",
+        "codemods/transforms/insert_registration.py",
+        "        if lazy and not _imports(body[0]) and not (body[0].leading_lines",
+        "        if False and not (body[0].leading_lines",
+        ("tests/test_codemod_transforms.py", "-k", "ruffs_formatter"),
+    ),
 )

@@ -6,11 +6,10 @@ import dataclasses
 import pytest
 from tree_forks import write_tree
 
-from zerojit.codemods import gate, pool
+from zerojit.codemods import gate, pool, style
 from zerojit.codemods.files import Prefiltered, naming
 from zerojit.codemods.heads import Heads
 from zerojit.codemods.planner import Planner
-from zerojit.codemods.style import repo_style
 from zerojit.codemods.transforms import RenameKernel
 from zerojit.migrate.families import migration_specs
 
@@ -24,7 +23,7 @@ def job(tmp_path, *renamed):
     path.write_text(SOURCE)
     operations = tuple(RenameKernel(name, f"_{name}", frozenset({"pkg.ops"})) for name in renamed)
     file = pool.FileJob(path, "pkg.ops", "pkg", SOURCE)
-    return pool.TransformJob(file, operations, tmp_path, (), repo_style(tmp_path, ["pkg"]))
+    return pool.TransformJob(file, operations, tmp_path, (), style.repo_style(tmp_path, ["pkg"]))
 
 
 def test_a_file_offered_again_with_another_operation_gets_the_result_of_its_last_job(tmp_path):
@@ -88,3 +87,27 @@ def test_the_prefilter_a_worker_reads_keeps_what_the_planner_would_and_a_text_it
 
     planner = Planner(repo, [spec], prefilter=stale)
     assert set(planner.candidates) == here and planner.head_index.naming("Base") == {"pkg.d"}
+
+
+def test_a_migrated_file_its_style_step_leaves_as_it_is_is_linted_once(tmp_path, monkeypatch):
+    """The lint that finds unsorted imports is the gate's (its rules hold I001): where restyling changes nothing,
+    the gate reads it instead of running ruff on the same text again."""
+    linted = []
+    lint = style.Style.lint
+
+    def counted(self, path, source, *rules):
+        linted.append(source)
+        return lint(self, path, source, *rules)
+
+    monkeypatch.setattr(style.Style, "lint", counted)
+    result = pool.transform(job(tmp_path, "KERNEL"))
+    assert "return _KERNEL, OTHER" in result.edit.source and not result.violations
+    assert linted == [result.edit.source]
+
+
+def test_a_migrated_file_its_style_step_changes_is_linted_again(tmp_path):
+    """A rename past the line length: the style step wraps the line, and the gate reads the wrapped file."""
+    long = "KERNEL_" + "X" * 70  # its definition still fits in 88 columns, the return does not
+    renamed = dataclasses.replace(job(tmp_path), operations=(RenameKernel("KERNEL", long, frozenset({"pkg.ops"})),))
+    result = pool.transform(renamed)
+    assert f"        {long},\n" in result.edit.source and not result.violations

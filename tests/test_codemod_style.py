@@ -92,7 +92,7 @@ def shape(source: str) -> str:
 def unstyled(repo: Path, families) -> dict[str, str]:
     """What the transforms alone write (the style step and the gate's ruff half off), by path; nothing is written."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(style, "restyle", lambda st, path, before, after, original: after)
+        patch.setattr(style, "restyle", lambda st, path, before, after, *found: after)
         patch.setattr(style, "check", lambda *args: [])
         result = migrate(repo, [SPECS[f] for f in families], jobs=1)  # one process: the patch holds
     return {c.path.relative_to(repo).as_posix(): c.after for c in result.changes}
@@ -228,7 +228,7 @@ def test_restyle_formats_the_written_lines_of_a_fork_and_nothing_else(tmp_path):
     path = repo / "pkg" / "after.py"
     settings = style.repo_style(repo, ["pkg"])
     original = functools.partial(settings.lint, path, before)
-    result = style.restyle(settings, path, before, after, original)
+    result = style.restyle(settings, path, before, after, original, settings.lint(path, after))
     (repo / "pkg" / "result.py").write_text(result)
     removed, added = changed_lines(before, result)
     assert not removed  # every line of the fork is still there, as it was (its quotes, its spacing, its order)
@@ -243,6 +243,7 @@ def test_restyle_formats_the_written_lines_of_a_fork_and_nothing_else(tmp_path):
         before.replace("\n", "\r\n"),
         after.replace("\n", "\r\n"),
         functools.partial(settings.lint, path, before.replace("\n", "\r\n")),
+        settings.lint(path, after.replace("\n", "\r\n")),
     )
     assert crlf == result.replace("\n", "\r\n")  # a CRLF file keeps its line endings
 

@@ -12,6 +12,7 @@ from libcst.metadata import ScopeProvider
 
 from zerojit.codemods import gate
 from zerojit.codemods.spec import MigrationSpec, SpecError
+from zerojit.codemods.style import repo_style
 from zerojit.codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameKernel, apply
 from zerojit.codemods.transforms.insert_owner import InsertOwner
 from zerojit.codemods.transforms.registration_code import joined_into_registration_if
@@ -545,14 +546,15 @@ def test_multiline_registration_is_indented_and_imports_merge(tmp_path):
     )
 
 
-def test_lazy_import_goes_inside_the_block(tmp_path):
+def test_lazy_import_goes_inside_the_block_as_ruffs_formatter_writes_it(tmp_path):
     layer = LAYER.replace("from engine.ops import _KERNEL\n", "")
     op = insert(lazy=True, kernel_name="_KERNEL", names=frozenset({"config", "_KERNEL"}))
     edit = run(tmp_path, "engine.layer", layer, [op])
-    assert (
-        "        if config.enable_jit_warmup:\n            from engine.ops import _KERNEL\n"
-        "            _KERNEL.register_warmup()\n" in edit.source
-    )
+    block = "        if config.enable_jit_warmup:\n            from engine.ops import _KERNEL\n\n            _KERNEL.register_warmup()\n"
+    assert block in edit.source
+    start = edit.source[: edit.source.index(block)].count("\n") + 1
+    ranged = repo_style(tmp_path, ["engine"]).format(tmp_path / "engine" / "layer.py", edit.source, (start, start + 3))
+    assert block in ranged  # the style step has nothing left to do there
 
 
 def test_a_registration_whose_names_are_not_bound_is_refused(tmp_path):

@@ -491,6 +491,9 @@ class _Insert(Command):
                     leading_lines=[cst.EmptyLine(indent=False)] if lazy else [],
                 )
             ]
+        if lazy and not _imports(body[0]) and not (body[0].leading_lines and not body[0].leading_lines[0].comment):
+            # A blank line after the imports, as ruff's formatter writes it (the formatter has nothing left to do).
+            body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *body[0].leading_lines])
         body = lazy + body
         for line in self.op.gate_imports:  # `from m import n [as a]`, or `import m [as a]` (a module the gate reads)
             statement = cst.parse_statement(line + "\n").body[0]
@@ -582,3 +585,7 @@ def _imported_names(line: str) -> set[str]:
     return {
         alias.asname.name.value if alias.asname else get_full_name_for_node(alias.name) for alias in statement.names
     }
+
+
+def _imports(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Import | cst.ImportFrom)
