@@ -153,7 +153,8 @@ class Planner:
         engine: Engine = DEFAULT_ENGINE,
         prefilter: Prefilter = lambda paths, words: None,
     ):
-        """`prefilter`: where a worker can read the files for `candidates` while this process reads them too."""
+        """`prefilter`: where a worker can read the files for `candidates` and `head_index` while this process reads
+        them too."""
         self.repo, self.specs, self.engine = repo, specs, engine
         self._repo_models: dict[str, RepoModules] = {}
         self._words = _shortest({word for spec in specs for word in spec.identifiers()})  # the specs as given
