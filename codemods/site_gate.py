@@ -91,8 +91,8 @@ class GatePlan:
         }
 
 
-def _matches(entry: str, atom: Atom, modules: RepoModules, frame: Frame) -> bool:
-    parsed = expression_or_none(entry)
+def _matches(parsed: ast.expr | None, atom: Atom, modules: RepoModules, frame: Frame) -> bool:
+    """Whether an entry (`parsed`: None where it is no expression) names the condition as written or as read."""
     if parsed is None:
         return False
     return ast.dump(parsed) in atom.spellings or ast.unparse(canonical(modules, parsed, frame)) == atom.canonical
@@ -146,12 +146,13 @@ def compare(
     entries = spec.registration.intended_differences
     # A legacy condition is also named by its early return's test, wherever the tree writes it as a condition.
     negations = {id(atom): {ast.dump(expression_or_none(form)) for form in _forms(atom)[1:]} for atom in legacy}
-    dumps = [ast.dump(parsed) if (parsed := expression_or_none(entry)) is not None else None for entry, _ in entries]
+    parsed = [expression_or_none(entry) for entry, _ in entries]
+    dumps = [ast.dump(entry) if entry is not None else None for entry in parsed]
     exact = {
         (index, id(atom))
         for atom in legacy + migrated + registry
-        for index, (entry, _) in enumerate(entries)
-        if _matches(entry, atom, modules, frame) or dumps[index] in negations.get(id(atom), ())
+        for index in range(len(entries))
+        if _matches(parsed[index], atom, modules, frame) or dumps[index] in negations.get(id(atom), ())
     }
     renamed = _renamed_entries(spec, legacy, {i for i, _ in exact}, {a for _, a in exact})
 

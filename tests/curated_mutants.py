@@ -2745,8 +2745,8 @@ MUTANTS = (
     Mutant(
         "site_gate: an entry never names a condition by its early return's test",
         "codemods/site_gate.py",
-        "        if _matches(entry, atom, modules, frame) or dumps[index] in negations.get(id(atom), ())",
-        "        if _matches(entry, atom, modules, frame)",
+        "        if _matches(parsed[index], atom, modules, frame) or dumps[index] in negations.get(id(atom), ())",
+        "        if _matches(parsed[index], atom, modules, frame)",
         ("tests/test_migration_gates.py", "-k", "names_its_guard_however"),
     ),
     Mutant(
