@@ -27,7 +27,7 @@ def runner_config_value(modules: RepoModules, attribute: str, config: str, depth
         stores = _self_stores_of(modules, runner, node).get(attribute, [])
         if len(stores) != 1 or stores[0] not in init.body or not isinstance(stores[0], ast.Assign | ast.AnnAssign):
             return None
-        if parameter in local_names(init) or parameter not in parameters(init) or depth > 4:
+        if parameter in _locals_of(modules, runner, init) or parameter not in parameters(init) or depth > 4:
             return None
         value = _from_config(modules, init, stores[0], stores[0].value, config, depth)
         if value is None:
@@ -80,4 +80,12 @@ def _self_stores_of(modules: RepoModules, cls: str, node: ast.ClassDef) -> dict[
         for name, statement in self_stores(node):
             found.setdefault(name, []).append(statement)
         modules.memo[key] = found
+    return modules.memo[key]
+
+
+def _locals_of(modules: RepoModules, cls: str, init: ast.FunctionDef) -> set[str]:
+    """The names a runner class's constructor binds, walked once per run however many attributes the gates read."""
+    key = ("constructor locals", cls)
+    if key not in modules.memo:
+        modules.memo[key] = local_names(init)
     return modules.memo[key]
