@@ -10,9 +10,9 @@ string, `subclass Foo`) only adds a file to parse: the parsed tree decides.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 HEADER = 400
 _CLASS = re.compile(r"class\s+(\w+)(\s*[(\[])?")  # starts with a literal: `re` scans for it at C speed
@@ -21,9 +21,8 @@ _AS = re.compile(r"as\s+(\w+)")
 _NAME_AT_START = re.compile(r"\w*")
 
 
-@dataclasses.dataclass(frozen=True)
-class Heads:
-    """A file's class headers and its aliases (small and frozen: a worker returns it)."""
+class Heads(NamedTuple):
+    """A file's class headers and its aliases (a named tuple: a worker returns one per file, pickled)."""
 
     headers: tuple[tuple[str, str], ...]  # (class name, the header's text after the name: "" without bases)
     aliases: tuple[tuple[str, str], ...]  # (name, alias) for each `name as alias`

@@ -14,6 +14,7 @@ import ast
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 from . import gate
@@ -29,8 +30,8 @@ from .spec import MigrationSpec, SpecError
 from .syntax import holds_call_like, source_lines, statements
 from .transforms import Operation
 
-# prefilter(paths, words): a call that gives files.prefilter(paths, words) once it is done (None: no worker).
-Prefilter = Callable[[list[Path], list[str]], Callable[[], dict[Path, Prefiltered]] | None]
+# prefilter(paths, words): files.prefilter(paths, words) started in a worker, as a future (None: no worker).
+Prefilter = Callable[[list[Path], list[str]], Future | None]
 
 
 @dataclasses.dataclass
@@ -158,10 +159,11 @@ class Planner:
         self.repo, self.specs, self.engine = repo, specs, engine
         self._repo_models: dict[str, RepoModules] = {}
         self._words = _shortest({word for spec in specs for word in spec.identifiers()})  # the specs as given
-        self._prefiltered = None
+        self._prefiltered: tuple[list[Path], Future | None] = ([], None)
+        self._worker_read: dict[str, Prefiltered] | None = None
 
         def start_prefilter(paths: list[Path]) -> None:
-            self._prefiltered = prefilter(paths, self._words)
+            self._prefiltered = paths, prefilter(paths, self._words)
 
         self.modules, self.skipped = discover(repo, respect_gitignore, only, start_prefilter)
         self.ops: dict[str, list[Operation]] = {}
@@ -175,29 +177,34 @@ class Planner:
         self.warnings: list[str] = []  # what planning found a human should check (the run goes on)
         self.modules_by_path = {m.path: m for m in self.modules.values()}
 
-    @functools.cached_property
-    def _read(self) -> dict[str, Prefiltered]:
+    def _read(self, wait: bool = True) -> dict[str, Prefiltered] | None:
         """What the prefilter's worker read of each module, for those it read as the run did (a text of the same
-        length); the others are read here."""
-        read = self._prefiltered() if self._prefiltered is not None else {}
-        found = {name: read.get(m.path) for name, m in self.modules.items()}
-        return {name: it for name, it in found.items() if it is not None and it.length == len(self.modules[name].text)}
+        length; the others are read here). None while the worker still reads, unless `wait`."""
+        paths, answer = self._prefiltered
+        if self._worker_read is None and (answer is None or wait or answer.done()):
+            read = dict(zip(paths, answer.result())) if answer is not None else {}
+            found = {name: read.get(m.path) for name, m in self.modules.items()}
+            self._worker_read = {
+                name: it for name, it in found.items() if it is not None and it.length == len(self.modules[name].text)
+            }
+        return self._worker_read
 
     @functools.cached_property
     def candidates(self) -> dict[str, SourceModule]:
-        """The modules that name one of the specs' identifiers (searched here when first asked for, after a lift
-        is planned, where no worker read them: the lift's transform starts the sooner)."""
-        read = self._read
-        return {
-            name: m
-            for name, m in self.modules.items()
-            if (read[name].names_one if name in read else naming(m.text, self._words))
-        }
+        """The modules that name one of the specs' identifiers (searched when first asked for, after a lift is
+        planned, so that the lift's transform starts the sooner). Searched here until the worker's answers come,
+        which then decide the rest: the planner never waits for them."""
+        found, read = {}, None
+        for name, m in self.modules.items():
+            read = read if read is not None else self._read(wait=False)
+            if read[name].names_one if read is not None and name in read else naming(m.text, self._words):
+                found[name] = m
+        return found
 
     @functools.cached_property
     def head_index(self) -> HeadIndex:
         """Which modules hold a class header naming a name (planning/subclasses.py's searches)."""
-        for name, found in self._read.items():
+        for name, found in self._read().items():
             self.modules[name].heads = found.heads
         return HeadIndex((name, m.heads) for name, m in self.modules.items())
 

@@ -139,12 +139,12 @@ class Pool:
                 self._wanted = {}  # a job that ends during the shutdown starts nothing (the planner may have raised)
             self._executor.shutdown(cancel_futures=True)
 
-    def prefilter(self, paths: list[Path], words: list[str]) -> Callable[[], dict[Path, files.Prefiltered]] | None:
+    def prefilter(self, paths: list[Path], words: list[str]) -> Future | None:
         """files.prefilter in a worker, started now, while the planner reads the same files (the workers have
         nothing to do yet). None with one job."""
         if self._executor is None:
             return None
-        return self._executor.submit(files.prefilter, paths, words).result
+        return self._executor.submit(files.prefilter, paths, words)
 
     def offer(self, transforms: Sequence[TransformJob]) -> None:
         """Each file's job as planned so far: a job that replaces one already started cancels it."""

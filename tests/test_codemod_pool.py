@@ -2,6 +2,7 @@
 of the job it has when planning ends, the same as a transform run in this process after planning."""
 
 import dataclasses
+from concurrent.futures import Future
 
 import pytest
 from tree_forks import write_tree
@@ -58,7 +59,7 @@ def test_a_run_that_stops_while_planning_leaves_no_callback_error(tmp_path, capl
     assert [r.getMessage() for r in caplog.records] == []
 
 
-def test_the_prefilter_a_worker_reads_keeps_what_the_planner_would_and_a_text_it_read_otherwise_is_searched_again(
+def test_the_prefilter_a_worker_reads_decides_what_the_planner_has_not_searched_when_it_comes_for_texts_read_alike(
     tmp_path,
 ):
     files = {
@@ -80,13 +81,35 @@ def test_the_prefilter_a_worker_reads_keeps_what_the_planner_would_and_a_text_it
     assert here == read == {"pkg.a", "pkg.c"}
 
     def stale(paths, words):  # each file read as another text: other lengths, the other answer, no classes
-        return lambda: {
-            path: Prefiltered(len(path.read_text()) + 1, not naming(path.read_text(), words), Heads((), ()))
-            for path in paths
-        }
+        return _answered(
+            [Prefiltered(len(p.read_text()) + 1, not naming(p.read_text(), words), Heads((), ())) for p in paths]
+        )
 
     planner = Planner(repo, [spec], prefilter=stale)
     assert set(planner.candidates) == here and planner.head_index.naming("Base") == {"pkg.d"}
+
+    def late(paths, words):  # read as the run did, each answer the other one, and come once two modules are searched
+        answer = [Prefiltered(len(p.read_text()), not naming(p.read_text(), words), Heads((), ())) for p in paths]
+        return _answered(answer, polls_before=2)
+
+    planner = Planner(repo, [spec], prefilter=late)
+    searched_here, answered = list(planner.modules)[:2], list(planner.modules)[2:]
+    assert set(planner.candidates) == {n for n in searched_here if n in here} | {n for n in answered if n not in here}
+
+
+def _answered(answer, polls_before=0):
+    """A worker's answer as the planner gets it: a future, done once it has been asked `polls_before` times."""
+
+    class Arriving(Future):
+        polls = 0
+
+        def done(self):
+            self.polls += 1
+            return self.polls > polls_before
+
+    future = Arriving()
+    future.set_result(answer)
+    return future
 
 
 def test_a_migrated_file_its_style_step_leaves_as_it_is_is_linted_once(tmp_path, monkeypatch):
