@@ -2286,8 +2286,8 @@ MUTANTS = (
     Mutant(
         "construction: an annotated store (`x.mode: bool = True`) not looked for",
         "codemods/planning/after_building.py",
-        '        stores = re.compile(rf"\\.(?<!\\bself\\.)(?:{read})\\b[\\w.\\[\\]]*\\s*(?::[^=\\n]*)?[-+*/%&|^@]?=(?!=)")\n',
-        '        stores = re.compile(rf"\\.(?<!\\bself\\.)(?:{read})\\b[\\w.\\[\\]]*\\s*[-+*/%&|^@]?=(?!=)")\n',
+        '    return re.compile(rf"\\.(?<!\\bself\\.)(?:{read})\\b[\\w.\\[\\]]*\\s*(?::[^=\\n]*)?[-+*/%&|^@]?=(?!=)")\n',
+        '    return re.compile(rf"\\.(?<!\\bself\\.)(?:{read})\\b[\\w.\\[\\]]*\\s*[-+*/%&|^@]?=(?!=)")\n',
         ("tests/test_vllm033_migrations.py", "-k", "through_what_holds_it"),
     ),
     Mutant(
@@ -2787,8 +2787,8 @@ MUTANTS = (
     Mutant(
         "planner: the prefilter's answer taken for a text it read otherwise",
         "codemods/planner.py",
-        "        return {name: it for name, it in found.items() if it is not None and it.length == len(self.modules[name].text)}",
-        "        return {name: it for name, it in found.items() if it is not None}",
+        "                name: it for name, it in found.items() if it is not None and it.length == len(self.modules[name].text)\n",
+        "                name: it for name, it in found.items() if it is not None\n",
         ("tests/test_codemod_pool.py", "-k", "prefilter"),
     ),
     Mutant(
@@ -2804,5 +2804,19 @@ MUTANTS = (
         "        if lazy and not _imports(body[0]) and not (body[0].leading_lines",
         "        if False and not (body[0].leading_lines",
         ("tests/test_codemod_transforms.py", "-k", "ruffs_formatter"),
+    ),
+    Mutant(
+        "construction: a module that stores into one of the run's reads taken to store into each",
+        "codemods/planning/after_building.py",
+        "                    if alone[read].search(m.text):\n",
+        "                    if True:\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "one_scan_for_just_those"),
+    ),
+    Mutant(
+        "planner: the prefilter's late answer waited for, though the planner had searched some modules itself",
+        "codemods/planner.py",
+        "        if self._worker_read is None and (answer is None or wait or answer.done()):\n",
+        "        if self._worker_read is None:\n",
+        ("tests/test_codemod_pool.py", "-k", "prefilter"),
     ),
 )

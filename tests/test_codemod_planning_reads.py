@@ -5,6 +5,8 @@ a definition."""
 
 import ast
 import builtins
+import itertools
+import re
 import symtable
 
 import libcst as cst
@@ -14,6 +16,7 @@ from tree_forks import write_tree
 from zerojit.codemods.heads import Heads
 from zerojit.codemods.planner import Planner
 from zerojit.codemods.planning import layer_filters
+from zerojit.codemods.planning.after_building import _changing, _changing_by_read
 from zerojit.codemods.planning.pins import _parameters
 from zerojit.codemods.planning.registrations import _imports_as_aliased
 from zerojit.codemods.planning.subclasses import direct_subclasses
@@ -170,6 +173,36 @@ def test_the_planner_and_its_repo_model_share_one_parse_of_a_file(tmp_path):
     assert model.tree("pkg.aliased") is planner.modules["pkg.aliased"].tree
     assert planner.modules["pkg.dotted"].tree is model.tree("pkg.dotted")
     assert planner.modules["pkg.aliased"].parsed and not planner.modules["pkg.user"].parsed
+
+
+CHANGERS = {
+    "pkg/__init__.py": "",
+    "pkg/chain.py": "x.a.b = 1\n",  # one store into both: a scan for both sees one match, at `.a`
+    "pkg/annotated.py": "x.a: y.b = 1\n",  # `.b = 1` stores into b too
+    "pkg/held.py": "n = self.layer.b\n",  # a later line may store through n
+    "pkg/own.py": "self.a = 1\n",  # a class setting its own attribute
+    "pkg/plain.py": "x.c += 2\ny = x.a\n",
+}
+
+
+def test_the_modules_that_may_change_some_attributes_are_those_one_scan_for_just_those_finds(tmp_path):
+    """Each read's modules are found in one pass for every read of the run; any set of them gives the modules a
+    pass for that set alone finds: a store, a line that holds through it, not a class's own attribute."""
+    planner = Planner(write_tree(tmp_path / "repo", CHANGERS), [])
+    modules = planner.repo_model("pkg.chain")
+
+    def alone(reads):
+        read = "|".join(sorted(reads))
+        stores = re.compile(rf"\.(?<!\bself\.)(?:{read})\b[\w.\[\]]*\s*(?::[^=\n]*)?[-+*/%&|^@]?=(?!=)")
+        held = re.compile(rf"^\s*\w+\s*=\s*\w+(?:\.\w+)+\.(?:{read})[ \t]*$", re.MULTILINE)
+        return {m.name for m in planner.modules.values() if stores.search(m.text) or held.search(m.text)}
+
+    by_read = _changing_by_read(planner, modules, frozenset("abc"))
+    for reads in (set(c) for n in (1, 2, 3) for c in itertools.combinations("abc", n)):
+        assert (
+            set().union(*(by_read[r] for r in reads)) == alone(reads) == set(_changing(planner, modules, reads, {})[0])
+        )
+    assert alone({"b"}) == {"pkg.chain", "pkg.annotated", "pkg.held"} and alone({"a"}) == {"pkg.chain", "pkg.annotated"}
 
 
 CONSTRUCTOR = """

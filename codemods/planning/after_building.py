@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..repo import RepoModules
 from ..syntax import own_nodes, self_stores, statements
+from . import subclasses
 from .subclasses import replacing_subclasses, subclasses_of
 
 if TYPE_CHECKING:
@@ -122,24 +123,21 @@ def _changing(
     (annotated too; not `self.<read>`, a class setting its own attribute, whose changers are looked for by name), a
     call of `.<changer>(`, or a name assigned `<x>.<y>.<read>` (`norm = self.linear_attn.norm`), which a later line
     may store through. With the words of the class statements of those that store or call through `self.<name>.`
-    (a subclass's method may change what its parent built). Found once a run for a set of attributes; each pattern
-    apart: one alternation of them scans several times slower."""
+    (a subclass's method may change what its parent built). Found once a run for a set of attributes."""
     key = ("changing", frozenset(reads), frozenset(changers))
     if key not in modules.memo:
-        read = "|".join(map(re.escape, sorted(reads)))
-        stores = re.compile(rf"\.(?<!\bself\.)(?:{read})\b[\w.\[\]]*\s*(?::[^=\n]*)?[-+*/%&|^@]?=(?!=)")
+        every = frozenset(reads).union(*map(subclasses.self_reads, planner.specs))  # each spec's, found together
+        names = set().union(*(_changing_by_read(planner, modules, every)[read] for read in reads))
         calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(changers)))})\(") if changers else None
-        ends = re.compile(rf"\.(?:{read})[ \t]*$", re.MULTILINE)
+        if calls is not None:
+            names |= {m.name for m in planner.modules.values() if calls.search(m.text)}
+        changing = {m.name: m for m in planner.modules.values() if m.name in names}
+        stores = _stores(reads)
 
         def changes(text: str) -> Iterator[re.Match]:
             yield from stores.finditer(text)
             yield from calls.finditer(text) if calls else ()
 
-        def holds_one(text: str) -> bool:
-            lines = (text[text.rfind("\n", 0, at.start()) + 1 : at.end()] for at in ends.finditer(text))
-            return any(re.fullmatch(r"\s*\w+\s*(?::[^=\n]*)?=\s*\w+(?:\.\w+){2,}", line) for line in lines)
-
-        changing = {m.name: m for m in planner.modules.values() if next(changes(m.text), None) or holds_one(m.text)}
         # The names the class statements of those that go through `self.<name>.` may name as a base.
         based = {
             word
@@ -150,6 +148,34 @@ def _changing(
         }
         modules.memo[key] = changing, based
     return modules.memo[key]
+
+
+def _changing_by_read(planner: Planner, modules: RepoModules, reads: frozenset[str]) -> dict[str, set[str]]:
+    """For each of `reads`, the modules that store into `<x>.<read>` or assign a name `<x>.<y>.<read>` (`_changing`).
+    The reads of every spec of the run are looked for at once: a pass over the repo's text costs about as much for
+    one attribute as for twenty. Stores and line ends apart: one alternation of both scans several times slower."""
+    key = ("changing by read", reads)
+    if key not in modules.memo:
+        found: dict[str, set[str]] = {read: set() for read in reads}
+        stores, alone = _stores(reads), {read: _stores({read}) for read in reads}
+        ends = re.compile(rf"\.({'|'.join(map(re.escape, sorted(reads)))})[ \t]*$", re.MULTILINE)
+        held = re.compile(r"\s*\w+\s*(?::[^=\n]*)?=\s*\w+(?:\.\w+){2,}")
+        for m in planner.modules.values():
+            if stores.search(m.text):  # a store into one of them: which (an alternation's match may hide another's)
+                for read in reads:
+                    if alone[read].search(m.text):
+                        found[read].add(m.name)
+            for at in ends.finditer(m.text):  # a line that ends in one of them, the only match it can hold
+                if held.fullmatch(m.text[m.text.rfind("\n", 0, at.start()) + 1 : at.end()]):
+                    found[at.group(1)].add(m.name)
+        modules.memo[key] = found
+    return modules.memo[key]
+
+
+def _stores(reads: Iterable[str]) -> re.Pattern:
+    """A store into `<x>.<read>` for one of `reads`, but not into `self.<read>` (`_changing`)."""
+    read = "|".join(map(re.escape, sorted(reads)))
+    return re.compile(rf"\.(?<!\bself\.)(?:{read})\b[\w.\[\]]*\s*(?::[^=\n]*)?[-+*/%&|^@]?=(?!=)")
 
 
 class _Holders:
