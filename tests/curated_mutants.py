@@ -527,8 +527,8 @@ MUTANTS = (
     Mutant(
         "codemods: locals left unread by a removal are kept",
         "codemods/transforms/pipeline.py",
-        "    if removed and unread_somewhere(versions.code(module)):",
-        "    if False:",
+        "    if removed:\n",
+        "    if False:\n",
         ("tests/test_vllm033_migrations.py", "-k", "f821"),
     ),
     Mutant(
@@ -618,7 +618,7 @@ MUTANTS = (
     Mutant(
         "codemods: the outline is used where a function binds a global",
         "codemods/transforms/metadata.py",
-        "    if _BINDS_OUTSIDE.search(code) or (unless is not None and unless.search(code)):",
+        "    if binds_outside(code) or (unless is not None and unless.search(code)):",
         "    if unless is not None and unless.search(code):",
         ("tests/test_codemod_metadata.py", "-k", "global"),
     ),
@@ -2461,7 +2461,7 @@ MUTANTS = (
     Mutant(
         "outline: a function that declares a global outlined",
         "codemods/transforms/outline.py",
-        "and not _BINDS_OUTSIDE.search(code(node))",
+        "and not binds_outside(code(node))",
         "and True",
         ("tests/test_codemod_outline.py", "-k", "keeps_whole"),
     ),
@@ -2818,5 +2818,19 @@ MUTANTS = (
         "        if self._worker_read is None and (answer is None or wait or answer.done()):\n",
         "        if self._worker_read is None:\n",
         ("tests/test_codemod_pool.py", "-k", "prefilter"),
+    ),
+    Mutant(
+        "codemods: dead locals read off an outline's symbol tables where a global makes the scopes the whole file's",
+        "codemods/transforms/pipeline.py",
+        "    if not binds_outside(code) and not any(map(unread_somewhere, changed)):\n",
+        "    if not any(map(unread_somewhere, changed)):\n",
+        ("tests/test_codemod_transforms.py", "-k", "global_reads_the_file"),
+    ),
+    Mutant(
+        "codemods: dead locals looked for in every function, not only those the removal changed",
+        "codemods/transforms/pipeline.py",
+        "    changed = [function for function in codes.of(module).values() if function not in unchanged]\n",
+        "    changed = list(codes.of(module).values())\n",
+        ("tests/test_codemod_transforms.py", "-k", "global_reads_the_file"),
     ),
 )

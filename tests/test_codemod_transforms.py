@@ -13,7 +13,14 @@ from libcst.metadata import ScopeProvider
 from zerojit.codemods import gate
 from zerojit.codemods.spec import MigrationSpec, SpecError
 from zerojit.codemods.style import repo_style
-from zerojit.codemods.transforms import AnchorError, InsertRegistration, RemoveLegacyCalls, RenameKernel, apply
+from zerojit.codemods.transforms import (
+    AnchorError,
+    InsertRegistration,
+    RemoveLegacyCalls,
+    RenameKernel,
+    apply,
+    pipeline,
+)
 from zerojit.codemods.transforms.insert_owner import InsertOwner
 from zerojit.codemods.transforms.registration_code import joined_into_registration_if
 from zerojit.codemods.transforms.remove_dead_local import dead_locals, unread_somewhere
@@ -243,6 +250,36 @@ def test_a_local_unread_before_the_removal_stays_in_the_function_it_changed(tmp_
     edit = run(tmp_path, "engine.layers", source, [LEGACY])
     assert edit.refusals == [] and edit.counts == {"remove_legacy_call": 1, "remove_dead_local": 1}
     assert "    spare = worker.rank\n" in edit.source and "worker.config" not in edit.source
+
+
+@pytest.mark.parametrize("declares", ["", "global SEEN; "])
+def test_scopes_are_resolved_for_dead_locals_only_where_a_function_may_hold_one_and_a_global_reads_the_file(
+    tmp_path, monkeypatch, declares
+):
+    """The scopes are resolved once: for the function the removal changed, which holds a local left unread, and not
+    for its version before (nothing unread there) or after the local goes. Where a function declares a global the
+    whole file's scopes are read, before and after: the local another function never read stays."""
+    source = src(f"""
+        from engine.warmup.legacy import legacy_warmup
+
+
+        class A:
+            def warm(self):
+                {declares}cfg = None
+
+
+        class B:
+            def warm(self, worker):
+                spec = worker.config
+                legacy_warmup(spec)
+                return worker
+        """)
+    resolved = []
+    monkeypatch.setattr(pipeline, "dead_locals", lambda scopes: resolved.append(scopes) or dead_locals(scopes))
+    edit = run(tmp_path, "engine.layers", source, [LEGACY])
+    assert edit.refusals == [] and edit.counts == {"remove_legacy_call": 1, "remove_dead_local": 1}
+    assert f"        {declares}cfg = None\n" in edit.source and "worker.config" not in edit.source
+    assert len(resolved) == (3 if declares else 1)
 
 
 @pytest.mark.parametrize(

@@ -72,6 +72,11 @@ class SharedMetadata:
 _BINDS_OUTSIDE = re.compile(r"\b(global|nonlocal)\b")
 
 
+def binds_outside(code: str) -> bool:
+    """Whether a function of `code` may bind a name outside itself (a `global` or `nonlocal`, or the word)."""
+    return _BINDS_OUTSIDE.search(code) is not None
+
+
 def outline_scopes(
     module: cst.Module, code: str, keep: Callable[[cst.FunctionDef], bool], unless: re.Pattern | None = None
 ) -> Mapping[cst.CSTNode, Scope] | None:
@@ -86,7 +91,7 @@ def outline_scopes(
     the file's own nodes. None when the text declares one, or matches `unless` (what else the
     caller cannot read off the outline).
     """
-    if _BINDS_OUTSIDE.search(code) or (unless is not None and unless.search(code)):
+    if binds_outside(code) or (unless is not None and unless.search(code)):
         return None
     outliner = _Outline(keep)
     outline = module.visit(outliner)

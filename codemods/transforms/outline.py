@@ -22,9 +22,9 @@ import re
 from collections.abc import Callable, Sequence
 
 from ..syntax import source_lines
+from .metadata import binds_outside
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_BINDS_OUTSIDE = re.compile(r"\b(global|nonlocal)\b")
 _MARK = "zerojit:outlined"
 _MARKER = re.compile(rf"^[ \t]*\.\.\.  # {_MARK}:(\d+)\n?$")
 
@@ -63,7 +63,7 @@ class Outline:
                     first = node.body[0]
                     indent = file_lines[first.lineno - 1][: first.col_offset]
                     # A body that starts on its header's line (`def f(): ...`) is short: it stays.
-                    if first.lineno > node.lineno and not indent.strip() and not _BINDS_OUTSIDE.search(code(node)):
+                    if first.lineno > node.lineno and not indent.strip() and not binds_outside(code(node)):
                         spans.append((first.lineno, node.end_lineno, indent))
 
         visit(tree.body, ())

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider, Scope, ScopeProvider
+from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider, ScopeProvider
 
 from ..findings import Refusal
 from ..syntax import kept_lines, where
 from .base import OPERATIONS, AnchorError, Note, Operation
 from .imports import place_new_imports
-from .metadata import FileContext, TreeVersions, outermost_functions, outline_scopes
+from .metadata import FileContext, TreeVersions, binds_outside, outermost_functions, outline_scopes
 from .outline import Outline
 from .remove_dead_helper import RemoveHelpers, dead_helpers, references
 from .remove_dead_local import RemoveDeadLocals, dead_locals, unread_somewhere
@@ -107,11 +107,11 @@ def _apply(
     removed = any(counts[name] for name, kind in OPERATIONS.items() if kind.removes_statements)
     unread: set[tuple[str, str]] = set()
     # Only removals leave locals unread, and only in the functions they changed.
-    if removed and unread_somewhere(versions.code(module)):
+    if removed:
         codes = FunctionCodes()
-        unread = set(dead_locals(_changed_scopes(versions, codes, module, source_module)))
+        unread = _dead_in_changed(versions, codes, module, source_module)
         # Those the file had unread already stay; mostly there are none to ask about.
-        unread_before = set(dead_locals(_changed_scopes(versions, codes, source_module, module))) if unread else set()
+        unread_before = _dead_in_changed(versions, codes, source_module, module) if unread else set()
         unread -= unread_before
     while unread and not refusals:
         command = RemoveDeadLocals(frozenset(unread)).command(context)
@@ -119,7 +119,7 @@ def _apply(
         counts[RemoveDeadLocals.name] += command.count
         if not command.count:
             break  # what is left cannot be removed (a statement holding more than the local): it stays
-        unread = set(dead_locals(_changed_scopes(versions, codes, module, source_module))) - unread_before
+        unread = _dead_in_changed(versions, codes, module, source_module) - unread_before
     return FileEdit(versions.code(module), +counts, refusals, warnings)
 
 
@@ -141,14 +141,20 @@ def _at_source(notes: list[Note], versions: TreeVersions, version: cst.Module, s
     ]
 
 
-def _changed_scopes(
+def _dead_in_changed(
     versions: TreeVersions, codes: FunctionCodes, module: cst.Module, other: cst.Module
-) -> Mapping[cst.CSTNode, Scope]:
-    """The scopes of `module` that can differ from `other`'s: on the outline that keeps only the functions whose
-    code is not in `other` (metadata.outline_scopes), else the whole file's."""
+) -> set[tuple[str, str]]:
+    """The dead locals (dead_locals) of `module` in the scopes that can differ from `other`'s: on the outline that
+    keeps only the functions whose code is not in `other` (metadata.outline_scopes), else the whole file's. None
+    is resolved where Python's symbol table finds no name those functions bind and never read: every local
+    dead_locals finds is one, and on the outline no other function has a local."""
     unchanged = set(codes.of(other).values())
-    scopes = outline_scopes(module, versions.code(module), lambda f: codes.of(module).get(id(f)) not in unchanged)
-    return versions.wrapper(module).resolve(ScopeProvider) if scopes is None else scopes
+    code = versions.code(module)
+    changed = [function for function in codes.of(module).values() if function not in unchanged]
+    if not binds_outside(code) and not any(map(unread_somewhere, changed)):
+        return set()
+    scopes = outline_scopes(module, code, lambda f: codes.of(module).get(id(f)) not in unchanged)
+    return set(dead_locals(versions.wrapper(module).resolve(ScopeProvider) if scopes is None else scopes))
 
 
 class FunctionCodes:
