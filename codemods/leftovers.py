@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from .repo import RepoModules, module_name
+from .repo import BY_NAME_WORDS, RepoModules, module_name
 from .syntax import where
 
 
@@ -35,9 +35,10 @@ class Leftovers:
         """A changed file, before and after the migration."""
         modules = self.modules
         module = module_name(modules.repo, path)[0]
+        looks_up = any(word in text for text in (before, after) for word in BY_NAME_WORDS)  # else no function can
 
         def lookups(function: ast.FunctionDef) -> dict[str, str]:
-            return modules.modules_by_string(module, function)
+            return modules.modules_by_string(module, function) if looks_up else {}
 
         was = _Read(modules.tree(module) or ast.parse(before), lookups)  # the planner read most already
         now = _Read(ast.parse(after), lookups)

@@ -547,6 +547,7 @@ def import_bindings(table: Mapping[str, tuple[str, str | None]]) -> dict[str, se
 
 
 IMPORTERS = {"importlib.import_module", "importlib.__import__", "builtins.__import__", "__import__"}  # by a name
+BY_NAME_WORDS = ("modules", "import_module", "__import__")  # code that spells none looks no module up by name
 
 
 def callee_names(func: ast.expr, bound: Mapping[str, set[str]]) -> set[str]:

@@ -2833,4 +2833,18 @@ MUTANTS = (
         "    changed = list(codes.of(module).values())\n",
         ("tests/test_codemod_transforms.py", "-k", "global_reads_the_file"),
     ),
+    Mutant(
+        "leftovers: a changed file's lookups of modules by name skipped, whatever its text says",
+        "codemods/leftovers.py",
+        "        looks_up = any(word in text for text in (before, after) for word in BY_NAME_WORDS)  # else no function can\n",
+        "        looks_up = False\n",
+        ("tests/test_vllm033_migrations.py", "-k", "gemm_rs_ar_migration_warms"),
+    ),
+    Mutant(
+        "repo: code that reaches sys.modules told to look nothing up by name",
+        "codemods/repo.py",
+        'BY_NAME_WORDS = ("modules", "import_module", "__import__")  # code that spells none looks no module up by name\n',
+        'BY_NAME_WORDS = ("import_module", "__import__")  # code that spells none looks no module up by name\n',
+        ("tests/test_repo_calls.py", "-k", "told_by_its_text"),
+    ),
 )

@@ -1,12 +1,12 @@
 """What a call names, read off a small engine tree: module aliases followed, locals and package attributes not
-mistaken for modules."""
+mistaken for modules; which texts may look a module up by a literal name."""
 
 import ast
 
 from tree_forks import write_tree
 
 from zerojit.codemods import syntax
-from zerojit.codemods.repo import RepoModules
+from zerojit.codemods.repo import BY_NAME_WORDS, RepoModules
 
 
 def calls(modules: RepoModules, module: str, function: str) -> dict[str, tuple[str, str | None] | None]:
@@ -100,3 +100,29 @@ def test_statements_are_every_statement_handler_and_case_in_the_order_ast_walk_f
     assert syntax.statements(tree) == expected
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
     assert syntax.statements(function) == [n for n in expected if n in set(ast.walk(function)) and n is not function]
+
+
+LOOKUPS = {  # each way a function binds a module it looks up by a literal name
+    "import importlib\n": "m = importlib.import_module('eng.ops')",
+    "import importlib as il\n": "m = il.import_module('eng.ops')",
+    "from importlib import import_module as im\n": "m = im('eng.ops')",
+    "": "m = __import__('eng.ops', fromlist=['go'])",
+    "import builtins\n": "m = builtins.__import__('eng.ops', fromlist=['go'])",
+    "import sys\n": "m = sys.modules['eng.ops']",
+    "import sys as s\n": "m = s.modules.get('eng.ops')",
+    "from sys import modules as loaded\n": "m = loaded.get('eng.ops')",
+}
+
+
+def test_code_that_looks_a_module_up_by_a_literal_name_is_told_by_its_text(tmp_path):
+    """The text check that spares a file the walk for such lookups passes every form the walk finds."""
+    files = {"eng/__init__.py": "", "eng/ops.py": "def go():\n    pass\n"}
+    files |= {
+        f"eng/by_{i}.py": f"{imports}\n\ndef f():\n    {line}\n" for i, (imports, line) in enumerate(LOOKUPS.items())
+    }
+    modules = RepoModules(write_tree(tmp_path, files), "eng")
+    for i in range(len(LOOKUPS)):
+        module = f"eng.by_{i}"
+        assert modules.modules_by_string(module, modules.definition(module, "f")) == {"m": "eng.ops"}
+        assert any(word in files[f"eng/by_{i}.py"] for word in BY_NAME_WORDS)
+    assert not any(word in files["eng/ops.py"] for word in BY_NAME_WORDS)
