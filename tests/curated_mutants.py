@@ -576,7 +576,7 @@ MUTANTS = (
     Mutant(
         "codemods: a base call in a returning branch above the one every path runs is ignored",
         "codemods/transforms/insert_registration.py",
-        "        if any(lines[s].start.line < lines[parent].start.line for s in calls):\n",
+        "        if any(lines.start(s) < lines.start(parent) for s in calls):\n",
         "        if False:\n",
         ("tests/test_codemod_transforms.py", "-k", "bind_kv_cache"),
     ),
@@ -744,7 +744,7 @@ MUTANTS = (
     Mutant(
         "registration: a constructor's early return gets the block before it and at the anchor again",
         "codemods/transforms/insert_registration.py",
-        "        if not late_at(lines[holder].start.line) and quiet_between(init, holder, self.anchor, reads):",
+        "        if not late_at(lines.start(holder)) and quiet_between(init, holder, self.anchor, reads):",
         "        if False:",
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
@@ -862,7 +862,7 @@ MUTANTS = (
     Mutant(
         "paths: an early return before the registration is ignored",
         "codemods/transforms/insert_registration.py",
-        "        self.exits = [s for s in returns if lines[s].start.line < before] if self.op.register_on_return else []\n",
+        "        self.exits = [s for s in returns if lines.start(s) < before] if self.op.register_on_return else []\n",
         "        self.exits = []\n",
         ("tests/test_migration_gates.py", "-k", "early_return"),
     ),
@@ -1957,8 +1957,8 @@ MUTANTS = (
     Mutant(
         "owner: early_returns skip is ignored (the registration goes before can_run's refusals too)",
         "codemods/transforms/insert_registration.py",
-        "        self.exits = [s for s in returns if lines[s].start.line < before] if self.op.register_on_return else []\n",
-        "        self.exits = [s for s in returns if lines[s].start.line < before]\n",
+        "        self.exits = [s for s in returns if lines.start(s) < before] if self.op.register_on_return else []\n",
+        "        self.exits = [s for s in returns if lines.start(s) < before]\n",
         ("tests/test_vllm033_migrations.py", "-k", "gemm_rs_ar_migration_warms"),
     ),
     Mutant(
@@ -2846,5 +2846,19 @@ MUTANTS = (
         'BY_NAME_WORDS = ("modules", "import_module", "__import__")  # code that spells none looks no module up by name\n',
         'BY_NAME_WORDS = ("import_module", "__import__")  # code that spells none looks no module up by name\n',
         ("tests/test_repo_calls.py", "-k", "told_by_its_text"),
+    ),
+    Mutant(
+        "statement lines: an elif's statements left unpaired",
+        "codemods/transforms/constructor.py",
+        "        orelse = [statement.orelse] if isinstance(statement.orelse, cst.If) else held(statement.orelse)\n",
+        "        orelse = held(statement.orelse)\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "statement_lines"),
+    ),
+    Mutant(
+        "statement lines: a line of statements taken to end where its first statement does",
+        "codemods/transforms/constructor.py",
+        "                first, last, nodes = nodes[0], nodes[len(statement.body) - 1], nodes[len(statement.body) :]\n",
+        "                first, last, nodes = nodes[0], nodes[0], nodes[len(statement.body) :]\n",
+        ("tests/test_codemod_planning_reads.py", "-k", "statement_lines"),
     ),
 )

@@ -11,6 +11,7 @@ import symtable
 
 import libcst as cst
 import pytest
+from libcst.metadata import PositionProvider
 from tree_forks import write_tree
 
 from zerojit.codemods.heads import Heads
@@ -30,7 +31,9 @@ from zerojit.codemods.syntax import (
     source_segment,
     stores,
 )
-from zerojit.codemods.transforms.constructor import nodes, walks_kept
+from zerojit.codemods.transforms.constructor import StatementLines, nodes, walks_kept
+from zerojit.migrate.engine_trees.releases import vllm_tree
+from zerojit.migrate.families import migration_specs
 from zerojit.migrate.triton_lifts.specs import MTP_UPDATE
 
 BASES = {
@@ -232,6 +235,104 @@ def test_walks_kept_give_every_kind_the_nodes_a_fresh_walk_gives_in_the_same_ord
             assert [[nodes(tree, kind) for kind in kinds] for tree in trees] == fresh
     # super() and its __init__, make, Norm twice, _build, view, setattr, getattr: counted by hand
     assert all(found for found in fresh[0]) and len(fresh[0][0]) == 9
+
+
+EVERY_STATEMENT = """
+class Layer:
+    @staticmethod
+    @other(
+        1,
+    )
+    def method(x):  # a comment
+        a = 1; b = 2  # two on a line
+        e = 1; f = (
+            2
+        )
+        if a:
+            pass
+            # a comment that ends the block
+
+        elif b: c = 3
+        else:
+            d = \\
+                4
+        for i in x:
+            continue
+        else:
+            pass
+        while x:
+            break
+        else:
+            # a comment alone
+
+            pass
+        try:
+            y = 1
+        except ValueError as e:
+            y = 2
+        else:
+            z = \"\"\"
+            text
+            \"\"\"
+        finally:
+            w = 1
+        try:
+            pass
+        except* TypeError:
+            pass
+        with open(x) as h, open(y) as g:
+            pass
+        match x:
+            case [1, 2]:
+                q = 1
+            case _:
+                r = 2
+
+        async def inner():
+            async with z:
+                await y
+            async for k in z:
+                pass
+
+        @dec
+        class Inner:
+            v = 1
+        return (
+            a
+        )
+        # a comment that ends the method
+"""
+
+
+def test_a_methods_statement_lines_are_the_ones_libcst_positions_give_it_alone():
+    method = cst.parse_module(EVERY_STATEMENT).body[0].body.body[0]
+    alone = cst.Module(body=[method])
+    positions = cst.MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
+    lines = StatementLines(method)
+    statements = nodes(method, cst.BaseStatement)
+    assert lines.code == alone.code and len(statements) == 34  # counted by hand, the method itself among them
+    for statement in statements:
+        assert (lines.start(statement), lines.end(statement)) == (
+            positions[statement].start.line,
+            positions[statement].end.line,
+        )
+
+
+@pytest.mark.release_tree
+@pytest.mark.parametrize("family", ["mamba-batch-memcpy", "fla-gdn-mtp-update", "ll-bf16-router-gemm"])
+def test_every_method_of_a_construction_class_has_the_statement_lines_libcst_positions_give(family):
+    """On vLLM 0.33.0's own classes, every method a registration may go into: each statement, as PositionProvider
+    places it on the method alone."""
+    tree = vllm_tree("0.33.0")
+    for module, name in migration_specs()[family].registration.constructions():
+        source = cst.parse_module((tree / (module.replace(".", "/") + ".py")).read_text())
+        cls = next(n for n in source.body if isinstance(n, cst.ClassDef) and n.name.value == name)
+        for method in (m for m in cls.body.body if isinstance(m, cst.FunctionDef)):
+            positions = cst.MetadataWrapper(cst.Module(body=[method]), unsafe_skip_copy=True).resolve(PositionProvider)
+            lines = StatementLines(method)
+            for statement in nodes(method, cst.BaseStatement):
+                found, placed = (lines.start(statement), lines.end(statement)), positions[statement]
+                assert found == (placed.start.line, placed.end.line), (module, name, method.name.value)
 
 
 SEGMENTS = (

@@ -258,3 +258,53 @@ def _walk(tree: cst.CSTNode, kinds) -> list:
 def first_line(statement: cst.BaseStatement) -> str:
     """The statement's own first line: its leading comments and blank lines are not part of it."""
     return code_of(statement.with_changes(leading_lines=[])).strip().splitlines()[0]
+
+
+class StatementLines:
+    """The first and last line of each statement of a method, as libcst's PositionProvider gives them on the method
+    alone (a module of its own: `code`), read off `ast` at a fifth of the cost. Both trees hold the same statements
+    in the same order: a libcst line of statements is as many of `ast`'s, a compound statement one, block by block."""
+
+    def __init__(self, method: cst.FunctionDef):
+        self.code = cst.Module(body=[method]).code
+        self._lines: dict[int, tuple[int, int]] = {}
+        self._pair([method], ast.parse(self.code).body)
+
+    def start(self, statement: cst.BaseStatement) -> int:
+        return self._lines[id(statement)][0]
+
+    def end(self, statement: cst.BaseStatement) -> int:
+        return self._lines[id(statement)][1]
+
+    def _pair(self, statements: Sequence[cst.BaseStatement], nodes: list[ast.stmt]) -> None:
+        for statement in statements:
+            if isinstance(statement, cst.SimpleStatementLine):
+                first, last, nodes = nodes[0], nodes[len(statement.body) - 1], nodes[len(statement.body) :]
+                self._lines[id(statement)] = first.lineno, last.end_lineno
+                continue
+            node, nodes = nodes[0], nodes[1:]
+            self._lines[id(statement)] = node.lineno, node.end_lineno
+            for block, inner in _blocks(statement, node):
+                self._pair(block, inner)
+
+
+def _blocks(statement: cst.BaseCompoundStatement, node: ast.stmt) -> list[tuple[list, list[ast.stmt]]]:
+    """The blocks of a compound statement, each as libcst's statements and `ast`'s (an `elif` is an `if` in both
+    trees' `else`; a block written on its header's line holds no libcst statement)."""
+
+    def held(part: cst.CSTNode | None) -> list:
+        suite = part.body if isinstance(part, (cst.Else, cst.Finally)) else part
+        return list(suite.body) if isinstance(suite, cst.IndentedBlock) else []
+
+    if isinstance(statement, cst.If):
+        orelse = [statement.orelse] if isinstance(statement.orelse, cst.If) else held(statement.orelse)
+        return [(held(statement.body), node.body), (orelse, node.orelse)]
+    if isinstance(statement, (cst.For, cst.While)):
+        return [(held(statement.body), node.body), (held(statement.orelse), node.orelse)]
+    if isinstance(statement, (cst.Try, cst.TryStar)):
+        handlers = [(held(h.body), n.body) for h, n in zip(statement.handlers, node.handlers)]
+        ends = [(held(statement.orelse), node.orelse), (held(statement.finalbody), node.finalbody)]
+        return [(held(statement.body), node.body), *handlers, *ends]
+    if isinstance(statement, cst.Match):
+        return [(held(case.body), n.body) for case, n in zip(statement.cases, node.cases)]
+    return [(held(statement.body), node.body)]  # with, def, class

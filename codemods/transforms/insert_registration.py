@@ -12,13 +12,13 @@ import libcst.matchers as m
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import PositionProvider
 
 from ..syntax import holds_anchor, holds_call_like, imported_in
 from .base import AnchorError, Command, Operation, code_of, operation
 from .bindings import MethodBindings
 from .blocks import NO_STATEMENTS
 from .constructor import (
+    StatementLines,
     assigned_names,
     base_calls,
     calls_parent,
@@ -192,9 +192,8 @@ class _Insert(Command):
         arguments = {p.name.value for p in init.params.params + init.params.posonly_params + init.params.kwonly_params}
         # The method as a file of its own: its lines are the file's less a constant, so they order its
         # statements as the file does, without a pass over the file.
-        alone = cst.Module(body=[init])
-        lines = cst.MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
-        names = MethodBindings(alone.code, self.context.versions.code(self.context.wrapper.module), self.op.cls)
+        lines = StatementLines(init)
+        names = MethodBindings(lines.code, self.context.versions.code(self.context.wrapper.module), self.op.cls)
         self._after_what_it_reads(init, statements, lines)
         returns = [
             s
@@ -202,13 +201,13 @@ class _Insert(Command):
             if isinstance(s, cst.SimpleStatementLine) and any(isinstance(small, cst.Return) for small in s.body)
         ]
         returns = self._past_unbound_returns(init, returns, lines)
-        before = lines[self.anchor].end.line if self.anchor else float("inf")
-        self.exits = [s for s in returns if lines[s].start.line < before] if self.op.register_on_return else []
+        before = lines.end(self.anchor) if self.anchor else float("inf")
+        self.exits = [s for s in returns if lines.start(s) < before] if self.op.register_on_return else []
         self._check_exits(init, statements, lines)
         if self.exits and not self.once and not synthetic:
             taken = {m.name.value for m in self.class_node.body.body if isinstance(m, cst.FunctionDef)}
             self.helper = next(n for i in range(1, 100) if (n := helper if i == 1 else f"{helper}_{i}") not in taken)
-        before = min([before, *(lines[s].start.line - 1 for s in self.exits)])
+        before = min([before, *(lines.start(s) - 1 for s in self.exits)])
         self.needs_import = not names.bound(self.op.kernel_name, before)
         if self.needs_import and self.alias:
             self.needs_import = False  # the module imports the kernel under another name: use that one
@@ -232,17 +231,17 @@ class _Insert(Command):
             return returns
         calls = base_calls(init, method)
         parent = next((s for s in calls if isinstance(s, cst.SimpleStatementLine)), None)  # every path runs it
-        unbound = [s for s in returns if parent is not None and lines[s].start.line < lines[parent].start.line]
+        unbound = [s for s in returns if parent is not None and lines.start(s) < lines.start(parent)]
         if not unbound:
             return returns
-        if any(lines[s].start.line < lines[parent].start.line for s in calls):
+        if any(lines.start(s) < lines.start(parent) for s in calls):
             self.refuse(
                 calls[0],
                 f"{self.op.cls}.{method} calls the base's {method} here, in a branch that may return, and again below "
                 "for every path: no one place follows the binding on every path; migrate this method by hand",
             )
             return returns
-        if self.anchor is not None and lines[self.anchor].end.line < lines[parent].end.line:
+        if self.anchor is not None and lines.end(self.anchor) < lines.end(parent):
             self.anchor = parent
         self.warn(
             unbound[0],
@@ -259,15 +258,15 @@ class _Insert(Command):
             return
         reads, assigned, _ = self._assignments(statements, lines)
         reads |= self.op.names
-        anchor_end = lines[self.anchor].end.line
-        first = {name: min(assigned[name], key=lambda s: lines[s].start.line) for name in reads if name in assigned}
-        set_late = {name: s for name, s in first.items() if lines[s].start.line > anchor_end}
+        anchor_end = lines.end(self.anchor)
+        first = {name: min(assigned[name], key=lambda s: lines.start(s)) for name in reads if name in assigned}
+        set_late = {name: s for name, s in first.items() if lines.start(s) > anchor_end}
         # The layer's attributes it reads that the method changes below the anchor (`self.norm.weight.data =
         # ...`, or a method of the class it calls): the legacy step read the built layer, so the registration
         # goes after the last change.
         changed = {}
         for statement in statements:
-            if lines[statement].start.line > anchor_end:
+            if lines.start(statement) > anchor_end:
                 for name in (changed_attributes(statement) | self._set_by_methods(statement)) & reads:
                     changed[name] = statement
         late = set_late | changed
@@ -277,7 +276,7 @@ class _Insert(Command):
                 self.anchor = None  # nothing it reads is set here: the end of the constructor, as with no anchor
         if not late:
             return
-        self.anchor = outside_branches(init, max(late.values(), key=lambda s: lines[s].start.line), reads)
+        self.anchor = outside_branches(init, max(late.values(), key=lambda s: lines.start(s)), reads)
         if any(isinstance(s, (cst.For, cst.While)) for s in holders(init, self.anchor)):
             self.refuse(
                 self.anchor,
@@ -320,7 +319,7 @@ class _Insert(Command):
         base_init = []
         for statement in (s for s in statements if isinstance(s, cst.SimpleStatementLine)):
             if any(calls_parent(node, self.op.method) for node in nodes(statement, cst.Call)):
-                base_init.append(lines[statement].start.line)
+                base_init.append(lines.start(statement))
             for name in assigned_names(statement) | self._set_by_methods(statement):
                 assigned.setdefault(name, []).append(statement)
         return reads, assigned, base_init
@@ -348,7 +347,7 @@ class _Insert(Command):
         """The warning for a block placed without its anchor: where it goes, and why there."""
         missing = f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}"
         if late:
-            last = max(late.values(), key=lambda s: lines[s].start.line)
+            last = max(late.values(), key=lambda s: lines.start(s))
             self.warn(
                 last,
                 f"{missing}: the registration goes after this statement, the last that sets {', '.join(sorted(late))}",
@@ -366,7 +365,7 @@ class _Insert(Command):
             return
         reads, statements_assigning, base_init = self._assignments(statements, lines)
         reads |= self.op.names
-        assigned = {a: [lines[s].start.line for s in found] for a, found in statements_assigning.items()}
+        assigned = {a: [lines.start(s) for s in found] for a, found in statements_assigning.items()}
 
         def late_at(line: int) -> list[str]:
             late = sorted(a for a in reads if a in assigned and min(assigned[a]) >= line)
@@ -375,13 +374,13 @@ class _Insert(Command):
                 late = sorted(attributes - set(assigned))  # set by the base initializer, which has not run yet
             return late
 
-        first = min(self.exits, key=lambda s: lines[s].start.line)
+        first = min(self.exits, key=lambda s: lines.start(s))
         holder = top_level(init, first)
-        if not late_at(lines[holder].start.line) and quiet_between(init, holder, self.anchor, reads):
+        if not late_at(lines.start(holder)) and quiet_between(init, holder, self.anchor, reads):
             self.exits, self.anchor, self.once = [holder], None, True
             return
         for exit_ in self.exits:
-            late = late_at(lines[exit_].start.line)
+            late = late_at(lines.start(exit_))
             if late:
                 self.refuse(
                     exit_,
