@@ -238,6 +238,12 @@ class _Rewrites(ast.NodeTransformer):
         return node
 
 
+def inverted(node: ast.expr) -> ast.expr:
+    """A copy of `node` with each comparison under `not` inverted (`not len(x) < 2` as `len(x) >= 2`), as `condition`
+    writes gates: what an intended difference names is read the same way."""
+    return _Rewrites(None).visit(copy.deepcopy(node))
+
+
 def _fractional(node: ast.AST) -> bool:
     return isinstance(node, ast.Div) or isinstance(node, ast.Constant) and isinstance(node.value, float)
 

@@ -98,6 +98,10 @@ def _matches(parsed: ast.expr | None, atom: Atom, modules: RepoModules, frame: F
     return ast.dump(parsed) in atom.spellings or ast.unparse(canonical(modules, parsed, frame)) == atom.canonical
 
 
+def _inverted_dump(expression: ast.expr | None) -> str | None:
+    return ast.dump(simplify.inverted(expression)) if expression is not None else None
+
+
 def _forms(atom: Atom) -> list[str]:
     """A legacy condition as the tree writes it, and as the early return that skips the call tests it
     (`device.type != 'cuda'` for `device.type == 'cuda'`): an entry may name either, as the spec's tree wrote it."""
@@ -144,10 +148,13 @@ def compare(
     have = {a.canonical for a in migrated} | {a.canonical for a in registry} | holds_at_site(frame)
     wanted = {a.canonical for a in legacy}
     entries = spec.registration.intended_differences
-    # A legacy condition is also named by its early return's test, wherever the tree writes it as a condition.
-    negations = {id(atom): {ast.dump(expression_or_none(form)) for form in _forms(atom)[1:]} for atom in legacy}
+    # A legacy condition is also named by its early return's test, wherever the tree writes it as a condition, and
+    # either may be written with a comparison under `not` inverted (`not len(x) < 2` for `len(x) >= 2`).
+    negations = {
+        id(atom): {_inverted_dump(expression_or_none(form)) for form in _forms(atom)} - {None} for atom in legacy
+    }
     parsed = [expression_or_none(entry) for entry, _ in entries]
-    dumps = [ast.dump(entry) if entry is not None else None for entry in parsed]
+    dumps = [_inverted_dump(entry) for entry in parsed]
     exact = {
         (index, id(atom))
         for atom in legacy + migrated + registry

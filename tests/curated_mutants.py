@@ -2861,4 +2861,11 @@ MUTANTS = (
         "                first, last, nodes = nodes[0], nodes[0], nodes[len(statement.body) :]\n",
         ("tests/test_codemod_planning_reads.py", "-k", "statement_lines"),
     ),
+    Mutant(
+        "site_gate: an entry's comparison under `not` not read as the inverted comparison",
+        "codemods/site_gate.py",
+        "    return ast.dump(simplify.inverted(expression)) if expression is not None else None\n",
+        "    return ast.dump(expression) if expression is not None else None\n",
+        ("tests/test_migration_gates.py", "-k", "names_its_guard_however"),
+    ),
 )

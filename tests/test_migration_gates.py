@@ -1364,14 +1364,22 @@ def _guards_in_one_if(text: str) -> str:
     return text.replace(MAMBA_GUARDS, MAMBA_GUARDS.split("\n")[0] + "\n" + one_if)
 
 
+def _kv_cache_check_de_morgan(text: str) -> str:
+    """The speculative KDA step's KV cache check as `not (a and b)`: `len(kv_cache) >= 2` where the release returns on
+    `len(kv_cache) < 2` (the spec's entry names `not len(kv_cache) < 2`)."""
+    check = "    if not isinstance(kv_cache, (list, tuple)) or len(kv_cache) < 2:\n"
+    return text.replace(check, "    if not (isinstance(kv_cache, (list, tuple)) and len(kv_cache) >= 2):\n", 1)
+
+
 @pytest.mark.parametrize(
     ("family", "rel", "fork", "renamed"),
     [
         ("mamba-batch-memcpy", MAMBA_STEPS, _device_named_dev, True),
         ("mamba-batch-memcpy", MAMBA_STEPS, _guards_in_one_if, False),
         ("fla-layer-norm", QWEN_STEPS, _under_the_model_types, False),
+        ("kimi-k3-recurrent-kda", KIMI_STEPS, _kv_cache_check_de_morgan, False),
     ],
-    ids=["the device named dev", "both guards in one if", "the body under the model types"],
+    ids=["the device named dev", "both guards in one if", "the body under the model types", "de morgan"],
 )
 def test_an_intended_difference_names_its_guard_however_a_fork_writes_the_condition(
     tmp_path, family, rel, fork, renamed
