@@ -2868,4 +2868,25 @@ MUTANTS = (
         "    return ast.dump(expression) if expression is not None else None\n",
         ("tests/test_migration_gates.py", "-k", "names_its_guard_however"),
     ),
+    Mutant(
+        "lift: a property of the step's config read whole though the provider was asked to compute it",
+        "codemods/lift/evaluator.py",
+        "        if computed is not None:  # a property of the step's config, computed as the property does\n",
+        "        if False:\n",
+        ("tests/test_triton_lifts.py", "-k", "property_of_its_config"),
+    ),
+    Mutant(
+        "lifts: a registration that passes what a config property computes from refused",
+        "codemods/planning/lifts.py",
+        "        if mismatch and computed and not registration_mismatch(spec, recomputed := lifted(computed=computed)):\n",
+        "        if False:\n",
+        ("tests/test_triton_lifts.py", "-k", "property_of_its_config"),
+    ),
+    Mutant(
+        "lift: a config method that is no property computed as one",
+        "codemods/lift/plan.py",
+        '        if [ast.unparse(d) for d in member.decorator_list] == ["property"] and getattr(returns, "value", None):\n',
+        '        if getattr(returns, "value", None):\n',
+        ("tests/test_codemod_planning_reads.py", "-k", "config_property"),
+    ),
 )

@@ -15,6 +15,7 @@ from libcst.metadata import PositionProvider
 from tree_forks import write_tree
 
 from zerojit.codemods.heads import Heads
+from zerojit.codemods.lift.plan import _properties
 from zerojit.codemods.planner import Planner
 from zerojit.codemods.planning import layer_filters
 from zerojit.codemods.planning.after_building import _changing, _changing_by_read
@@ -333,6 +334,44 @@ def test_every_method_of_a_construction_class_has_the_statement_lines_libcst_pos
             for statement in nodes(method, cst.BaseStatement):
                 found, placed = (lines.start(statement), lines.end(statement)), positions[statement]
                 assert found == (placed.start.line, placed.end.line), (module, name, method.name.value)
+
+
+CONFIG_CLASS = '''
+@dataclasses.dataclass
+class Config:
+    h: int
+    k: int
+
+    @property
+    def width(self) -> int:
+        return 2 * self.h * self.k
+
+    @property
+    def told(self) -> int:
+        """With a docstring."""
+        return self.h + 1
+
+    def method(self) -> int:
+        return self.h
+
+    @property
+    def two_steps(self) -> int:
+        x = self.h
+        return x
+
+    @functools.cached_property
+    def cached(self) -> int:
+        return self.k
+'''
+
+
+def test_a_config_property_the_lift_may_compute_is_a_property_that_returns_one_expression():
+    """Only a plain property whose body (a docstring aside) returns one expression: a method, a cached property, a
+    property of two statements or a field is read whole."""
+    cls = ast.parse(CONFIG_CLASS).body[0]
+    wanted = frozenset({"width", "told", "method", "two_steps", "cached", "h"})
+    assert _properties(cls, wanted) == (("width", "2 * self.h * self.k"), ("told", "self.h + 1"))
+    assert _properties(cls, frozenset({"told"})) == (("told", "self.h + 1"),)
 
 
 SEGMENTS = (

@@ -964,6 +964,24 @@ def test_a_forks_guard_with_an_or_keeps_its_parentheses_beside_the_config_it_rea
         assert eval(compile(ast.Expression(gate), "gate", "eval"), accessor) is holds, current
 
 
+def test_a_step_that_reads_a_property_of_its_config_gets_the_providers_computed_as_the_property_does(tmp_path):
+    """A fork's post-conv step reads `qkv_dim = config.conv_dim`, the property of its config dataclass that returns
+    `2 * self.h * self.k + self.hv * self.v`. The registration passes h, k, hv and v, not conv_dim (it was refused):
+    the provider computes it as the property does, and every file comes out as the release's migration writes it
+    (mamba-causal-conv1d, whose registration passes conv_dim itself, still takes it whole)."""
+    release = copy_033(tmp_path / "release")
+    assert runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(release), "--write"]).exit_code == 0
+    step = "    qkv_dim = 2 * config.h * config.k + config.hv * config.v\n"
+    original, repo = _migrated_fork(
+        tmp_path, "fla-fused-post-conv", QWEN_WARMUP, step, "    qkv_dim = config.conv_dim\n"
+    )
+    changed, deleted, added = changed_files(repo, original)
+    assert changed - {QWEN_WARMUP} and not deleted and not added
+    assert all((repo / rel).read_bytes() == (release / rel).read_bytes() for rel in changed - {QWEN_WARMUP})
+    report = key_equivalence("fla-fused-post-conv", "full", legacy_tree=original, migrated_tree=repo)
+    assert report.configs > 0 and report.mismatches == []
+
+
 def test_a_guard_on_what_the_runner_computed_from_the_config_is_written_over_the_config(tmp_path):
     """`runner.is_pooling_model` is, in both of the tree's runners, `model_config.runner_type == "pooling"`, set once
     in the constructor: a fork that warms the causal conv1d kernel only for other models gets the registration gated

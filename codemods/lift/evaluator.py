@@ -91,6 +91,9 @@ class Scope:
         holder = self._raw(node.value)
         if isinstance(holder, MaybeTensor):
             holder = holder.tensor
+        computed = dict(holder.computed).get(node.attr) if isinstance(holder, Facts) else None
+        if computed is not None:  # a property of the step's config, computed as the property does
+            return Scope(self.lift, self.module, self.function, {"self": holder}).value(parse_expr(computed))
         if isinstance(holder, Facts):
             found = self.lift.parameter(f"{holder.name}.{node.attr}", node.attr)
             if node.attr in holder.tensors:

@@ -59,12 +59,14 @@ def plan_lift(
     dispatcher_name: str,
     provider_name: str,
     together: tuple[tuple[str, str], ...] = (),
+    computed: frozenset[str] = frozenset(),
 ) -> LiftPlan:
     """The dispatcher and provider for `kernel`, launched by `launcher` and warmed by the legacy `step`.
 
     together: (module, name) of each of the launcher's other kernels the same migration lifts (each to its own
     dispatcher); the launcher may launch no other Triton kernel, since the step's deletion would take that kernel's
-    warmup with it.
+    warmup with it. computed: attributes of a step parameter's class that the provider computes as the class's
+    property does (from the attributes it reads) instead of taking them whole.
     """
     kernel_def = _checked_kernel(modules, kernel_module, kernel)
     launcher_def = repo_function(modules, launcher_module, launcher, "the launcher")
@@ -73,7 +75,7 @@ def plan_lift(
     lift = Lift(modules, launcher_module, launcher)
     lift.launcher_def = launcher_def
     step_def = repo_function(modules, step_module, step, "the legacy step")
-    launcher_scope = _run_to_launch(lift, step_module, step_def, launcher_module, launcher_def, launch)
+    launcher_scope = _run_to_launch(lift, step_module, step_def, launcher_module, launcher_def, launch, computed)
 
     inputs, kept = dispatcher_inputs(modules, launcher_module, launcher_def, launch)
     check_copies(modules.shown(launcher_module), launcher_def, launch, inputs, kept)
@@ -226,6 +228,7 @@ def _run_to_launch(
     launcher_module: str,
     launcher_def: ast.FunctionDef,
     launch: ast.Expr,
+    computed: frozenset[str],
 ) -> Scope:
     """Run the step up to its call of the launcher (through the engine functions between them), then the
     launcher up to the launch: the launcher's scope there, whose names hold what the launch reads."""
@@ -233,10 +236,11 @@ def _run_to_launch(
     step_scope = Scope(lift, step_module, step_def, {})
     for argument in step_def.args.posonlyargs + step_def.args.args + step_def.args.kwonlyargs:
         annotation = ast.unparse(argument.annotation) if argument.annotation else ""
+        cls = _annotated_class(modules, step_module, argument.annotation)
         step_scope.env[argument.arg] = (
             DEVICE
             if argument.arg == "device" or "device" in annotation
-            else Facts(argument.arg, _tensor_fields(modules, step_module, argument.annotation))
+            else Facts(argument.arg, _tensor_fields(cls), _properties(cls, computed))
         )
     wanted = modules.resolve(launcher_module, launcher)
 
@@ -351,21 +355,36 @@ def _a_function(scope: Scope, name: str) -> bool:
     )
 
 
-def _tensor_fields(modules: RepoModules, module: str, annotation: ast.expr | None) -> frozenset[str]:
-    """The fields a step parameter's class (`config: _QwenGDNWarmupConfig`, a dataclass of the step's module)
-    annotates as `torch.Tensor`, so never None."""
+def _annotated_class(modules: RepoModules, module: str, annotation: ast.expr | None) -> ast.ClassDef | None:
+    """The class of a step parameter (`config: _QwenGDNWarmupConfig`, a dataclass of the step's own module)."""
     spelled = annotation.value if isinstance(annotation, ast.Constant) else annotation
     name = spelled if isinstance(spelled, str) else ast.unparse(spelled) if spelled is not None else ""
-    node = modules.definition(module, name) if name.isidentifier() else None  # the step's own module's class
-    if not isinstance(node, ast.ClassDef):
-        return frozenset()
+    node = modules.definition(module, name) if name.isidentifier() else None
+    return node if isinstance(node, ast.ClassDef) else None
+
+
+def _tensor_fields(cls: ast.ClassDef | None) -> frozenset[str]:
+    """The fields a step parameter's class annotates as `torch.Tensor`, so never None."""
     return frozenset(
         s.target.id
-        for s in node.body
+        for s in getattr(cls, "body", ())
         if isinstance(s, ast.AnnAssign)
         and isinstance(s.target, ast.Name)
         and ast.unparse(s.annotation) == "torch.Tensor"
     )
+
+
+def _properties(cls: ast.ClassDef | None, wanted: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    """(name, what it returns) for each of `wanted` that the class defines as a property returning one expression."""
+    found = []
+    for member in getattr(cls, "body", ()):
+        if not isinstance(member, ast.FunctionDef) or member.name not in wanted:
+            continue
+        body = member.body[1:] if ast.get_docstring(member) else member.body
+        returns = body[0] if len(body) == 1 and isinstance(body[0], ast.Return) else None
+        if [ast.unparse(d) for d in member.decorator_list] == ["property"] and getattr(returns, "value", None):
+            found.append((member.name, ast.unparse(returns.value)))
+    return tuple(found)
 
 
 def _called_name(func: ast.expr) -> str | None:

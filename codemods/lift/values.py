@@ -84,10 +84,12 @@ class MaybeTensor:
 @dataclasses.dataclass(frozen=True)
 class Facts:
     """A step parameter read through its attributes (`config.h`): each attribute is a provider parameter.
-    `tensors`: the attributes its class annotates as a tensor (never None)."""
+    `tensors`: the attributes its class annotates as a tensor (never None); `computed`: (attribute, what it returns
+    over `self`) for properties of its class read as what they compute (`conv_dim` as `2 * self.h * self.k`)."""
 
     name: str
     tensors: frozenset[str] = frozenset()
+    computed: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -45,23 +46,35 @@ def _plan(
     """The lift of `spec`'s kernel, with the launcher's kernels the other specs lift (None: refused, and why)."""
     planner.module(spec, "singleton_module")
     step_module, step = spec.legacy.warming()
+    lifted = functools.partial(
+        lift.plan_lift,
+        planner.repo_model(spec.kernel.module),
+        kernel_module=spec.kernel_home,
+        kernel=spec.kernel.name,
+        launcher_module=spec.kernel.module,
+        launcher=spec.lift.launcher,
+        step_module=step_module,
+        step=step,
+        dispatcher_name=spec.kernel_name,
+        provider_name=spec.provider_name,
+        together=tuple((other.kernel_home, other.kernel.name) for other in together if other is not spec),
+    )
     try:
-        planned = lift.plan_lift(
-            planner.repo_model(spec.kernel.module),
-            kernel_module=spec.kernel_home,
-            kernel=spec.kernel.name,
-            launcher_module=spec.kernel.module,
-            launcher=spec.lift.launcher,
-            step_module=step_module,
-            step=step,
-            dispatcher_name=spec.kernel_name,
-            provider_name=spec.provider_name,
-            together=tuple((other.kernel_home, other.kernel.name) for other in together if other is not spec),
-        )
+        planned = lifted()
+        mismatch = registration_mismatch(spec, planned)
+        # A fork's step that reads a property of its config (`config.conv_dim`) where the registration passes what
+        # the property computes from: the provider computes it too.
+        passed = {k.arg for call in _register_calls(spec.registration.code) for k in call.keywords}
+        computed = frozenset(read.partition(".")[2] for name, read in planned.parameters if name not in passed)
+        if mismatch and computed and not registration_mismatch(spec, recomputed := lifted(computed=computed)):
+            planned, mismatch = recomputed, None
+            findings.warnings.append(
+                f"{spec.family}: the legacy step reads {', '.join(sorted(computed))} of its config as a property; "
+                "the provider computes it as the property does, from what the registration passes"
+            )
     except lift.LiftError as exc:
         findings.refuse("lift", exc.why, exc.place, spec.family)
         return None
-    mismatch = registration_mismatch(spec, planned)
     if mismatch and (added := _config_parameters(planner, spec, planned)):
         spec = spec.replaced(registration=with_keywords(spec.registration.code, added))
         findings.specs.append(spec)
