@@ -2878,8 +2878,8 @@ MUTANTS = (
     Mutant(
         "lifts: a registration that passes what a config property computes from refused",
         "codemods/planning/lifts.py",
-        "        if mismatch and computed and not registration_mismatch(spec, recomputed := lifted(computed=computed)):\n",
-        "        if False:\n",
+        "    recomputed = _with_properties_computed(spec, planned, lifted) if mismatch else None\n",
+        "    recomputed = None\n",
         ("tests/test_triton_lifts.py", "-k", "property_of_its_config"),
     ),
     Mutant(

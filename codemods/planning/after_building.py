@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..repo import RepoModules
 from ..syntax import own_nodes, self_stores, statements
-from . import subclasses
-from .subclasses import replacing_subclasses, subclasses_of
+from .subclasses import replacing_subclasses, self_reads, subclasses_of
 
 if TYPE_CHECKING:
     from ..planner import Planner, SourceModule
@@ -126,7 +125,7 @@ def _changing(
     (a subclass's method may change what its parent built). Found once a run for a set of attributes."""
     key = ("changing", frozenset(reads), frozenset(changers))
     if key not in modules.memo:
-        every = frozenset(reads).union(*map(subclasses.self_reads, planner.specs))  # each spec's, found together
+        every = frozenset(reads).union(*map(self_reads, planner.specs))  # each spec's, found together
         names = set().union(*(_changing_by_read(planner, modules, every)[read] for read in reads))
         calls = re.compile(rf"\.(?:{'|'.join(map(re.escape, sorted(changers)))})\(") if changers else None
         if calls is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import guards, lift
@@ -61,20 +62,17 @@ def _plan(
     )
     try:
         planned = lifted()
-        mismatch = registration_mismatch(spec, planned)
-        # A fork's step that reads a property of its config (`config.conv_dim`) where the registration passes what
-        # the property computes from: the provider computes it too.
-        passed = {k.arg for call in _register_calls(spec.registration.code) for k in call.keywords}
-        computed = frozenset(read.partition(".")[2] for name, read in planned.parameters if name not in passed)
-        if mismatch and computed and not registration_mismatch(spec, recomputed := lifted(computed=computed)):
-            planned, mismatch = recomputed, None
-            findings.warnings.append(
-                f"{spec.family}: the legacy step reads {', '.join(sorted(computed))} of its config as a property; "
-                "the provider computes it as the property does, from what the registration passes"
-            )
     except lift.LiftError as exc:
         findings.refuse("lift", exc.why, exc.place, spec.family)
         return None
+    mismatch = registration_mismatch(spec, planned)
+    recomputed = _with_properties_computed(spec, planned, lifted) if mismatch else None
+    if recomputed is not None:
+        (planned, computed), mismatch = recomputed, None
+        findings.warnings.append(
+            f"{spec.family}: the legacy step reads {', '.join(computed)} of its config as a property; the provider "
+            "computes it as the property does, from what the registration passes"
+        )
     if mismatch and (added := _config_parameters(planner, spec, planned)):
         spec = spec.replaced(registration=with_keywords(spec.registration.code, added))
         findings.specs.append(spec)
@@ -93,6 +91,21 @@ def _plan(
         f"{spec.provider_name}, the legacy {step} translated; the registration passes it {reads}"
     )
     return planned
+
+
+def _with_properties_computed(
+    spec: MigrationSpec, plan: lift.LiftPlan, lifted: Callable[..., lift.LiftPlan]
+) -> tuple[lift.LiftPlan, list[str]] | None:
+    """A fork's step that reads a property of its config (`config.conv_dim`) where the registration passes what the
+    property computes from: the plan with the provider computing it too, and the attributes it computes (None where
+    the registration does not fit that plan either, or the lift cannot compute it)."""
+    passed = {k.arg for call in _register_calls(spec.registration.code) for k in call.keywords}
+    computed = sorted(read.partition(".")[2] for name, read in plan.parameters if name not in passed)
+    try:
+        recomputed = lifted(computed=frozenset(computed)) if computed else None
+    except lift.LiftError:
+        return None
+    return None if recomputed is None or registration_mismatch(spec, recomputed) else (recomputed, computed)
 
 
 def _config_parameters(planner: Planner, spec: MigrationSpec, plan: lift.LiftPlan) -> dict[str, str] | None:
