@@ -2503,8 +2503,8 @@ MUTANTS = (
     Mutant(
         "remove_dead_local: a local nothing reads taken for read, and its scopes never asked",
         "codemods/transforms/remove_dead_local.py",
-        "s.is_assigned() and not (s.is_referenced() or",
-        "s.is_assigned() and s.is_referenced() and not (",
+        "            s.is_assigned()\n            and not (s.is_referenced() or",
+        "            s.is_assigned()\n            and s.is_referenced() and not (",
         ("tests/test_codemod_transforms.py", "-k", "left_unread_goes_only"),
     ),
     Mutant(
@@ -2822,7 +2822,7 @@ MUTANTS = (
     Mutant(
         "codemods: dead locals read off an outline's symbol tables where a global makes the scopes the whole file's",
         "codemods/transforms/pipeline.py",
-        "    if not binds_outside(code) and not any(map(unread_somewhere, changed)):\n",
+        "    if not (unread_somewhere(code) if binds_outside(code) else any(map(unread_somewhere, changed))):\n",
         "    if not any(map(unread_somewhere, changed)):\n",
         ("tests/test_codemod_transforms.py", "-k", "global_reads_the_file"),
     ),
@@ -2888,5 +2888,19 @@ MUTANTS = (
         '        if [ast.unparse(d) for d in member.decorator_list] == ["property"] and getattr(returns, "value", None):\n',
         '        if getattr(returns, "value", None):\n',
         ("tests/test_codemod_planning_reads.py", "-k", "config_property"),
+    ),
+    Mutant(
+        "codemods: dead locals resolved in every file that declares a global, whatever its symbol table says",
+        "codemods/transforms/pipeline.py",
+        "    if not (unread_somewhere(code) if binds_outside(code) else any(map(unread_somewhere, changed))):\n",
+        "    if not (True if binds_outside(code) else any(map(unread_somewhere, changed))):\n",
+        ("tests/test_codemod_transforms.py", "-k", "no_scopes"),
+    ),
+    Mutant(
+        "codemods: a name a function declares global counts as a local it never reads",
+        "codemods/transforms/remove_dead_local.py",
+        " or s.is_imported() or s.is_global())",
+        " or s.is_imported())",
+        ("tests/test_codemod_transforms.py", "-k", "unread"),
     ),
 )

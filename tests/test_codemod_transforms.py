@@ -282,6 +282,31 @@ def test_scopes_are_resolved_for_dead_locals_only_where_a_function_may_hold_one_
     assert len(resolved) == (3 if declares else 1)
 
 
+@pytest.mark.parametrize("declares", ["", "global SEEN; "])
+def test_no_scopes_are_resolved_where_no_function_of_the_file_leaves_a_name_unread(tmp_path, monkeypatch, declares):
+    """With a global, the whole file's symbol table decides; without, the changed functions'. Here neither has a
+    name bound and never read, so nothing is resolved."""
+    source = src(f"""
+        from engine.warmup.legacy import legacy_warmup
+
+
+        class A:
+            def warm(self):
+                {declares}SEEN = None
+
+
+        class B:
+            def warm(self, worker):
+                legacy_warmup(worker.config)
+                return worker
+        """)
+    resolved = []
+    monkeypatch.setattr(pipeline, "dead_locals", lambda scopes: resolved.append(scopes) or dead_locals(scopes))
+    edit = run(tmp_path, "engine.layers", source, [LEGACY])
+    assert edit.refusals == [] and edit.counts == {"remove_legacy_call": 1}
+    assert resolved == []
+
+
 @pytest.mark.parametrize(
     "code, unread",
     [
@@ -292,6 +317,7 @@ def test_scopes_are_resolved_for_dead_locals_only_where_a_function_may_hold_one_
         ("def f(a, *args, **kwargs):\n    return a\n", False),  # parameters
         ("x = 1\nclass A:\n    y = 2\n", False),  # no function
         ("def f():\n    x = 1\n    return lambda: x\n", True),  # read only by an inner scope: asked for anyway
+        ("SEEN = 0\ndef f():\n    global SEEN\n    SEEN = 1\n", False),  # the module's name, not a local
     ],
 )
 def test_what_may_hold_a_local_left_unread_and_what_cannot(code, unread):

@@ -99,7 +99,7 @@ def _with_properties_computed(
     """A fork's step that reads a property of its config (`config.conv_dim`) where the registration passes what the
     property computes from: the plan with the provider computing it too, and the attributes it computes (None where
     the registration does not fit that plan either, or the lift cannot compute it)."""
-    passed = {k.arg for call in _register_calls(spec.registration.code) for k in call.keywords}
+    passed = _passed(_register_calls(spec.registration.code))
     computed = sorted(read.partition(".")[2] for name, read in plan.parameters if name not in passed)
     try:
         recomputed = lifted(computed=frozenset(computed)) if computed else None
@@ -117,12 +117,8 @@ def _config_parameters(planner: Planner, spec: MigrationSpec, plan: lift.LiftPla
     modules = planner.repo_model(spec.kernel.module)
     wanted = dict(plan.parameters)
     calls = _register_calls(spec.registration.code)
-    passed = {k.arg for call in calls for k in call.keywords}
-    if (
-        not calls
-        or any(call.args or {k.arg for k in call.keywords} != passed for call in calls)
-        or passed - wanted.keys()
-    ):
+    passed = _passed(calls)
+    if not calls or any(call.args or _passed([call]) != passed for call in calls) or passed - wanted.keys():
         return None
     try:
         frame = guards.step_frame(modules, spec)
@@ -144,6 +140,11 @@ def _register_calls(code: str) -> list[ast.Call]:
         for n in ast.walk(ast.parse(code))
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_warmup"
     ]
+
+
+def _passed(calls: list[ast.Call]) -> set[str | None]:
+    """The keywords the registration's calls pass (None for a `**`)."""
+    return {k.arg for call in calls for k in call.keywords}
 
 
 def registration_mismatch(spec: MigrationSpec, plan: lift.LiftPlan) -> str | None:

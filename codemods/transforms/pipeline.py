@@ -147,11 +147,12 @@ def _dead_in_changed(
     """The dead locals (dead_locals) of `module` in the scopes that can differ from `other`'s: on the outline that
     keeps only the functions whose code is not in `other` (metadata.outline_scopes), else the whole file's. None
     is resolved where Python's symbol table finds no name those functions bind and never read: every local
-    dead_locals finds is one, and on the outline no other function has a local."""
+    dead_locals finds is one, and on the outline no other function has a local. A file that binds outside a
+    function (`global`, `nonlocal`) is asked whole, as its scopes are."""
     unchanged = set(codes.of(other).values())
     code = versions.code(module)
     changed = [function for function in codes.of(module).values() if function not in unchanged]
-    if not binds_outside(code) and not any(map(unread_somewhere, changed)):
+    if not (unread_somewhere(code) if binds_outside(code) else any(map(unread_somewhere, changed))):
         return set()
     scopes = outline_scopes(module, code, lambda f: codes.of(module).get(id(f)) not in unchanged)
     return set(dead_locals(versions.wrapper(module).resolve(ScopeProvider) if scopes is None else scopes))

@@ -78,7 +78,8 @@ def unread_somewhere(code: str) -> bool:
 
     def unread(table: symtable.SymbolTable) -> bool:
         return any(
-            s.is_assigned() and not (s.is_referenced() or s.is_parameter() or s.is_namespace() or s.is_imported())
+            s.is_assigned()
+            and not (s.is_referenced() or s.is_parameter() or s.is_namespace() or s.is_imported() or s.is_global())
             for s in (table.get_symbols() if table.get_type() == "function" else ())
         ) or any(map(unread, table.get_children()))
 
