@@ -385,24 +385,52 @@ def literal_choices(domain: str) -> tuple | None:
 
 
 def holds_for_every(condition: str, choices: dict[str, tuple]) -> bool:
-    """`condition` true for every combination of the `choices` it reads, where it reads nothing else and is
-    made of comparisons, `and`/`or`/`not`, names and constants (anything else: False, not known to hold)."""
+    """`condition` true for every combination of the `choices` it reads, and of both truth values of each other name
+    it reads only as a truth value (`not x and any((x, x))`, whatever `x` holds), where it reads nothing else and is
+    made of comparisons, `and`/`or`/`not`, `any`/`all` of a tuple, names and constants (anything else: False, not
+    known to hold)."""
     tree = ast.parse(condition, mode="eval").body
-    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    if not read or not read <= choices.keys():
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} - {"any", "all"}
+    domains = {name: (False, True) for name in _read_for_truth(tree)} | choices
+    if not read or not read <= domains.keys():
         return False
     names = sorted(read)
     try:
         return all(
-            evaluate(tree, dict(zip(names, case))) for case in itertools.product(*(choices[name] for name in names))
+            evaluate(tree, dict(zip(names, case))) for case in itertools.product(*(domains[name] for name in names))
         )
     except (TypeError, NotEvaluable):
         return False
 
 
+def _read_for_truth(tree: ast.expr) -> set[str]:
+    """The names `tree`, a condition, reads only for their truth value: under `not`, `and`/`or` and `any`/`all` of a
+    tuple, never compared or computed with."""
+    truth, other = set(), set()
+
+    def visit(node: ast.AST, for_truth: bool) -> None:
+        match node:
+            case ast.Name(id=name):
+                (truth if for_truth else other).add(name)
+            case ast.UnaryOp(op=ast.Not(), operand=operand):
+                visit(operand, True)
+            case ast.BoolOp(values=parts):
+                for part in parts:
+                    visit(part, for_truth)
+            case ast.Call(func=ast.Name(id="any" | "all"), args=[ast.Tuple(elts=items)], keywords=[]):
+                for item in items:
+                    visit(item, True)
+            case _:
+                for child in ast.iter_child_nodes(node):
+                    visit(child, False)
+
+    visit(tree, True)
+    return truth - other
+
+
 class NotEvaluable(Exception):
     """A part of an expression `evaluate` does not compute: a name without a value, or anything but comparisons,
-    `and`/`or`/`not`, names and constants."""
+    `and`/`or`/`not`, `any`/`all` of a tuple, names and constants."""
 
 
 def evaluate(node: ast.expr, values: Mapping[str, object]) -> object:
@@ -421,6 +449,10 @@ def evaluate(node: ast.expr, values: Mapping[str, object]) -> object:
                 if bool(value) is isinstance(op, ast.Or):
                     return value
             return value
+        case ast.Call(func=ast.Name(id="any" | "all" as name), args=[ast.Tuple(elts=items)], keywords=[]) if (
+            name not in values
+        ):
+            return {"any": any, "all": all}[name](evaluate(item, values) for item in items)
         case ast.Compare(left=left, ops=ops, comparators=comparators) if all(
             type(o) in COMPARE and (not isinstance(o, ast.Is | ast.IsNot) or _singleton(c))
             for o, c in zip(ops, comparators)

@@ -195,6 +195,35 @@ def test_a_condition_said_to_hold_for_every_choice_does_brute_force(condition):
     assert holds == (everywhere and plain)  # and claimed wherever it holds and is plain
 
 
+TRUTH_CONDITIONS = [  # over names no choice gives values: x and y may hold anything
+    "not (not x and any((x, x, x)))",  # the launcher's `raise` where no mask but some state: never, whatever x
+    "not (x and any((not x, not x)))",
+    "x or not x",
+    "not (x and y) or x",
+    "all((x, not y)) or y or not x",
+    "not (x and length == 2) or length != 2 or not x",  # with a choice
+    "x and y",  # fails where either is false
+    "any((x, y))",
+    "not (x and x == 1)",  # x compared too: not read for its truth alone, never claimed
+    "x == x",  # the same
+    "not x or x == True",  # holds for both truth values, not for x = 2
+]
+ANY_VALUES = (None, 0, 1, 2, "", "a", (), (0,), False, True)
+
+
+@pytest.mark.parametrize("condition", TRUTH_CONDITIONS)
+def test_a_condition_on_names_read_only_for_their_truth_holds_where_brute_force_says_so(condition):
+    """Each name a condition reads only under `not`, `and`/`or` and `any`/`all` of a tuple counts as both truth
+    values; checked against every pairing of values of many kinds (and the choices)."""
+    holds = simplify.holds_for_every(condition, {"length": (1, 2, 16)})
+    everywhere = all(
+        eval(condition, {}, {"x": x, "y": y, "length": length})
+        for x, y, length in itertools.product(ANY_VALUES, ANY_VALUES, (1, 2, 16))
+    )
+    assert not holds or everywhere
+    assert holds == (everywhere and "==" not in condition.replace("length ==", ""))
+
+
 def test_only_a_choice_of_literals_has_known_values():
     assert simplify.literal_choices("WarmupChoices(1, 2, 16)") == (1, 2, 16)
     assert simplify.literal_choices("WarmupChoices(*profiles(max_blocks))") is None
@@ -222,3 +251,22 @@ def test_a_tensor_cast_in_one_branch_keeps_its_layout_with_the_dtype_chosen():
     assert choice_of(Value("x_dtype != state.dtype"), cast, kept) == cast
     other = Tensor(Value("state.dtype"), shape)  # another layout too: not one tensor
     assert choice_of(Value("x_dtype != state.dtype"), other, kept) is None
+
+
+@pytest.mark.parametrize("test", ["a < b", "not a", "a < b and b != 2", "a", "a + b"])
+@pytest.mark.parametrize("body, orelse", [("True", "False"), ("False", "True"), ("1", "0"), ("True", "0")])
+def test_a_choice_of_true_and_false_by_a_comparison_is_the_comparison_and_the_same_value_of_the_same_type(
+    test, body, orelse
+):
+    """`True if a < b else False` is `a < b`, `False if a else True` is `not a`; `1 if a < b else 0` stays (1 is no
+    bool, and Triton keys them apart), and so does `True if a else False` (`a` may be no bool)."""
+    written = choice_of(Value(test), Value(body, eval(body)), Value(orelse, eval(orelse))).code
+    for a, b in itertools.product(range(3), repeat=2):
+        got, wanted = (
+            eval(written, {}, {"a": a, "b": b}),
+            eval(f"{body} if ({test}) else {orelse}", {}, {"a": a, "b": b}),
+        )
+        assert (got, type(got)) == (wanted, type(wanted)), written
+    # No shortcut where it would be no bool: `a` for `True if a ...`, and for `False if not a ...`.
+    plain = {body, orelse} == {"True", "False"} and body != {"a": "True", "a + b": "True", "not a": "False"}.get(test)
+    assert (" if " in written) != plain

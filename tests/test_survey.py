@@ -1,5 +1,6 @@
 """`zerojit survey`: the legacy warmups of a real vLLM 0.33.0 tree, and of a small engine built here."""
 
+import ast
 import json
 import re
 
@@ -201,10 +202,20 @@ def test_the_watermark_warmup_kernel_and_where_it_is_selected(survey033):
     )
     assert not kernel["on_contract"] and "vllm.v1.watermarking.gumbel:GumbelWatermarker" in kernel["constructed_in"]
     assert watermark["gate"] == "(enable_jit_warmup)"
-    # A plain Triton kernel off the contract: only the lift could move it, and it does not accept this step yet
-    # (the step passes its sampling state as **(dict if flag else {})): manual, with the line.
-    assert watermark["verdict"] == kernel["verdict"] == "manual"
-    assert kernel["reasons"][0].startswith("vllm/model_executor/warmup/watermark_sample_warmup.py:")
+    # A plain Triton kernel off the contract: the lift moves it, through the launcher the warmup calls (read off the
+    # tree: of the functions with `_philox_gumbel_kernel[...](` in their body, the one the warmup calls). The step
+    # passes its sampling state as `**(state if use_skip_mask else {})`: each entry the launcher's default where the
+    # mask is off.
+    warmup = (vllm_tree("0.33.0") / "vllm/model_executor/warmup/watermark_sample_warmup.py").read_text()
+    launchers = [
+        f.name
+        for f in ast.parse(source).body
+        if isinstance(f, ast.FunctionDef) and "_philox_gumbel_kernel[" in ast.get_source_segment(source, f)
+    ]
+    called = [name for name in launchers if re.search(rf"\b{name}\(", warmup)]
+    assert watermark["verdict"] == kernel["verdict"] == "lift"
+    assert [kernel["launcher"]] == [f"vllm.v1.worker.gpu.sample.watermark:{name}" for name in called]
+    assert kernel["step"] == "vllm.model_executor.warmup.watermark_sample_warmup:watermark_sample_warmup"
 
 
 def test_draft_specs_load_and_migrate_refuses_them_until_confirmed(tmp_path):

@@ -27,6 +27,7 @@ from .values import (
     DEVICE,
     Device,
     Facts,
+    Keywords,
     LiftError,
     MaybeTensor,
     Sequence,
@@ -122,6 +123,8 @@ class Scope:
         if isinstance(holder, Tensor):
             raise self.refuse(node, "indexes a tensor (a view the lift does not model)")
         index = self.value(node.slice) if not isinstance(node.slice, ast.Slice) else None
+        if isinstance(holder, Keywords) and isinstance(index, Value) and index.known in dict(holder.items):
+            return dict(holder.items)[index.known]
         if isinstance(holder, Sequence) and isinstance(index, Value) and isinstance(index.known, int):
             return holder.items[index.known]
         if isinstance(holder, Sequence) and isinstance(node.slice, ast.Slice) and node.slice.step is None:
@@ -152,6 +155,12 @@ class Scope:
 
     _List = _Tuple
     _Set = _Tuple
+
+    def _Dict(self, node: ast.Dict) -> Keywords:
+        """A dict of keyword arguments, as a call unpacks it with `**`: string keys only."""
+        if not all(isinstance(key, ast.Constant) and isinstance(key.value, str) for key in node.keys):
+            raise self.refuse(node, "builds a dict whose keys are not all strings written out (keyword names)")
+        return Keywords(tuple((key.value, self.value(value)) for key, value in zip(node.keys, node.values)))
 
     def _GeneratorExp(self, node: ast.GeneratorExp) -> Sequence:
         """`f(x) for x in parts` over a sequence the lift counts (a tensor's `split` into parts of one size):
@@ -281,6 +290,13 @@ class Scope:
         if any(k.arg is None for k in node.keywords):
             raise self.refuse(node, f"`{ast.unparse(node)}` unpacks its keyword arguments (**kwargs)")
         func = node.func
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "dict"
+            and not node.args
+            and self.lift.global_is_builtin(self, "dict")
+        ):
+            return Keywords(tuple((k.arg, self.value(k.value)) for k in node.keywords))  # keyword arguments, as {}
         keywords = {k.arg: k.value for k in node.keywords}
         if isinstance(func, ast.Attribute):
             holder = self.value(func.value) if not self.lift.is_module(self, func.value) else None
@@ -421,25 +437,6 @@ class Scope:
         if found is None:
             raise self.refuse(node, f"calls `.{name}()` on a tensor, which the lift does not model")
         return found
-
-
-def bind_call(scope: Scope, function: ast.FunctionDef, call: ast.Call) -> dict[str, Any]:
-    """The values `call` passes to `function`'s parameters (with the function's own defaults for the rest)."""
-    args = function.args
-    positional = [a.arg for a in args.posonlyargs + args.args]
-    if args.vararg or args.kwarg:
-        raise scope.refuse(call, f"{function.name} takes *args/**kwargs: the dispatcher needs explicit parameters")
-    bound: dict[str, ast.expr] = dict(zip(positional, call.args))
-    bound.update({k.arg: k.value for k in call.keywords})
-    return {name: scope.value(value) for name, value in bound.items()}
-
-
-def parameter_defaults(function: ast.FunctionDef) -> dict[str, ast.expr]:
-    args = function.args
-    positional = args.posonlyargs + args.args
-    out = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults) :], args.defaults)}
-    out.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-    return out
 
 
 # A tensor method the lift models: (scope, call, tensor, method name, evaluated args, keywords) -> what it returns,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import symtable
+from typing import Any
 
 from ..repo import RepoModules
 from ..syntax import body_stores, loads, module_level, module_names, parameters, source_segment, stores
@@ -24,10 +25,10 @@ from .dispatcher import (
     repo_function,
     unread_statements,
 )
-from .evaluator import Scope, bind_call, parameter_defaults
+from .evaluator import Scope
 from .provider import Lift
 from .tables import LOGGING, SAME_TENSOR
-from .values import DEVICE, Device, Facts, LiftError, MaybeTensor, Tensor, Unknown, Value
+from .values import DEVICE, Device, Facts, Keywords, LiftError, MaybeTensor, PerCase, Tensor, Unknown, Value, choice_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,10 +261,7 @@ def _run_to_launch(
         home, name = modules.callee(scope.module, scope.function, call.func)
         function = modules.definition(home, name)
         inner = Scope(lift, home, function, {})
-        bound = bind_call(scope, function, call)
-        for parameter, default in parameter_defaults(function).items():
-            bound.setdefault(parameter, inner.value(default))
-        inner.env.update(bound)
+        inner.env.update(_bind_call(scope, function, call, inner))
         scope, call = inner, lift.walk(inner, function.body, towards_launcher)
     if call is None:
         raise LiftError(
@@ -271,10 +269,8 @@ def _run_to_launch(
             f"{step_def.name} never calls {launcher} (or an engine "
             "function that calls it) as a statement the lift follows",
         )
-    bound = bind_call(scope, launcher_def, call)
     launcher_scope = Scope(lift, launcher_module, launcher_def, {})
-    for name, default in parameter_defaults(launcher_def).items():
-        bound.setdefault(name, launcher_scope.value(default))
+    bound = _bind_call(scope, launcher_def, call, launcher_scope)
     missing = [a.arg for a in launcher_def.args.args + launcher_def.args.kwonlyargs if a.arg not in bound]
     if missing:
         raise LiftError(modules.where(step_module, call), f"the step's call passes no {', '.join(missing)}")
@@ -440,3 +436,57 @@ def _launcher_names(launcher_def: ast.FunctionDef, scope: Scope) -> dict[str, st
         for name, value in scope.env.items()
         if name in assigned and isinstance(value, Value) and not value.fixed and not value.code.isidentifier()
     }
+
+
+def _bind_call(scope: Scope, function: ast.FunctionDef, call: ast.Call, callee: Scope) -> dict[str, Any]:
+    """The values `call` passes to `function`'s parameters, and the function's own defaults (read in `callee`, the
+    function's scope) for the rest. A `**` of a dict the code builds passes its entries; an entry some cases leave
+    out (`**(state if flag else {})`) is the default in those."""
+    args = function.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    if args.vararg or args.kwarg:
+        raise scope.refuse(call, f"{function.name} takes *args/**kwargs: the dispatcher needs explicit parameters")
+    defaults = _parameter_defaults(function)
+    names = {*positional, *(a.arg for a in args.kwonlyargs)}
+
+    def entry(name: str, value: Any) -> Any:
+        if not isinstance(value, PerCase):
+            return value
+        if (value.body is None or value.orelse is None) and name not in defaults:
+            raise scope.refuse(
+                call, f"`{name}` is left out of the call in some cases, and {function.name} has no default"
+            )
+        body, orelse = (
+            callee.value(defaults[name]) if v is None else entry(name, v) for v in (value.body, value.orelse)
+        )
+        either = choice_of(value.test, body, orelse)
+        if either is None:
+            raise scope.refuse(call, f"`{name}` is chosen per case between values the lift cannot write as one")
+        return either
+
+    bound = {name: scope.value(value) for name, value in zip(positional, call.args)}
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            bound[keyword.arg] = scope.value(keyword.value)
+            continue
+        unpacked = scope.value(keyword.value)
+        if not isinstance(unpacked, Keywords):
+            raise scope.refuse(call, f"`**{ast.unparse(keyword.value)}` unpacks what the lift cannot read as keywords")
+        for name, value in unpacked.items:
+            if name not in names:
+                raise scope.refuse(
+                    call, f"`**{ast.unparse(keyword.value)}` passes `{name}`, which {function.name} does not take"
+                )
+            bound[name] = entry(name, value)
+    for name, default in defaults.items():
+        if name not in bound:
+            bound[name] = callee.value(default)
+    return bound
+
+
+def _parameter_defaults(function: ast.FunctionDef) -> dict[str, ast.expr]:
+    args = function.args
+    positional = args.posonlyargs + args.args
+    out = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults) :], args.defaults)}
+    out.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return out

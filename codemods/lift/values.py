@@ -1,6 +1,6 @@
 """The lift's symbolic values: a number or expression (`Value`), a tensor's dtype, shape and strides
-(`Tensor`), an optional tensor, a sequence, the device, a step parameter read whole (`Facts`), and a name the
-lift could not read (`Unknown`)."""
+(`Tensor`), an optional tensor, a sequence, keyword arguments, the device, a step parameter read whole (`Facts`),
+and a name the lift could not read (`Unknown`)."""
 
 from __future__ import annotations
 
@@ -97,6 +97,24 @@ class Sequence:
     items: tuple[Any, ...]
 
 
+@dataclasses.dataclass(frozen=True)
+class Keywords:
+    """A dict of keyword arguments the code builds (`{"skip_mask": mask, ...}`), to unpack into a call with `**`:
+    each name's value, or a `PerCase` where the dict is chosen per case."""
+
+    items: tuple[tuple[str, Any], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class PerCase:
+    """A `**` entry chosen per case (`**(state if flag else {})`): `body` where `test` holds, `orelse` elsewhere;
+    either may be None, an entry that case does not pass (the callee's default then)."""
+
+    test: Value
+    body: Any
+    orelse: Any
+
+
 class Device:
     """Where tensors live: the provider's tensors are metadata only, so a device is never written."""
 
@@ -146,6 +164,10 @@ def choice_of(test: Value, body: Any, orelse: Any) -> Any:
     if body == orelse:
         return body
     if isinstance(body, Value) and isinstance(orelse, Value):
+        if isinstance(body.known, bool) and orelse.known is (not body.known):
+            chosen = test.code if body.known else negated_code(test.code)  # `c`, not `True if c else False`
+            if _is_bool(parse_expr(chosen)):
+                return Value(chosen)
         return _made_equal(test, body, orelse) or Value(
             ast.unparse(ast.IfExp(parse_expr(test.code), parse_expr(body.code), parse_expr(orelse.code)))
         )
@@ -159,7 +181,20 @@ def choice_of(test: Value, body: Any, orelse: Any) -> Any:
         return MaybeTensor(test, body)
     if isinstance(orelse, Tensor) and isinstance(body, Value) and body.known is None:
         return MaybeTensor(Value(negated_code(test.code)), orelse)
+    if isinstance(body, Tensor) and isinstance(orelse, MaybeTensor) and orelse.test == test:
+        return MaybeTensor(test, body)  # `if x is not None: x = x.contiguous()`: None where the test fails
+    if isinstance(body, Keywords) and isinstance(orelse, Keywords):
+        left, right = dict(body.items), dict(orelse.items)
+        names = [*left, *(name for name in right if name not in left)]
+        return Keywords(tuple((name, PerCase(test, left.get(name), right.get(name))) for name in names))
     return None
+
+
+def _is_bool(node: ast.expr) -> bool:
+    """Whether `node` is True or False whatever it reads: a comparison, a `not`, or `and`/`or` of those."""
+    if isinstance(node, ast.BoolOp):
+        return all(map(_is_bool, node.values))
+    return isinstance(node, ast.Compare) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
 
 
 def _made_equal(test: Value, body: Value, orelse: Value) -> Value | None:
