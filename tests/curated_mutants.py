@@ -2952,4 +2952,25 @@ MUTANTS = (
         "    if False:\n",
         ("tests/test_survey.py", "-k", "watermark"),
     ),
+    Mutant(
+        "lift: a list or dict set by key or index after it was built read as built",
+        "codemods/lift/provider.py",
+        "isinstance(node.ctx, (ast.Store, ast.Del))",
+        "isinstance(node.ctx, ast.Del)",
+        ("tests/test_triton_lifts.py", "-k", "in_place"),
+    ),
+    Mutant(
+        "lift: a list a launcher appends to read as built",
+        "codemods/lift/provider.py",
+        "node.func.value if node.func.attr in _CHANGES_IN_PLACE else None",
+        "None",
+        ("tests/test_triton_lifts.py", "-k", "in_place"),
+    ),
+    Mutant(
+        "lift: a dict of keywords changed in place read as built",
+        "codemods/lift/provider.py",
+        "isinstance(scope.env.get(target.id), (Sequence, Keywords))",
+        "isinstance(scope.env.get(target.id), Sequence)",
+        ("tests/test_triton_lifts.py", "-k", "in_place"),
+    ),
 )

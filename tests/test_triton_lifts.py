@@ -1368,3 +1368,65 @@ def test_a_dict_of_keywords_the_lift_cannot_read_as_the_launchers_is_refused_at_
     result = runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(repo)])
     assert result.exit_code == 2, result.output
     assert why in " ".join(result.output.split()) and f"{QWEN_WARMUP}:" in result.output
+
+
+POST_CONV_LOOP = "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n"
+CHANGED_IN_PLACE = {  # a list or dict changed after it was built, before the launch reads it:
+    # (family, edits, (the file and the text of the line refused, why))
+    "a dict of keywords set by key": (
+        "fla-fused-post-conv",
+        [
+            (QWEN_WARMUP, POST_CONV_KEYWORDS, "            **options,\n"),
+            (
+                QWEN_WARMUP,
+                POST_CONV_LOOP,
+                POST_CONV_LOOP + "        options = dict(apply_l2norm=True, output_g_exp=False)\n"
+                '        options["output_g_exp"] = length > 1\n',
+            ),
+        ],
+        (QWEN_WARMUP, 'options["output_g_exp"] = length > 1', "changes `options` in place"),
+    ),
+    "a list of lengths set by index under a condition": (
+        "fla-fused-post-conv",
+        [
+            (
+                QWEN_WARMUP,
+                POST_CONV_LOOP,
+                "    lengths = [1, 2, 16]\n    if config.h > 8:\n        lengths[0] = 64\n    for length in lengths:\n",
+            )
+        ],
+        (QWEN_WARMUP, "lengths[0] = 64", "changes `lengths` in place"),
+    ),
+    "a grid the launcher appends to": (
+        "mamba-batch-memcpy",
+        [(MAMBA_UTILS, "    grid = (batch,)\n", "    grid = [batch]\n    grid.append(1)\n")],
+        (MAMBA_UTILS, "grid.append(1)", "changes `grid` in place"),
+    ),
+    # In the step itself, a call whose effect the migration would delete with it is refused already.
+    "a list of lengths appended to in the step": (
+        "fla-fused-post-conv",
+        [
+            (
+                QWEN_WARMUP,
+                POST_CONV_LOOP,
+                "    lengths = [1, 2, 16]\n    lengths.append(64)\n    for length in lengths:\n",
+            )
+        ],
+        (QWEN_WARMUP, "lengths.append(64)", "also runs `lengths.append(...)`, which the migration would delete"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CHANGED_IN_PLACE))
+def test_a_list_or_dict_changed_in_place_before_the_launch_is_refused_at_that_line(tmp_path, case):
+    """The lift reads a list or dict as the code built it; where the step or the launcher then changes it, the run
+    is refused at the statement (a store by key or index was read as built, with exit 0, before)."""
+    family, edits, (where, text, why) = CHANGED_IN_PLACE[case]
+    repo = copy_033(tmp_path / "tree")
+    for rel, old, new in edits:
+        edit(repo, rel, old, new)
+    line = next(n for n, code in enumerate((repo / where).read_text().splitlines(), 1) if text in code)
+    result = runner.invoke(app, ["migrate", family, "--repo", str(repo)])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert f"{where}:{line}: " in said and why in said

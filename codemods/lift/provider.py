@@ -14,6 +14,7 @@ from . import polynomials
 from .evaluator import Scope
 from .tables import LOGGING, NO_VALUE, SAME_TENSOR
 from .values import (
+    Keywords,
     LiftError,
     MaybeTensor,
     Sequence,
@@ -149,6 +150,11 @@ class Lift:
             found = is_target(scope, statement)
             if found is not None:
                 return found
+            changed = _changed_in_place(scope, statement)
+            if changed is not None:
+                raise scope.refuse(
+                    changed, f"changes `{changed.id}` in place, which the lift does not follow (it reads it as built)"
+                )
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
                 continue  # a docstring
             if isinstance(statement, (ast.Import, ast.ImportFrom, ast.Assert, ast.Pass, ast.Global)):
@@ -517,6 +523,26 @@ def _binds(body: list[ast.stmt]) -> bool:
 
 def _holds(scope: Scope, body: list[ast.stmt], is_target) -> bool:
     return any(is_target(scope, s) is not None for stmt in body for s in ast.walk(stmt) if isinstance(s, ast.stmt))
+
+
+# The methods of a list or dict that change it.
+_CHANGES_IN_PLACE = frozenset(
+    ("append", "extend", "insert", "pop", "popitem", "remove", "clear", "sort", "reverse", "update", "setdefault")
+)
+
+
+def _changed_in_place(scope: Scope, statement: ast.stmt) -> ast.Name | None:
+    """Where `statement` changes a list or dict of the scope in place (`opts["a"] = 1`, `lengths.append(64)`, `del
+    opts["a"]`), or None: the lift reads each as it was built."""
+    for node in ast.walk(statement):
+        target = None
+        if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            target = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            target = node.func.value if node.func.attr in _CHANGES_IN_PLACE else None
+        if isinstance(target, ast.Name) and isinstance(scope.env.get(target.id), (Sequence, Keywords)):
+            return target
+    return None
 
 
 def _is_side_effect_free(scope: Scope, call: ast.Call) -> bool:
