@@ -6,9 +6,9 @@ kernel warmed through the tree's own registry, then random real launches through
     python bench/lifted_launches.py bake  TREE CACHE            # compile-only for sm90: any machine, no GPU
     python bench/lifted_launches.py serve TREE CACHE [--warm] [--launches N] [--seed S]   # a GPU host
 
-TREE is a 0.33.0 tree the six lift families were written into (`zerojit migrate fla-fused-post-conv
-fla-sigmoid-gating mamba-causal-conv1d mamba-batch-memcpy kimi-k3-attn-res kimi-k3-recurrent-kda --repo TREE
---write`). `bake`
+TREE is a 0.33.0 tree the eight lift families were written into (`zerojit migrate fla-fused-post-conv
+fla-sigmoid-gating mamba-causal-conv1d mamba-batch-memcpy kimi-k3-attn-res kimi-k3-recurrent-kda fla-gdn-mtp-update
+fla-gdn-mtp-rmsnorm --repo TREE --write`). `bake`
 runs the registrations and the registry warmup with zerojit's compile-only Triton driver; `serve` (Triton's real
 driver) optionally warms the same way first, then launches. One JSON line per family and serving configuration;
 launches are counted "in range" or "beyond" the key classes the legacy step warmed.

@@ -20,6 +20,7 @@ from zerojit.migrate.triton_lifts.launches import SERVING, attn_res_calls, launc
 pytestmark = pytest.mark.release_tree
 
 POST_CONV = "vllm/third_party/flash_linear_attention/ops/fused_gdn_prefill_post_conv.py"
+MTP = "vllm/third_party/flash_linear_attention/ops/fused_gdn_decode_post_conv_mtp.py"
 ATTN_RES = "vllm.models.kimi_k3.nvidia.ops.attn_res"
 
 
@@ -69,3 +70,17 @@ def test_a_provider_that_drops_a_key_class_leaves_in_range_launches_cold(lifted,
     module.write_text(source.replace("WarmupChoices(1, 2, 16)", "WarmupChoices(1, 16)"))
     lines = list(launch_coverage(narrowed, launches=40, seed=1, families=["fla-fused-post-conv"]))
     assert [line["in range"]["compiles"] for line in lines] == [1, 1, 1]
+
+
+def test_an_mtp_provider_that_drops_the_whole_value_tile_leaves_large_decode_steps_cold(lifted, tmp_path):
+    """The legacy step warmed three request counts, one per value tile (32, 64, V) against the compute units; a
+    provider without the largest leaves the steps whose requests times value heads pass 4x the compute units cold:
+    both kernels take the tile as a constexpr."""
+    narrowed = shutil.copytree(lifted, tmp_path / "tree")
+    module = narrowed / MTP
+    source = module.read_text()
+    largest = "4 * num_compute_units // hv + 1"
+    assert source.count(largest) == 2  # one provider a kernel
+    module.write_text(source.replace(largest, "1"))
+    lines = list(launch_coverage(narrowed, launches=40, seed=1, families=["fla-gdn-mtp-update", "fla-gdn-mtp-rmsnorm"]))
+    assert len(lines) == 4 and all(line["in range"]["compiles"] == 1 for line in lines), lines

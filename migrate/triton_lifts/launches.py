@@ -242,6 +242,48 @@ def _recurrent_kda(module: Any, tree: Any, config: Any, rng: random.Random, coun
         yield "in range" if all(t.data_ptr() % 16 == 0 for t in (gate, beta, out)) else "beyond"
 
 
+def _mtp_decode(module: Any, tree: Any, config: Any, rng: random.Random, count: int):
+    """Speculative decode steps of 1..max_num_seqs requests of `num_spec + 1` tokens, launched as the GDN layer's
+    fused MTP decode launches them (both kernels, one after the other): q, k, v and the output gate split from one
+    projection's rows, b and a chunked from another's, each request's state slots a row of the runner's slot table
+    and its accepted-token count, the state the layer's bound SSM state. The request count only picks the value
+    tile against the compute units, which the legacy step warmed each of: every step stays in range."""
+    layer, h, hv, a_log, dt_bias = _gdn_layer(tree, config)
+    k, v, dtype = layer.head_k_dim, layer.head_v_dim, layer.model_config.dtype
+    conv_dim, tokens_per_request = 2 * h * k + hv * v, layer.num_spec + 1
+    max_reqs = tree.state.vllm_config.scheduler_config.max_num_seqs
+    state = _real(layer.kv_cache[1], blocks=max_reqs * tokens_per_request + 1).mul_(0.01)  # block 0: the null block
+    norm_weight = _real(layer.norm.weight)
+    slots = rng.sample(range(1, state.shape[0]), max_reqs * tokens_per_request)
+    table = torch.tensor(slots, dtype=torch.int32, device="cuda").view(max_reqs, tokens_per_request)
+    starts = torch.arange(0, (max_reqs + 1) * tokens_per_request, tokens_per_request, dtype=torch.int32, device="cuda")
+    for _ in range(count):
+        requests = rng.randint(1, max_reqs)
+        tokens = requests * tokens_per_request
+        projected = torch.randn(tokens, conv_dim + hv * v, dtype=dtype, device="cuda")
+        mixed_qkv, output_gate = projected.split([conv_dim, hv * v], dim=-1)
+        b, a = torch.randn(tokens, 2 * hv, dtype=dtype, device="cuda").chunk(2, dim=-1)
+        accepted = [rng.randint(1, tokens_per_request) for _ in range(requests)]
+        module.fused_gdn_decode_post_conv_mtp_triton(
+            mixed_qkv=mixed_qkv,
+            a=a,
+            b=b,
+            A_log=a_log,
+            dt_bias=dt_bias,
+            state_indices=table[:requests],
+            cu_seqlens=starts[: requests + 1],
+            num_accepted_tokens=torch.tensor(accepted, dtype=torch.int32, device="cuda"),
+            state=state,
+            output_gate=output_gate.reshape(tokens, hv, v),
+            norm_weight=norm_weight,
+            out=torch.empty(tokens, hv, v, dtype=dtype, device="cuda"),
+            scale=k**-0.5,
+            norm_eps=1e-6,
+            output_gate_activation=layer.norm.activation,
+        )
+        yield "in range"
+
+
 class Served(NamedTuple):
     equivalence: type  # the family's key-equivalence adapter: how its tree runs
     configs: list  # the serving configurations launched
@@ -249,6 +291,10 @@ class Served(NamedTuple):
 
 
 _GDN_CONFIGS = [lifts.GdnTritonConfig(), lifts.GdnTritonConfig(model="qwen3.5-moe", tp_size=2, dtype="fp16")]
+_MTP_CONFIGS = [
+    lifts.MtpConfig(model="qwen3.5-moe"),
+    lifts.MtpConfig(model="qwen3.5-moe", tp_size=2, num_spec=3, num_sms=132),
+]
 SERVING = {
     # Qwen3-Next at TP8 has 4 V heads a rank: a mixed batch's prefill slices of `a` and `b` can be misaligned.
     "fla-fused-post-conv": Served(
@@ -262,6 +308,10 @@ SERVING = {
         [lifts.KimiConfig(), lifts.KimiConfig(model="kimi-k3-small", attn_res_block_size=12, dtype="fp16")],
         _attn_res,
     ),
+    # Qwen3.5's layout (Qwen3-Next's interleaved one runs no fused decode), bf16; 2 and 4 tokens a request, and
+    # compute-unit counts that put the value tile's thresholds at other request counts.
+    "fla-gdn-mtp-update": Served(lifts.MtpUpdateEquivalence, _MTP_CONFIGS, _mtp_decode),
+    "fla-gdn-mtp-rmsnorm": Served(lifts.MtpNormEquivalence, _MTP_CONFIGS, _mtp_decode),
     "kimi-k3-recurrent-kda": Served(
         lifts.RecurrentKdaEquivalence,
         [lifts.KdaConfig(num_spec=3, kda_heads=8), lifts.KdaConfig(dtype="fp16", num_spec=1, kda_heads=2)],
