@@ -1311,42 +1311,127 @@ def test_an_alias_the_module_does_not_bind_to_the_kernel_on_every_path_is_refuse
 
 
 POST_CONV_KEYWORDS = "            apply_l2norm=True,\n            output_g_exp=False,\n"
-KEYWORDS_FORKS = {  # a fork's step passing the launcher's keywords through `**`: (its keywords, its output)
-    # What the release passes: every file comes out as the release's migration writes it.
-    "a dict": ('            **{"apply_l2norm": True, "output_g_exp": False},\n', "release"),
-    "a dict the step names": ("            **options,\n", "release"),
-    "a keyword passed in some cases, as the launcher's default": (
-        '            apply_l2norm=True,\n            **({"output_g_exp": False} if length > 1 else {}),\n',
-        "release",
+POST_CONV_QKV = "    qkv_dim = 2 * config.h * config.k + config.hv * config.v\n"
+POST_CONV_CONSTANT = "_FLA_POST_CONV_WARMUP_LENGTHS = (1, 2, 16)\n"
+POST_CONV_CALL_START = "        fused_post_conv_prep(\n"
+POST_CONV_IMPORT = "        fused_post_conv_prep,\n    )\n"
+WRAPPER = """
+
+def fused_post_conv_prep_op(conv_output, a, b, A_log, dt_bias, num_k_heads, head_k_dim, head_v_dim, **kwargs):
+    return fused_post_conv_prep(conv_output, a, b, A_log, dt_bias, num_k_heads, head_k_dim, head_v_dim, **kwargs)
+"""
+KEYWORDS_FORKS = {  # a fork's step passing the launcher's keywords through dicts: (edits, the provider's output)
+    # What the release passes: every file but the step's comes out as the release's migration writes it.
+    "a dict": (
+        [(QWEN_WARMUP, POST_CONV_KEYWORDS, '            **{"apply_l2norm": True, "output_g_exp": False},\n')],
+        None,
     ),
-    # A keyword passed in some cases only, other than its default: the provider chooses it per case.
+    "a dict the step names": (
+        [
+            (QWEN_WARMUP, POST_CONV_KEYWORDS, "            **options,\n"),
+            (QWEN_WARMUP, POST_CONV_QKV, POST_CONV_QKV + "    options = dict(apply_l2norm=True, output_g_exp=False)\n"),
+        ],
+        None,
+    ),
+    "a dict made of another": (
+        [
+            (QWEN_WARMUP, POST_CONV_KEYWORDS, "            **options,\n"),
+            (
+                QWEN_WARMUP,
+                POST_CONV_QKV,
+                POST_CONV_QKV + '    base = {"apply_l2norm": True}\n    options = {**base, "output_g_exp": False}\n',
+            ),
+        ],
+        None,
+    ),
+    "dict() of another": (
+        [
+            (QWEN_WARMUP, POST_CONV_KEYWORDS, "            **options,\n"),
+            (
+                QWEN_WARMUP,
+                POST_CONV_QKV,
+                POST_CONV_QKV + "    options = dict(dict(apply_l2norm=True), output_g_exp=False)\n",
+            ),
+        ],
+        None,
+    ),
+    "a dict of the module": (
+        [
+            (QWEN_WARMUP, POST_CONV_KEYWORDS, "            **_POST_CONV_OPTIONS,\n"),
+            (
+                QWEN_WARMUP,
+                POST_CONV_CONSTANT,
+                POST_CONV_CONSTANT + '_POST_CONV_OPTIONS = {"apply_l2norm": True, "output_g_exp": False}\n',
+            ),
+        ],
+        None,
+    ),
+    "a keyword passed in some cases, as the launcher's default": (
+        [
+            (
+                QWEN_WARMUP,
+                POST_CONV_KEYWORDS,
+                '            apply_l2norm=True,\n            **({"output_g_exp": False} if length > 1 else {}),\n',
+            )
+        ],
+        None,
+    ),
+    "a launcher's wrapper that forwards its keywords": (
+        [
+            (POST_CONV, "\n\ndef fused_post_conv_prep(\n", WRAPPER + "\n\ndef fused_post_conv_prep(\n"),
+            (QWEN_WARMUP, POST_CONV_IMPORT, "        fused_post_conv_prep_op,\n    )\n"),
+            (QWEN_WARMUP, POST_CONV_CALL_START, "        fused_post_conv_prep_op(\n"),
+        ],
+        None,
+    ),
+    # A keyword passed in some cases only, other than its default, or read off a dict chosen per case.
     "a keyword chosen per case": (
-        '            apply_l2norm=True,\n            **({"output_g_exp": True} if length > 1 else {}),\n',
+        [
+            (
+                QWEN_WARMUP,
+                POST_CONV_KEYWORDS,
+                '            apply_l2norm=True,\n            **({"output_g_exp": True} if length > 1 else {}),\n',
+            )
+        ],
         "output_g_exp=length > 1",
+    ),
+    "an entry of a dict chosen per case": (
+        [
+            (
+                QWEN_WARMUP,
+                POST_CONV_KEYWORDS,
+                "            apply_l2norm=True,\n"
+                '            output_g_exp=not ({"g": False} if length > 1 else {"g": True})["g"],\n',
+            )
+        ],
+        "output_g_exp=not length <= 1",
     ),
 }
 
 
 @pytest.mark.parametrize("case", list(KEYWORDS_FORKS))
 def test_a_step_that_passes_the_launchers_keywords_through_a_dict_migrates_with_the_keys_it_warms(tmp_path, case):
-    """`**` of a dict the step builds passes its entries; one the step passes only in some cases (`**(d if c else
-    {})`) is the launcher's default in the others. The keys check runs the fork's own step against the migrated tree's
-    registrations, in Triton's terms."""
-    keywords, expected = KEYWORDS_FORKS[case]
+    """`**` of a dict the code builds (in the step, of the module, through a wrapper's `**kwargs`) passes its entries;
+    one the step passes only in some cases (`**(d if c else {})`) is the launcher's default in the others. The keys
+    check runs the fork's own step against the migrated tree's registrations, in Triton's terms."""
+    edits, expected = KEYWORDS_FORKS[case]
     release = copy_033(tmp_path / "release")
     assert runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(release), "--write"]).exit_code == 0
     original = copy_033(tmp_path / "fork")
-    edit(original, QWEN_WARMUP, POST_CONV_KEYWORDS, keywords)
-    if "**options" in keywords:
-        step = "    qkv_dim = 2 * config.h * config.k + config.hv * config.v\n"
-        edit(original, QWEN_WARMUP, step, step + "    options = dict(apply_l2norm=True, output_g_exp=False)\n")
+    for rel, old, new in edits:
+        edit(original, rel, old, new)
     repo = tmp_path / "migrated"
     shutil.copytree(original, repo, copy_function=os.link)
     result = runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(repo), "--write"])
     assert result.exit_code == 0, result.output
     changed, _, _ = changed_files(repo, original)
-    if expected == "release":
-        assert all((repo / rel).read_bytes() == (release / rel).read_bytes() for rel in changed - {QWEN_WARMUP})
+    if expected is None:
+        provider = "def _fused_post_conv_prep_warmup_inputs("
+        ours, theirs = ((tree / POST_CONV).read_text() for tree in (repo, release))
+        assert ours[ours.index(provider) :] == theirs[theirs.index(provider) :]
+        assert all(
+            (repo / rel).read_bytes() == (release / rel).read_bytes() for rel in changed - {QWEN_WARMUP, POST_CONV}
+        )
     else:
         assert expected in (repo / POST_CONV).read_text()
     report = key_equivalence("fla-fused-post-conv", "smoke", legacy_tree=original, migrated_tree=repo)
@@ -1357,12 +1442,20 @@ def test_a_step_that_passes_the_launchers_keywords_through_a_dict_migrates_with_
     "keywords, why",
     [
         ('            **{"apply_l2norm": True, "l2norm": False},\n', "passes `l2norm`, which fused_post_conv_prep"),
-        ('            **{"apply_l2norm": True, **extra},\n', "whose keys are not all strings"),
+        ("            apply_l2norm=True,\n            l2norm=False,\n", "passes `l2norm`, which fused_post_conv_prep"),
+        (POST_CONV_KEYWORDS + '            **{"output_g_exp": True},\n', "passes `output_g_exp` twice"),
+        ('            **{"num_k_heads": 2},\n', "passes `num_k_heads` twice"),  # also by position
+        ("            True,\n            False,\n            True,\n", "passes 11 positional arguments"),
+        ('            **{"apply_l2norm": True, **extra},\n', "reads `extra`"),
         ("            **{True: 1},\n", "whose keys are not all strings"),
-        ("            **config.options,\n", "cannot read as keywords"),
+        ("            **config.options,\n", "is no dict of keywords the lift can read"),
+        (
+            '            apply_l2norm=True,\n            output_g_exp=({"g": True} if length > 1 else {})["g"],\n',
+            "is missing in some cases",
+        ),
     ],
 )
-def test_a_dict_of_keywords_the_lift_cannot_read_as_the_launchers_is_refused_at_the_step(tmp_path, keywords, why):
+def test_a_dict_of_keywords_or_a_call_python_would_refuse_is_refused_at_the_step(tmp_path, keywords, why):
     repo = copy_033(tmp_path / "tree")
     edit(repo, QWEN_WARMUP, POST_CONV_KEYWORDS, keywords)
     result = runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(repo)])
@@ -1371,7 +1464,7 @@ def test_a_dict_of_keywords_the_lift_cannot_read_as_the_launchers_is_refused_at_
 
 
 POST_CONV_LOOP = "    for length in _FLA_POST_CONV_WARMUP_LENGTHS:\n"
-CHANGED_IN_PLACE = {  # a list or dict changed after it was built, before the launch reads it:
+STALE_VALUES = {  # a list or dict changed after it was built, or a value an earlier pass of the loop set:
     # (family, edits, (the file and the text of the line refused, why))
     "a dict of keywords set by key": (
         "fla-fused-post-conv",
@@ -1402,6 +1495,52 @@ CHANGED_IN_PLACE = {  # a list or dict changed after it was built, before the la
         [(MAMBA_UTILS, "    grid = (batch,)\n", "    grid = [batch]\n    grid.append(1)\n")],
         (MAMBA_UTILS, "grid.append(1)", "changes `grid` in place"),
     ),
+    "a constant of the module appended to where it is built": (
+        "fla-fused-post-conv",
+        [
+            (
+                QWEN_WARMUP,
+                POST_CONV_CONSTANT,
+                "_FLA_POST_CONV_WARMUP_LENGTHS = [1, 16]\n_FLA_POST_CONV_WARMUP_LENGTHS.append(2)\n",
+            )
+        ],
+        (QWEN_WARMUP, POST_CONV_LOOP.strip(), "which its module binds 2 times"),
+    ),
+    "a constant of the module set by index where it is built": (
+        "fla-fused-post-conv",
+        [
+            (
+                QWEN_WARMUP,
+                POST_CONV_CONSTANT,
+                "_FLA_POST_CONV_WARMUP_LENGTHS = [1, 16]\n_FLA_POST_CONV_WARMUP_LENGTHS[1] = 2\n",
+            )
+        ],
+        (QWEN_WARMUP, POST_CONV_LOOP.strip(), "which its module binds 2 times"),
+    ),
+    "a flag an earlier pass of the loop sets": (
+        "fla-fused-post-conv",
+        [
+            (QWEN_WARMUP, POST_CONV_KEYWORDS, "            apply_l2norm=True,\n            output_g_exp=g_exp,\n"),
+            (
+                QWEN_WARMUP,
+                POST_CONV_LOOP,
+                "    g_exp = False\n" + POST_CONV_LOOP + "        if length == 1:\n            g_exp = True\n",
+            ),
+        ],
+        (QWEN_WARMUP, "if length == 1:", "`g_exp` may hold here what an earlier pass of the loop set"),
+    ),
+    "a dict an earlier pass of the loop rebinds": (
+        "fla-fused-post-conv",
+        [
+            (QWEN_WARMUP, POST_CONV_KEYWORDS, "            apply_l2norm=True,\n            **options,\n"),
+            (
+                QWEN_WARMUP,
+                POST_CONV_LOOP,
+                "    options = {}\n" + POST_CONV_LOOP + '        options = {"output_g_exp": length == 1, **options}\n',
+            ),
+        ],
+        (QWEN_WARMUP, 'options = {"output_g_exp"', "`options` may hold here what an earlier pass of the loop set"),
+    ),
     # In the step itself, a call whose effect the migration would delete with it is refused already.
     "a list of lengths appended to in the step": (
         "fla-fused-post-conv",
@@ -1417,11 +1556,12 @@ CHANGED_IN_PLACE = {  # a list or dict changed after it was built, before the la
 }
 
 
-@pytest.mark.parametrize("case", list(CHANGED_IN_PLACE))
-def test_a_list_or_dict_changed_in_place_before_the_launch_is_refused_at_that_line(tmp_path, case):
-    """The lift reads a list or dict as the code built it; where the step or the launcher then changes it, the run
-    is refused at the statement (a store by key or index was read as built, with exit 0, before)."""
-    family, edits, (where, text, why) = CHANGED_IN_PLACE[case]
+@pytest.mark.parametrize("case", list(STALE_VALUES))
+def test_a_value_the_lift_would_read_as_first_built_is_refused_at_that_line(tmp_path, case):
+    """The lift reads a list or dict as the code built it, and each pass of a loop as a case of its own; where the
+    step, the launcher or the module then changes a list or dict, or a pass may read what an earlier one set, the
+    run is refused at the statement (each but the last case was planned with exit 0 before)."""
+    family, edits, (where, text, why) = STALE_VALUES[case]
     repo = copy_033(tmp_path / "tree")
     for rel, old, new in edits:
         edit(repo, rel, old, new)
@@ -1430,3 +1570,15 @@ def test_a_list_or_dict_changed_in_place_before_the_launch_is_refused_at_that_li
     assert result.exit_code == 2, result.output
     said = " ".join(result.output.split())
     assert f"{where}:{line}: " in said and why in said
+
+
+def test_a_step_value_from_a_helper_the_registration_does_not_pass_is_refused_saying_what_to_pass(tmp_path):
+    """`g_exp = current_platform.is_rocm()` is one value per registration, which the registration must pass: refused
+    with what to pass (an internal error before: the engine-config check parsed the read with its line attached)."""
+    repo = copy_033(tmp_path / "tree")
+    edit(repo, QWEN_WARMUP, POST_CONV_KEYWORDS, "            apply_l2norm=True,\n            output_g_exp=g_exp,\n")
+    edit(repo, QWEN_WARMUP, POST_CONV_LOOP, POST_CONV_LOOP + "        g_exp = current_platform.is_rocm()\n")
+    result = runner.invoke(app, ["migrate", "fla-fused-post-conv", "--repo", str(repo)])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert "internal error" not in said and "g_exp (the step's current_platform.is_rocm() (" in said

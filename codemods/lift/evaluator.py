@@ -36,9 +36,11 @@ from .values import (
     Value,
     binary,
     choice_of,
+    kind_of,
     negated_code,
     nested_shape,
     parse_expr,
+    per_case,
 )
 
 if TYPE_CHECKING:
@@ -73,9 +75,7 @@ class Scope:
     def plain(self, node: ast.expr) -> Value:
         found = self.value(node)
         if not isinstance(found, Value):
-            raise self.refuse(
-                node, f"`{ast.unparse(node)}` is used as a number, but it is a {type(found).__name__.lower()}"
-            )
+            raise self.refuse(node, f"`{ast.unparse(node)}` is used as a number, but it is a {kind_of(found)}")
         return found
 
     def _Constant(self, node: ast.Constant) -> Value:
@@ -116,7 +116,7 @@ class Scope:
             return Value(repr("cuda"), "cuda") if node.attr == "type" else holder
         if isinstance(holder, Value):
             return Value(ast.unparse(ast.Attribute(parse_expr(holder.code), node.attr)))
-        raise self.refuse(node, f"reads `.{node.attr}` of a {type(holder).__name__.lower()}")
+        raise self.refuse(node, f"reads `.{node.attr}` of a {kind_of(holder)}")
 
     def _Subscript(self, node: ast.Subscript) -> Any:
         holder = self.value(node.value)
@@ -124,7 +124,16 @@ class Scope:
             raise self.refuse(node, "indexes a tensor (a view the lift does not model)")
         index = self.value(node.slice) if not isinstance(node.slice, ast.Slice) else None
         if isinstance(holder, Keywords) and isinstance(index, Value) and index.known in dict(holder.items):
-            return dict(holder.items)[index.known]
+
+            def missing() -> Any:
+                raise self.refuse(node, f"`{ast.unparse(node)}` is missing in some cases (a KeyError there)")
+
+            found = per_case(dict(holder.items)[index.known], missing)
+            if found is None:
+                raise self.refuse(
+                    node, f"`{ast.unparse(node)}` is chosen per case between values the lift cannot write as one"
+                )
+            return found
         if isinstance(holder, Sequence) and isinstance(index, Value) and isinstance(index.known, int):
             return holder.items[index.known]
         if isinstance(holder, Sequence) and isinstance(node.slice, ast.Slice) and node.slice.step is None:
@@ -157,10 +166,25 @@ class Scope:
     _Set = _Tuple
 
     def _Dict(self, node: ast.Dict) -> Keywords:
-        """A dict of keyword arguments, as a call unpacks it with `**`: string keys only."""
-        if not all(isinstance(key, ast.Constant) and isinstance(key.value, str) for key in node.keys):
-            raise self.refuse(node, "builds a dict whose keys are not all strings written out (keyword names)")
-        return Keywords(tuple((key.value, self.value(value)) for key, value in zip(node.keys, node.values)))
+        """A dict of keyword arguments, as a call unpacks it with `**`: string keys, and `**` of such dicts."""
+        items: dict[str, Any] = {}
+        for key, value in zip(node.keys, node.values):
+            if key is None:
+                items.update(self.keywords(node, value).items)
+            elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                items[key.value] = self.value(value)
+            else:
+                raise self.refuse(node, "builds a dict whose keys are not all strings written out (keyword names)")
+        return Keywords(tuple(items.items()))
+
+    def keywords(self, node: ast.AST, spread: ast.expr) -> Keywords:
+        """What `**spread` (or `dict(spread)`) passes: a dict of keywords the code builds."""
+        found = self.value(spread)
+        if not isinstance(found, Keywords):
+            raise self.refuse(
+                node, f"`{ast.unparse(spread)}` is no dict of keywords the lift can read as the code builds it"
+            )
+        return found
 
     def _GeneratorExp(self, node: ast.GeneratorExp) -> Sequence:
         """`f(x) for x in parts` over a sequence the lift counts (a tensor's `split` into parts of one size):
@@ -282,9 +306,7 @@ class Scope:
             inner = ", ".join(i.code for i in found.items) + ("," if len(found.items) == 1 else "")
             known = tuple(i.known for i in found.items) if all(i.fixed for i in found.items) else NO_VALUE
             return Value(f"({inner})", known)
-        raise self.refuse(
-            node, f"`{ast.unparse(node)}` is a {type(found).__name__.lower()} where the lift needs a value"
-        )
+        raise self.refuse(node, f"`{ast.unparse(node)}` is a {kind_of(found)} where the lift needs a value")
 
     def _Call(self, node: ast.Call) -> Any:
         if any(k.arg is None for k in node.keywords):
@@ -293,10 +315,12 @@ class Scope:
         if (
             isinstance(func, ast.Name)
             and func.id == "dict"
-            and not node.args
+            and len(node.args) <= 1
             and self.lift.global_is_builtin(self, "dict")
-        ):
-            return Keywords(tuple((k.arg, self.value(k.value)) for k in node.keywords))  # keyword arguments, as {}
+        ):  # keyword arguments, as {}: `dict(base, a=1)` is base's updated
+            items = dict(self.keywords(node, node.args[0]).items) if node.args else {}
+            items.update((k.arg, self.value(k.value)) for k in node.keywords)
+            return Keywords(tuple(items.items()))
         keywords = {k.arg: k.value for k in node.keywords}
         if isinstance(func, ast.Attribute):
             holder = self.value(func.value) if not self.lift.is_module(self, func.value) else None

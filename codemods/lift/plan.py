@@ -28,7 +28,7 @@ from .dispatcher import (
 from .evaluator import Scope
 from .provider import Lift
 from .tables import LOGGING, SAME_TENSOR
-from .values import DEVICE, Device, Facts, Keywords, LiftError, MaybeTensor, PerCase, Tensor, Unknown, Value, choice_of
+from .values import DEVICE, Device, Facts, Keywords, LiftError, MaybeTensor, Tensor, Unknown, Value, per_case
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,7 +261,7 @@ def _run_to_launch(
         home, name = modules.callee(scope.module, scope.function, call.func)
         function = modules.definition(home, name)
         inner = Scope(lift, home, function, {})
-        inner.env.update(_bind_call(scope, function, call, inner))
+        inner.env.update(_bind_call(scope, function, call, inner, forwards=True))
         scope, call = inner, lift.walk(inner, function.body, towards_launcher)
     if call is None:
         raise LiftError(
@@ -438,49 +438,52 @@ def _launcher_names(launcher_def: ast.FunctionDef, scope: Scope) -> dict[str, st
     }
 
 
-def _bind_call(scope: Scope, function: ast.FunctionDef, call: ast.Call, callee: Scope) -> dict[str, Any]:
+def _bind_call(
+    scope: Scope, function: ast.FunctionDef, call: ast.Call, callee: Scope, forwards: bool = False
+) -> dict[str, Any]:
     """The values `call` passes to `function`'s parameters, and the function's own defaults (read in `callee`, the
     function's scope) for the rest. A `**` of a dict the code builds passes its entries; an entry some cases leave
-    out (`**(state if flag else {})`) is the default in those."""
+    out (`**(state if flag else {})`) is the default in those. `forwards`: `function` is one between the step and
+    the launcher, whose `**kwargs` holds the keywords it takes no parameter for. What Python would refuse (a
+    parameter passed twice, one the function does not take, too many positional arguments) is refused."""
     args = function.args
     positional = [a.arg for a in args.posonlyargs + args.args]
-    if args.vararg or args.kwarg:
+    if args.vararg or args.kwarg and not forwards:
         raise scope.refuse(call, f"{function.name} takes *args/**kwargs: the dispatcher needs explicit parameters")
+    if len(call.args) > len(positional):
+        raise scope.refuse(
+            call, f"passes {len(call.args)} positional arguments, and {function.name} takes {len(positional)}"
+        )
     defaults = _parameter_defaults(function)
     names = {*positional, *(a.arg for a in args.kwonlyargs)}
-
-    def entry(name: str, value: Any) -> Any:
-        if not isinstance(value, PerCase):
-            return value
-        if (value.body is None or value.orelse is None) and name not in defaults:
-            raise scope.refuse(
-                call, f"`{name}` is left out of the call in some cases, and {function.name} has no default"
-            )
-        body, orelse = (
-            callee.value(defaults[name]) if v is None else entry(name, v) for v in (value.body, value.orelse)
-        )
-        either = choice_of(value.test, body, orelse)
-        if either is None:
-            raise scope.refuse(call, f"`{name}` is chosen per case between values the lift cannot write as one")
-        return either
-
     bound = {name: scope.value(value) for name, value in zip(positional, call.args)}
+    extra: dict[str, Any] = {}
     for keyword in call.keywords:
-        if keyword.arg is not None:
-            bound[keyword.arg] = scope.value(keyword.value)
-            continue
-        unpacked = scope.value(keyword.value)
-        if not isinstance(unpacked, Keywords):
-            raise scope.refuse(call, f"`**{ast.unparse(keyword.value)}` unpacks what the lift cannot read as keywords")
-        for name, value in unpacked.items:
-            if name not in names:
-                raise scope.refuse(
-                    call, f"`**{ast.unparse(keyword.value)}` passes `{name}`, which {function.name} does not take"
-                )
-            bound[name] = entry(name, value)
+        passed = (
+            [(keyword.arg, scope.value(keyword.value))] if keyword.arg else scope.keywords(call, keyword.value).items
+        )
+        for name, value in passed:
+            into = bound if name in names else extra
+            if name in bound or name in extra:
+                raise scope.refuse(call, f"passes `{name}` twice, which Python refuses")
+            if into is extra and not args.kwarg:
+                raise scope.refuse(call, f"passes `{name}`, which {function.name} does not take")
+
+            def missing(name: str = name) -> Any:
+                if name not in defaults:
+                    raise scope.refuse(
+                        call, f"`{name}` is left out of the call in some cases, and {function.name} has no default"
+                    )
+                return callee.value(defaults[name])
+
+            into[name] = per_case(value, missing) if into is bound else value
+            if into[name] is None:
+                raise scope.refuse(call, f"`{name}` is chosen per case between values the lift cannot write as one")
     for name, default in defaults.items():
         if name not in bound:
             bound[name] = callee.value(default)
+    if args.kwarg:
+        bound[args.kwarg.arg] = Keywords(tuple(extra.items()))
     return bound
 
 

@@ -17,6 +17,7 @@ from .values import (
     Keywords,
     LiftError,
     MaybeTensor,
+    PerCase,
     Sequence,
     Tensor,
     Unknown,
@@ -152,8 +153,9 @@ class Lift:
                 return found
             changed = _changed_in_place(scope, statement)
             if changed is not None:
+                what = _changed_name(changed)
                 raise scope.refuse(
-                    changed, f"changes `{changed.id}` in place, which the lift does not follow (it reads it as built)"
+                    changed, f"changes `{what}` in place, which the lift does not follow (it reads it as built)"
                 )
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
                 continue  # a docstring
@@ -230,6 +232,13 @@ class Lift:
                         self._merge(scope, statement, test)
                 continue
             if isinstance(statement, ast.For) and _holds(scope, statement.body, is_target):
+                carried = _carried(scope, statement.body)
+                if carried is not None:
+                    raise scope.refuse(
+                        carried[1],
+                        f"`{carried[0]}` may hold here what an earlier pass of the loop set, and the provider's cases "
+                        "are independent",
+                    )
                 self._domain(scope, statement)
                 return self.walk(scope, statement.body, is_target)
             if isinstance(statement, (ast.With, ast.Try)):
@@ -358,15 +367,19 @@ class Lift:
         whose source the confirm item quotes. None where it depends on the case being warmed, or on a tensor."""
         if scope.function is self.launcher_def or isinstance(value, (ast.Name, ast.Constant)):
             return None
-        for read in loads(value):
-            bound = scope.env.get(read)
-            if (
-                isinstance(bound, (Tensor, MaybeTensor, Unknown))
-                or isinstance(bound, Value)
-                and names_in(bound.code) & self.dynamic
-            ):
-                return None
+        if any(self._per_case(scope.env.get(read)) for read in loads(value)):
+            return None
         return self.parameter(f"{ast.unparse(value)} ({scope.module}:{scope.where(value).line})", name.lstrip("_"))
+
+    def _per_case(self, found: Any) -> bool:
+        """Whether a value may differ between the warmed cases, or holds a tensor (never one per registration)."""
+        if isinstance(found, Value):
+            return bool(names_in(found.code) & self.dynamic)
+        if isinstance(found, Sequence):
+            return any(map(self._per_case, found.items))
+        if isinstance(found, Keywords):
+            return any(self._per_case(item) for _, item in found.items)
+        return isinstance(found, (Tensor, MaybeTensor, Unknown, PerCase))
 
     def _inlined(self, scope: Scope, loop: ast.For, code: str) -> str:
         """`code` with the provider's locals written out: vLLM's helper evaluates a domain with the provider's
@@ -502,6 +515,8 @@ def _module_bindings(tree: ast.Module | None, name: str) -> list[ast.stmt]:
         )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             found.append(statement)
+    # A change in place anywhere in the module (`_LENGTHS.append(64)`, `_OPTIONS["a"] = 1`) binds it again too.
+    found += [node for node in ast.walk(tree or ast.Module(body=[], type_ignores=[])) if _changed_name(node) == name]
     return found
 
 
@@ -531,18 +546,35 @@ _CHANGES_IN_PLACE = frozenset(
 )
 
 
-def _changed_in_place(scope: Scope, statement: ast.stmt) -> ast.Name | None:
+def _changed_in_place(scope: Scope, statement: ast.stmt) -> ast.AST | None:
     """Where `statement` changes a list or dict of the scope in place (`opts["a"] = 1`, `lengths.append(64)`, `del
     opts["a"]`), or None: the lift reads each as it was built."""
-    for node in ast.walk(statement):
-        target = None
-        if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            target = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            target = node.func.value if node.func.attr in _CHANGES_IN_PLACE else None
-        if isinstance(target, ast.Name) and isinstance(scope.env.get(target.id), (Sequence, Keywords)):
-            return target
+    return next(
+        (n for n in ast.walk(statement) if isinstance(scope.env.get(_changed_name(n)), (Sequence, Keywords))), None
+    )
+
+
+def _carried(scope: Scope, body: list[ast.stmt]) -> tuple[str, ast.stmt] | None:
+    """The first statement of a loop's body that may see a value an earlier pass set (`if length == 1: g = True`
+    then `g` read, `g` bound before the loop): a name bound before the loop that the body sets again, unless the
+    first statement naming it sets it whole, from anything else."""
+    for name in sorted({name for statement in body for name in stores(statement)} & scope.env.keys()):
+        first = next(s for s in body if name in loads(s) or name in stores(s))
+        plain = isinstance(first, ast.Assign) and [ast.unparse(t) for t in first.targets] == [name]
+        if not plain or name in loads(first.value):
+            return name, first
     return None
+
+
+def _changed_name(node: ast.AST) -> str | None:
+    """The name whose value `node` changes in place: a store or `del` by key, index or attribute, or a call of a
+    list's or dict's changing method."""
+    target = None
+    if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        target = node.value
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CHANGES_IN_PLACE:
+        target = node.func.value
+    return target.id if isinstance(target, ast.Name) else None
 
 
 def _is_side_effect_free(scope: Scope, call: ast.Call) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from ..findings import PlacedError
@@ -122,6 +123,13 @@ class Device:
 DEVICE = Device()
 
 
+def kind_of(value: Any) -> str:
+    """What a symbolic value is, in a refusal's words."""
+    return {Keywords: "dict of keywords", MaybeTensor: "tensor or None", PerCase: "value chosen per case"}.get(
+        type(value), type(value).__name__.lower()
+    )
+
+
 def parse_expr(code: str) -> ast.expr:
     return ast.parse(code, mode="eval").body
 
@@ -190,6 +198,15 @@ def choice_of(test: Value, body: Any, orelse: Any) -> Any:
     return None
 
 
+def per_case(entry: Any, missing: Callable[[], Any]) -> Any:
+    """An entry of `Keywords` as one value: a `PerCase` chosen per case, `missing()` where a case leaves it out;
+    None where the lift cannot write the choice as one value."""
+    if not isinstance(entry, PerCase):
+        return entry
+    body, orelse = (missing() if v is None else per_case(v, missing) for v in (entry.body, entry.orelse))
+    return None if body is None or orelse is None else choice_of(entry.test, body, orelse)
+
+
 def _is_bool(node: ast.expr) -> bool:
     """Whether `node` is True or False whatever it reads: a comparison, a `not`, or `and`/`or` of those."""
     if isinstance(node, ast.BoolOp):
@@ -231,6 +248,8 @@ class Unknown:
 
 
 def from_literal(value: Any) -> Any:
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return Keywords(tuple((key, from_literal(item)) for key, item in value.items()))
     if isinstance(value, (tuple, list, set, frozenset)):
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
         return Sequence(tuple(from_literal(v) for v in items))

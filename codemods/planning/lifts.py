@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .. import guards, lift
+from .. import guards, lift, syntax
 from ..findings import Findings
 from ..spec import MigrationSpec, SpecError
 from ..transforms.lift_kernel import LiftKernel
@@ -127,7 +127,10 @@ def _config_parameters(planner: Planner, spec: MigrationSpec, plan: lift.LiftPla
     config = modules.engine.config_parameter
     added = {}
     for name in sorted(wanted.keys() - passed):
-        read = ast.unparse(guards.canonical(modules, ast.parse(wanted[name], mode="eval").body, frame))
+        step_read = syntax.expression_or_none(wanted[name])  # a helper's result is said with where it is
+        if step_read is None:
+            return None
+        read = ast.unparse(guards.canonical(modules, step_read, frame))
         if not re.fullmatch(rf"{re.escape(guards.CONFIG)}(\.\w+)+", read):
             return None
         added[name] = config + read[len(guards.CONFIG) :]
