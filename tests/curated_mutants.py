@@ -3004,8 +3004,8 @@ MUTANTS = (
     Mutant(
         "lift: a module constant changed in place where it is built copied as first written",
         "codemods/lift/provider.py",
-        "    found += [node for node in ast.walk(",
-        "    found += [] and [node for node in ast.walk(",
+        "        return _module_bindings(self.modules.tree(module), name) + self.modules.memo[key].get(name, [])\n",
+        "        return _module_bindings(self.modules.tree(module), name)\n",
         ("tests/test_triton_lifts.py", "-k", "first_built"),
     ),
     Mutant(

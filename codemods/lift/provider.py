@@ -114,7 +114,7 @@ class Lift:
             return Value(name)
         module, target = (found[0], found[1]) if found else (scope.module, name)
         module, target = self.modules.resolve(module, target)
-        bindings = _module_bindings(self.modules.tree(module), target) if target else []
+        bindings = self._bindings_in(module, target) if target else []
         definition = self.modules.definition(module, target) if target else None
         if len(bindings) > 1:
             raise scope.refuse(
@@ -139,6 +139,18 @@ class Lift:
             node,
             f"reads `{name}` ({module}), which is not a constant the lift can copy and not a name {self.module} binds",
         )
+
+    def _bindings_in(self, module: str, name: str) -> list[ast.AST]:
+        """Where `module` binds `name`: its assignments, and its changes in place anywhere (`_LENGTHS.append(64)`,
+        `_OPTIONS["a"] = 1`: each binds it again), found for every name in one walk a run."""
+        key = ("changes in place", module)
+        if key not in self.modules.memo:
+            changes: dict[str, list[ast.AST]] = {}
+            for node in ast.walk(self.modules.tree(module) or ast.Module(body=[], type_ignores=[])):
+                if (changed := _changed_name(node)) is not None:
+                    changes.setdefault(changed, []).append(node)
+            self.modules.memo[key] = changes
+        return _module_bindings(self.modules.tree(module), name) + self.modules.memo[key].get(name, [])
 
     # -- statements --------------------------------------------------------------------------------------
     def walk(self, scope: Scope, body: list[ast.stmt], is_target, gates: bool = False) -> ast.AST | None:
@@ -515,8 +527,6 @@ def _module_bindings(tree: ast.Module | None, name: str) -> list[ast.stmt]:
         )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             found.append(statement)
-    # A change in place anywhere in the module (`_LENGTHS.append(64)`, `_OPTIONS["a"] = 1`) binds it again too.
-    found += [node for node in ast.walk(tree or ast.Module(body=[], type_ignores=[])) if _changed_name(node) == name]
     return found
 
 

@@ -259,7 +259,7 @@ class _Insert(Command):
         reads, assigned, _ = self._assignments(statements, lines)
         reads |= self.op.names
         anchor_end = lines.end(self.anchor)
-        first = {name: min(assigned[name], key=lambda s: lines.start(s)) for name in reads if name in assigned}
+        first = {name: min(assigned[name], key=lines.start) for name in reads if name in assigned}
         set_late = {name: s for name, s in first.items() if lines.start(s) > anchor_end}
         # The layer's attributes it reads that the method changes below the anchor (`self.norm.weight.data =
         # ...`, or a method of the class it calls): the legacy step read the built layer, so the registration
@@ -276,7 +276,7 @@ class _Insert(Command):
                 self.anchor = None  # nothing it reads is set here: the end of the constructor, as with no anchor
         if not late:
             return
-        self.anchor = outside_branches(init, max(late.values(), key=lambda s: lines.start(s)), reads)
+        self.anchor = outside_branches(init, max(late.values(), key=lines.start), reads)
         if any(isinstance(s, (cst.For, cst.While)) for s in holders(init, self.anchor)):
             self.refuse(
                 self.anchor,
@@ -347,7 +347,7 @@ class _Insert(Command):
         """The warning for a block placed without its anchor: where it goes, and why there."""
         missing = f"{self.op.cls}.{self.op.method} has no statement starting with {self.op.insert_after!r}"
         if late:
-            last = max(late.values(), key=lambda s: lines.start(s))
+            last = max(late.values(), key=lines.start)
             self.warn(
                 last,
                 f"{missing}: the registration goes after this statement, the last that sets {', '.join(sorted(late))}",
@@ -374,7 +374,7 @@ class _Insert(Command):
                 late = sorted(attributes - set(assigned))  # set by the base initializer, which has not run yet
             return late
 
-        first = min(self.exits, key=lambda s: lines.start(s))
+        first = min(self.exits, key=lines.start)
         holder = top_level(init, first)
         if not late_at(lines.start(holder)) and quiet_between(init, holder, self.anchor, reads):
             self.exits, self.anchor, self.once = [holder], None, True
