@@ -17,10 +17,11 @@ from .spec import MigrationSpec
 from .survey import KernelFinding, WarmupFinding
 
 
-def match_specs(findings: Iterable[WarmupFinding], specs: Iterable[MigrationSpec]) -> None:
+def match_specs(findings: Iterable[WarmupFinding], specs: Iterable[MigrationSpec], lifts: bool = True) -> None:
     """Fill each finding's `specs` (and each of its kernels'), and `all_moved`: the specs move every kernel it warms
-    and the survey sees no other work of it."""
-    specs = list(specs)
+    and the survey sees no other work of it. `lifts=False`: the tree's contract has no Triton dispatcher, so a spec
+    that lifts moves nothing (it refuses there)."""
+    specs = [s for s in specs if lifts or not s.lift]
     for finding in findings:
         for kernel in finding.kernels:
             kernel.specs = sorted({s.family for s in specs if _replaces(s, finding) and _moves(s, finding, kernel)})

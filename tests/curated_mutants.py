@@ -3029,4 +3029,25 @@ MUTANTS = (
         "                raise self.refuse(node, 'no')\n",
         ("tests/test_triton_lifts.py", "-k", "through_a_dict and made"),
     ),
+    Mutant(
+        "lift: a contract with no Triton dispatcher lifted anyway (imports the tree lacks)",
+        "codemods/lift/plan.py",
+        "    if missing := missing_helpers(modules, helpers):\n",
+        "    if False:\n",
+        ("tests/test_vllm033_migrations.py", "-k", "qwen_registrations_fit"),
+    ),
+    Mutant(
+        "lift: a helper the contract module imports (a re-export) counted missing",
+        "codemods/lift/plan.py",
+        "        if modules.definition(module, name) is None and name not in modules.imports(module):\n",
+        "        if modules.definition(module, name) is None:\n",
+        ("tests/test_survey.py", "-k", "small_engine_helpers"),
+    ),
+    Mutant(
+        "survey: lift specs matched on a contract that takes no lift",
+        "codemods/survey_specs.py",
+        "    specs = [s for s in specs if lifts or not s.lift]\n",
+        "    specs = list(specs)\n",
+        ("tests/test_survey.py", "-k", "no_lift_is_named"),
+    ),
 )

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tree_forks import copy_033, write_tree
+from tree_forks import TOY_CONTRACT, copy_033, write_tree
 from typer.testing import CliRunner
 
 from zerojit.migrate.cli import app
@@ -254,7 +254,7 @@ ENGINE = {
 
 
 def test_a_small_engine_one_kernel_of_each_kind_and_status(tmp_path):
-    write_tree(tmp_path, ENGINE)
+    write_tree(tmp_path, {**ENGINE, **TOY_CONTRACT})
     document = jit_map(tmp_path, "--orchestrator", "eng.warmup.kernel_warmup")
     found = {(k["module"].removeprefix("eng."), k["name"]): k for k in document["kernels"]}
     assert {name: (k["backend"], k["status"]) for name, k in found.items()} == {

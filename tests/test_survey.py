@@ -5,7 +5,7 @@ import json
 import re
 
 import pytest
-from tree_forks import copy_033, copy_release, write_tree
+from tree_forks import TOY_CONTRACT, copy_033, copy_release, write_tree
 from typer.testing import CliRunner
 
 from zerojit.codemods.runner import migrate, write
@@ -127,20 +127,48 @@ def test_the_warmups_the_survey_says_are_moved_whole_are_those_a_run_of_every_bu
     assert left == set(warmups) - gone and len(gone) == survey033["counts"]["moved_by_specs"]["warmups"] == 5
 
 
-def test_on_0290_too_the_warmups_moved_whole_are_those_a_run_of_every_built_in_removes(tmp_path):
-    """0.29.0's Qwen entry searches the model type with a `for` loop and defaults the device to
-    `torch.device("cuda")`: once its three steps move, nothing of it is left to run, so it goes as the survey says
-    (with every other warmup the built-ins move whole), and no other."""
-    release = vllm_tree("0.29.0")
-    before = json.loads(runner.invoke(app, ["survey", "--repo", str(release), "--json"]).stdout)["warmups"]
+CONTRACT = ("vllm/model_executor/warmup/jit_warmup.py", "vllm/model_executor/warmup/jit_warmup_triton_helper.py")
+
+
+def moved_whole_and_gone(repo):
+    """The warmups the survey of `repo` says the built-ins move whole, and those left after a run of every built-in
+    it names: the two must agree."""
+    before = json.loads(runner.invoke(app, ["survey", "--repo", str(repo), "--json"]).stdout)["warmups"]
     gone = {w["function"] for w in before if w["all_moved"]}
-    assert "qwen_triton_warmup" in gone
-    repo = copy_release("0.29.0", tmp_path / "vllm")
     families = sorted({family for w in before for family in w["specs"]})
     write(migrate(repo, [migration_specs()[family] for family in families], jobs=2))
     result = runner.invoke(app, ["survey", "--repo", str(repo), "--json"])
     assert result.exit_code == 0, result.output
     assert {w["function"] for w in json.loads(result.stdout)["warmups"]} == {w["function"] for w in before} - gone
+    return gone, families
+
+
+def test_on_0290_no_lift_is_named_its_contract_has_no_triton_dispatcher(tmp_path):
+    """0.29.0's contract has no `triton_kernel_dispatcher_with_warmup` (0.30.0 adds it): the survey names no lift
+    spec there, calls its plain Triton kernels manual and why, and a run of what it names removes what it said."""
+    text = (vllm_tree("0.29.0") / CONTRACT[1]).read_text()
+    assert "triton_kernel_dispatcher_with_warmup" not in text and "DispatchSpec" not in text
+    gone, families = moved_whole_and_gone(copy_release("0.29.0", tmp_path / "vllm"))
+    assert gone == {"fa4_cutedsl_warmup", "_warmup_ll_bf16_router_gemm"}
+    assert not {f for f in families if migration_specs()[f].lift}
+    survey = json.loads(runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.29.0")), "--json"]).stdout)
+    (qwen,) = (w for w in survey["warmups"] if w["function"] == "qwen_triton_warmup")
+    for kernel in qwen["kernels"]:
+        assert (
+            kernel["verdict"] == "manual" and "has no DispatchSpec or triton_kernel_dispatcher" in kernel["reasons"][0]
+        )
+
+
+def test_on_0290_with_the_dispatcher_the_qwen_entry_goes_whole(tmp_path):
+    """0.29.0's Qwen entry searches the model type with a `for` loop and defaults the device to
+    `torch.device("cuda")`. Given 0.30.0's contract modules, its three steps lift, nothing of it is left to run, and
+    it goes as the survey says (with every other warmup the built-ins move whole), and no other."""
+    repo = copy_release("0.29.0", tmp_path / "vllm")
+    for relative in CONTRACT:
+        (repo / relative).unlink()  # never write through the hard link into the cached tree
+        (repo / relative).write_text((vllm_tree("0.30.0") / relative).read_text())
+    gone, _ = moved_whole_and_gone(repo)
+    assert "qwen_triton_warmup" in gone and "kimi_k3_triton_warmup" in gone
 
 
 def test_cutedsl_warmups_providers_list_the_cute_dsl_kernels_they_compile(survey033):
@@ -305,7 +333,7 @@ ENGINE = {  # a small engine: a helper of the orchestrator calls two warmups; ke
 
 
 def test_a_small_engine_helpers_wrappers_and_contract_kernels(tmp_path):
-    write_tree(tmp_path, ENGINE)
+    write_tree(tmp_path, {**ENGINE, **TOY_CONTRACT})
     result = runner.invoke(
         app, ["survey", "--repo", str(tmp_path), "--orchestrator", "eng.warmup.kernel_warmup", "--json"]
     )
@@ -333,6 +361,17 @@ def test_a_small_engine_helpers_wrappers_and_contract_kernels(tmp_path):
         "eng.warmup.norm_warmup:norm_warmup",
         ["x"],
     )
+
+
+def test_a_small_engine_whose_contract_has_no_triton_dispatcher_lifts_nothing(tmp_path):
+    helper = "vllm/model_executor/warmup/jit_warmup_triton_helper.py"
+    write_tree(tmp_path, {**ENGINE, **TOY_CONTRACT, helper: "class TritonWarmupTensor:\n    pass\n"})
+    result = runner.invoke(
+        app, ["survey", "--repo", str(tmp_path), "--orchestrator", "eng.warmup.kernel_warmup", "--json"]
+    )
+    (norm,) = next(w for w in json.loads(result.stdout)["warmups"] if w["function"] == "norm_warmup")["kernels"]
+    assert norm["verdict"] == "manual"
+    assert "jit_warmup_triton_helper has no DispatchSpec or triton_kernel_dispatcher_with_warmup" in norm["reasons"][0]
 
 
 def test_a_tree_without_the_orchestrator_is_one_line(tmp_path):

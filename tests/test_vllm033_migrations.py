@@ -19,6 +19,7 @@ from pyflakes import reporter as pyflakes_reporter
 from tree_forks import GATE_LINEAR, LL_BF16, ORCHESTRATOR, edit
 from typer.testing import CliRunner
 
+from zerojit.codemods.errors import MigrationError
 from zerojit.codemods.runner import migrate, write
 from zerojit.codemods.spec import SpecError
 from zerojit.migrate.bf16x3_router_gemm.equivalence import Bf16x3RouterGemmEquivalence
@@ -738,15 +739,20 @@ def test_a_step_the_migration_deletes_called_as_an_attribute_of_its_module_is_re
 
 def test_the_qwen_registrations_fit_the_search_of_each_release_they_were_written_for():
     """0.29.0's search reads no output norm and 0.30.0's no fused spec-decode switch, which 0.33.0's reads: each is
-    pinned, and each migrates (0.29.0 has no norm step)."""
+    pinned, and each migrates. 0.29.0's contract has no Triton dispatcher, so its lift is refused there, at the
+    launch (test_survey's 0.29.0 given 0.30.0's contract migrates it)."""
     specs = migration_specs()
-    for release, families in (
-        ("0.29.0", ["fla-fused-post-conv"]),
-        ("0.30.0", ["fla-layer-norm", "fla-fused-post-conv"]),
-        ("0.33.0", ["fla-layer-norm", "fla-fused-post-conv"]),
-    ):
-        result = migrate(vllm_tree(release), [specs[family] for family in families])
+    for release in ("0.30.0", "0.33.0"):
+        result = migrate(vllm_tree(release), [specs["fla-layer-norm"], specs["fla-fused-post-conv"]])
         assert len(result.changes) >= 2, release
+    with pytest.raises(MigrationError) as refused:
+        migrate(vllm_tree("0.29.0"), [specs["fla-fused-post-conv"]])
+    assert re.search(
+        r"fused_gdn_prefill_post_conv\.py:\d+: the engine's contract is older than what the lift writes \(vllm\.model_"
+        r"executor\.warmup\.jit_warmup_triton_helper has no DispatchSpec or triton_kernel_dispatcher_with_warmup; "
+        r"vllm\.model_executor\.warmup\.jit_warmup has no WarmupChoices\)",
+        str(refused.value),
+    )
 
 
 def test_a_gemm_rs_ar_recording_inside_a_branch_registers_inside_it(tmp_path, release_033):

@@ -57,6 +57,34 @@ TRACEABLE_DISPATCH = """        tuned = _arch_tuned_configs()
 """
 
 
+# What a lifted Triton kernel imports from vLLM's contract (0.30.0 on), as a small engine tree holds it: the names.
+TOY_CONTRACT = {
+    "vllm/model_executor/warmup/jit_warmup.py": """
+        class WarmupChoices:
+            pass
+
+
+        class WarmupIntRange:
+            pass
+
+
+        def _when(condition, value):
+            return value
+        """,
+    "vllm/model_executor/warmup/jit_warmup_triton_helper.py": """
+        from typing import Any as DispatchSpec  # imported, as a re-export would be
+
+
+        class TritonWarmupTensor:
+            pass
+
+
+        def triton_kernel_dispatcher_with_warmup(kernel, warmup_inputs):
+            return lambda dispatch: dispatch
+        """,
+}
+
+
 def write_tree(root: Path, files: dict[str, str]) -> Path:
     """A small engine tree: each file's text, dedented, under `root`."""
     for rel, text in files.items():

@@ -25,7 +25,7 @@ source it writes), `polynomials` (its integer sizes written as what they are) an
 """
 
 from .dispatcher import launched_kernels
-from .plan import LiftPlan, plan_lift
+from .plan import LiftPlan, missing_helpers, plan_lift
 from .values import LiftError
 
-__all__ = ["LiftError", "LiftPlan", "launched_kernels", "plan_lift"]
+__all__ = ["LiftError", "LiftPlan", "launched_kernels", "missing_helpers", "plan_lift"]

@@ -109,6 +109,11 @@ def returned(grid: str, launch_kwargs: list[str]) -> str:
     return f"return {grid}, " + (f"dict({', '.join(launch_kwargs)})" if launch_kwargs else "{}")
 
 
+def dispatcher_helpers(engine: Engine) -> tuple[tuple[str, str], ...]:
+    """(module, name) of what every lifted dispatcher uses: a contract without them takes no lift."""
+    return tuple((engine.triton_helper, n) for n in ("DispatchSpec", "triton_kernel_dispatcher_with_warmup"))
+
+
 def helper_names(provider: str, dispatcher: str, engine: Engine) -> tuple[tuple[str, str], ...]:
     """(module, name) of the engine's warmup helpers that the new code uses, which the kernel's module imports."""
     used = [

@@ -106,6 +106,13 @@ def plan_lift(
             "dispatcher beside the launcher names the kernel at module level (import it there)",
         )
     dispatcher = emit.dispatcher(dispatcher_name, provider_name, spelled, launcher_def, inputs, source, tensors)
+    helpers = emit.helper_names(provider, dispatcher, modules.engine)
+    if missing := missing_helpers(modules, helpers):
+        raise LiftError(
+            modules.where(launcher_module, launch),
+            f"the engine's contract is older than what the lift writes ({missing}): register this kernel by hand, "
+            "with a JIT kernel class",
+        )
     removed, unread = unread_statements(launcher_def, launches, copied)
     return LiftPlan(
         provider,
@@ -118,8 +125,18 @@ def plan_lift(
         launcher_def.lineno,
         f"{dispatcher_name}({', '.join(f'{n}={n}' for n in inputs)})",
         tuple(used.items()),
-        emit.helper_names(provider, dispatcher, modules.engine),
+        helpers,
     )
+
+
+def missing_helpers(modules: RepoModules, helpers: tuple[tuple[str, str], ...] | None = None) -> str:
+    """What of `helpers` (those every dispatcher uses unless named) the tree's modules neither define nor import, as
+    `module has no a or b` (an older contract); empty where nothing is missing."""
+    missing: dict[str, list[str]] = {}
+    for module, name in emit.dispatcher_helpers(modules.engine) if helpers is None else helpers:
+        if modules.definition(module, name) is None and name not in modules.imports(module):
+            missing.setdefault(module, []).append(name)
+    return "; ".join(f"{module} has no {' or '.join(names)}" for module, names in missing.items())
 
 
 def _checked_kernel(modules: RepoModules, kernel_module: str, kernel: str) -> ast.FunctionDef:

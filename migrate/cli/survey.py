@@ -10,6 +10,7 @@ from rich.table import Table
 
 from zerojit.codemods.engines import DEFAULT_ENGINE
 from zerojit.codemods.jit_map import STATUSES, JitMap, jit_map_report
+from zerojit.codemods.lift import missing_helpers
 from zerojit.codemods.survey import Survey, survey_report
 from zerojit.codemods.survey_specs import match_specs
 from zerojit.contract.cache import CacheDirError
@@ -84,8 +85,9 @@ def survey_command(
         raise CacheDirError("--status chooses the JIT map's kernels: give --kernels too")
     from zerojit.codemods.runner import check_repo  # the codemods' runner loads only where a tree is read
 
-    findings = Survey(check_repo(repo), orchestrator, entry).run()
-    match_specs(findings, migration_specs().values())
+    survey = Survey(check_repo(repo), orchestrator, entry)
+    findings = survey.run()
+    match_specs(findings, migration_specs().values(), lifts=not missing_helpers(survey.modules))
     written = write_draft_specs(findings, draft_specs, orchestrator) if draft_specs is not None else []
     if as_json:
         print_json(survey_report(repo, findings, orchestrator, entry))
