@@ -2941,7 +2941,7 @@ MUTANTS = (
     Mutant(
         "lift: `True if c else False` written `c` whatever `c` is",
         "codemods/lift/values.py",
-        "            if _is_bool(parse_expr(chosen)):\n",
+        "            if is_bool(parse_expr(chosen)):\n",
         "            if True:\n",
         ("tests/test_simplify.py", "-k", "same_type"),
     ),
@@ -3049,5 +3049,26 @@ MUTANTS = (
         "    specs = [s for s in specs if lifts or not s.lift]\n",
         "    specs = list(specs)\n",
         ("tests/test_survey.py", "-k", "no_lift_is_named"),
+    ),
+    Mutant(
+        "lift: `not (x is None)` of an optional tensor read as `not` of its absence",
+        "codemods/lift/evaluator.py",
+        "        if isinstance(node.op, ast.Not) and isinstance(flipped := negated(node.operand), ast.Compare):\n",
+        "        if False:\n",
+        ("tests/test_simplify.py", "-k", "not_of_a_comparison"),
+    ),
+    Mutant(
+        "lift: `not` of a comparison written as `not a <= b`",
+        "codemods/lift/evaluator.py",
+        "        if isinstance(node.op, ast.Not) and is_bool(parse_expr(flipped := negated_code(operand.code))):\n",
+        "        if False:\n",
+        ("tests/test_simplify.py", "-k", "not_of_a_comparison"),
+    ),
+    Mutant(
+        "lift: `not not a` written `a`, which may be no bool",
+        "codemods/lift/evaluator.py",
+        "        if isinstance(node.op, ast.Not) and is_bool(parse_expr(flipped := negated_code(operand.code))):\n",
+        "        if isinstance(node.op, ast.Not) and (flipped := negated_code(operand.code)):\n",
+        ("tests/test_simplify.py", "-k", "not_of_a_comparison"),
     ),
 )

@@ -9,7 +9,10 @@ from collections import Counter
 import pytest
 
 from zerojit.codemods import simplify
-from zerojit.codemods.lift.values import Tensor, Value, choice_of
+from zerojit.codemods.lift.evaluator import Scope
+from zerojit.codemods.lift.provider import Lift
+from zerojit.codemods.lift.values import MaybeTensor, Tensor, Value, choice_of
+from zerojit.codemods.repo import RepoModules
 
 
 def cdiv(a, b):
@@ -270,3 +273,21 @@ def test_a_choice_of_true_and_false_by_a_comparison_is_the_comparison_and_the_sa
     # No shortcut where it would be no bool: `a` for `True if a ...`, and for `False if not a ...`.
     plain = {body, orelse} == {"True", "False"} and body != {"a": "True", "a + b": "True", "not a": "False"}.get(test)
     assert (" if " in written) != plain
+
+
+@pytest.mark.parametrize("test", ["a <= b", "a == b", "a in (b, 2)", "a is None", "not a", "a and b < 2", "a"])
+def test_not_of_a_comparison_is_the_flipped_comparison_and_the_same_value_of_the_same_type(tmp_path, test):
+    """The lift writes `not (a <= b)` as `a > b`; where dropping the `not` would give no bool (`not not a` is not
+    `a`), the `not` stays."""
+    function = ast.parse("def step():\n    pass\n").body[0]
+    lift = Lift(RepoModules(tmp_path, "vllm"), "vllm.step", "launcher")
+    optional = MaybeTensor(Value("a"), Tensor(Value("torch.float16"), (Value("b"),)))
+    scope = Scope(lift, "vllm.step", function, {"a": Value("a"), "b": Value("b"), "idx": optional})
+    written = scope.value(ast.parse(f"not ({test})", mode="eval").body).code
+    assert scope.value(ast.parse("not (idx is None)", mode="eval").body).code == "a"  # as `idx is not None` is
+    for a, b in itertools.product([None, 0, 1, 2], [0, 1, 2]):
+        if a is None and test not in ("a is None", "not a", "a"):
+            continue
+        got, wanted = eval(written, {}, {"a": a, "b": b}), eval(f"not ({test})", {}, {"a": a, "b": b})
+        assert (got, type(got)) == (wanted, type(wanted)), written
+    assert written.startswith("not ") == (test in ("not a", "a and b < 2", "a")), written

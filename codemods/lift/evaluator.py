@@ -12,6 +12,7 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..syntax import negated
 from .layout import contiguous, is_contiguous, like, parts, reshaped, transposed
 from .tables import (
     COMPARE,
@@ -36,6 +37,7 @@ from .values import (
     Value,
     binary,
     choice_of,
+    is_bool,
     kind_of,
     negated_code,
     nested_shape,
@@ -225,6 +227,8 @@ class Scope:
         return binary(node.op, self._as_value(node.left, left), self._as_value(node.right, right))
 
     def _UnaryOp(self, node: ast.UnaryOp) -> Value:
+        if isinstance(node.op, ast.Not) and isinstance(flipped := negated(node.operand), ast.Compare):
+            return self.plain(ast.copy_location(flipped, node))  # `not (x is None)` read as `x is not None`
         operand = self.plain(node.operand)
         if operand.fixed:
             value = {
@@ -234,6 +238,8 @@ class Scope:
                 ast.Invert: operator.invert,
             }[type(node.op)](operand.known)
             return Value(repr(value), value)
+        if isinstance(node.op, ast.Not) and is_bool(parse_expr(flipped := negated_code(operand.code))):
+            return Value(flipped)  # `length > 1`, not `not length <= 1`
         return Value(ast.unparse(ast.UnaryOp(node.op, parse_expr(operand.code))))
 
     def _BoolOp(self, node: ast.BoolOp) -> Value:

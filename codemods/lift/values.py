@@ -174,7 +174,7 @@ def choice_of(test: Value, body: Any, orelse: Any) -> Any:
     if isinstance(body, Value) and isinstance(orelse, Value):
         if isinstance(body.known, bool) and orelse.known is (not body.known):
             chosen = test.code if body.known else negated_code(test.code)  # `c`, not `True if c else False`
-            if _is_bool(parse_expr(chosen)):
+            if is_bool(parse_expr(chosen)):
                 return Value(chosen)
         return _made_equal(test, body, orelse) or Value(
             ast.unparse(ast.IfExp(parse_expr(test.code), parse_expr(body.code), parse_expr(orelse.code)))
@@ -207,10 +207,10 @@ def per_case(entry: Any, missing: Callable[[], Any]) -> Any:
     return None if body is None or orelse is None else choice_of(entry.test, body, orelse)
 
 
-def _is_bool(node: ast.expr) -> bool:
+def is_bool(node: ast.expr) -> bool:
     """Whether `node` is True or False whatever it reads: a comparison, a `not`, or `and`/`or` of those."""
     if isinstance(node, ast.BoolOp):
-        return all(map(_is_bool, node.values))
+        return all(map(is_bool, node.values))
     return isinstance(node, ast.Compare) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
 
 
