@@ -3071,4 +3071,25 @@ MUTANTS = (
         "        if isinstance(node.op, ast.Not) and (flipped := negated_code(operand.code)):\n",
         ("tests/test_simplify.py", "-k", "not_of_a_comparison"),
     ),
+    Mutant(
+        "lift: one of two tensors of one rank per case refused unless only the dtype differs",
+        "codemods/lift/values.py",
+        "    if isinstance(body, Tensor) and isinstance(orelse, Tensor) and len(body.shape) == len(orelse.shape):\n",
+        "    if isinstance(body, Tensor) and isinstance(orelse, Tensor) and body.shape == orelse.shape:\n",
+        ("tests/test_simplify.py", "-k", "one_of_two_tensors"),
+    ),
+    Mutant(
+        "lift: a per-case tensor keeps compact strides where only one of the two is compact",
+        "codemods/lift/values.py",
+        "    strides = None if body.strides is None and orelse.strides is None else zip(body.stride(), orelse.stride())\n",
+        "    strides = None if body.strides is None else zip(body.stride(), orelse.stride())\n",
+        ("tests/test_simplify.py", "-k", "one_of_two_tensors"),
+    ),
+    Mutant(
+        "lift: a per-case tensor's offset taken from one case",
+        "codemods/lift/values.py",
+        "        pick((body.offset, orelse.offset)),\n",
+        "        body.offset,\n",
+        ("tests/test_simplify.py", "-k", "one_of_two_tensors"),
+    ),
 )

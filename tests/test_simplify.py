@@ -2,11 +2,13 @@
 against the original over a grid of inputs (brute force), and no subexpression of SHARED_SIZE nodes is left twice."""
 
 import ast
+import dataclasses
 import itertools
 import types
 from collections import Counter
 
 import pytest
+import torch
 
 from zerojit.codemods import simplify
 from zerojit.codemods.lift.evaluator import Scope
@@ -291,3 +293,26 @@ def test_not_of_a_comparison_is_the_flipped_comparison_and_the_same_value_of_the
         got, wanted = eval(written, {}, {"a": a, "b": b}), eval(f"not ({test})", {}, {"a": a, "b": b})
         assert (got, type(got)) == (wanted, type(wanted)), written
     assert written.startswith("not ") == (test in ("not a", "a and b < 2", "a")), written
+
+
+def test_one_of_two_tensors_of_one_rank_per_case_has_the_chosen_ones_dtype_sizes_strides_and_offset():
+    """`initial_state if inplace else q.new_empty(t, h, d)`: the tensor the lift writes for the choice reads, in each
+    case, as the tensor that case picks (a cast in one branch chooses the dtype alone). Two ranks stay refused."""
+    state = Tensor(Value("dtype"), (Value("n"), Value("h"), Value("d")), None, Value("o"))
+    made = Tensor(Value("torch.float32"), (Value("t"), Value("h"), Value("d")))
+    strided = Tensor(Value("dtype"), state.shape, (Value("s"), Value("d"), Value("1", 1)))
+    chosen, viewed = choice_of(Value("inplace"), state, made), choice_of(Value("inplace"), state, strided)
+
+    def read(tensor, names):
+        return [
+            eval(v.code, {"torch": torch}, names)
+            for v in (tensor.dtype, *tensor.shape, *tensor.stride(), tensor.offset)
+        ]
+
+    for inplace, n, t, h, d, o in itertools.product((False, True), (1, 3), (2, 5), (1, 4), (2,), (0, 8)):
+        names = dict(inplace=inplace, n=n, t=t, h=h, d=d, o=o, s=7 * h * d, dtype=torch.bfloat16)
+        assert read(chosen, names) == read(state if inplace else made, names)
+        assert read(viewed, names) == read(state if inplace else strided, names)
+    cast = choice_of(Value("inplace"), state, dataclasses.replace(state, dtype=Value("torch.float32")))
+    assert (cast.shape, cast.strides, cast.offset) == (state.shape, None, state.offset)
+    assert choice_of(Value("inplace"), state, Tensor(Value("dtype"), (Value("n"),))) is None

@@ -940,6 +940,29 @@ def test_a_launch_size_only_a_dropped_tuple_value_read_goes_as_it_does_inside_th
     assert report.configs > 0 and report.mismatches == []
 
 
+def test_a_state_updated_in_place_in_some_cases_only_is_one_tensor_chosen_per_case(tmp_path):
+    """A fork warms the decode step with and without `inplace_final_state`, from a state of the kernel's rank: the
+    launcher's `final_state` is the initial state in one case and a new tensor in the other, which the provider writes
+    as one tensor whose sizes are chosen per case; the keys are the fork's own step's."""
+    repo = copy_033(tmp_path / "tree")
+    edit(
+        repo,
+        QWEN_WARMUP,
+        "        (1, config.state_stride_token),\n",
+        "        (1, 1, 1, config.state_stride_token),\n",
+    )
+    call = "    fused_sigmoid_gating_delta_rule_update(\n"
+    edit(repo, QWEN_WARMUP, call, "    for inplace in (False, True):\n    " + call)
+    edit(repo, QWEN_WARMUP, "        inplace_final_state=True,\n", "        inplace_final_state=inplace,\n")
+    original = tmp_path / "before"
+    shutil.copytree(repo, original, copy_function=os.link)
+    result = runner.invoke(app, ["migrate", "fla-sigmoid-gating", "--repo", str(repo), "--write"])
+    assert result.exit_code == 0, result.output
+    assert "                1 if inplace else hv,\n" in (repo / SIGMOID).read_text()
+    report = key_equivalence("fla-sigmoid-gating", "full", legacy_tree=original, migrated_tree=repo)
+    assert report.configs > 0 and report.mismatches == []
+
+
 def test_a_forks_guard_with_an_or_keeps_its_parentheses_beside_the_config_it_reads(tmp_path):
     """A fork warms the decode kernel only without speculative decoding or with fewer than 8 drafts. The guard reads
     the engine config the layer gets through the accessor; written after that binding, its `or` stays in

@@ -179,12 +179,8 @@ def choice_of(test: Value, body: Any, orelse: Any) -> Any:
         return _made_equal(test, body, orelse) or Value(
             ast.unparse(ast.IfExp(parse_expr(test.code), parse_expr(body.code), parse_expr(orelse.code)))
         )
-    if (
-        isinstance(body, Tensor)
-        and isinstance(orelse, Tensor)
-        and dataclasses.replace(body, dtype=orelse.dtype) == orelse
-    ):
-        return dataclasses.replace(body, dtype=choice_of(test, body.dtype, orelse.dtype))  # a cast in one branch
+    if isinstance(body, Tensor) and isinstance(orelse, Tensor) and len(body.shape) == len(orelse.shape):
+        return _tensor_choice(test, body, orelse)
     if isinstance(body, Tensor) and isinstance(orelse, Value) and orelse.known is None:
         return MaybeTensor(test, body)
     if isinstance(orelse, Tensor) and isinstance(body, Value) and body.known is None:
@@ -196,6 +192,22 @@ def choice_of(test: Value, body: Any, orelse: Any) -> Any:
         names = [*left, *(name for name in right if name not in left)]
         return Keywords(tuple((name, PerCase(test, left.get(name), right.get(name))) for name in names))
     return None
+
+
+def _tensor_choice(test: Value, body: Tensor, orelse: Tensor) -> Tensor:
+    """One of two tensors of one rank per case, as a tensor whose dtype, sizes, strides and offset are each chosen
+    (a cast in one branch chooses the dtype alone; `initial_state if inplace else new_state`, the sizes too)."""
+
+    def pick(pair: tuple[Value, Value]) -> Value:
+        return choice_of(test, *pair)
+
+    strides = None if body.strides is None and orelse.strides is None else zip(body.stride(), orelse.stride())
+    return Tensor(
+        pick((body.dtype, orelse.dtype)),
+        tuple(map(pick, zip(body.shape, orelse.shape))),
+        None if strides is None else tuple(map(pick, strides)),
+        pick((body.offset, orelse.offset)),
+    )
 
 
 def per_case(entry: Any, missing: Callable[[], Any]) -> Any:
