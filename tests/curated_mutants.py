@@ -3092,4 +3092,18 @@ MUTANTS = (
         "        body.offset,\n",
         ("tests/test_simplify.py", "-k", "one_of_two_tensors"),
     ),
+    Mutant(
+        "lift: a keyword the registration passes that the fork's step no longer reads refused",
+        "codemods/planning/lifts.py",
+        "    if mismatch and (unread := _unread_parameters(spec, planned)):\n",
+        "    if False:\n",
+        ("tests/test_triton_lifts.py", "-k", "in_place_in_some_cases"),
+    ),
+    Mutant(
+        "registration code: a keyword left out leaves the one before it with the comma it had",
+        "codemods/transforms/registration_code.py",
+        "            if kept and kept[-1] is not updated.args[-1]:\n",
+        "            if False:\n",
+        ("tests/test_codemod_transforms.py", "-k", "left_out_of_a_registration"),
+    ),
 )

@@ -22,7 +22,7 @@ from zerojit.codemods.transforms import (
     pipeline,
 )
 from zerojit.codemods.transforms.insert_owner import InsertOwner
-from zerojit.codemods.transforms.registration_code import joined_into_registration_if
+from zerojit.codemods.transforms.registration_code import joined_into_registration_if, without_keywords
 from zerojit.codemods.transforms.remove_dead_local import dead_locals, unread_somewhere
 
 
@@ -880,3 +880,17 @@ def test_an_owner_or_early_returns_field_that_cannot_work_is_a_spec_error(fields
     }
     with pytest.raises(SpecError, match=why):
         MigrationSpec.from_fields(base | fields)
+
+
+@pytest.mark.parametrize(
+    "code, left",
+    [
+        ("K.register_warmup(a=1, b=2, c=3)", "K.register_warmup(a=1, c=3)"),
+        ("K.register_warmup(a=1, b=2)", "K.register_warmup(a=1)"),
+        ("K.register_warmup(\n    a=1,\n    b=2,\n)", "K.register_warmup(\n    a=1,\n)"),
+        ("K.register_warmup(\n    a=1,\n    b=2\n)", "K.register_warmup(\n    a=1\n)"),
+        ("if x:\n    K.register_warmup(b=2)\nf(b=2)", "if x:\n    K.register_warmup()\nf(b=2)"),
+    ],
+)
+def test_a_keyword_left_out_of_a_registration_keeps_the_calls_layout(code, left):
+    assert without_keywords(code, {"b"}) == left

@@ -940,17 +940,23 @@ def test_a_launch_size_only_a_dropped_tuple_value_read_goes_as_it_does_inside_th
     assert report.configs > 0 and report.mismatches == []
 
 
-def test_a_state_updated_in_place_in_some_cases_only_is_one_tensor_chosen_per_case(tmp_path):
+@pytest.mark.parametrize(
+    "state, written",
+    [
+        ("(1, 1, 1, config.state_stride_token)", "                1 if inplace else hv,\n"),
+        # The step no longer reads state_stride_token, which the spec's registration passes: it is left out.
+        (
+            "(1, config.hv, config.v, config.k)",
+            "            state_dtype=ssm_state.dtype,\n            a_log=self.A_log,\n",
+        ),
+    ],
+)
+def test_a_state_updated_in_place_in_some_cases_only_is_one_tensor_chosen_per_case(tmp_path, state, written):
     """A fork warms the decode step with and without `inplace_final_state`, from a state of the kernel's rank: the
     launcher's `final_state` is the initial state in one case and a new tensor in the other, which the provider writes
     as one tensor whose sizes are chosen per case; the keys are the fork's own step's."""
     repo = copy_033(tmp_path / "tree")
-    edit(
-        repo,
-        QWEN_WARMUP,
-        "        (1, config.state_stride_token),\n",
-        "        (1, 1, 1, config.state_stride_token),\n",
-    )
+    edit(repo, QWEN_WARMUP, "        (1, config.state_stride_token),\n", f"        {state},\n")
     call = "    fused_sigmoid_gating_delta_rule_update(\n"
     edit(repo, QWEN_WARMUP, call, "    for inplace in (False, True):\n    " + call)
     edit(repo, QWEN_WARMUP, "        inplace_final_state=True,\n", "        inplace_final_state=inplace,\n")
@@ -958,7 +964,7 @@ def test_a_state_updated_in_place_in_some_cases_only_is_one_tensor_chosen_per_ca
     shutil.copytree(repo, original, copy_function=os.link)
     result = runner.invoke(app, ["migrate", "fla-sigmoid-gating", "--repo", str(repo), "--write"])
     assert result.exit_code == 0, result.output
-    assert "                1 if inplace else hv,\n" in (repo / SIGMOID).read_text()
+    assert written in (repo / SIGMOID).read_text() + (repo / GDN_LAYER).read_text()
     report = key_equivalence("fla-sigmoid-gating", "full", legacy_tree=original, migrated_tree=repo)
     assert report.configs > 0 and report.mismatches == []
 

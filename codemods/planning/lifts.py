@@ -12,7 +12,7 @@ from .. import guards, lift, syntax
 from ..findings import Findings
 from ..spec import MigrationSpec, SpecError
 from ..transforms.lift_kernel import LiftKernel
-from ..transforms.registration_code import with_keywords
+from ..transforms.registration_code import with_keywords, without_keywords
 
 if TYPE_CHECKING:
     from ..planner import Planner
@@ -72,6 +72,14 @@ def _plan(
         findings.warnings.append(
             f"{spec.family}: the legacy step reads {', '.join(computed)} of its config as a property; the provider "
             "computes it as the property does, from what the registration passes"
+        )
+    if mismatch and (unread := _unread_parameters(spec, planned)):
+        spec = spec.replaced(registration=without_keywords(spec.registration.code, unread))
+        findings.specs.append(spec)
+        mismatch = registration_mismatch(spec, planned)
+        findings.warnings.append(
+            f"{spec.family}: the legacy step reads nothing the spec's registration passes as "
+            f"{' or '.join(sorted(unread))}: the registration leaves it out"
         )
     if mismatch and (added := _config_parameters(planner, spec, planned)):
         spec = spec.replaced(registration=with_keywords(spec.registration.code, added))
@@ -135,6 +143,16 @@ def _config_parameters(planner: Planner, spec: MigrationSpec, plan: lift.LiftPla
             return None
         added[name] = config + read[len(guards.CONFIG) :]
     return added
+
+
+def _unread_parameters(spec: MigrationSpec, plan: lift.LiftPlan) -> set[str]:
+    """The keywords the spec's registration passes that the provider no longer takes (a fork's step stopped reading
+    them); none where a call passes anything by position or through `**`."""
+    calls = _register_calls(spec.registration.code)
+    passed = _passed(calls)
+    if not calls or None in passed or any(call.args for call in calls):
+        return set()
+    return passed - {name for name, _ in plan.parameters}
 
 
 def _register_calls(code: str) -> list[ast.Call]:

@@ -79,3 +79,20 @@ def with_keywords(code: str, keywords: dict[str, str]) -> str:
             return updated.with_changes(args=args)
 
     return cst.parse_module(code).visit(Pass()).code
+
+
+def without_keywords(code: str, names: set[str]) -> str:
+    """`code` with the keywords `names` no longer passed to its `register_warmup` calls (the last argument kept
+    keeps the removed last one's comma and layout)."""
+
+    class Pass(cst.CSTTransformer):
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+            if not m.matches(updated.func, m.Attribute(attr=m.Name("register_warmup"))):
+                return updated
+            kept = [arg for arg in updated.args if arg.keyword is None or arg.keyword.value not in names]
+            if kept and kept[-1] is not updated.args[-1]:
+                last = updated.args[-1]
+                kept[-1] = kept[-1].with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+            return updated.with_changes(args=kept)
+
+    return cst.parse_module(code).visit(Pass()).code
