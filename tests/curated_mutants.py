@@ -3106,4 +3106,18 @@ MUTANTS = (
         "            if False:\n",
         ("tests/test_codemod_transforms.py", "-k", "left_out_of_a_registration"),
     ),
+    Mutant(
+        "lift: `True if a else b` written `a or b` whatever `b` is",
+        "codemods/lift/values.py",
+        "    if not (isinstance(fixed.known, bool) and is_bool(parse_expr(condition)) and is_bool(parse_expr(other.code))):\n",
+        "    if not (isinstance(fixed.known, bool) and is_bool(parse_expr(condition))):\n",
+        ("tests/test_simplify.py", "-k", "and_or_an_or"),
+    ),
+    Mutant(
+        "lift: `b if a else False` written with the test negated",
+        "codemods/lift/values.py",
+        "    condition = test.code if (fixed is body) == fixed.known else negated_code(test.code)\n",
+        "    condition = test.code if fixed.known else negated_code(test.code)\n",
+        ("tests/test_simplify.py", "-k", "and_or_an_or"),
+    ),
 )

@@ -254,8 +254,12 @@ def test_a_tensor_cast_in_one_branch_keeps_its_layout_with_the_dtype_chosen():
     strides = (Value("1"), Value("n"))
     cast, kept = (Tensor(Value(dtype), shape, strides) for dtype in ("state.dtype", "x_dtype"))
     assert choice_of(Value("x_dtype != state.dtype"), cast, kept) == cast
-    other = Tensor(Value("state.dtype"), shape)  # another layout too: not one tensor
-    assert choice_of(Value("x_dtype != state.dtype"), other, kept) is None
+    other = Tensor(Value("state.dtype"), shape)  # another layout too: the strides are chosen as well
+    chosen = choice_of(Value("x_dtype != state.dtype"), other, kept)
+    for cast_here, n in itertools.product((True, False), (1, 3)):
+        names = {"x_dtype": 1, "state": types.SimpleNamespace(dtype=int(not cast_here)), "n": n}
+        picked = other if cast_here else kept
+        assert [eval(v.code, {}, names) for v in chosen.stride()] == [eval(v.code, {}, names) for v in picked.stride()]
 
 
 @pytest.mark.parametrize("test", ["a < b", "not a", "a < b and b != 2", "a", "a + b"])
@@ -316,3 +320,20 @@ def test_one_of_two_tensors_of_one_rank_per_case_has_the_chosen_ones_dtype_sizes
     cast = choice_of(Value("inplace"), state, dataclasses.replace(state, dtype=Value("torch.float32")))
     assert (cast.shape, cast.strides, cast.offset) == (state.shape, None, state.offset)
     assert choice_of(Value("inplace"), state, Tensor(Value("dtype"), (Value("n"),))) is None
+
+
+@pytest.mark.parametrize("test", ["a < b", "not a", "a"])
+@pytest.mark.parametrize("other", ["b != 2", "a == b and b > 0", "b"])
+@pytest.mark.parametrize("fixed", [True, False])
+@pytest.mark.parametrize("first", [True, False])
+def test_a_choice_of_a_bool_and_a_comparison_is_an_and_or_an_or_of_the_same_value_and_type(test, other, fixed, first):
+    """`True if a < b else b != 2` is `a < b or b != 2`, `b != 2 if a < b else False` is `a < b and b != 2`; where a
+    part may be no bool (`a`, `b`, `not` of `not a`) the choice stays written as a choice."""
+    body, orelse = (Value(repr(fixed), fixed), Value(other)) if first else (Value(other), Value(repr(fixed), fixed))
+    written = choice_of(Value(test), body, orelse).code
+    for a, b in itertools.product(range(3), repeat=2):
+        got = eval(written, {}, {"a": a, "b": b})
+        wanted = eval(f"({body.code}) if ({test}) else ({orelse.code})", {}, {"a": a, "b": b})
+        assert (got, type(got)) == (wanted, type(wanted)), written
+    condition = test if first == fixed else {"a < b": "a >= b", "not a": "a", "a": "not a"}[test]
+    assert (" if " in written) == (condition == "a" or other == "b"), written

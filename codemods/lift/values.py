@@ -176,6 +176,8 @@ def choice_of(test: Value, body: Any, orelse: Any) -> Any:
             chosen = test.code if body.known else negated_code(test.code)  # `c`, not `True if c else False`
             if is_bool(parse_expr(chosen)):
                 return Value(chosen)
+        if (either := _either(test, body, orelse)) is not None:
+            return either
         return _made_equal(test, body, orelse) or Value(
             ast.unparse(ast.IfExp(parse_expr(test.code), parse_expr(body.code), parse_expr(orelse.code)))
         )
@@ -217,6 +219,17 @@ def per_case(entry: Any, missing: Callable[[], Any]) -> Any:
         return entry
     body, orelse = (missing() if v is None else per_case(v, missing) for v in (entry.body, entry.orelse))
     return None if body is None or orelse is None else choice_of(entry.test, body, orelse)
+
+
+def _either(test: Value, body: Value, orelse: Value) -> Value | None:
+    """`True if a else b` as `a or b`, `a and b` for `b if a else False` (and the negated two), where every part is
+    a bool (else `or` would give `a` itself); None otherwise."""
+    fixed, other = (body, orelse) if isinstance(body.known, bool) else (orelse, body)
+    condition = test.code if (fixed is body) == fixed.known else negated_code(test.code)
+    if not (isinstance(fixed.known, bool) and is_bool(parse_expr(condition)) and is_bool(parse_expr(other.code))):
+        return None
+    joined = ast.BoolOp(ast.Or() if fixed.known else ast.And(), [parse_expr(condition), parse_expr(other.code)])
+    return Value(ast.unparse(joined))
 
 
 def is_bool(node: ast.expr) -> bool:
