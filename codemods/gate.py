@@ -12,7 +12,10 @@ transforms' libcst resolution), so a transform's blind spot is not also the gate
     or imports a function it deletes;
   * no file still uses the kernel's old public name (imports from the modules that export
     it, attributes of those modules, the definition itself, strings in the exporters);
-    comments and docstrings that still mention it are warnings.
+    comments and docstrings that still mention it are warnings;
+  * every name a changed file newly imports from the repo's own modules is there once the
+    migration is written (pyflakes sees one file: an import of a name an older release
+    lacks would fail only at run time).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import symtable
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -28,7 +32,7 @@ from pyflakes import checker as pyflakes_checker
 from pyflakes import messages
 
 from .repo import IMPORTERS, absolute_module, callee_names, module_named_by, qualified_names
-from .syntax import SCOPES, own_nodes, source_lines, where
+from .syntax import SCOPES, module_names, own_nodes, source_lines, where
 
 # What a migration may never introduce into a file (pyflakes: F821, F822, F811, F823, F405).
 _BLOCKING = (
@@ -329,3 +333,66 @@ def _looked_up_by_string(
                 yield from scope(n, outer if isinstance(node, ast.ClassDef) else names)
 
     yield from scope(tree, {})
+
+
+_IMPORT = re.compile(r"^[ \t]*(from[ \t]+\.*[\w.]*[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.M)
+
+
+def _imports(path: Path, repo: Path, source: str) -> dict[tuple[str, str | None], int]:
+    """(module, name) -> line of each import statement of `source` (name None: `import module`), relative ones made
+    absolute from the file's place in the repo; found by their text, then each statement parsed alone."""
+    parts = path.relative_to(repo).with_suffix("").parts
+    package = ".".join(parts if parts[-1] == "__init__" else parts[:-1]).removesuffix(".__init__")
+    found: dict[tuple[str, str | None], int] = {}
+    for match in _IMPORT.finditer(source):
+        try:
+            (statement,) = ast.parse(match.group(1).strip()).body
+        except (SyntaxError, ValueError):
+            continue  # a line inside a string, say: not an import the file runs
+        line = source.count("\n", 0, match.start()) + 1
+        if isinstance(statement, ast.ImportFrom):
+            module = absolute_module(package, statement.module, statement.level)
+            found.update({(module, alias.name): line for alias in statement.names if alias.name != "*"})
+        elif isinstance(statement, ast.Import):
+            found.update({(alias.name, None): line for alias in statement.names})
+    return found
+
+
+def check_imports(repo: Path, changes: Iterable[tuple[Path, str, str | None]]) -> list[Finding]:
+    """Every (path, before, after) change's new imports from the repo's own packages resolve in the migrated tree:
+    the module is there and binds the name (defines or imports it, or has it as a submodule)."""
+    changes = list(changes)
+    after = {path: text for path, _, text in changes}
+    found: list[Finding] = []
+    bound: dict[Path, set[str]] = {}
+    for path, before, text in changes:
+        if text is None:
+            continue
+        earlier = _imports(path, repo, before)
+        for (module, name), line in _imports(path, repo, text).items():
+            if (module, name) in earlier or not (repo / module.split(".")[0]).is_dir():
+                continue  # imported before, or another library's
+            base = repo.joinpath(*module.split("."))
+            file = next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f in after or f.is_file()), None)
+            source = None if file is None else after[file] if file in after else file.read_text()
+            if source is None:
+                found.append(Finding(path, line, f"imports {module}, which the migrated tree does not have"))
+                continue
+            if file not in bound:
+                bound[file] = _bound(source, file)
+            if name is None or name in bound[file] or (base / f"{name}.py").is_file() or (base / name).is_dir():
+                continue  # `import module`, a name it binds, or a submodule
+            found.append(Finding(path, line, f"imports {name} from {module}, which neither defines nor imports it"))
+    return found
+
+
+def _bound(source: str, file: Path) -> set[str]:
+    """The names a module binds at its top level; every name where it may bind any (a star import, a module
+    `__getattr__`)."""
+    names = module_names(symtable.symtable(source, str(file), "exec"))
+    return _Every() if "__getattr__" in names or re.search(r"\bimport\s+\*", source) else names
+
+
+class _Every(set):
+    def __contains__(self, name: object) -> bool:
+        return True

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import pool, transaction
+from . import gate, pool, transaction
 from .errors import MigrationError
 from .leftovers import Leftovers
 from .planner import Planner, SourceModule
@@ -120,6 +120,7 @@ def migrate(
     for change in changes:
         if not change.path.resolve().is_relative_to(repo):
             raise MigrationError(f"{change.path} lies outside the repo {repo}; nothing was written")
+    violations += gate.check_imports(repo, [(change.path, change.before, change.after) for change in changes])
     if violations:
         raise MigrationError(
             "refused by the safety gate; nothing was written:\n"

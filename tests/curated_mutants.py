@@ -3120,4 +3120,32 @@ MUTANTS = (
         "    condition = test.code if fixed.known else negated_code(test.code)\n",
         ("tests/test_simplify.py", "-k", "and_or_an_or"),
     ),
+    Mutant(
+        "safety gate: a new import of a name the tree's module lacks not checked (0.29.0's ll_bf16 registration)",
+        "codemods/runner.py",
+        "    violations += gate.check_imports(repo, [(change.path, change.before, change.after) for change in changes])\n",
+        "",
+        ("tests/test_survey.py", "-k", "0290_no_lift"),
+    ),
+    Mutant(
+        "safety gate: an import the file had before judged as the migration's",
+        "codemods/gate.py",
+        '            if (module, name) in earlier or not (repo / module.split(".")[0]).is_dir():\n',
+        '            if not (repo / module.split(".")[0]).is_dir():\n',
+        ("tests/test_safety_gate_imports.py",),
+    ),
+    Mutant(
+        "safety gate: a module's star import or `__getattr__` taken as binding nothing more",
+        "codemods/gate.py",
+        '    return _Every() if "__getattr__" in names or re.search(r"\\bimport\\s+\\*", source) else names\n',
+        "    return names\n",
+        ("tests/test_safety_gate_imports.py",),
+    ),
+    Mutant(
+        "safety gate: a submodule imported from its package counted missing",
+        "codemods/gate.py",
+        '            if name is None or name in bound[file] or (base / f"{name}.py").is_file() or (base / name).is_dir():\n',
+        "            if name is None or name in bound[file]:\n",
+        ("tests/test_safety_gate_imports.py",),
+    ),
 )

@@ -8,6 +8,7 @@ import pytest
 from tree_forks import TOY_CONTRACT, copy_033, copy_release, write_tree
 from typer.testing import CliRunner
 
+from zerojit.codemods.errors import MigrationError
 from zerojit.codemods.runner import migrate, write
 from zerojit.codemods.spec import load_specs
 from zerojit.codemods.survey import KernelFinding, WarmupFinding
@@ -130,12 +131,22 @@ def test_the_warmups_the_survey_says_are_moved_whole_are_those_a_run_of_every_bu
 CONTRACT = ("vllm/model_executor/warmup/jit_warmup.py", "vllm/model_executor/warmup/jit_warmup_triton_helper.py")
 
 
-def moved_whole_and_gone(repo):
+# The ll_bf16 registration names the one-token kernel object 0.30.0 adds: on 0.29.0 the safety gate refuses it.
+NO_C1_PDL = "imports ll_bf16_gemm_c1_pdl_kernel from vllm.model_executor.kernels.linear.cute_dsl.ll_bf16, which neither"
+
+
+def moved_whole_and_gone(repo, refused=None):
     """The warmups the survey of `repo` says the built-ins move whole, and those left after a run of every built-in
-    it names: the two must agree."""
+    it names: the two must agree. `refused`: a family the survey names that the tree's run refuses (matched by name,
+    a spec checks the tree when it runs), with what the refusal says; its warmups stay."""
     before = json.loads(runner.invoke(app, ["survey", "--repo", str(repo), "--json"]).stdout)["warmups"]
-    gone = {w["function"] for w in before if w["all_moved"]}
     families = sorted({family for w in before for family in w["specs"]})
+    if refused:
+        family, why = refused
+        with pytest.raises(MigrationError, match=why):
+            migrate(repo, [migration_specs()[family]])
+        families.remove(family)
+    gone = {w["function"] for w in before if w["all_moved"] and set(w["specs"]) <= set(families)}
     write(migrate(repo, [migration_specs()[family] for family in families], jobs=2))
     result = runner.invoke(app, ["survey", "--repo", str(repo), "--json"])
     assert result.exit_code == 0, result.output
@@ -148,8 +159,8 @@ def test_on_0290_no_lift_is_named_its_contract_has_no_triton_dispatcher(tmp_path
     spec there, calls its plain Triton kernels manual and why, and a run of what it names removes what it said."""
     text = (vllm_tree("0.29.0") / CONTRACT[1]).read_text()
     assert "triton_kernel_dispatcher_with_warmup" not in text and "DispatchSpec" not in text
-    gone, families = moved_whole_and_gone(copy_release("0.29.0", tmp_path / "vllm"))
-    assert gone == {"fa4_cutedsl_warmup", "_warmup_ll_bf16_router_gemm"}
+    gone, families = moved_whole_and_gone(copy_release("0.29.0", tmp_path / "vllm"), ("ll-bf16-router-gemm", NO_C1_PDL))
+    assert gone == {"fa4_cutedsl_warmup"}
     assert not {f for f in families if migration_specs()[f].lift}
     survey = json.loads(runner.invoke(app, ["survey", "--repo", str(vllm_tree("0.29.0")), "--json"]).stdout)
     (qwen,) = (w for w in survey["warmups"] if w["function"] == "qwen_triton_warmup")
@@ -167,7 +178,7 @@ def test_on_0290_with_the_dispatcher_the_qwen_entry_goes_whole(tmp_path):
     for relative in CONTRACT:
         (repo / relative).unlink()  # never write through the hard link into the cached tree
         (repo / relative).write_text((vllm_tree("0.30.0") / relative).read_text())
-    gone, _ = moved_whole_and_gone(repo)
+    gone, _ = moved_whole_and_gone(repo, ("ll-bf16-router-gemm", NO_C1_PDL))
     assert "qwen_triton_warmup" in gone and "kimi_k3_triton_warmup" in gone
 
 
