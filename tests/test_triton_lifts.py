@@ -1433,7 +1433,7 @@ KEYWORDS_FORKS = {  # a fork's step passing the launcher's keywords through dict
                 '            output_g_exp=not ({"g": False} if length > 1 else {"g": True})["g"],\n',
             )
         ],
-        "output_g_exp=not length <= 1",
+        "output_g_exp=length > 1",
     ),
 }
 
